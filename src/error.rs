@@ -1,0 +1,184 @@
+//! The library's one error type and the exit code each kind maps to.
+//!
+//! `main.rs` alone turns an [`Error`] into a process exit code via [`Error::exit_code`]:
+//! 0 ok, 1 usage or general, 2 authentication failed (wrong key or password, or tampered),
+//! 3 not an archive / unsupported version / corrupt structure, 4 I/O, 5 data integrity
+//! (checksum mismatch in an unencrypted archive), 6 archive written but incomplete
+//! (an input changed or vanished while it was read).
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::format::FormatError;
+
+/// Shorthand for results carrying [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Which authentication check failed. Shown only with `-v`: without it, a wrong key and a
+/// tampered archive print the same message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthCheck {
+    /// No stanza opened with the keys given (wrong password, key file or identity).
+    NoStanzaOpened,
+    /// The header MAC did not verify.
+    HeaderMac,
+    /// A frame's MAC did not verify.
+    FrameMac,
+    /// The footer MAC did not verify.
+    FooterMac,
+    /// A verified structure was inconsistent (e.g. an entry digest mismatch under a valid MAC,
+    /// or frames out of sequence).
+    Structure,
+}
+
+impl std::fmt::Display for AuthCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AuthCheck::NoStanzaOpened => "no recipient stanza opened with the keys given",
+            AuthCheck::HeaderMac => "header MAC mismatch",
+            AuthCheck::FrameMac => "frame MAC mismatch",
+            AuthCheck::FooterMac => "footer MAC mismatch",
+            AuthCheck::Structure => "authenticated structure is inconsistent",
+        })
+    }
+}
+
+/// Every error the library returns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Wrong command-line usage or option values.
+    #[error("{0}")]
+    Usage(String),
+    /// An I/O operation on a named path failed.
+    #[error("{}: {op}: {source}", path.display())]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// What was being done ("open", "read", "write", "rename", ...).
+        op: &'static str,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The input is not a krypta archive (bad magic, empty file).
+    #[error("{}: not a krypta archive ({reason})", path.display())]
+    NotAnArchive {
+        /// The archive path (`-` for stdin).
+        path: PathBuf,
+        /// What was found instead.
+        reason: &'static str,
+    },
+    /// The archive's format version is not one this build reads.
+    #[error("{}: unsupported format version {version} (this krypta reads version {supported})", path.display())]
+    UnsupportedVersion {
+        /// The archive path.
+        path: PathBuf,
+        /// Version found.
+        version: u16,
+        /// Version supported.
+        supported: u16,
+    },
+    /// A structure of the archive is malformed or the archive is truncated.
+    #[error("{}: corrupt archive at byte {offset}: {source}", path.display())]
+    Corrupt {
+        /// The archive path.
+        path: PathBuf,
+        /// Byte offset in the archive of the structure that failed.
+        offset: u64,
+        /// What was wrong.
+        #[source]
+        source: FormatError,
+    },
+    /// Authentication failed: wrong password / key / identity, or the archive was tampered
+    /// with. The message is the same for all of them on purpose (see `docs/SECURITY.md`).
+    #[error("{}: authentication failed: wrong key or password, or the archive was modified", path.display())]
+    AuthFailed {
+        /// The archive path.
+        path: PathBuf,
+        /// Which check failed (printed only with `-v`).
+        check: AuthCheck,
+    },
+    /// The archive is encrypted and no key was given.
+    #[error("{}: archive is encrypted ({kinds}): give --pass-file, --pass-fd, -p, --keyfile or -i", path.display())]
+    KeyRequired {
+        /// The archive path.
+        path: PathBuf,
+        /// Stanza kinds present, e.g. "argon2id, pq-box".
+        kinds: String,
+    },
+    /// A checksum mismatch in an unencrypted archive (data corruption).
+    #[error("{}: integrity check failed: {what}", path.display())]
+    Integrity {
+        /// The archive path.
+        path: PathBuf,
+        /// What failed, e.g. "block 12 checksum mismatch" or "content digest of docs/a.txt".
+        what: String,
+    },
+    /// A KDF parameter in an archive is beyond what this build accepts.
+    #[error("{}: {param} = {value} exceeds the limit {limit} (refusing to run the KDF)", path.display())]
+    KdfLimit {
+        /// The archive path.
+        path: PathBuf,
+        /// Parameter name ("argon2id memory KiB", "pbkdf2 iterations", ...).
+        param: &'static str,
+        /// Value found.
+        value: u64,
+        /// The ceiling.
+        limit: u64,
+    },
+    /// A key file is malformed, of the wrong kind, or fails its checksum.
+    #[error("{}: {problem}", path.display())]
+    BadKeyFile {
+        /// The key file (or `<argument>` for key text given inline).
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// An output already exists and `--force` was not given.
+    #[error("{}: already exists (use -f/--force to overwrite)", path.display())]
+    Exists {
+        /// The existing path.
+        path: PathBuf,
+    },
+    /// An archive entry would be written outside the output directory or through a link.
+    #[error("{}: unsafe entry path: {reason}", path.display())]
+    UnsafePath {
+        /// The entry path as stored (lossily shown).
+        path: PathBuf,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// Something went wrong in a cryptographic primitive (e.g. the OS random source failed).
+    #[error("crypto: {0}")]
+    Crypto(String),
+    /// The archive was written, but some inputs changed or vanished while being read.
+    #[error("archive written, but {count} input(s) changed or vanished while being read (see warnings)")]
+    Incomplete {
+        /// How many inputs were affected.
+        count: usize,
+    },
+}
+
+impl Error {
+    /// The process exit code for this error (documented in README.md and `--help`).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) | Error::Exists { .. } | Error::KeyRequired { .. } | Error::BadKeyFile { .. } => 1,
+            Error::Crypto(_) => 1,
+            Error::AuthFailed { .. } => 2,
+            Error::NotAnArchive { .. }
+            | Error::UnsupportedVersion { .. }
+            | Error::Corrupt { .. }
+            | Error::KdfLimit { .. }
+            | Error::UnsafePath { .. } => 3,
+            Error::Io { .. } => 4,
+            Error::Integrity { .. } => 5,
+            Error::Incomplete { .. } => 6,
+        }
+    }
+
+    /// Builds an [`Error::Io`].
+    pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
+        Error::Io { path: path.into(), op, source }
+    }
+}

@@ -1,0 +1,190 @@
+//! The metadata of one archived entry (file, directory, symbolic link, hard link) and its
+//! byte encoding, shared by the in-stream ENTRY record and the index.
+
+use super::{FormatError, Reader, put_bytes_u32};
+
+/// Longest path or link target accepted, in bytes (Linux `PATH_MAX` is 4096; we allow deep
+/// trees stored relative, so the cap is larger but still bounds allocation).
+pub const MAX_PATH_LEN: usize = 64 * 1024;
+
+/// What kind of filesystem object an entry is. The numeric values are the on-disk codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    /// A regular file; its content follows as DATA segments.
+    File = 1,
+    /// A directory.
+    Dir = 2,
+    /// A symbolic link; `EntryMeta::link` is the target, as raw bytes, not followed.
+    Symlink = 3,
+    /// A hard link to an earlier File entry; `EntryMeta::link` is that entry's path.
+    Hardlink = 4,
+}
+
+impl EntryKind {
+    /// Parses the on-disk code.
+    pub fn from_u8(v: u8) -> Result<Self, FormatError> {
+        Ok(match v {
+            1 => EntryKind::File,
+            2 => EntryKind::Dir,
+            3 => EntryKind::Symlink,
+            4 => EntryKind::Hardlink,
+            other => {
+                return Err(FormatError::invalid("entry", format!("unknown entry type {other}")));
+            }
+        })
+    }
+    /// One-letter type as `ls -l` shows it (`-`, `d`, `l`, `h`).
+    pub fn letter(self) -> char {
+        match self {
+            EntryKind::File => '-',
+            EntryKind::Dir => 'd',
+            EntryKind::Symlink => 'l',
+            EntryKind::Hardlink => 'h',
+        }
+    }
+}
+
+/// A point in time: seconds since the Unix epoch (negative before 1970) and nanoseconds
+/// (0..1_000_000_000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp {
+    /// Whole seconds since 1970-01-01T00:00:00Z.
+    pub secs: i64,
+    /// Nanoseconds, 0..=999_999_999.
+    pub nanos: u32,
+}
+
+/// Metadata of one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryMeta {
+    /// Archive path: relative, components separated by `/`, raw bytes (not necessarily
+    /// UTF-8), no empty, `.` or `..` components, no leading `/`, 1..=MAX_PATH_LEN bytes.
+    pub path: Vec<u8>,
+    /// Entry type.
+    pub kind: EntryKind,
+    /// Permission bits, including setuid/setgid/sticky (mask 0o7777).
+    pub mode: u32,
+    /// Modification time.
+    pub mtime: Timestamp,
+    /// Owner user id.
+    pub uid: u32,
+    /// Owner group id.
+    pub gid: u32,
+    /// Symlink target or hard-link target path (raw bytes); empty for files and directories.
+    pub link: Vec<u8>,
+}
+
+/// Checks that an archive path is canonical (see [`EntryMeta::path`]).
+pub fn check_archive_path(path: &[u8]) -> Result<(), FormatError> {
+    if path.is_empty() || path.len() > MAX_PATH_LEN {
+        return Err(FormatError::invalid(
+            "entry path",
+            format!("length {} is outside 1..={MAX_PATH_LEN}", path.len()),
+        ));
+    }
+    if path.contains(&0) {
+        return Err(FormatError::invalid("entry path", "contains a NUL byte"));
+    }
+    for comp in path.split(|&b| b == b'/') {
+        if comp.is_empty() || comp == b"." || comp == b".." {
+            return Err(FormatError::invalid(
+                "entry path",
+                "has an empty, '.' or '..' component or a leading '/'",
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl EntryMeta {
+    /// Appends the encoding: `u8 kind, u8 0, u16 0, u32 mode, i64 mtime_secs, u32 mtime_nanos,
+    /// u32 uid, u32 gid, u32 path_len, path, u32 link_len, link` (little-endian).
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.push(self.kind as u8);
+        out.extend_from_slice(&[0, 0, 0]);
+        out.extend_from_slice(&self.mode.to_le_bytes());
+        out.extend_from_slice(&self.mtime.secs.to_le_bytes());
+        out.extend_from_slice(&self.mtime.nanos.to_le_bytes());
+        out.extend_from_slice(&self.uid.to_le_bytes());
+        out.extend_from_slice(&self.gid.to_le_bytes());
+        put_bytes_u32(out, &self.path);
+        put_bytes_u32(out, &self.link);
+    }
+
+    /// Parses what [`EntryMeta::write`] wrote, rejecting every non-canonical encoding.
+    pub fn parse(r: &mut Reader<'_>) -> Result<Self, FormatError> {
+        let kind = EntryKind::from_u8(r.u8()?)?;
+        r.reserved_zero(3)?;
+        let mode = r.u32()?;
+        if mode & !0o7777 != 0 {
+            return Err(FormatError::invalid("entry", format!("mode {mode:#o} has bits beyond 0o7777")));
+        }
+        let secs = r.i64()?;
+        let nanos = r.u32()?;
+        if nanos >= 1_000_000_000 {
+            return Err(FormatError::invalid("entry", format!("mtime nanoseconds {nanos} >= 10^9")));
+        }
+        let uid = r.u32()?;
+        let gid = r.u32()?;
+        let path = r.bytes_u32()?.to_vec();
+        check_archive_path(&path)?;
+        let link = r.bytes_u32()?.to_vec();
+        match kind {
+            EntryKind::File | EntryKind::Dir if !link.is_empty() => {
+                return Err(FormatError::invalid("entry", "a file or directory has a link target"));
+            }
+            EntryKind::Symlink if link.is_empty() || link.len() > MAX_PATH_LEN || link.contains(&0) => {
+                return Err(FormatError::invalid("entry", "symlink target is empty, too long or has a NUL"));
+            }
+            EntryKind::Hardlink => check_archive_path(&link)?,
+            _ => {}
+        }
+        Ok(EntryMeta { path, kind, mode, mtime: Timestamp { secs, nanos }, uid, gid, link })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> EntryMeta {
+        EntryMeta {
+            path: b"dir/f\xffile\n".to_vec(),
+            kind: EntryKind::File,
+            mode: 0o4755,
+            mtime: Timestamp { secs: -86_400, nanos: 123_456_789 },
+            uid: 1000,
+            gid: 100,
+            link: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn entry_parse_of_write_is_identity() {
+        let e = sample();
+        let mut buf = Vec::new();
+        e.write(&mut buf);
+        assert_eq!(buf.len(), 4 + 4 + 8 + 4 + 4 + 4 + 4 + e.path.len() + 4);
+        let mut r = Reader::new(&buf, "entry");
+        assert_eq!(EntryMeta::parse(&mut r).unwrap(), e);
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn dotdot_and_absolute_paths_are_rejected() {
+        for bad in [&b"../x"[..], b"/etc/passwd", b"a//b", b"a/./b", b"", b"a/"] {
+            assert!(check_archive_path(bad).is_err(), "{:?}", bad);
+        }
+        check_archive_path(b"a/b..c/.d").unwrap();
+    }
+
+    #[test]
+    fn huge_path_length_is_truncation_not_allocation() {
+        let mut buf = Vec::new();
+        sample().write(&mut buf);
+        // Overwrite the path length with u32::MAX.
+        buf[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = EntryMeta::parse(&mut Reader::new(&buf, "entry")).unwrap_err();
+        assert!(matches!(err, FormatError::Truncated { needed: 4_294_967_295, .. }), "{err:?}");
+    }
+}

@@ -1,0 +1,220 @@
+//! The archive header: magic, version, flags, archive id, creation time, stanzas, comment,
+//! and a 32-byte tag over every byte before it.
+
+use super::{FormatError, Reader, Stanza, put_bytes_u32, stanza::MAX_STANZAS};
+
+/// First 8 bytes of every krypta archive: `\x89KRYPTA\n` (the high byte and the newline catch
+/// 7-bit and newline-translating transfers, as PNG's signature does).
+pub const MAGIC: [u8; 8] = *b"\x89KRYPTA\n";
+/// The format version this build writes and reads.
+pub const VERSION: u16 = 1;
+/// Length of the fixed part read before the rest of the header: magic, version, flags, length.
+pub const PREFIX_LEN: usize = 16;
+/// Largest header accepted, bytes (64 pq-box stanzas are about 76 KiB).
+pub const MAX_HEADER_LEN: usize = 1 << 20;
+/// Largest comment, bytes.
+pub const MAX_COMMENT_LEN: usize = 4096;
+/// Header tag length, bytes.
+pub const TAG_LEN: usize = 32;
+/// Header flags bit 0: the archive is encrypted (it then has at least one stanza).
+pub const FLAG_ENCRYPTED: u16 = 1;
+
+/// The parsed header (everything but the tag).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Random 16-byte archive id (HKDF salt; bound into every tag).
+    pub archive_id: [u8; 16],
+    /// Creation time, seconds since the Unix epoch (SOURCE_DATE_EPOCH when set).
+    pub created: i64,
+    /// Nominal block size the writer used, bytes (informational).
+    pub block_size: u32,
+    /// krypta level 1..=9, or 0 for store (informational).
+    pub level: u8,
+    /// Recipient stanzas; empty for an unencrypted archive.
+    pub stanzas: Vec<Stanza>,
+    /// Free-form UTF-8 comment (authenticated, not encrypted).
+    pub comment: String,
+}
+
+/// The fixed prefix of a header, enough to know how many more bytes to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    /// Format version.
+    pub version: u16,
+    /// Flags (bit 0 encrypted).
+    pub flags: u16,
+    /// Total header length including the tag, bytes.
+    pub header_len: u32,
+}
+
+/// Why the first bytes are not a header we can read: the caller maps these to
+/// "not an archive" / "unsupported version" / "corrupt".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrefixError {
+    /// Magic does not match.
+    NotAnArchive,
+    /// A version this build does not read.
+    Version(u16),
+    /// Other field problems.
+    Format(FormatError),
+}
+
+impl Prefix {
+    /// Parses the 16-byte prefix: `magic[8], u16 version, u16 flags, u32 header_len`.
+    pub fn parse(b: &[u8; PREFIX_LEN]) -> Result<Prefix, PrefixError> {
+        if b[..8] != MAGIC {
+            return Err(PrefixError::NotAnArchive);
+        }
+        let version = u16::from_le_bytes([b[8], b[9]]);
+        if version != VERSION {
+            return Err(PrefixError::Version(version));
+        }
+        let flags = u16::from_le_bytes([b[10], b[11]]);
+        if flags & !FLAG_ENCRYPTED != 0 {
+            return Err(PrefixError::Format(FormatError::invalid("header", format!("unknown flags {flags:#06x}"))));
+        }
+        let header_len = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
+        if (header_len as usize) < PREFIX_LEN + 40 + TAG_LEN || header_len as usize > MAX_HEADER_LEN {
+            return Err(PrefixError::Format(FormatError::invalid(
+                "header",
+                format!("header length {header_len} outside {}..={MAX_HEADER_LEN}", PREFIX_LEN + 40 + TAG_LEN),
+            )));
+        }
+        Ok(Prefix { version, flags, header_len })
+    }
+}
+
+impl Header {
+    /// True when the archive is encrypted.
+    pub fn encrypted(&self) -> bool {
+        !self.stanzas.is_empty()
+    }
+
+    /// Serialises everything before the tag. Layout after the prefix:
+    /// `archive_id[16], i64 created, u32 block_size, u8 level, u8 0, u16 stanza_count,
+    /// stanzas, u32 comment_len, comment`; then the caller appends the 32-byte tag.
+    pub fn write_untagged(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&self.archive_id);
+        body.extend_from_slice(&self.created.to_le_bytes());
+        body.extend_from_slice(&self.block_size.to_le_bytes());
+        body.push(self.level);
+        body.push(0);
+        body.extend_from_slice(&(self.stanzas.len() as u16).to_le_bytes());
+        for s in &self.stanzas {
+            s.write(&mut body);
+        }
+        put_bytes_u32(&mut body, self.comment.as_bytes());
+        let header_len = (PREFIX_LEN + body.len() + TAG_LEN) as u32;
+        let flags = if self.encrypted() { FLAG_ENCRYPTED } else { 0 };
+        let mut out = Vec::with_capacity(header_len as usize);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&header_len.to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Parses a whole header (`header_len` bytes, tag included); returns the header and the
+    /// tag. The tag is NOT checked here (that needs the key): the caller verifies it over
+    /// `bytes[..len - 32]` before trusting anything but the stanzas.
+    pub fn parse(bytes: &[u8]) -> Result<(Header, [u8; TAG_LEN]), PrefixError> {
+        let prefix_bytes: &[u8; PREFIX_LEN] = bytes
+            .get(..PREFIX_LEN)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(PrefixError::NotAnArchive)?;
+        let prefix = Prefix::parse(prefix_bytes)?;
+        if bytes.len() != prefix.header_len as usize {
+            return Err(PrefixError::Format(FormatError::Truncated {
+                what: "header",
+                needed: prefix.header_len as u64,
+                got: bytes.len() as u64,
+            }));
+        }
+        let body = &bytes[PREFIX_LEN..bytes.len() - TAG_LEN];
+        let mut tag = [0u8; TAG_LEN];
+        tag.copy_from_slice(&bytes[bytes.len() - TAG_LEN..]);
+        let h = Self::parse_body(body, prefix.flags).map_err(PrefixError::Format)?;
+        Ok((h, tag))
+    }
+
+    fn parse_body(body: &[u8], flags: u16) -> Result<Header, FormatError> {
+        let mut r = Reader::new(body, "header");
+        let archive_id = r.array()?;
+        let created = r.i64()?;
+        let block_size = r.u32()?;
+        let level = r.u8()?;
+        if level > 9 {
+            return Err(FormatError::invalid("header", format!("level {level} > 9")));
+        }
+        r.reserved_zero(1)?;
+        let n = r.u16()? as usize;
+        if n > MAX_STANZAS {
+            return Err(FormatError::invalid("header", format!("{n} stanzas (at most {MAX_STANZAS})")));
+        }
+        let mut stanzas = Vec::with_capacity(n);
+        for _ in 0..n {
+            stanzas.push(Stanza::parse(&mut r)?);
+        }
+        let comment = r.bytes_u32()?;
+        if comment.len() > MAX_COMMENT_LEN {
+            return Err(FormatError::invalid("header", format!("comment of {} bytes", comment.len())));
+        }
+        let comment = String::from_utf8(comment.to_vec())
+            .map_err(|_| FormatError::invalid("header", "comment is not UTF-8"))?;
+        r.finish()?;
+        let encrypted = flags & FLAG_ENCRYPTED != 0;
+        if encrypted != !stanzas.is_empty() {
+            return Err(FormatError::invalid("header", "encrypted flag disagrees with the stanza count"));
+        }
+        Ok(Header { archive_id, created, block_size, level, stanzas, comment })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(stanzas: Vec<Stanza>) -> Header {
+        Header {
+            archive_id: [0xab; 16],
+            created: 1_700_000_000,
+            block_size: 4 << 20,
+            level: 3,
+            stanzas,
+            comment: "nightly".into(),
+        }
+    }
+
+    #[test]
+    fn header_parse_of_write_is_identity() {
+        for stanzas in [vec![], vec![Stanza::KeyFile { wrapped: [1; 32], tag: [2; 32] }]] {
+            let h = sample(stanzas);
+            let mut bytes = h.write_untagged();
+            bytes.extend_from_slice(&[9u8; 32]);
+            let (parsed, tag) = Header::parse(&bytes).unwrap();
+            assert_eq!(parsed, h);
+            assert_eq!(tag, [9u8; 32]);
+            assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize, bytes.len());
+        }
+    }
+
+    #[test]
+    fn header_rejects_other_magic_version_and_flags() {
+        let mut bytes = sample(vec![]).write_untagged();
+        bytes.extend_from_slice(&[0u8; 32]);
+        let mut b = bytes.clone();
+        b[0] = b'P';
+        assert_eq!(Header::parse(&b).unwrap_err(), PrefixError::NotAnArchive);
+        let mut b = bytes.clone();
+        b[8] = 2;
+        assert_eq!(Header::parse(&b).unwrap_err(), PrefixError::Version(2));
+        let mut b = bytes.clone();
+        b[10] = 1; // encrypted flag without stanzas
+        assert!(matches!(Header::parse(&b).unwrap_err(), PrefixError::Format(_)));
+        let mut b = bytes;
+        b[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(Header::parse(&b).unwrap_err(), PrefixError::Format(_)));
+    }
+}

@@ -1,0 +1,138 @@
+//! Every byte layout of a krypta archive: header, stanzas, frames, records, index, footer.
+//!
+//! Nothing outside this module reads or writes archive bytes. Each structure keeps its
+//! parser and its writer side by side, and `parse(write(x)) == x` is tested.
+
+pub mod entry;
+pub mod footer;
+pub mod frame;
+pub mod header;
+pub mod index;
+pub mod record;
+pub mod stanza;
+
+pub use entry::{EntryKind, EntryMeta, Timestamp};
+pub use stanza::Stanza;
+
+/// Why a structure could not be parsed. Carries the structure's name and what was wrong,
+/// so the caller can report "archive.kry: corrupt index: entry path is empty".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    /// The bytes end before the structure does.
+    #[error("{what} is truncated: needed {needed} bytes, {got} available")]
+    Truncated {
+        /// Which structure.
+        what: &'static str,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes available.
+        got: u64,
+    },
+    /// A field holds a value the format does not allow.
+    #[error("{what}: {problem}")]
+    Invalid {
+        /// Which structure or field.
+        what: &'static str,
+        /// What is wrong with it, in plain words.
+        problem: String,
+    },
+}
+
+impl FormatError {
+    /// Shorthand for [`FormatError::Invalid`].
+    pub fn invalid(what: &'static str, problem: impl Into<String>) -> Self {
+        FormatError::Invalid { what, problem: problem.into() }
+    }
+}
+
+/// A cursor over a byte slice that never reads past the end: every read returns
+/// [`FormatError::Truncated`] instead of panicking. All parsers use it.
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over `buf`; `what` names the structure in errors.
+    pub fn new(buf: &'a [u8], what: &'static str) -> Self {
+        Reader { buf, pos: 0, what }
+    }
+    /// Bytes consumed so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+    /// Bytes left.
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+    /// Takes the next `n` bytes.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
+        if n > self.remaining() {
+            return Err(FormatError::Truncated {
+                what: self.what,
+                needed: n as u64,
+                got: self.remaining() as u64,
+            });
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    /// Takes a fixed-size array.
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], FormatError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+    /// One byte.
+    pub fn u8(&mut self) -> Result<u8, FormatError> {
+        Ok(self.take(1)?[0])
+    }
+    /// Little-endian u16.
+    pub fn u16(&mut self) -> Result<u16, FormatError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+    /// Little-endian u32.
+    pub fn u32(&mut self) -> Result<u32, FormatError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    /// Little-endian u64.
+    pub fn u64(&mut self) -> Result<u64, FormatError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    /// Little-endian i64.
+    pub fn i64(&mut self) -> Result<i64, FormatError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+    /// A u32 length prefix followed by that many bytes; the length is checked against
+    /// the bytes left before anything is allocated.
+    pub fn bytes_u32(&mut self) -> Result<&'a [u8], FormatError> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    /// Requires a zero value (reserved fields must be zero: the encoding is canonical).
+    pub fn reserved_zero(&mut self, n: usize) -> Result<(), FormatError> {
+        if self.take(n)?.iter().any(|&b| b != 0) {
+            return Err(FormatError::invalid(self.what, "reserved bytes are not zero"));
+        }
+        Ok(())
+    }
+    /// Requires that every byte was consumed.
+    pub fn finish(&self) -> Result<(), FormatError> {
+        if self.remaining() != 0 {
+            return Err(FormatError::invalid(
+                self.what,
+                format!("{} trailing bytes", self.remaining()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Appends a u32 length prefix and the bytes.
+pub fn put_bytes_u32(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}

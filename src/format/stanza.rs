@@ -1,0 +1,225 @@
+//! Recipient stanzas: the byte layout of each way the 32-byte file key is wrapped.
+//!
+//! In the header each stanza is framed as `u8 kind, u8 0, u16 0, u32 body_len, body`.
+//! The bodies below are fixed-size; `crypto::stanza` does the cryptography.
+
+use super::{FormatError, Reader};
+
+/// Length of the salt in password stanzas, bytes.
+pub const SALT_LEN: usize = 16;
+/// Length of a wrapped file key, bytes (the file key is 32 bytes, AES-256-CTR keeps length).
+pub const WRAPPED_LEN: usize = 32;
+/// Length of a stanza tag (HMAC-SHA256), bytes.
+pub const TAG_LEN: usize = 32;
+/// ML-KEM-768 ciphertext length, bytes (FIPS 203 Table 3: 1088).
+pub const MLKEM768_CT_LEN: usize = 1088;
+/// X25519 public key length, bytes (RFC 7748 §5).
+pub const X25519_LEN: usize = 32;
+/// Most stanzas one header may carry.
+pub const MAX_STANZAS: usize = 64;
+
+/// Stanza kind codes, as stored.
+pub mod kind {
+    /// Password through Argon2id (RFC 9106).
+    pub const ARGON2ID: u8 = 1;
+    /// Password through PBKDF2-HMAC-SHA256 (RFC 8018).
+    pub const PBKDF2: u8 = 2;
+    /// A raw 32-byte key file.
+    pub const KEYFILE: u8 = 3;
+    /// Hybrid ML-KEM-768 + X25519 sealed box.
+    pub const PQ_BOX: u8 = 4;
+}
+
+/// One stanza: a way to recover the file key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stanza {
+    /// Body (92 bytes): `u32 m_kib, u32 t, u32 p, salt[16], wrapped[32], tag[32]`.
+    Argon2id {
+        /// Memory cost, KiB.
+        m_kib: u32,
+        /// Iterations (time cost).
+        t: u32,
+        /// Lanes (parallelism).
+        p: u32,
+        /// Random salt.
+        salt: [u8; SALT_LEN],
+        /// File key under AES-256-CTR.
+        wrapped: [u8; WRAPPED_LEN],
+        /// HMAC-SHA256 over the stanza.
+        tag: [u8; TAG_LEN],
+    },
+    /// Body (84 bytes): `u32 iterations, salt[16], wrapped[32], tag[32]`.
+    Pbkdf2 {
+        /// PBKDF2 iteration count.
+        iterations: u32,
+        /// Random salt.
+        salt: [u8; SALT_LEN],
+        /// File key under AES-256-CTR.
+        wrapped: [u8; WRAPPED_LEN],
+        /// HMAC-SHA256 over the stanza.
+        tag: [u8; TAG_LEN],
+    },
+    /// Body (64 bytes): `wrapped[32], tag[32]`.
+    KeyFile {
+        /// File key under AES-256-CTR.
+        wrapped: [u8; WRAPPED_LEN],
+        /// HMAC-SHA256 over the stanza.
+        tag: [u8; TAG_LEN],
+    },
+    /// Body (1184 bytes): `mlkem_ct[1088], x25519_ephemeral[32], wrapped[32], tag[32]`.
+    PqBox {
+        /// ML-KEM-768 ciphertext (FIPS 203).
+        mlkem_ct: Box<[u8; MLKEM768_CT_LEN]>,
+        /// The sender's ephemeral X25519 public key.
+        ephemeral: [u8; X25519_LEN],
+        /// File key under AES-256-CTR.
+        wrapped: [u8; WRAPPED_LEN],
+        /// HMAC-SHA256 over the stanza.
+        tag: [u8; TAG_LEN],
+    },
+}
+
+impl Stanza {
+    /// The kind code (see [`kind`]).
+    pub fn kind(&self) -> u8 {
+        match self {
+            Stanza::Argon2id { .. } => kind::ARGON2ID,
+            Stanza::Pbkdf2 { .. } => kind::PBKDF2,
+            Stanza::KeyFile { .. } => kind::KEYFILE,
+            Stanza::PqBox { .. } => kind::PQ_BOX,
+        }
+    }
+
+    /// Human name, as `info` prints it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stanza::Argon2id { .. } => "argon2id",
+            Stanza::Pbkdf2 { .. } => "pbkdf2",
+            Stanza::KeyFile { .. } => "keyfile",
+            Stanza::PqBox { .. } => "pq-box (ML-KEM-768 + X25519)",
+        }
+    }
+
+    /// The body bytes, without the framing.
+    pub fn body(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        match self {
+            Stanza::Argon2id { m_kib, t, p, salt, wrapped, tag } => {
+                b.extend_from_slice(&m_kib.to_le_bytes());
+                b.extend_from_slice(&t.to_le_bytes());
+                b.extend_from_slice(&p.to_le_bytes());
+                b.extend_from_slice(salt);
+                b.extend_from_slice(wrapped);
+                b.extend_from_slice(tag);
+            }
+            Stanza::Pbkdf2 { iterations, salt, wrapped, tag } => {
+                b.extend_from_slice(&iterations.to_le_bytes());
+                b.extend_from_slice(salt);
+                b.extend_from_slice(wrapped);
+                b.extend_from_slice(tag);
+            }
+            Stanza::KeyFile { wrapped, tag } => {
+                b.extend_from_slice(wrapped);
+                b.extend_from_slice(tag);
+            }
+            Stanza::PqBox { mlkem_ct, ephemeral, wrapped, tag } => {
+                b.extend_from_slice(&mlkem_ct[..]);
+                b.extend_from_slice(ephemeral);
+                b.extend_from_slice(wrapped);
+                b.extend_from_slice(tag);
+            }
+        }
+        b
+    }
+
+    /// The bytes a stanza's tag covers besides the wrapped key: the kind code and the
+    /// parameters (KDF costs and salt, or the KEM ciphertext and ephemeral key).
+    pub fn params(&self) -> Vec<u8> {
+        let body = self.body();
+        let params_len = body.len() - WRAPPED_LEN - TAG_LEN;
+        let mut p = vec![self.kind()];
+        p.extend_from_slice(&body[..params_len]);
+        p
+    }
+
+    /// Appends the framed stanza (`u8 kind, u8 0, u16 0, u32 body_len, body`).
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let body = self.body();
+        out.push(self.kind());
+        out.extend_from_slice(&[0, 0, 0]);
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(&body);
+    }
+
+    /// Parses one framed stanza. Unknown kinds and wrong body lengths are errors.
+    pub fn parse(r: &mut Reader<'_>) -> Result<Self, FormatError> {
+        let k = r.u8()?;
+        r.reserved_zero(3)?;
+        let body = r.bytes_u32()?;
+        let mut b = Reader::new(body, "stanza");
+        let s = match k {
+            kind::ARGON2ID => Stanza::Argon2id {
+                m_kib: b.u32()?,
+                t: b.u32()?,
+                p: b.u32()?,
+                salt: b.array()?,
+                wrapped: b.array()?,
+                tag: b.array()?,
+            },
+            kind::PBKDF2 => Stanza::Pbkdf2 {
+                iterations: b.u32()?,
+                salt: b.array()?,
+                wrapped: b.array()?,
+                tag: b.array()?,
+            },
+            kind::KEYFILE => Stanza::KeyFile { wrapped: b.array()?, tag: b.array()? },
+            kind::PQ_BOX => Stanza::PqBox {
+                mlkem_ct: Box::new(b.array()?),
+                ephemeral: b.array()?,
+                wrapped: b.array()?,
+                tag: b.array()?,
+            },
+            other => {
+                return Err(FormatError::invalid("stanza", format!("unknown stanza kind {other}")));
+            }
+        };
+        b.finish()?;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stanza_kind_round_trips_with_documented_sizes() {
+        let cases = [
+            (Stanza::Argon2id { m_kib: 262_144, t: 3, p: 1, salt: [1; 16], wrapped: [2; 32], tag: [3; 32] }, 92),
+            (Stanza::Pbkdf2 { iterations: 600_000, salt: [1; 16], wrapped: [2; 32], tag: [3; 32] }, 84),
+            (Stanza::KeyFile { wrapped: [2; 32], tag: [3; 32] }, 64),
+            (
+                Stanza::PqBox { mlkem_ct: Box::new([7; 1088]), ephemeral: [9; 32], wrapped: [2; 32], tag: [3; 32] },
+                1184,
+            ),
+        ];
+        for (s, body_len) in cases {
+            assert_eq!(s.body().len(), body_len);
+            let mut buf = Vec::new();
+            s.write(&mut buf);
+            assert_eq!(buf.len(), 8 + body_len);
+            let mut r = Reader::new(&buf, "stanza");
+            assert_eq!(Stanza::parse(&mut r).unwrap(), s);
+            r.finish().unwrap();
+        }
+    }
+
+    #[test]
+    fn wrong_body_length_is_rejected() {
+        let mut buf = Vec::new();
+        Stanza::KeyFile { wrapped: [2; 32], tag: [3; 32] }.write(&mut buf);
+        buf.push(0);
+        buf[4] = 65;
+        assert!(Stanza::parse(&mut Reader::new(&buf, "stanza")).is_err());
+    }
+}
