@@ -31,9 +31,19 @@ fn median_secs(runs: usize, mut f: impl FnMut()) -> (f64, f64) {
     (wall[runs / 2], cpu[runs / 2])
 }
 
-/// Prints one throughput line: MB/s by wall time and by CPU time.
-fn rate(name: &str, bytes: usize, (wall, cpu): (f64, f64)) {
-    let mb = bytes as f64 / 1e6;
+/// Like [`median_secs`], each sample running `f` `reps` times.
+fn median_secs_reps(runs: usize, reps: usize, mut f: impl FnMut()) -> (f64, f64) {
+    median_secs(runs, || {
+        for _ in 0..reps {
+            f();
+        }
+    })
+}
+
+/// Prints one throughput line: MB/s by wall time and by CPU time, for samples of `reps`
+/// operations on `bytes` each.
+fn rate_reps(reps: usize, name: &str, bytes: usize, (wall, cpu): (f64, f64)) {
+    let mb = (reps * bytes) as f64 / 1e6;
     println!(
         "{name}: {:.0} MB/s wall, {:.0} MB/s cpu",
         mb / wall,
@@ -79,25 +89,31 @@ fn report_pbkdf2_600k_timing() {
 #[ignore = "timing report, run by hand in release mode"]
 fn report_cipher_mac_and_frame_throughput_on_4_mib() {
     const LEN: usize = 4 << 20;
-    const RUNS: usize = 21;
+    const RUNS: usize = 9;
+    // Each sample repeats the operation REPS times (32 MiB), so the scheduler-tick
+    // granularity of the CPU clock stays well under the sample time.
+    const REPS: usize = 8;
     let mut buf = vec![0x5au8; LEN];
     let key = [1u8; 32];
-    rate(
+    rate_reps(
+        REPS,
         "aes-256-ctr",
         LEN,
-        median_secs(RUNS, || aes256_ctr_apply(&key, &[0; 16], &mut buf)),
+        median_secs_reps(RUNS, REPS, || aes256_ctr_apply(&key, &[0; 16], &mut buf)),
     );
-    rate(
+    rate_reps(
+        REPS,
         "hmac-sha256",
         LEN,
-        median_secs(RUNS, || {
+        median_secs_reps(RUNS, REPS, || {
             std::hint::black_box(hmac_sha256(&key, &[&buf]));
         }),
     );
-    rate(
+    rate_reps(
+        REPS,
         "blake3 (1 thread)",
         LEN,
-        median_secs(RUNS, || {
+        median_secs_reps(RUNS, REPS, || {
             std::hint::black_box(blake3::hash(&buf));
         }),
     );
@@ -105,15 +121,16 @@ fn report_cipher_mac_and_frame_throughput_on_4_mib() {
     let hdr = [0u8; 16];
     let sealed = Protection::Sealed(Box::new(Subkeys::derive(&FileKey::from_bytes(key), &id)));
     for (name, p) in [("sealed", &sealed), ("plain", &Protection::Plain)] {
-        let seal = median_secs(RUNS, || {
+        let seal = median_secs_reps(RUNS, REPS, || {
             std::hint::black_box(p.seal_frame(&id, &hdr, 1, &mut buf));
         });
-        rate(&format!("seal_frame ({name})"), LEN, seal);
-        let both = median_secs(RUNS, || {
+        rate_reps(REPS, &format!("seal_frame ({name})"), LEN, seal);
+        let both = median_secs_reps(RUNS, REPS, || {
             let tag = p.seal_frame(&id, &hdr, 1, &mut buf);
             p.open_frame(&id, &hdr, 1, &mut buf, &tag).unwrap();
         });
-        rate(
+        rate_reps(
+            REPS,
             &format!("seal_frame+open_frame ({name}, MB of body per seal+open)"),
             LEN,
             both,
