@@ -25,6 +25,11 @@ fn env_password_is_taken_whole_including_non_ascii_and_newlines() {
         "helper_env_password_is_expected_value",
         Some("pässwörd 密码\n")
     ));
+    // The helper really runs (a filter matching nothing would pass vacuously).
+    assert!(!run_helper(
+        "helper_env_password_is_expected_value",
+        Some("pässwörd 密码")
+    ));
 }
 
 #[test]
