@@ -1,1 +1,4 @@
-//! archive
+//! The parallel archive writer and reader: ordering, bounded memory, and the composition of
+//! the format, codec and crypto stages.
+
+pub mod pipeline;
