@@ -2,9 +2,12 @@
 //! hole-aware ([`source`]), confined and atomic extraction ([`extract`]), and showing raw path
 //! bytes as text ([`names`]). Each module's documentation states its choices.
 
+mod confine;
+pub mod extract;
 mod longpath;
 mod meta;
 pub mod names;
+mod sink;
 pub mod source;
 pub mod walk;
 
