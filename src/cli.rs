@@ -322,7 +322,7 @@ pub fn run(cli: Cli) -> Result<u8> {
                     strip_components: a.strip_components,
                     no_mtime: a.no_mtime,
                     same_permissions: a.same_permissions,
-                    restore_owner: rustix::process::geteuid().is_root(),
+                    ..Default::default()
                 },
             };
             let s = krypta::extract(&a.archive, open, req, &mut term)?;
