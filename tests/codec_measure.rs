@@ -83,6 +83,7 @@ fn ours(data: &[u8], level: Level, block: usize, filter: Filter) -> Run {
         blocks.push((codec, used, payload));
     }
     let (comp_cpu, comp_wall) = (thread_cpu() - c0, w0.elapsed().as_secs_f64());
+    println!("# encoder memory {} MiB", enc.memory_bytes() >> 20);
     drop(enc);
     let mut dec = BlockDecoder::new().expect("decoder");
     let mut out = Vec::new();
@@ -176,7 +177,11 @@ fn row(name: &str, raw: usize, r: &Run) {
         r.size,
         raw as f64 / r.size as f64,
         mbps(raw, r.comp_cpu),
-        mbps(raw, r.dec_cpu),
+        if r.dec_cpu > 0.0 {
+            mbps(raw, r.dec_cpu)
+        } else {
+            f64::NAN
+        },
         r.comp_wall
     );
 }
