@@ -13,11 +13,18 @@
 //!    PBKDF2 or a key file, then [`stanza::seal_file_key`].
 
 pub mod frame;
+pub mod kdf;
+pub mod keyfile;
 pub mod keys;
+pub mod keytext;
+pub mod password;
 pub mod primitives;
+pub mod stanza;
 
 pub use frame::Protection;
 pub use keys::{ArchiveId, FileKey, Subkeys};
+pub use keytext::KeyKind;
+pub use stanza::{Identity, Kdf, Recipient};
 
 /// Why a cryptographic operation failed. The variants that mean "wrong key or tampered"
 /// ([`CryptoError::TagMismatch`], [`CryptoError::NoStanzaOpened`]) carry no detail on purpose.
