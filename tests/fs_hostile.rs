@@ -24,11 +24,16 @@ fn meta(path: &[u8], kind: EntryKind) -> EntryMeta {
 }
 
 fn link_meta(path: &[u8], kind: EntryKind, target: &[u8]) -> EntryMeta {
-    EntryMeta { link: target.to_vec(), ..meta(path, kind) }
+    EntryMeta {
+        link: target.to_vec(),
+        ..meta(path, kind)
+    }
 }
 
 fn write_file(x: &mut Extractor, path: &[u8], data: &[u8]) -> krypta::Result<()> {
-    let mut s = x.begin_file(&meta(path, EntryKind::File))?.expect("not stripped");
+    let mut s = x
+        .begin_file(&meta(path, EntryKind::File))?
+        .expect("not stripped");
     s.write_at(0, data)?;
     s.commit(data.len() as u64)
 }
@@ -44,15 +49,29 @@ fn unsafe_reason(r: krypta::Result<impl std::fmt::Debug>) -> &'static str {
 fn absolute_dotdot_and_empty_component_paths_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let mut x = Extractor::new(&tmp.path().join("out"), ExtractOptions::default()).unwrap();
-    assert_eq!(unsafe_reason(x.begin_file(&meta(b"/tmp/evil", EntryKind::File))), "absolute path");
-    assert_eq!(unsafe_reason(x.begin_file(&meta(b"../evil", EntryKind::File))), "'..' component");
-    assert_eq!(unsafe_reason(x.make_dir(&meta(b"a/../../evil", EntryKind::Dir))), "'..' component");
+    assert_eq!(
+        unsafe_reason(x.begin_file(&meta(b"/tmp/evil", EntryKind::File))),
+        "absolute path"
+    );
+    assert_eq!(
+        unsafe_reason(x.begin_file(&meta(b"../evil", EntryKind::File))),
+        "'..' component"
+    );
+    assert_eq!(
+        unsafe_reason(x.make_dir(&meta(b"a/../../evil", EntryKind::Dir))),
+        "'..' component"
+    );
     assert_eq!(
         unsafe_reason(x.make_symlink(&link_meta(b"a//b", EntryKind::Symlink, b"x"))),
         "empty, '.' or NUL-containing component, or bad length"
     );
     assert!(!tmp.path().join("evil").exists());
-    assert!(std::fs::read_dir(tmp.path().join("out")).unwrap().next().is_none());
+    assert!(
+        std::fs::read_dir(tmp.path().join("out"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
 }
 
 #[test]
@@ -61,10 +80,21 @@ fn symlink_entry_then_file_below_it_cannot_escape() {
     let outside = tmp.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     let mut x = Extractor::new(&tmp.path().join("out"), ExtractOptions::default()).unwrap();
-    x.make_symlink(&link_meta(b"d", EntryKind::Symlink, outside.as_os_str().as_encoded_bytes())).unwrap();
+    x.make_symlink(&link_meta(
+        b"d",
+        EntryKind::Symlink,
+        outside.as_os_str().as_encoded_bytes(),
+    ))
+    .unwrap();
     let r = x.begin_file(&meta(b"d/file", EntryKind::File));
-    assert_eq!(unsafe_reason(r), "a parent directory in the output is a symbolic link (never followed)");
-    assert_eq!(unsafe_reason(x.make_dir(&meta(b"d/sub", EntryKind::Dir))), "a parent directory in the output is a symbolic link (never followed)");
+    assert_eq!(
+        unsafe_reason(r),
+        "a parent directory in the output is a symbolic link (never followed)"
+    );
+    assert_eq!(
+        unsafe_reason(x.make_dir(&meta(b"d/sub", EntryKind::Dir))),
+        "a parent directory in the output is a symbolic link (never followed)"
+    );
     assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
 }
 
@@ -76,7 +106,10 @@ fn hard_link_to_a_file_not_extracted_in_this_run_is_refused() {
     std::fs::write(out.join("preexisting"), b"not ours").unwrap();
     let mut x = Extractor::new(&out, ExtractOptions::default()).unwrap();
     let r = x.make_hardlink(&link_meta(b"h", EntryKind::Hardlink, b"preexisting"));
-    assert_eq!(unsafe_reason(r), "hard link target was not extracted in this run");
+    assert_eq!(
+        unsafe_reason(r),
+        "hard link target was not extracted in this run"
+    );
     assert!(!out.join("h").exists());
 }
 
@@ -88,9 +121,19 @@ fn preexisting_symlink_as_parent_directory_is_not_followed() {
     std::fs::create_dir(&outside).unwrap();
     std::fs::create_dir(&out).unwrap();
     symlink(&outside, out.join("d")).unwrap();
-    let mut x = Extractor::new(&out, ExtractOptions { force: true, ..Default::default() }).unwrap();
+    let mut x = Extractor::new(
+        &out,
+        ExtractOptions {
+            force: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let r = write_file(&mut x, b"d/file", b"evil");
-    assert_eq!(unsafe_reason(r), "a parent directory in the output is a symbolic link (never followed)");
+    assert_eq!(
+        unsafe_reason(r),
+        "a parent directory in the output is a symbolic link (never followed)"
+    );
     assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
 }
 
@@ -108,7 +151,14 @@ fn preexisting_symlink_at_the_final_name_is_refused_then_replaced_with_force_nev
         other => panic!("{other:?}"),
     }
     assert_eq!(std::fs::read_link(out.join("f")).unwrap(), victim);
-    let mut x = Extractor::new(&out, ExtractOptions { force: true, ..Default::default() }).unwrap();
+    let mut x = Extractor::new(
+        &out,
+        ExtractOptions {
+            force: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     write_file(&mut x, b"f", b"new").unwrap();
     assert_eq!(lstat(&out.join("f")).st_mode & 0o170000, 0o100000);
     assert_eq!(std::fs::read(out.join("f")).unwrap(), b"new");
@@ -130,16 +180,32 @@ fn existing_file_is_untouched_without_force_and_replaced_atomically_with_it() {
     std::fs::hard_link(out.join("f"), tmp.path().join("other-name")).unwrap();
     let old_ino = lstat(&out.join("f")).st_ino;
     let mut x = Extractor::new(&out, ExtractOptions::default()).unwrap();
-    assert!(matches!(write_file(&mut x, b"f", b"new"), Err(Error::Exists { .. })));
-    assert!(matches!(x.make_symlink(&link_meta(b"f", EntryKind::Symlink, b"t")), Err(Error::Exists { .. })));
+    assert!(matches!(
+        write_file(&mut x, b"f", b"new"),
+        Err(Error::Exists { .. })
+    ));
+    assert!(matches!(
+        x.make_symlink(&link_meta(b"f", EntryKind::Symlink, b"t")),
+        Err(Error::Exists { .. })
+    ));
     assert_eq!(std::fs::read(out.join("f")).unwrap(), b"old");
     assert_eq!(lstat(&out.join("f")).st_ino, old_ino);
-    let mut x = Extractor::new(&out, ExtractOptions { force: true, ..Default::default() }).unwrap();
+    let mut x = Extractor::new(
+        &out,
+        ExtractOptions {
+            force: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     write_file(&mut x, b"f", b"new").unwrap();
     assert_ne!(lstat(&out.join("f")).st_ino, old_ino);
     assert_eq!(std::fs::read(out.join("f")).unwrap(), b"new");
     // The old inode was not truncated in place: its other name still has the old bytes.
-    assert_eq!(std::fs::read(tmp.path().join("other-name")).unwrap(), b"old");
+    assert_eq!(
+        std::fs::read(tmp.path().join("other-name")).unwrap(),
+        b"old"
+    );
     assert!(temp_leftovers(&out).is_empty());
 }
 
@@ -147,7 +213,14 @@ fn existing_file_is_untouched_without_force_and_replaced_atomically_with_it() {
 fn existing_directory_is_never_replaced_by_a_file() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("d/keep")).unwrap();
-    let mut x = Extractor::new(tmp.path(), ExtractOptions { force: true, ..Default::default() }).unwrap();
+    let mut x = Extractor::new(
+        tmp.path(),
+        ExtractOptions {
+            force: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     match write_file(&mut x, b"d", b"x") {
         Err(Error::Io { op, source, .. }) => {
             assert_eq!(op, "replace");
@@ -174,15 +247,24 @@ fn assert_failed_write_left_nothing(dir: &Path, name: &str, err: Error) {
 #[test]
 fn failure_mid_write_leaves_completed_files_and_no_partial_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let opts = ExtractOptions { fail_write_after: Some(150), ..Default::default() };
+    let opts = ExtractOptions {
+        fail_write_after: Some(150),
+        ..Default::default()
+    };
     let mut x = Extractor::new(tmp.path(), opts).unwrap();
     write_file(&mut x, b"done", &[1u8; 100]).unwrap();
-    let mut s = x.begin_file(&meta(b"partial", EntryKind::File)).unwrap().unwrap();
+    let mut s = x
+        .begin_file(&meta(b"partial", EntryKind::File))
+        .unwrap()
+        .unwrap();
     s.write_at(0, &[2u8; 100]).unwrap();
     let err = s.write_at(100, &[2u8; 100]).unwrap_err();
     drop(s);
     assert_failed_write_left_nothing(tmp.path(), "partial", err);
-    assert_eq!(std::fs::read(tmp.path().join("done")).unwrap(), vec![1u8; 100]);
+    assert_eq!(
+        std::fs::read(tmp.path().join("done")).unwrap(),
+        vec![1u8; 100]
+    );
 }
 
 #[test]
@@ -216,7 +298,10 @@ fn disk_full_on_a_small_tmpfs_leaves_no_partial_file() {
     let result = std::panic::catch_unwind(|| {
         let mut x = Extractor::new(&mnt, ExtractOptions::default()).unwrap();
         write_file(&mut x, b"small", &[3u8; 1000]).unwrap();
-        let mut s = x.begin_file(&meta(b"big", EntryKind::File)).unwrap().unwrap();
+        let mut s = x
+            .begin_file(&meta(b"big", EntryKind::File))
+            .unwrap()
+            .unwrap();
         let chunk = vec![9u8; 256 * 1024];
         let mut err = None;
         for i in 0..8u64 {
@@ -226,7 +311,11 @@ fn disk_full_on_a_small_tmpfs_leaves_no_partial_file() {
             }
         }
         drop(s);
-        assert_failed_write_left_nothing(&mnt, "big", err.expect("a 2 MiB write must fail on 1 MiB"));
+        assert_failed_write_left_nothing(
+            &mnt,
+            "big",
+            err.expect("a 2 MiB write must fail on 1 MiB"),
+        );
         assert_eq!(std::fs::read(mnt.join("small")).unwrap(), vec![3u8; 1000]);
     });
     let _ = std::process::Command::new("umount").arg(&mnt).status();

@@ -24,7 +24,11 @@ fn all_extents(src: &mut FileSource, max: usize) -> (Vec<(u64, usize)>, Vec<u8>)
 fn sparse_4gib_file_yields_only_its_data_blocks() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("sparse");
-    let f = OpenOptions::new().create_new(true).write(true).open(&p).unwrap();
+    let f = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&p)
+        .unwrap();
     f.set_len(4 * GIB).unwrap();
     f.write_all_at(b"head", 0).unwrap();
     f.write_all_at(&[7u8; 5000], GIB).unwrap();
@@ -47,7 +51,11 @@ fn sparse_4gib_file_yields_only_its_data_blocks() {
 fn extents_are_split_at_max_and_a_trailing_hole_counts_in_the_size() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("f");
-    let f = OpenOptions::new().create_new(true).write(true).open(&p).unwrap();
+    let f = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&p)
+        .unwrap();
     f.write_all_at(&[1u8; 10_000], 0).unwrap();
     f.set_len(1 << 20).unwrap();
     drop(f);
@@ -75,7 +83,12 @@ fn file_growing_while_read_is_cut_at_its_open_size_with_a_warning() {
     let p = tmp.path().join("grow");
     std::fs::write(&p, b"0123456789").unwrap();
     let mut src = FileSource::open(&p, 10).unwrap();
-    OpenOptions::new().append(true).open(&p).unwrap().write_all_at(b"abcdefghij", 10).unwrap();
+    OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all_at(b"abcdefghij", 10)
+        .unwrap();
     let (ext, buf) = all_extents(&mut src, 1 << 20);
     assert_eq!(ext, vec![(0, 10)]);
     assert_eq!(buf, b"0123456789");
@@ -83,7 +96,9 @@ fn file_growing_while_read_is_cut_at_its_open_size_with_a_warning() {
     let name = escape_path(p.as_os_str().as_bytes());
     assert_eq!(
         src.change_warning(),
-        Some(format!("{name}: grew from 10 to 20 bytes while being read; stored the first 10"))
+        Some(format!(
+            "{name}: grew from 10 to 20 bytes while being read; stored the first 10"
+        ))
     );
 }
 
@@ -93,13 +108,23 @@ fn file_shrinking_while_read_records_the_bytes_read() {
     let p = tmp.path().join("shrink");
     std::fs::write(&p, vec![5u8; 10_000]).unwrap();
     let mut src = FileSource::open(&p, 10_000).unwrap();
-    OpenOptions::new().write(true).open(&p).unwrap().set_len(100).unwrap();
+    OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(100)
+        .unwrap();
     let (ext, buf) = all_extents(&mut src, 1 << 20);
     assert_eq!(ext, vec![(0, 100)]);
     assert_eq!(buf, vec![5u8; 100]);
     assert_eq!(src.final_size(), 100);
     let name = escape_path(p.as_os_str().as_bytes());
-    assert_eq!(src.change_warning(), Some(format!("{name}: shrank from 10000 to 100 bytes while being read")));
+    assert_eq!(
+        src.change_warning(),
+        Some(format!(
+            "{name}: shrank from 10000 to 100 bytes while being read"
+        ))
+    );
 }
 
 #[test]
@@ -109,10 +134,18 @@ fn same_size_rewrite_while_read_is_reported_as_modified() {
     std::fs::write(&p, b"aaaa").unwrap();
     fs_common::set_mtime(&p, 1_000_000, 0);
     let mut src = FileSource::open(&p, 4).unwrap();
-    OpenOptions::new().write(true).open(&p).unwrap().write_all_at(b"b", 0).unwrap();
+    OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .write_all_at(b"b", 0)
+        .unwrap();
     let _ = all_extents(&mut src, 16);
     let name = escape_path(p.as_os_str().as_bytes());
-    assert_eq!(src.change_warning(), Some(format!("{name}: was modified while being read")));
+    assert_eq!(
+        src.change_warning(),
+        Some(format!("{name}: was modified while being read"))
+    );
 }
 
 #[test]
@@ -125,7 +158,10 @@ fn symlink_swapped_in_is_refused() {
         Err(krypta::Error::Io { path, op, source }) => {
             assert_eq!(path, p);
             assert_eq!(op, "open");
-            assert_eq!(source.to_string(), "became a symbolic link since it was listed");
+            assert_eq!(
+                source.to_string(),
+                "became a symbolic link since it was listed"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -149,7 +185,9 @@ fn fifo_swapped_in_is_refused_without_blocking() {
 fn vanished_file_is_a_not_found_io_error() {
     let tmp = tempfile::tempdir().unwrap();
     match FileSource::open(&tmp.path().join("gone"), 3) {
-        Err(krypta::Error::Io { source, .. }) => assert_eq!(source.kind(), std::io::ErrorKind::NotFound),
+        Err(krypta::Error::Io { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound)
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -13,7 +13,10 @@ use krypta::fs::source::FileSource;
 use krypta::fs::walk::{InputEntry, WalkEvent, WalkOptions, archive_path_of, walk};
 
 /// Walks `inputs`, returning entries and warnings.
-pub fn collect(inputs: &[PathBuf], opts: WalkOptions) -> krypta::Result<(Vec<InputEntry>, Vec<String>)> {
+pub fn collect(
+    inputs: &[PathBuf],
+    opts: WalkOptions,
+) -> krypta::Result<(Vec<InputEntry>, Vec<String>)> {
     let mut entries = Vec::new();
     let mut warnings = Vec::new();
     walk(inputs, &opts, &mut |ev| {
@@ -44,7 +47,11 @@ pub fn arch(base: &Path, rel: &str) -> Vec<u8> {
 }
 
 /// Copies the entries through FileSource → Extractor; returns change warnings.
-pub fn extract_entries(entries: &[InputEntry], out: &Path, opts: ExtractOptions) -> krypta::Result<Vec<String>> {
+pub fn extract_entries(
+    entries: &[InputEntry],
+    out: &Path,
+    opts: ExtractOptions,
+) -> krypta::Result<Vec<String>> {
     let mut warnings = Vec::new();
     let mut x = Extractor::new(out, opts)?;
     for e in entries {
@@ -73,7 +80,10 @@ pub fn extract_entries(entries: &[InputEntry], out: &Path, opts: ExtractOptions)
 /// Walks `src` and extracts it into `out` with the input prefix stripped.
 pub fn copy_tree(src: &Path, out: &Path, opts: ExtractOptions) -> krypta::Result<Vec<String>> {
     let (entries, mut warnings) = collect(&[src.to_path_buf()], WalkOptions::default())?;
-    let opts = ExtractOptions { strip_components: prefix_len(src), ..opts };
+    let opts = ExtractOptions {
+        strip_components: prefix_len(src),
+        ..opts
+    };
     warnings.extend(extract_entries(&entries, out, opts)?);
     Ok(warnings)
 }
@@ -91,16 +101,31 @@ pub fn mode(p: &Path) -> u32 {
 /// Mtime of a path, not following links.
 pub fn mtime(p: &Path) -> Timestamp {
     let st = lstat(p);
-    Timestamp { secs: st.st_mtime, nanos: st.st_mtime_nsec as u32 }
+    Timestamp {
+        secs: st.st_mtime,
+        nanos: st.st_mtime_nsec as u32,
+    }
 }
 
 /// Sets the mtime of a path (not following links) to `secs`.`nanos`.
 pub fn set_mtime(p: &Path, secs: i64, nanos: u32) {
     let t = rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec { tv_sec: secs, tv_nsec: nanos as i64 },
-        last_modification: rustix::fs::Timespec { tv_sec: secs, tv_nsec: nanos as i64 },
+        last_access: rustix::fs::Timespec {
+            tv_sec: secs,
+            tv_nsec: nanos as i64,
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: secs,
+            tv_nsec: nanos as i64,
+        },
     };
-    rustix::fs::utimensat(rustix::fs::CWD, p, &t, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).unwrap();
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        p,
+        &t,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
 }
 
 /// Sets mode bits exactly (umask does not apply to chmod).
