@@ -254,3 +254,42 @@ fn zero_blocks_written_become_holes() {
     // Two 4 KiB blocks hold data; st_blocks counts 512-byte units.
     assert_eq!(lstat(&p).st_blocks, 16);
 }
+
+#[test]
+fn sinks_and_extractor_can_move_to_worker_threads() {
+    fn is_send<T: Send>() {}
+    is_send::<krypta::fs::extract::FileSink>();
+    is_send::<Extractor>();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut x = Extractor::new(tmp.path(), ExtractOptions::default()).unwrap();
+    let sinks: Vec<_> = (0..4u8)
+        .map(|i| {
+            (
+                i,
+                x.begin_file(&meta(&[b'f', b'0' + i], EntryKind::File, 0o600))
+                    .unwrap()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let handles: Vec<_> = sinks
+        .into_iter()
+        .map(|(i, mut s)| {
+            std::thread::spawn(move || {
+                s.write_at(0, &[i; 3]).unwrap();
+                s.commit(3).unwrap();
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    x.make_hardlink(&EntryMeta {
+        link: b"f2".to_vec(),
+        ..meta(b"h", EntryKind::Hardlink, 0)
+    })
+    .unwrap();
+    x.finish().unwrap();
+    assert_eq!(std::fs::read(tmp.path().join("f3")).unwrap(), vec![3u8; 3]);
+    assert_eq!(std::fs::read(tmp.path().join("h")).unwrap(), vec![2u8; 3]);
+}

@@ -136,3 +136,40 @@ fn path_of_more_than_4000_bytes_round_trips_byte_for_byte() {
     assert_eq!(src_back.next_extent(&mut buf, 100).unwrap(), Some((0, 9)));
     assert_eq!(buf, b"deep data");
 }
+
+/// Throughput numbers for the report: `KRYPTA_MEASURE_DIR=/usr cargo test --test fs_large
+/// measure -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn measure_walk_and_copy_throughput() {
+    let Some(dir) = std::env::var_os("KRYPTA_MEASURE_DIR") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let t = std::time::Instant::now();
+    let (entries, warnings) = collect(std::slice::from_ref(&dir), WalkOptions::default()).unwrap();
+    let walk_s = t.elapsed().as_secs_f64();
+    let bytes: u64 = entries.iter().map(|e| e.size).sum();
+    eprintln!(
+        "walk: {} entries, {} warnings, {:.3} s, {:.0} entries/s",
+        entries.len(),
+        warnings.len(),
+        walk_s,
+        entries.len() as f64 / walk_s
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    let opts = ExtractOptions {
+        strip_components: prefix_len(&dir),
+        ..Default::default()
+    };
+    extract_entries(&entries, &tmp.path().join("out"), opts).unwrap();
+    let s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "copy (FileSource -> FileSink): {:.3} s, {:.0} entries/s, {:.1} MB/s of {} bytes",
+        s,
+        entries.len() as f64 / s,
+        bytes as f64 / s / 1e6,
+        bytes
+    );
+}
