@@ -81,6 +81,8 @@ impl FileSource {
                 io::Error::other("is no longer a regular file"),
             ));
         }
+        // The walk's size is informational: what is read now is what gets recorded, and a
+        // change between the walk and this open is not a change *while reading*.
         let _ = expected_size;
         Ok(FileSource {
             file: File::from(fd),
