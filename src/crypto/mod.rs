@@ -1,1 +1,4 @@
 //! crypto
+
+pub mod boxkey;
+pub mod pqbox;
