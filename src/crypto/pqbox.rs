@@ -453,3 +453,85 @@ pub mod interim {
         Some(FileKey::from_bytes(w))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small-order u-coordinates on Curve25519 or its twist (RFC 7748 §7; the list libsodium
+    /// blocks): 0, 1, an order-8 point, its partner, and p − 1.
+    const LOW_ORDER: [&str; 5] = [
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800",
+        "5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    ];
+
+    fn unhex32(s: &str) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap();
+        }
+        out
+    }
+
+    fn secret(fill: u8) -> SecretKey {
+        SecretKey::from_bytes(&[fill; SECRET_KEY_LEN])
+    }
+
+    #[test]
+    fn low_order_ephemeral_is_rejected_even_under_a_valid_tag() {
+        // An attacker who knows ss_k (it chose m) and sends a low-order ephemeral knows
+        // ss_x = 0 too; it can compute the kek and a valid tag. open must still refuse.
+        let sk = secret(7);
+        let pk = sk.public_key();
+        let archive_id = [3u8; 16];
+        let file_key = FileKey::from_bytes([9u8; 32]);
+        for point in LOW_ORDER {
+            let ephemeral = unhex32(point);
+            assert_eq!(x25519(&sk.x25519, &ephemeral), [0u8; 32], "{point}");
+            let (ct, ss_k) = encaps(&pk.ek, &[5u8; 32]);
+            let kek = combine(&ss_k, &[0u8; 32], &ct, &ephemeral, &pk.x25519).unwrap();
+            let mut stanza = Stanza::PqBox { mlkem_ct: ct, ephemeral, wrapped: [0; 32], tag: [0; 32] };
+            let params = stanza.params();
+            let (w, t) = seal_file_key(&kek, &archive_id, kind::PQ_BOX, &params, &file_key);
+            assert!(open_file_key(&kek, &archive_id, kind::PQ_BOX, &params, &w, &t).is_some());
+            if let Stanza::PqBox { wrapped, tag, .. } = &mut stanza {
+                *wrapped = w;
+                *tag = t;
+            }
+            assert!(open(&sk, &stanza, &archive_id).is_none(), "{point}");
+        }
+    }
+
+    #[test]
+    fn sealing_to_a_low_order_x25519_key_is_refused() {
+        let pk = secret(7).public_key();
+        for point in LOW_ORDER {
+            let mut bytes = pk.to_bytes();
+            bytes[MLKEM768_EK_LEN..].copy_from_slice(&unhex32(point));
+            let bad = PublicKey::from_bytes(&bytes).unwrap();
+            let r = seal(&bad, &FileKey::from_bytes([1; 32]), &[0; 16]);
+            assert!(r.is_err(), "{point}");
+        }
+    }
+
+    #[test]
+    fn kek_changes_with_every_transcript_input() {
+        let ct = Box::new([1u8; MLKEM768_CT_LEN]);
+        let base = *combine(&[1; 32], &[2; 32], &ct, &[3; 32], &[4; 32]).unwrap();
+        let mut ct2 = ct.clone();
+        ct2[1087] ^= 1;
+        let variants = [
+            *combine(&[0; 32], &[2; 32], &ct, &[3; 32], &[4; 32]).unwrap(),
+            *combine(&[1; 32], &[0; 32], &ct, &[3; 32], &[4; 32]).unwrap(),
+            *combine(&[1; 32], &[2; 32], &ct2, &[3; 32], &[4; 32]).unwrap(),
+            *combine(&[1; 32], &[2; 32], &ct, &[0; 32], &[4; 32]).unwrap(),
+            *combine(&[1; 32], &[2; 32], &ct, &[3; 32], &[0; 32]).unwrap(),
+        ];
+        for v in variants {
+            assert_ne!(v, base);
+        }
+    }
+}
