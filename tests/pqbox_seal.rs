@@ -1,7 +1,7 @@
 //! The pq-box sealed box through the library API: round trips, recipients, tampering, the
 //! golden stanza and the primitive hooks the known-answer runner calls.
 
-use krypta::crypto::pqbox::interim::{ArchiveId, FileKey};
+use krypta::crypto::keys::{ArchiveId, FileKey};
 use krypta::crypto::pqbox::{
     self, MLKEM768_DK_LEN, MLKEM768_EK_LEN, PUBLIC_KEY_LEN, PublicKey, SECRET_KEY_LEN, SecretKey,
     mlkem768_decaps, mlkem768_encaps_deterministic, mlkem768_keygen_from_seed, x25519,
@@ -207,8 +207,8 @@ const GOLDEN_STANZA_HEX: &str = "\
     c8e745543369ca94d7d6f661de020c32b63fffa0e5f85da87494f8286b49f03a3e3006df6a8b9cbc4dd7846809d24d23\
     d0a1ae191cb8fd1946d713762a14a2c4e68927774570c1f6e472047550ed8b83e5a77cc150d700f80433502daf12c33d\
     a4409e0f776add4b990dc6ed9a4202ea3eca5dec9fbe0281ca2e9e62c218d3dc5cd92ffc040a9ce0605a725d2a4adfee\
-    b1a29e17edd621c1b7593ee8cdbc44ac6c4ab6e2f805d23cfb2d888bf4844b3dc9d1e54bd8ed8e42a1191cccad9505c6\
-    a3dfe226cfef02f326c221b8c50162cfee2eed6cf2c8acdd911c2f00b9471452af3d690efdfe19cc\
+    b1a29e17edd621c1b7593ee8cdbc44ac6c4ab6e2f805d23c8024486687a56d9878f006d9339dbfd460c570917566a091\
+    ee6326da6c1dee6785314268432dda2357bca2aa7f58b4b7702821ef2dfadfad5d87b51f749ba0ce\
 ";
 
 fn golden_stanza() -> Stanza {

@@ -31,7 +31,11 @@ use zeroize::Zeroizing;
 
 use crate::format::stanza::{MLKEM768_CT_LEN, Stanza, TAG_LEN, WRAPPED_LEN, X25519_LEN, kind};
 
-use self::interim::{ArchiveId, CryptoError, FileKey, open_file_key, random_bytes, seal_file_key};
+use super::CryptoError;
+use super::keys::{ArchiveId, FileKey};
+use super::primitives::{hkdf_sha256_32, random_bytes};
+
+use self::interim::{open_file_key, seal_file_key};
 
 /// Length of a box secret key, bytes: ML-KEM-768 seed `d || z` (64, FIPS 203 §7.1) followed by
 /// the X25519 secret scalar (32, RFC 7748 §5, stored unclamped).
@@ -198,7 +202,7 @@ pub fn seal_deterministic(
                 .to_string(),
         });
     }
-    let kek = combine(&ss_k, &ss_x, &ct, &ephemeral, &pk.x25519)?;
+    let kek = combine(&ss_k, &ss_x, &ct, &ephemeral, &pk.x25519);
     let mut stanza = Stanza::PqBox { mlkem_ct: ct, ephemeral, wrapped: [0; WRAPPED_LEN], tag: [0; TAG_LEN] };
     let params = stanza.params();
     let (w, t) = seal_file_key(&kek, archive_id, kind::PQ_BOX, &params, file_key);
@@ -222,7 +226,7 @@ pub fn open(sk: &SecretKey, stanza: &Stanza, archive_id: &ArchiveId) -> Option<F
     if is_all_zero(&ss_x) {
         return None;
     }
-    let kek = combine(&ss_k, &ss_x, mlkem_ct, ephemeral, &sk.x25519_public).ok()?;
+    let kek = combine(&ss_k, &ss_x, mlkem_ct, ephemeral, &sk.x25519_public);
     open_file_key(&kek, archive_id, kind::PQ_BOX, &stanza.params(), wrapped, tag)
 }
 
@@ -235,7 +239,7 @@ fn combine(
     ct: &[u8; MLKEM768_CT_LEN],
     eph: &[u8; X25519_LEN],
     pk_x: &[u8; X25519_LEN],
-) -> Result<Zeroizing<[u8; 32]>, CryptoError> {
+) -> Zeroizing<[u8; 32]> {
     let mut ikm = Zeroizing::new([0u8; 64]);
     ikm[..32].copy_from_slice(ss_k);
     ikm[32..].copy_from_slice(ss_x);
@@ -244,9 +248,7 @@ fn combine(
     info.extend_from_slice(ct);
     info.extend_from_slice(eph);
     info.extend_from_slice(pk_x);
-    let mut kek = Zeroizing::new([0u8; 32]);
-    interim::hkdf_sha256(&ikm[..], &[], &info, &mut kek[..])?;
-    Ok(kek)
+    hkdf_sha256_32(&ikm[..], &[], &info)
 }
 
 /// Constant-time test for the all-zero X25519 output (RFC 7748 §6.1, "check ... all-zero").
@@ -345,84 +347,19 @@ pub fn x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     x25519_dalek::x25519(*scalar, *u)
 }
 
-/// Stand-ins for the shared crypto API (`keys`, `primitives`, `stanza`) until the `crypto`
-/// branch is merged; same signatures, removed on merge.
+/// Stand-in for `crypto::stanza::{seal_file_key, open_file_key}` (the shared wrap
+/// construction) until the `crypto` branch lands it; same signatures, removed on merge.
 pub mod interim {
-    use hmac::{KeyInit, Mac};
-    use zeroize::Zeroizing;
+    use super::super::keys::{ArchiveId, FileKey};
+    use super::super::primitives::{aes256_ctr_apply, hkdf_sha256_32, hmac_sha256, hmac_sha256_verify};
 
-    /// Archive id, 16 bytes.
-    pub type ArchiveId = [u8; 16];
-
-    /// The 32-byte file key.
-    #[derive(Clone, PartialEq, Eq, Debug)]
-    pub struct FileKey(Zeroizing<[u8; 32]>);
-
-    impl FileKey {
-        /// From raw bytes.
-        pub fn from_bytes(b: [u8; 32]) -> FileKey {
-            FileKey(Zeroizing::new(b))
-        }
-        /// Random.
-        pub fn generate() -> Result<FileKey, CryptoError> {
-            let mut b = [0u8; 32];
-            random_bytes(&mut b)?;
-            Ok(FileKey::from_bytes(b))
-        }
-        /// Bytes.
-        pub fn as_bytes(&self) -> &[u8; 32] {
-            &self.0
-        }
+    fn keys(kek: &[u8; 32], archive_id: &ArchiveId) -> ([u8; 32], [u8; 32]) {
+        let enc = *hkdf_sha256_32(kek, archive_id, b"krypta/v1/wrap/pq-box/enc");
+        let mac = *hkdf_sha256_32(kek, archive_id, b"krypta/v1/wrap/pq-box/mac");
+        (enc, mac)
     }
 
-    /// Crypto errors.
-    #[derive(Debug, thiserror::Error)]
-    pub enum CryptoError {
-        /// Bad key text.
-        #[error("{problem}")]
-        BadKeyText {
-            /// What.
-            problem: String,
-        },
-        /// Random source failed.
-        #[error("random source failed")]
-        Random,
-        /// HKDF length.
-        #[error("hkdf output too long")]
-        Hkdf,
-    }
-
-    /// OS random bytes.
-    pub fn random_bytes(out: &mut [u8]) -> Result<(), CryptoError> {
-        getrandom::fill(out).map_err(|_| CryptoError::Random)
-    }
-
-    /// RFC 5869.
-    pub fn hkdf_sha256(ikm: &[u8], salt: &[u8], info: &[u8], out: &mut [u8]) -> Result<(), CryptoError> {
-        hkdf::Hkdf::<sha2::Sha256>::new(Some(salt), ikm).expand(info, out).map_err(|_| CryptoError::Hkdf)
-    }
-
-    fn keys(kek: &[u8; 32], archive_id: &ArchiveId) -> Zeroizing<[u8; 64]> {
-        let mut k = Zeroizing::new([0u8; 64]);
-        let _ = hkdf_sha256(kek, archive_id, b"krypta/v1/wrap/pq-box", &mut k[..]);
-        k
-    }
-
-    fn ctr(key: &[u8], buf: &mut [u8]) {
-        use ctr::cipher::{KeyIvInit, StreamCipher};
-        if let Ok(mut c) = ctr::Ctr128BE::<aes::Aes256>::new_from_slices(key, &[0u8; 16]) {
-            c.apply_keystream(buf);
-        }
-    }
-
-    fn mac(key: &[u8], params: &[u8], wrapped: &[u8]) -> hmac::Hmac<sha2::Sha256> {
-        let mut m = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).expect("any length");
-        m.update(params);
-        m.update(wrapped);
-        m
-    }
-
-    /// Wrap.
+    /// Wraps the file key: AES-256-CTR then HMAC-SHA256 over params || wrapped.
     pub fn seal_file_key(
         kek: &[u8; 32],
         archive_id: &ArchiveId,
@@ -430,14 +367,13 @@ pub mod interim {
         params: &[u8],
         file_key: &FileKey,
     ) -> ([u8; 32], [u8; 32]) {
-        let k = keys(kek, archive_id);
+        let (enc, mac) = keys(kek, archive_id);
         let mut w = *file_key.as_bytes();
-        ctr(&k[..32], &mut w);
-        let t: [u8; 32] = mac(&k[32..], params, &w).finalize().into_bytes().into();
-        (w, t)
+        aes256_ctr_apply(&enc, &[0; 16], &mut w);
+        (w, hmac_sha256(&mac, &[params, &w]))
     }
 
-    /// Unwrap.
+    /// Verifies then unwraps.
     pub fn open_file_key(
         kek: &[u8; 32],
         archive_id: &ArchiveId,
@@ -446,10 +382,12 @@ pub mod interim {
         wrapped: &[u8; 32],
         tag: &[u8; 32],
     ) -> Option<FileKey> {
-        let k = keys(kek, archive_id);
-        mac(&k[32..], params, wrapped).verify_slice(tag).ok()?;
+        let (enc, mac) = keys(kek, archive_id);
+        if !hmac_sha256_verify(&mac, &[params, wrapped], tag) {
+            return None;
+        }
         let mut w = *wrapped;
-        ctr(&k[..32], &mut w);
+        aes256_ctr_apply(&enc, &[0; 16], &mut w);
         Some(FileKey::from_bytes(w))
     }
 }
@@ -492,7 +430,7 @@ mod tests {
             let ephemeral = unhex32(point);
             assert_eq!(x25519(&sk.x25519, &ephemeral), [0u8; 32], "{point}");
             let (ct, ss_k) = encaps(&pk.ek, &[5u8; 32]);
-            let kek = combine(&ss_k, &[0u8; 32], &ct, &ephemeral, &pk.x25519).unwrap();
+            let kek = combine(&ss_k, &[0u8; 32], &ct, &ephemeral, &pk.x25519);
             let mut stanza = Stanza::PqBox { mlkem_ct: ct, ephemeral, wrapped: [0; 32], tag: [0; 32] };
             let params = stanza.params();
             let (w, t) = seal_file_key(&kek, &archive_id, kind::PQ_BOX, &params, &file_key);
@@ -520,15 +458,15 @@ mod tests {
     #[test]
     fn kek_changes_with_every_transcript_input() {
         let ct = Box::new([1u8; MLKEM768_CT_LEN]);
-        let base = *combine(&[1; 32], &[2; 32], &ct, &[3; 32], &[4; 32]).unwrap();
+        let base = *combine(&[1; 32], &[2; 32], &ct, &[3; 32], &[4; 32]);
         let mut ct2 = ct.clone();
         ct2[1087] ^= 1;
         let variants = [
-            *combine(&[0; 32], &[2; 32], &ct, &[3; 32], &[4; 32]).unwrap(),
-            *combine(&[1; 32], &[0; 32], &ct, &[3; 32], &[4; 32]).unwrap(),
-            *combine(&[1; 32], &[2; 32], &ct2, &[3; 32], &[4; 32]).unwrap(),
-            *combine(&[1; 32], &[2; 32], &ct, &[0; 32], &[4; 32]).unwrap(),
-            *combine(&[1; 32], &[2; 32], &ct, &[3; 32], &[0; 32]).unwrap(),
+            *combine(&[0; 32], &[2; 32], &ct, &[3; 32], &[4; 32]),
+            *combine(&[1; 32], &[0; 32], &ct, &[3; 32], &[4; 32]),
+            *combine(&[1; 32], &[2; 32], &ct2, &[3; 32], &[4; 32]),
+            *combine(&[1; 32], &[2; 32], &ct, &[0; 32], &[4; 32]),
+            *combine(&[1; 32], &[2; 32], &ct, &[3; 32], &[0; 32]),
         ];
         for v in variants {
             assert_ne!(v, base);
