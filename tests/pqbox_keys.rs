@@ -8,8 +8,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use krypta::Error;
 use krypta::crypto::boxkey::{
-    INLINE_KEY_PATH, generate_box_keypair, load_public, load_secret, public_key_path, public_key_text,
-    secret_key_mode_warning, utc_timestamp,
+    INLINE_KEY_PATH, generate_box_keypair, load_public, load_secret, public_key_path,
+    public_key_text, secret_key_mode_warning, utc_timestamp,
 };
 use krypta::crypto::keys::FileKey;
 use krypta::crypto::pqbox;
@@ -43,7 +43,10 @@ fn keygen_writes_a_0600_secret_file_and_a_public_file_that_belong_together() {
     let pk = generate_box_keypair(&sk_path).unwrap();
     let pub_path = dir.path().join("id.pub");
     assert_eq!(public_key_path(&sk_path), pub_path);
-    assert_eq!(fs::metadata(&sk_path).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        fs::metadata(&sk_path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
 
     let secret_text = fs::read_to_string(&sk_path).unwrap();
     let lines: Vec<&str> = secret_text.lines().collect();
@@ -51,7 +54,10 @@ fn keygen_writes_a_0600_secret_file_and_a_public_file_that_belong_together() {
     assert!(lines[0].starts_with("# created: 20"), "{}", lines[0]);
     assert_eq!(lines[1], format!("# public key: {}", public_key_text(&pk)));
     assert!(lines[2].starts_with("KRYPTA-BOX-SECRET-1-"));
-    assert_eq!(fs::read_to_string(&pub_path).unwrap(), format!("{}\n", public_key_text(&pk)));
+    assert_eq!(
+        fs::read_to_string(&pub_path).unwrap(),
+        format!("{}\n", public_key_text(&pk))
+    );
 
     let sk = load_secret(s(&sk_path)).unwrap();
     assert_eq!(sk.public_key(), pk);
@@ -59,8 +65,16 @@ fn keygen_writes_a_0600_secret_file_and_a_public_file_that_belong_together() {
     assert_eq!(secret_key_mode_warning(&sk_path), None);
 
     // The keys work: a stanza sealed to the loaded public key opens with the loaded secret.
-    let stanza = pqbox::seal(&load_public(s(&pub_path)).unwrap(), &FileKey::from_bytes([4; 32]), &[8; 16]).unwrap();
-    assert_eq!(pqbox::open(&sk, &stanza, &[8; 16]).unwrap().as_bytes(), &[4; 32]);
+    let stanza = pqbox::seal(
+        &load_public(s(&pub_path)).unwrap(),
+        &FileKey::from_bytes([4; 32]),
+        &[8; 16],
+    )
+    .unwrap();
+    assert_eq!(
+        pqbox::open(&sk, &stanza, &[8; 16]).unwrap().as_bytes(),
+        &[4; 32]
+    );
 }
 
 #[test]
@@ -95,7 +109,10 @@ fn keygen_refuses_a_dangling_symlink_at_the_secret_path() {
     let dir = tempfile::tempdir().unwrap();
     let sk_path = dir.path().join("id");
     std::os::unix::fs::symlink(dir.path().join("elsewhere"), &sk_path).unwrap();
-    assert!(matches!(generate_box_keypair(&sk_path), Err(Error::Exists { .. })));
+    assert!(matches!(
+        generate_box_keypair(&sk_path),
+        Err(Error::Exists { .. })
+    ));
     assert!(!dir.path().join("elsewhere").exists());
 }
 
@@ -146,7 +163,14 @@ fn a_truncated_key_file_is_a_clear_error() {
     let (sk_path, pub_path) = keypair(dir.path());
     for path in [&sk_path, &pub_path] {
         let text = fs::read_to_string(path).unwrap();
-        for cut in [text.len() - 2, text.len() - 3, text.len() - 40, text.len() / 2, 10, 0] {
+        for cut in [
+            text.len() - 2,
+            text.len() - 3,
+            text.len() - 40,
+            text.len() / 2,
+            10,
+            0,
+        ] {
             let truncated = dir.path().join("truncated");
             fs::write(&truncated, &text[..cut]).unwrap();
             let r = if path == &sk_path {
@@ -164,8 +188,14 @@ fn a_public_key_can_be_given_as_text_on_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let (_, pub_path) = keypair(dir.path());
     let text = fs::read_to_string(&pub_path).unwrap();
-    assert_eq!(load_public(text.trim_end()).unwrap(), load_public(s(&pub_path)).unwrap());
-    bad_key_file(load_public(&text.trim_end()[..100]), Path::new(INLINE_KEY_PATH));
+    assert_eq!(
+        load_public(text.trim_end()).unwrap(),
+        load_public(s(&pub_path)).unwrap()
+    );
+    bad_key_file(
+        load_public(&text.trim_end()[..100]),
+        Path::new(INLINE_KEY_PATH),
+    );
 }
 
 #[test]
@@ -217,7 +247,11 @@ fn a_group_or_world_readable_secret_key_gets_a_warning_with_the_fix() {
         format!("{name} is readable by group/others (mode 0644); chmod 600 {name}")
     );
     fs::set_permissions(&sk_path, fs::Permissions::from_mode(0o640)).unwrap();
-    assert!(secret_key_mode_warning(&sk_path).unwrap().contains("(mode 0640)"));
+    assert!(
+        secret_key_mode_warning(&sk_path)
+            .unwrap()
+            .contains("(mode 0640)")
+    );
     fs::set_permissions(&sk_path, fs::Permissions::from_mode(0o400)).unwrap();
     assert_eq!(secret_key_mode_warning(&sk_path), None);
     // The key still loads: the warning is advice, not an error.

@@ -47,7 +47,9 @@ pub fn generate_box_keypair(path: &Path) -> Result<PublicKey, Error> {
     let pub_path = public_key_path(path);
     for p in [path, pub_path.as_path()] {
         if fs::symlink_metadata(p).is_ok() {
-            return Err(Error::Exists { path: p.to_path_buf() });
+            return Err(Error::Exists {
+                path: p.to_path_buf(),
+            });
         }
     }
     let sk = SecretKey::generate().map_err(|e| Error::Crypto(e.to_string()))?;
@@ -90,10 +92,14 @@ pub fn load_secret(path_or_text: &str) -> Result<SecretKey, Error> {
     }
     let text = read_key_file(path)?;
     let bytes = Zeroizing::new(decode(&text, KeyKind::BoxSecret).map_err(|e| bad_key(path, e))?);
-    let arr: &[u8; SECRET_KEY_LEN] = bytes.as_slice().try_into().map_err(|_| Error::BadKeyFile {
-        path: path.to_path_buf(),
-        problem: format!("a box secret key is {SECRET_KEY_LEN} bytes, this one {}", bytes.len()),
-    })?;
+    let arr: &[u8; SECRET_KEY_LEN] =
+        bytes.as_slice().try_into().map_err(|_| Error::BadKeyFile {
+            path: path.to_path_buf(),
+            problem: format!(
+                "a box secret key is {SECRET_KEY_LEN} bytes, this one {}",
+                bytes.len()
+            ),
+        })?;
     Ok(SecretKey::from_bytes(arr))
 }
 
@@ -104,8 +110,12 @@ pub fn load_secret(path_or_text: &str) -> Result<SecretKey, Error> {
 /// or an ML-KEM key failing the FIPS 203 §7.2 modulus check.
 pub fn load_public(path_or_text: &str) -> Result<PublicKey, Error> {
     let path = Path::new(path_or_text);
-    let (shown, text) = if looks_like_key_text(path_or_text) && fs::symlink_metadata(path).is_err() {
-        (Path::new(INLINE_KEY_PATH), Zeroizing::new(path_or_text.to_string()))
+    let (shown, text) = if looks_like_key_text(path_or_text) && fs::symlink_metadata(path).is_err()
+    {
+        (
+            Path::new(INLINE_KEY_PATH),
+            Zeroizing::new(path_or_text.to_string()),
+        )
     } else {
         (path, read_key_file(path)?)
     };
@@ -122,7 +132,9 @@ pub fn secret_key_mode_warning(path: &Path) -> Option<String> {
         return None;
     }
     let name = path.display();
-    Some(format!("{name} is readable by group/others (mode {mode:04o}); chmod 600 {name}"))
+    Some(format!(
+        "{name} is readable by group/others (mode {mode:04o}); chmod 600 {name}"
+    ))
 }
 
 /// The one-line key text of a box public key ("KRYPTA-BOX-PUBLIC-1-...", no newline), as
@@ -141,14 +153,19 @@ fn looks_like_key_text(arg: &str) -> bool {
 }
 
 fn bad_key(path: &Path, e: super::CryptoError) -> Error {
-    Error::BadKeyFile { path: path.to_path_buf(), problem: e.to_string() }
+    Error::BadKeyFile {
+        path: path.to_path_buf(),
+        problem: e.to_string(),
+    }
 }
 
 /// Reads at most [`MAX_KEY_FILE_LEN`] bytes of UTF-8 text; the buffer is zeroized on drop.
 fn read_key_file(path: &Path) -> Result<Zeroizing<String>, Error> {
     let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
     let mut buf = Zeroizing::new(Vec::new());
-    file.take(MAX_KEY_FILE_LEN + 1).read_to_end(&mut buf).map_err(|e| Error::io(path, "read", e))?;
+    file.take(MAX_KEY_FILE_LEN + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(path, "read", e))?;
     if buf.len() as u64 > MAX_KEY_FILE_LEN {
         return Err(Error::BadKeyFile {
             path: path.to_path_buf(),
@@ -157,20 +174,30 @@ fn read_key_file(path: &Path) -> Result<Zeroizing<String>, Error> {
     }
     match std::str::from_utf8(&buf) {
         Ok(s) => Ok(Zeroizing::new(s.to_string())),
-        Err(_) => Err(Error::BadKeyFile { path: path.to_path_buf(), problem: "not a text file: not a krypta key file".to_string() }),
+        Err(_) => Err(Error::BadKeyFile {
+            path: path.to_path_buf(),
+            problem: "not a text file: not a krypta key file".to_string(),
+        }),
     }
 }
 
 /// Creates `path` new (O_EXCL: an existing file or link is never followed or replaced) with
 /// `mode`, writes `data` and syncs it.
 fn write_new(path: &Path, mode: u32, data: &[u8]) -> Result<(), Error> {
-    let mut f = OpenOptions::new().write(true).create_new(true).mode(mode).open(path).map_err(|e| {
-        if e.kind() == io::ErrorKind::AlreadyExists {
-            Error::Exists { path: path.to_path_buf() }
-        } else {
-            Error::io(path, "create", e)
-        }
-    })?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                Error::Exists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                Error::io(path, "create", e)
+            }
+        })?;
     let written = f.write_all(data).and_then(|()| f.sync_all());
     if let Err(e) = written {
         drop(f);
@@ -182,10 +209,18 @@ fn write_new(path: &Path, mode: u32, data: &[u8]) -> Result<(), Error> {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) for `t`; times before 1970 print as the epoch.
 pub fn utc_timestamp(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
@@ -238,7 +273,9 @@ mod interim_keytext {
     }
 
     pub fn decode(text: &str, expected: KeyKind) -> Result<Vec<u8>, CryptoError> {
-        let bad = |p: &str| CryptoError::BadKeyText { problem: p.to_string() };
+        let bad = |p: &str| CryptoError::BadKeyText {
+            problem: p.to_string(),
+        };
         let line = text
             .lines()
             .map(str::trim)
@@ -247,12 +284,18 @@ mod interim_keytext {
         let Some(rest) = line.strip_prefix(prefix(expected)) else {
             for other in [KeyKind::BoxSecret, KeyKind::BoxPublic] {
                 if line.starts_with(prefix(other)) {
-                    return Err(bad(&format!("this is a krypta {other:?} key, a {expected:?} key is needed here")));
+                    return Err(bad(&format!(
+                        "this is a krypta {other:?} key, a {expected:?} key is needed here"
+                    )));
                 }
             }
             return Err(bad("not a krypta key"));
         };
-        if rest.len() % 2 != 0 || !rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        if rest.len() % 2 != 0
+            || !rest
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             return Err(bad("damaged or truncated key text"));
         }
         let mut raw = Vec::new();
