@@ -327,3 +327,42 @@ fn mlkem_hooks_reject_wrong_input_lengths_and_a_bad_dk_hash() {
     dk[2336] ^= 1; // H(ek) inside the expanded key (FIPS 203 §7.3 hash check)
     assert!(mlkem768_decaps(&dk, &ct).is_err());
 }
+
+// ---- arbitrary input -----------------------------------------------------------------------
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn arbitrary_stanza_bytes_never_open_and_never_panic(
+        body in proptest::collection::vec(proptest::prelude::any::<u8>(), 1184),
+    ) {
+        let stanza = Stanza::PqBox {
+            mlkem_ct: Box::new(body[..1088].try_into().unwrap()),
+            ephemeral: body[1088..1120].try_into().unwrap(),
+            wrapped: body[1120..1152].try_into().unwrap(),
+            tag: body[1152..].try_into().unwrap(),
+        };
+        proptest::prop_assert!(pqbox::open(&patterned_secret(0), &stanza, &ARCHIVE_ID).is_none());
+    }
+
+    #[test]
+    fn arbitrary_public_key_bytes_parse_or_error_without_panic(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1300),
+    ) {
+        let _ = PublicKey::from_bytes(&bytes);
+    }
+
+    #[test]
+    fn arbitrary_kat_hook_inputs_error_without_panic(
+        dk in proptest::prop_oneof![
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 64),
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 2400),
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2500),
+        ],
+        ct in proptest::collection::vec(proptest::prelude::any::<u8>(), 1086..1090),
+    ) {
+        let _ = mlkem768_decaps(&dk, &ct);
+        let _ = mlkem768_encaps_deterministic(&dk, &[0; 32]);
+    }
+}
