@@ -25,7 +25,7 @@ use zeroize::Zeroizing;
 use super::pqbox::{PublicKey, SECRET_KEY_LEN, SecretKey};
 use crate::Error;
 
-use self::interim_keytext::{KeyKind, decode, encode};
+use super::keytext::{KeyKind, decode, encode};
 
 /// Suffix appended to a secret key's path to name its public key file.
 pub const PUBLIC_KEY_SUFFIX: &str = ".pub";
@@ -236,79 +236,4 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + u64::from(m <= 2);
     (y, m, d)
-}
-
-/// Stand-in for `crypto::keytext` until the `crypto` branch lands it (same signatures):
-/// "KRYPTA-<KIND>-1-" + hex(payload || SHA-256(prefix || payload)[..4]), `#` lines ignored.
-mod interim_keytext {
-    use super::super::CryptoError;
-    use super::super::primitives::sha256;
-
-    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-    pub enum KeyKind {
-        BoxSecret,
-        BoxPublic,
-    }
-
-    fn prefix(kind: KeyKind) -> &'static str {
-        match kind {
-            KeyKind::BoxSecret => "KRYPTA-BOX-SECRET-1-",
-            KeyKind::BoxPublic => "KRYPTA-BOX-PUBLIC-1-",
-        }
-    }
-
-    fn check(kind: KeyKind, payload: &[u8]) -> [u8; 4] {
-        let mut m = prefix(kind).as_bytes().to_vec();
-        m.extend_from_slice(payload);
-        let h = sha256(&m);
-        [h[0], h[1], h[2], h[3]]
-    }
-
-    pub fn encode(kind: KeyKind, payload: &[u8]) -> String {
-        let mut s = prefix(kind).to_string();
-        for b in payload.iter().chain(check(kind, payload).iter()) {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
-    }
-
-    pub fn decode(text: &str, expected: KeyKind) -> Result<Vec<u8>, CryptoError> {
-        let bad = |p: &str| CryptoError::BadKeyText {
-            problem: p.to_string(),
-        };
-        let line = text
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty() && !l.starts_with('#'))
-            .ok_or_else(|| bad("no key in this file"))?;
-        let Some(rest) = line.strip_prefix(prefix(expected)) else {
-            for other in [KeyKind::BoxSecret, KeyKind::BoxPublic] {
-                if line.starts_with(prefix(other)) {
-                    return Err(bad(&format!(
-                        "this is a krypta {other:?} key, a {expected:?} key is needed here"
-                    )));
-                }
-            }
-            return Err(bad("not a krypta key"));
-        };
-        if rest.len() % 2 != 0
-            || !rest
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
-            return Err(bad("damaged or truncated key text"));
-        }
-        let mut raw = Vec::new();
-        for i in (0..rest.len()).step_by(2) {
-            raw.push(u8::from_str_radix(&rest[i..i + 2], 16).map_err(|_| bad("damaged key text"))?);
-        }
-        if raw.len() < 4 {
-            return Err(bad("truncated key text"));
-        }
-        let (payload, sum) = raw.split_at(raw.len() - 4);
-        if check(expected, payload) != sum {
-            return Err(bad("checksum mismatch: damaged or truncated key text"));
-        }
-        Ok(payload.to_vec())
-    }
 }

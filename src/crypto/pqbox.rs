@@ -33,9 +33,8 @@ use crate::format::stanza::{MLKEM768_CT_LEN, Stanza, TAG_LEN, WRAPPED_LEN, X2551
 
 use super::CryptoError;
 use super::keys::{ArchiveId, FileKey};
-use super::primitives::{hkdf_sha256_32, random_bytes};
-
-use self::interim::{open_file_key, seal_file_key};
+use super::primitives::{hkdf_sha256_array, random_bytes};
+use super::stanza::{open_file_key, seal_file_key};
 
 /// Length of a box secret key, bytes: ML-KEM-768 seed `d || z` (64, FIPS 203 §7.1) followed by
 /// the X25519 secret scalar (32, RFC 7748 §5, stored unclamped).
@@ -283,7 +282,7 @@ fn combine(
     info.extend_from_slice(ct);
     info.extend_from_slice(eph);
     info.extend_from_slice(pk_x);
-    hkdf_sha256_32(&ikm[..], &[], &info)
+    hkdf_sha256_array::<32>(&ikm[..], &[], &info)
 }
 
 /// Constant-time test for the all-zero X25519 output (RFC 7748 §6.1, "check ... all-zero").
@@ -393,53 +392,6 @@ fn bad_dk(len: usize) -> CryptoError {
 /// (32 bytes, little-endian). The function [`seal`] and [`open`] use.
 pub fn x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     x25519_dalek::x25519(*scalar, *u)
-}
-
-/// Stand-in for `crypto::stanza::{seal_file_key, open_file_key}` (the shared wrap
-/// construction) until the `crypto` branch lands it; same signatures, removed on merge.
-pub mod interim {
-    use super::super::keys::{ArchiveId, FileKey};
-    use super::super::primitives::{
-        aes256_ctr_apply, hkdf_sha256_32, hmac_sha256, hmac_sha256_verify,
-    };
-
-    fn keys(kek: &[u8; 32], archive_id: &ArchiveId) -> ([u8; 32], [u8; 32]) {
-        let enc = *hkdf_sha256_32(kek, archive_id, b"krypta/v1/wrap/pq-box/enc");
-        let mac = *hkdf_sha256_32(kek, archive_id, b"krypta/v1/wrap/pq-box/mac");
-        (enc, mac)
-    }
-
-    /// Wraps the file key: AES-256-CTR then HMAC-SHA256 over params || wrapped.
-    pub fn seal_file_key(
-        kek: &[u8; 32],
-        archive_id: &ArchiveId,
-        _kind: u8,
-        params: &[u8],
-        file_key: &FileKey,
-    ) -> ([u8; 32], [u8; 32]) {
-        let (enc, mac) = keys(kek, archive_id);
-        let mut w = *file_key.as_bytes();
-        aes256_ctr_apply(&enc, &[0; 16], &mut w);
-        (w, hmac_sha256(&mac, &[params, &w]))
-    }
-
-    /// Verifies then unwraps.
-    pub fn open_file_key(
-        kek: &[u8; 32],
-        archive_id: &ArchiveId,
-        _kind: u8,
-        params: &[u8],
-        wrapped: &[u8; 32],
-        tag: &[u8; 32],
-    ) -> Option<FileKey> {
-        let (enc, mac) = keys(kek, archive_id);
-        if !hmac_sha256_verify(&mac, &[params, wrapped], tag) {
-            return None;
-        }
-        let mut w = *wrapped;
-        aes256_ctr_apply(&enc, &[0; 16], &mut w);
-        Some(FileKey::from_bytes(w))
-    }
 }
 
 #[cfg(test)]
