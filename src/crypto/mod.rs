@@ -12,8 +12,10 @@
 //! 4. [`stanza`] wraps the file key once per recipient: a key-encryption key from Argon2id,
 //!    PBKDF2 or a key file, then [`stanza::seal_file_key`].
 
+pub mod boxkey;
 pub mod frame;
 pub mod keys;
+pub mod pqbox;
 pub mod primitives;
 
 pub use frame::Protection;

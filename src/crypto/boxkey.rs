@@ -1,0 +1,1 @@
+//! Box key files.
