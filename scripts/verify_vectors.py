@@ -11,7 +11,7 @@ Two checks, neither of which uses krypta's code:
    reported as "not in package".
 2. Recompute: where Python has an independent implementation (hashlib, hmac, and pyca
    `cryptography` if installed: AES, HKDF, PBKDF2, X25519, Argon2id, ML-KEM-768), every
-   vector is recomputed and compared.
+   vector is recomputed and compared; BCJ x86/ARM64 outputs are recomputed with `xz` itself.
 
 Usage: scripts/verify_vectors.py [--vectors DIR] [--package WHEEL_OR_DIR] [--no-download]
 Exit status 0 only if nothing disagrees.
@@ -241,6 +241,20 @@ def recompute(kind, header, vectors, set_name, tally):
             mac = mac[: int(v.get("truncate", "32"))]
             check(mac.hex() == v["mac"], v["id"])
         impl = "hmac"
+    elif kind == "bcj":
+        import shutil
+        if not shutil.which("xz"):
+            return
+        flag = header["filter"]
+        for v in vectors:
+            start = int(v["start"])
+            opt = f"--{flag}=start={start}" if start else f"--{flag}"
+            packed = subprocess.run(["xz", "--format=raw", opt, "--lzma2=preset=0", "-c"],
+                                    input=h(v["input"]), capture_output=True, check=True).stdout
+            out = subprocess.run(["xz", "--format=raw", "--lzma2=preset=0", "-d", "-c"],
+                                 input=packed, capture_output=True, check=True).stdout
+            check(out.hex() == v["output"], v["id"])
+        impl = "xz (raw BCJ + LZMA2, decoded with LZMA2 alone)"
     elif kind == "pbkdf2_sha256":
         for v in vectors:
             dk = hashlib.pbkdf2_hmac("sha256", h(v["password"]), h(v["salt"]),
