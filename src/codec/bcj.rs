@@ -10,7 +10,8 @@
 //! `start` (the block's offset in the record stream): the filter state starts fresh, and the
 //! last few bytes of a block (fewer than one instruction, e.g. < 5 for x86) are left as they
 //! are. `decode(f, encode(f, b, s), s) == b` for every byte string `b`, every filter `f` and
-//! every start `s`. Positions are taken mod 2^32, as xz does.
+//! every start `s`. Positions are taken mod 2^32, as xz does, and rounded down to the
+//! filter's instruction [`alignment`] (xz only accepts aligned starts).
 //!
 //! `lzma-rust2` only offers streaming adapters (`BcjWriter` to encode, `BcjReader` to decode);
 //! this module drives them chunk by chunk so that the transform is in place with a bounded
@@ -34,7 +35,11 @@ pub fn encode(filter: Filter, buf: &mut [u8], start: u64) {
     if filter == Filter::None || buf.is_empty() {
         return;
     }
-    let result = match new_writer(filter, Vec::with_capacity(CHUNK + 16), start_pos(start)) {
+    let result = match new_writer(
+        filter,
+        Vec::with_capacity(CHUNK + 16),
+        start_pos(filter, start),
+    ) {
         Some(writer) => encode_with(writer, buf),
         None => Ok(()),
     };
@@ -51,7 +56,7 @@ pub fn decode(filter: Filter, buf: &mut [u8], start: u64) {
     let feed = Feed {
         data: VecDeque::with_capacity(CHUNK + READER_LOOKAHEAD + 16),
     };
-    let result = match new_reader(filter, feed, start_pos(start)) {
+    let result = match new_reader(filter, feed, start_pos(filter, start)) {
         Some(reader) => decode_with(reader, buf),
         None => Ok(()),
     };
@@ -59,9 +64,23 @@ pub fn decode(filter: Filter, buf: &mut [u8], start: u64) {
     debug_assert!(result.is_ok(), "in-memory BCJ decode failed: {result:?}");
 }
 
-/// xz's filters keep the position in a `u32`; `lzma-rust2` in a `usize` that it truncates.
-fn start_pos(start: u64) -> usize {
-    start as u32 as usize
+/// Instruction alignment of each filter, bytes: liblzma refuses a `start` that is not a
+/// multiple of it (`--arm64=start=4097` is an options error), and with such a start the
+/// transform would not be invertible (the low bits of `target + start` are dropped).
+pub fn alignment(filter: Filter) -> u32 {
+    match filter {
+        Filter::None | Filter::X86 => 1,
+        Filter::ArmThumb | Filter::RiscV => 2,
+        Filter::Arm | Filter::Arm64 | Filter::PowerPc | Filter::Sparc => 4,
+        Filter::Ia64 => 16,
+    }
+}
+
+/// The position handed to `lzma-rust2`: `start` mod 2^32 (xz keeps positions in a `u32`),
+/// rounded down to the filter's [`alignment`], so that every start is valid and invertible
+/// and aligned starts are exactly xz's.
+fn start_pos(filter: Filter, start: u64) -> usize {
+    (start as u32 & !(alignment(filter) - 1)) as usize
 }
 
 /// Feeds `buf` through `writer` chunk by chunk and copies the output back over the input.
@@ -214,6 +233,20 @@ mod tests {
             decode(f, &mut buf, 4 << 20);
             assert!(buf == data, "{f:?} did not round-trip");
         }
+    }
+
+    #[test]
+    fn unaligned_starts_round_down_to_the_instruction_alignment() {
+        let data: Vec<u8> = (0..4096u32)
+            .map(|i| [0x40, 0x01, 0x7F, 0xC0][(i % 4) as usize])
+            .collect();
+        let mut a = data.clone();
+        let mut b = data.clone();
+        encode(Filter::Sparc, &mut a, 4100);
+        encode(Filter::Sparc, &mut b, 4103);
+        assert!(a == b && a != data);
+        assert_eq!(start_pos(Filter::Ia64, 0x1_0000_001F), 0x10);
+        assert_eq!(start_pos(Filter::X86, 0x1_0000_001F), 0x1F);
     }
 
     #[test]

@@ -51,7 +51,8 @@ impl BlockEncoder {
 
     /// Encodes one block of `raw` bytes (1..=[`MAX_BLOCK_SIZE`]) into `out` (cleared first).
     ///
-    /// Applies `filter` (BCJ, stream position `filter_start` mod 2^32) to a copy of `raw`,
+    /// Applies `filter` (BCJ, stream position `filter_start` mod 2^32, rounded down to
+    /// [`bcj::alignment`]) to a copy of `raw`,
     /// compresses it to one zstd frame, and returns `(Codec::Zstd, filter)`. When the frame is
     /// not strictly smaller than `raw` (or the encoder stores), `out` holds `raw` itself,
     /// unfiltered, and the result is `(Codec::Store, Filter::None)`.
