@@ -3,7 +3,7 @@
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::CryptoError;
-use super::primitives::{hkdf_sha256_32, random_bytes};
+use super::primitives::{hkdf_sha256_array, random_bytes};
 
 /// The random 16-byte archive id stored in the header: the HKDF salt of every subkey and of
 /// every stanza wrap, and bound into every frame and footer tag.
@@ -63,7 +63,7 @@ pub struct Subkeys {
 impl Subkeys {
     /// Derives the subkeys of the archive `archive_id` from its file key.
     pub fn derive(file_key: &FileKey, archive_id: &ArchiveId) -> Subkeys {
-        let one = |label: &[u8]| *hkdf_sha256_32(file_key.as_bytes(), archive_id, label);
+        let one = |label: &[u8]| *hkdf_sha256_array::<32>(file_key.as_bytes(), archive_id, label);
         Subkeys {
             block_enc: one(LABEL_BLOCK_ENC),
             block_mac: one(LABEL_BLOCK_MAC),

@@ -14,12 +14,19 @@
 
 pub mod boxkey;
 pub mod frame;
+pub mod kdf;
+pub mod keyfile;
 pub mod keys;
+pub mod keytext;
+pub mod password;
 pub mod pqbox;
 pub mod primitives;
+pub mod stanza;
 
 pub use frame::Protection;
 pub use keys::{ArchiveId, FileKey, Subkeys};
+pub use keytext::KeyKind;
+pub use stanza::{Identity, Kdf, Recipient};
 
 /// Why a cryptographic operation failed. The variants that mean "wrong key or tampered"
 /// ([`CryptoError::TagMismatch`], [`CryptoError::NoStanzaOpened`]) carry no detail on purpose.

@@ -122,23 +122,16 @@ fn hkdf_extract(salt: &[u8], ikm: &[u8]) -> Zeroizing<[u8; 32]> {
     Zeroizing::new(hmac_sha256(salt, &[ikm]))
 }
 
-/// HKDF-Expand (RFC 5869 §2.3) of `prk` into `out`; `out.len()` ≤ [`HKDF_MAX_OUTPUT`].
-fn hkdf_expand(prk: &[u8; 32], info: &[u8], out: &mut [u8]) -> Result<(), CryptoError> {
-    if out.len() > HKDF_MAX_OUTPUT {
-        return Err(CryptoError::HkdfLength {
-            requested: out.len(),
-            max: HKDF_MAX_OUTPUT,
-        });
-    }
+/// HKDF-Expand (RFC 5869 §2.3) of `prk` into `out`. Callers guarantee
+/// `out.len()` ≤ [`HKDF_MAX_OUTPUT`], so the one-byte block counter never wraps.
+fn hkdf_expand(prk: &[u8; 32], info: &[u8], out: &mut [u8]) {
     let mut previous = Zeroizing::new([0u8; 32]);
     for (i, chunk) in out.chunks_mut(32).enumerate() {
-        // i < 255 because out.len() <= 255 * 32, so the counter fits in one byte.
         let counter = [(i + 1) as u8];
         let prev: &[u8] = if i == 0 { &[] } else { &previous[..] };
         *previous = hmac_sha256(prk, &[prev, info, &counter]);
         chunk.copy_from_slice(&previous[..chunk.len()]);
     }
-    Ok(())
 }
 
 /// HKDF-SHA256 (RFC 5869 §2): extract with `salt` (empty = no salt), expand with `info` into
@@ -149,15 +142,29 @@ pub fn hkdf_sha256(
     info: &[u8],
     out: &mut [u8],
 ) -> Result<(), CryptoError> {
+    if out.len() > HKDF_MAX_OUTPUT {
+        return Err(CryptoError::HkdfLength {
+            requested: out.len(),
+            max: HKDF_MAX_OUTPUT,
+        });
+    }
     let prk = hkdf_extract(salt, ikm);
-    hkdf_expand(&prk, info, out)
+    hkdf_expand(&prk, info, out);
+    Ok(())
 }
 
-/// HKDF-SHA256 with a 32-byte output: one expand block, T(1) = HMAC(PRK, info ‖ 0x01)
-/// (RFC 5869 §2.3), so it cannot fail. Equal to [`hkdf_sha256`] with a 32-byte `out`.
-pub(crate) fn hkdf_sha256_32(ikm: &[u8], salt: &[u8], info: &[u8]) -> Zeroizing<[u8; 32]> {
+/// HKDF-SHA256 into a fixed-size array of `N` bytes; `N` ≤ 8160 is checked at compile time,
+/// so this cannot fail. Equal to [`hkdf_sha256`] with an `N`-byte `out`.
+pub(crate) fn hkdf_sha256_array<const N: usize>(
+    ikm: &[u8],
+    salt: &[u8],
+    info: &[u8],
+) -> Zeroizing<[u8; N]> {
+    const { assert!(N <= HKDF_MAX_OUTPUT) };
     let prk = hkdf_extract(salt, ikm);
-    Zeroizing::new(hmac_sha256(&prk[..], &[info, &[1]]))
+    let mut out = Zeroizing::new([0u8; N]);
+    hkdf_expand(&prk, info, &mut out[..]);
+    out
 }
 
 /// PBKDF2 with HMAC-SHA256 as PRF (RFC 8018 §5.2) into `out` (any length). `iterations` is
@@ -331,7 +338,7 @@ mod tests {
     }
 
     #[test]
-    fn hkdf_matches_rfc5869_case_1_and_the_single_block_form() {
+    fn hkdf_matches_rfc5869_case_1_in_both_forms() {
         let ikm = [0x0b; 22];
         let salt = hex("000102030405060708090a0b0c");
         let info = hex("f0f1f2f3f4f5f6f7f8f9");
@@ -343,7 +350,7 @@ mod tests {
                 "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
             )
         );
-        assert_eq!(&hkdf_sha256_32(&ikm, &salt, &info)[..], &okm[..32]);
+        assert_eq!(&hkdf_sha256_array::<42>(&ikm, &salt, &info)[..], &okm[..]);
         let mut too_long = vec![0u8; HKDF_MAX_OUTPUT + 1];
         assert!(matches!(
             hkdf_sha256(&ikm, &salt, &info, &mut too_long),
