@@ -93,9 +93,7 @@ fn file_growing_while_read_is_cut_at_its_open_size_with_a_warning() {
     assert_eq!(src.final_size(), 10);
     assert_eq!(
         src.change_warning(),
-        Some(format!(
-            "grew from 10 to 20 bytes while being read; stored the first 10"
-        ))
+        Some("grew from 10 to 20 bytes while being read; stored the first 10".to_string())
     );
 }
 
@@ -117,7 +115,7 @@ fn file_shrinking_while_read_records_the_bytes_read() {
     assert_eq!(src.final_size(), 100);
     assert_eq!(
         src.change_warning(),
-        Some(format!("shrank from 10000 to 100 bytes while being read"))
+        Some("shrank from 10000 to 100 bytes while being read".to_string())
     );
 }
 
