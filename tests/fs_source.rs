@@ -3,10 +3,8 @@
 mod fs_common;
 
 use std::fs::OpenOptions;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, symlink};
 
-use krypta::fs::escape_path;
 use krypta::fs::source::FileSource;
 
 const GIB: u64 = 1 << 30;
@@ -93,12 +91,9 @@ fn file_growing_while_read_is_cut_at_its_open_size_with_a_warning() {
     assert_eq!(ext, vec![(0, 10)]);
     assert_eq!(buf, b"0123456789");
     assert_eq!(src.final_size(), 10);
-    let name = escape_path(p.as_os_str().as_bytes());
     assert_eq!(
         src.change_warning(),
-        Some(format!(
-            "{name}: grew from 10 to 20 bytes while being read; stored the first 10"
-        ))
+        Some("grew from 10 to 20 bytes while being read; stored the first 10".to_string())
     );
 }
 
@@ -118,12 +113,9 @@ fn file_shrinking_while_read_records_the_bytes_read() {
     assert_eq!(ext, vec![(0, 100)]);
     assert_eq!(buf, vec![5u8; 100]);
     assert_eq!(src.final_size(), 100);
-    let name = escape_path(p.as_os_str().as_bytes());
     assert_eq!(
         src.change_warning(),
-        Some(format!(
-            "{name}: shrank from 10000 to 100 bytes while being read"
-        ))
+        Some("shrank from 10000 to 100 bytes while being read".to_string())
     );
 }
 
@@ -141,10 +133,9 @@ fn same_size_rewrite_while_read_is_reported_as_modified() {
         .write_all_at(b"b", 0)
         .unwrap();
     let _ = all_extents(&mut src, 16);
-    let name = escape_path(p.as_os_str().as_bytes());
     assert_eq!(
         src.change_warning(),
-        Some(format!("{name}: was modified while being read"))
+        Some("was modified while being read".to_string())
     );
 }
 
