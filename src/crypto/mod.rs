@@ -12,12 +12,14 @@
 //! 4. [`stanza`] wraps the file key once per recipient: a key-encryption key from Argon2id,
 //!    PBKDF2 or a key file, then [`stanza::seal_file_key`].
 
+pub mod boxkey;
 pub mod frame;
 pub mod kdf;
 pub mod keyfile;
 pub mod keys;
 pub mod keytext;
 pub mod password;
+pub mod pqbox;
 pub mod primitives;
 pub mod stanza;
 

@@ -183,7 +183,7 @@ mod tests {
         let mut buf = Vec::new();
         sample().write(&mut buf);
         // Overwrite the path length with u32::MAX.
-        buf[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+        buf[28..32].copy_from_slice(&u32::MAX.to_le_bytes());
         let err = EntryMeta::parse(&mut Reader::new(&buf, "entry")).unwrap_err();
         assert!(matches!(err, FormatError::Truncated { needed: 4_294_967_295, .. }), "{err:?}");
     }

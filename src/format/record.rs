@@ -21,6 +21,10 @@ pub const TAG_DATA: u8 = 2;
 pub const TAG_END: u8 = 3;
 /// Largest DATA segment, bytes.
 pub const MAX_SEGMENT: u32 = 16 << 20;
+/// Largest file size (logical, holes included), bytes: 16 TiB, ext4's limit. Verifying a
+/// file's digest hashes its holes as zeros, so this also bounds the work a crafted archive
+/// can ask of a reader per file.
+pub const MAX_FILE_SIZE: u64 = 1 << 44;
 /// Length of an END record, bytes.
 pub const END_LEN: usize = 1 + 8 + 32;
 /// Length of a DATA segment's head (before the content), bytes.
@@ -157,10 +161,16 @@ impl ExtentCheck {
         self.end = offset
             .checked_add(len as u64)
             .ok_or_else(|| FormatError::invalid("data record", "segment end overflows"))?;
+        if self.end > MAX_FILE_SIZE {
+            return Err(FormatError::invalid("data record", format!("segment ends beyond the {MAX_FILE_SIZE}-byte file size limit")));
+        }
         Ok(())
     }
     /// Checks the END record's size.
     pub fn end(&self, size: u64) -> Result<(), FormatError> {
+        if size > MAX_FILE_SIZE {
+            return Err(FormatError::invalid("end record", format!("size {size} exceeds the {MAX_FILE_SIZE}-byte limit")));
+        }
         if size < self.end {
             return Err(FormatError::invalid("end record", format!("size {size} is below the data end {}", self.end)));
         }
@@ -229,6 +239,8 @@ mod tests {
         assert!(c.end(10).is_err());
         c.end(11).unwrap();
         assert!(ExtentCheck::default().segment(u64::MAX, 2).is_err());
+        assert!(ExtentCheck::default().end(MAX_FILE_SIZE + 1).is_err());
+        assert!(ExtentCheck::default().segment(MAX_FILE_SIZE, 1).is_err());
     }
 
     #[test]

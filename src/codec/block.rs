@@ -1,0 +1,261 @@
+//! Per-block encode (filter → zstd or store) and decode (zstd or store → unfilter), with one
+//! reusable zstd context per worker thread.
+
+use zstd::bulk::{Compressor, Decompressor};
+use zstd::zstd_safe::{CParameter, DParameter};
+
+use super::{Codec, CodecError, Filter, Level, MAX_BLOCK_SIZE, bcj};
+
+/// Window log bound given to the decompressor: `MAX_BLOCK_SIZE` = 2^28 bytes. Single-shot
+/// decoding into a buffer of the block's size needs no window buffer of its own.
+const DECODE_WINDOW_LOG_MAX: u32 = 28;
+
+/// Block encoder, one per worker thread: reuses the zstd compression context (a few MiB to
+/// ~100 MiB at level 9, set by libzstd from level and window) and a scratch buffer of one
+/// block.
+///
+/// Frames are standard zstd frames (RFC 8878): content size in the frame header, no
+/// dictionary, no checksum (block integrity is covered by the frame's MAC or BLAKE3 checksum).
+pub struct BlockEncoder {
+    cctx: Option<Compressor<'static>>,
+    scratch: Vec<u8>,
+}
+
+impl BlockEncoder {
+    /// A new encoder; `level` `None` stores every block (`-s`).
+    pub fn new(level: Option<Level>) -> Result<Self, CodecError> {
+        let cctx = match level {
+            None => None,
+            Some(level) => {
+                let mut c = Compressor::new(level.zstd_level()).map_err(CodecError::Zstd)?;
+                c.set_parameter(CParameter::WindowLog(level.window_log()))
+                    .map_err(CodecError::Zstd)?;
+                c.set_parameter(CParameter::EnableLongDistanceMatching(
+                    level.long_distance_matching(),
+                ))
+                .map_err(CodecError::Zstd)?;
+                c.set_parameter(CParameter::ContentSizeFlag(true))
+                    .map_err(CodecError::Zstd)?;
+                c.set_parameter(CParameter::ChecksumFlag(false))
+                    .map_err(CodecError::Zstd)?;
+                c.set_parameter(CParameter::DictIdFlag(false))
+                    .map_err(CodecError::Zstd)?;
+                Some(c)
+            }
+        };
+        Ok(BlockEncoder {
+            cctx,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Memory this encoder holds now, bytes: the zstd context (`ZSTD_sizeof_CCtx`, which grows
+    /// to its working size on the first block) plus the filter scratch buffer.
+    pub fn memory_bytes(&mut self) -> usize {
+        let cctx = self.cctx.as_mut().map_or(0, |c| c.context_mut().sizeof());
+        cctx + self.scratch.capacity()
+    }
+
+    /// Encodes one block of `raw` bytes (1..=[`MAX_BLOCK_SIZE`]) into `out` (cleared first).
+    ///
+    /// Applies `filter` (BCJ, stream position `filter_start` mod 2^32, rounded down to
+    /// [`bcj::alignment`]) to a copy of `raw`,
+    /// compresses it to one zstd frame, and returns `(Codec::Zstd, filter)`. When the frame is
+    /// not strictly smaller than `raw` (or the encoder stores), `out` holds `raw` itself,
+    /// unfiltered, and the result is `(Codec::Store, Filter::None)`.
+    pub fn encode(
+        &mut self,
+        raw: &[u8],
+        filter: Filter,
+        filter_start: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(Codec, Filter), CodecError> {
+        out.clear();
+        if raw.len() > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw.len() as u64,
+            });
+        }
+        let Some(cctx) = self.cctx.as_mut() else {
+            out.extend_from_slice(raw);
+            return Ok((Codec::Store, Filter::None));
+        };
+        let input: &[u8] = if filter == Filter::None {
+            raw
+        } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(raw);
+            bcj::encode(filter, &mut self.scratch, filter_start);
+            &self.scratch
+        };
+        out.reserve(zstd::zstd_safe::compress_bound(input.len()));
+        let n = cctx
+            .compress_to_buffer(input, out)
+            .map_err(CodecError::Zstd)?;
+        if n < raw.len() {
+            Ok((Codec::Zstd, filter))
+        } else {
+            out.clear();
+            out.extend_from_slice(raw);
+            Ok((Codec::Store, Filter::None))
+        }
+    }
+}
+
+/// Block decoder, one per worker thread: reuses the zstd decompression context (~160 KiB).
+/// Decoding a block allocates `raw_len` bytes of output (when `out` is not already that big)
+/// plus a fixed ~70 KiB for the BCJ filter, nothing that depends on the payload.
+pub struct BlockDecoder {
+    dctx: Decompressor<'static>,
+}
+
+impl BlockDecoder {
+    /// A new decoder.
+    pub fn new() -> Result<Self, CodecError> {
+        let mut dctx = Decompressor::new().map_err(CodecError::Zstd)?;
+        dctx.set_parameter(DParameter::WindowLogMax(DECODE_WINDOW_LOG_MAX))
+            .map_err(CodecError::Zstd)?;
+        Ok(BlockDecoder { dctx })
+    }
+
+    /// Decodes `payload` into `out` (cleared first), which ends up exactly `raw_len` bytes
+    /// (1..=[`MAX_BLOCK_SIZE`]), then undoes `filter` with start `filter_start`.
+    ///
+    /// A zstd payload must be exactly one frame whose header declares `raw_len` as its content
+    /// size; anything else (a size lie either way, trailing bytes, a truncated or garbage
+    /// frame) is an error, checked before `out` grows. On error `out` is left empty.
+    pub fn decode(
+        &mut self,
+        codec: Codec,
+        filter: Filter,
+        filter_start: u64,
+        payload: &[u8],
+        raw_len: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        out.clear();
+        if raw_len > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw_len as u64,
+            });
+        }
+        match codec {
+            Codec::Store => {
+                if payload.len() != raw_len {
+                    return Err(CodecError::SizeMismatch {
+                        expected: raw_len as u64,
+                        got: payload.len() as u64,
+                    });
+                }
+                out.reserve_exact(raw_len);
+                out.extend_from_slice(payload);
+            }
+            Codec::Zstd => {
+                check_frame(payload, raw_len)?;
+                out.reserve_exact(raw_len);
+                out.resize(raw_len, 0);
+                let n = match self.dctx.decompress_to_buffer(payload, out.as_mut_slice()) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        out.clear();
+                        return Err(CodecError::Zstd(e));
+                    }
+                };
+                if n != raw_len {
+                    out.clear();
+                    return Err(CodecError::SizeMismatch {
+                        expected: raw_len as u64,
+                        got: n as u64,
+                    });
+                }
+            }
+        }
+        bcj::decode(filter, out, filter_start);
+        Ok(())
+    }
+}
+
+/// Checks that `payload` is exactly one zstd frame declaring `raw_len` bytes of content.
+fn check_frame(payload: &[u8], raw_len: usize) -> Result<(), CodecError> {
+    let declared = match zstd::zstd_safe::get_frame_content_size(payload) {
+        Ok(Some(n)) => n,
+        Ok(None) => return Err(CodecError::NoContentSize),
+        Err(_) => return Err(CodecError::NotAFrame),
+    };
+    if declared != raw_len as u64 {
+        return Err(CodecError::SizeMismatch {
+            expected: raw_len as u64,
+            got: declared,
+        });
+    }
+    let frame_len =
+        zstd::zstd_safe::find_frame_compressed_size(payload).map_err(|_| CodecError::Truncated)?;
+    if frame_len != payload.len() {
+        return Err(CodecError::TrailingData {
+            frame_len: frame_len as u64,
+            payload_len: payload.len() as u64,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(len: usize) -> Vec<u8> {
+        b"the quick brown fox jumps over the lazy dog; "
+            .iter()
+            .copied()
+            .cycle()
+            .take(len)
+            .collect()
+    }
+
+    #[test]
+    fn compressible_block_is_zstd_and_round_trips() {
+        let raw = text(100_000);
+        let mut enc = BlockEncoder::new(Some(Level::DEFAULT)).unwrap();
+        let mut payload = Vec::new();
+        let got = enc.encode(&raw, Filter::X86, 12, &mut payload).unwrap();
+        assert_eq!(got, (Codec::Zstd, Filter::X86));
+        assert!(payload.len() < 1000, "payload {} bytes", payload.len());
+        let mut dec = BlockDecoder::new().unwrap();
+        let mut out = Vec::new();
+        dec.decode(got.0, got.1, 12, &payload, raw.len(), &mut out)
+            .unwrap();
+        assert!(out == raw);
+    }
+
+    #[test]
+    fn store_mode_copies_raw() {
+        let raw = text(1000);
+        let mut enc = BlockEncoder::new(None).unwrap();
+        let mut payload = vec![9; 5];
+        assert_eq!(
+            enc.encode(&raw, Filter::X86, 0, &mut payload).unwrap(),
+            (Codec::Store, Filter::None)
+        );
+        assert_eq!(payload, raw);
+    }
+
+    #[test]
+    fn raw_len_lies_are_errors_and_leave_out_empty() {
+        let raw = text(50_000);
+        let mut enc = BlockEncoder::new(Some(Level::DEFAULT)).unwrap();
+        let mut payload = Vec::new();
+        enc.encode(&raw, Filter::None, 0, &mut payload).unwrap();
+        let mut dec = BlockDecoder::new().unwrap();
+        let mut out = vec![1, 2, 3];
+        for lie in [49_999, 50_001] {
+            let err = dec
+                .decode(Codec::Zstd, Filter::None, 0, &payload, lie, &mut out)
+                .unwrap_err();
+            assert!(
+                matches!(err, CodecError::SizeMismatch { expected, got: 50_000 } if expected == lie as u64),
+                "{err:?}"
+            );
+            assert!(out.is_empty());
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! krypta's compression levels 1..=9 and what each means for zstd (level, window, blocks).
+
+use super::{CodecError, DEFAULT_BLOCK_SIZE};
+
+/// A compression level on krypta's 1..=9 scale (`-l`). See the module docs of
+/// [`crate::codec`] for the map onto zstd levels and the measurements behind it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Level(u8);
+
+/// zstd level for krypta levels 1..=9 (index = level - 1).
+const ZSTD_LEVELS: [i32; 9] = [1, 2, 3, 5, 7, 9, 12, 15, 19];
+
+/// Window log (base-2 log of the match window, bytes) for levels 1..=8: one default block.
+const WINDOW_LOG: u32 = 22;
+/// Window log for level 9: 128 MiB, like `zstd --long=27`.
+const WINDOW_LOG_MAX_LEVEL: u32 = 27;
+/// Block size level 9 uses when the user gives no `-b`, bytes.
+const LEVEL9_BLOCK_SIZE: usize = 32 << 20;
+
+impl Level {
+    /// Lowest level: fastest.
+    pub const MIN: Level = Level(1);
+    /// Highest level: best ratio that still decodes in bounded memory.
+    pub const MAX: Level = Level(9);
+    /// The level used when the user gives no `-l`.
+    pub const DEFAULT: Level = Level(3);
+
+    /// Validates a level; `CodecError::BadLevel` outside 1..=9.
+    pub fn new(v: u8) -> Result<Level, CodecError> {
+        if (Self::MIN.0..=Self::MAX.0).contains(&v) {
+            Ok(Level(v))
+        } else {
+            Err(CodecError::BadLevel(v))
+        }
+    }
+
+    /// The level as given, 1..=9.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// The zstd compression level (RFC 8878 does not define levels; these are libzstd's).
+    pub fn zstd_level(self) -> i32 {
+        ZSTD_LEVELS[usize::from(self.0.clamp(1, 9)) - 1]
+    }
+
+    /// Largest zstd window the encoder may use, as a base-2 log of bytes (zstd shrinks it to
+    /// the block size on its own). 22 (4 MiB) for levels 1..=8, 27 (128 MiB, long-distance
+    /// matching on) for level 9. Decoding never needs more memory than the decoded block.
+    pub fn window_log(self) -> u32 {
+        if self == Self::MAX {
+            WINDOW_LOG_MAX_LEVEL
+        } else {
+            WINDOW_LOG
+        }
+    }
+
+    /// Whether zstd's long-distance matcher is enabled (level 9 only).
+    pub fn long_distance_matching(self) -> bool {
+        self == Self::MAX
+    }
+
+    /// Block size used when the user gives no `-b`, bytes: [`DEFAULT_BLOCK_SIZE`] (4 MiB)
+    /// except level 9, which uses 32 MiB blocks for ratio (decode memory per worker ≈ the
+    /// block size).
+    pub fn default_block_size(self) -> usize {
+        if self == Self::MAX {
+            LEVEL9_BLOCK_SIZE
+        } else {
+            DEFAULT_BLOCK_SIZE
+        }
+    }
+}
+
+impl Default for Level {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_outside_one_to_nine_are_refused() {
+        assert!(matches!(Level::new(0), Err(CodecError::BadLevel(0))));
+        assert!(matches!(Level::new(10), Err(CodecError::BadLevel(10))));
+        assert_eq!(Level::new(1).map(Level::get).ok(), Some(1));
+        assert_eq!(Level::new(9).map(Level::get).ok(), Some(9));
+    }
+
+    #[test]
+    fn level_map_is_monotonic_and_ends_at_19() {
+        let z: Vec<i32> = (1..=9)
+            .filter_map(|v| Level::new(v).ok())
+            .map(Level::zstd_level)
+            .collect();
+        assert_eq!(z, ZSTD_LEVELS);
+        assert!(z.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(Level::DEFAULT.zstd_level(), 3);
+        assert_eq!(Level::MAX.window_log(), 27);
+        assert_eq!(Level::DEFAULT.default_block_size(), 4 << 20);
+    }
+}
