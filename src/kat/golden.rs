@@ -20,8 +20,11 @@ use crate::format::frame::{BlockHeader, FrameHeader, FrameKind};
 /// BLAKE3 derive-key context of the seeded input generator.
 pub const SEED_CONTEXT: &str = "krypta 2026-11-30 known-answer vector generator";
 
+/// A golden vector generator: builds one file's text.
+pub type Generator = fn() -> Result<String, KatError>;
+
 /// The golden vector files: (file name, generator). Each generator returns the whole file.
-pub const FILES: &[(&str, fn() -> Result<String, KatError>)] = &[
+pub const FILES: &[(&str, Generator)] = &[
     ("krypta_frame_seal.txt", frame_seal_file),
     ("krypta_pqbox_stanza.txt", pqbox_stanza_file),
 ];
