@@ -28,7 +28,9 @@
 //!
 //! The worst case a reader accepts is Argon2id with 4 GiB and t = 16 (4 GiB of memory and
 //! roughly 16 × 4096 / 256 × 0.4 s ≈ 100 s of one core here), or PBKDF2 with 10 million
-//! iterations (about 1.2 s).
+//! iterations (about 1.2 s). The same two figures also bound the sum over all password
+//! stanzas of one archive ([`check_total_work`]), so 64 stanzas at the ceiling are refused
+//! rather than tried for hours.
 
 use zeroize::Zeroizing;
 
@@ -66,6 +68,47 @@ pub mod param {
     pub const ARGON2ID_LANES: &str = "argon2id lanes";
     /// PBKDF2 iteration count.
     pub const PBKDF2_ITERATIONS: &str = "pbkdf2 iterations";
+    /// Σ memory KiB × iterations over the Argon2id stanzas of one archive.
+    pub const ARGON2ID_TOTAL_WORK: &str = "argon2id memory KiB × iterations, all stanzas";
+    /// Σ iterations over the PBKDF2 stanzas of one archive.
+    pub const PBKDF2_TOTAL_ITERATIONS: &str = "pbkdf2 iterations, all stanzas";
+}
+
+/// Most Argon2id work one archive may ask of a reader, summed over its stanzas, KiB × passes:
+/// one stanza at both ceilings (4 GiB, t = 16). Bounds the time a crafted archive with many
+/// expensive stanzas can cost (each is tried with each password given).
+pub const ARGON2ID_MAX_TOTAL_WORK: u64 = ARGON2ID_MAX_M_KIB as u64 * ARGON2ID_MAX_T as u64;
+/// Most PBKDF2 iterations one archive may ask of a reader, summed over its stanzas.
+pub const PBKDF2_MAX_TOTAL_ITERATIONS: u64 = PBKDF2_MAX_ITERATIONS as u64;
+
+/// Checks the summed cost of all password stanzas of one archive against
+/// [`ARGON2ID_MAX_TOTAL_WORK`] and [`PBKDF2_MAX_TOTAL_ITERATIONS`] ([`CryptoError::KdfLimit`]).
+/// Run after [`Kdf::check_limits`] on each, before any KDF.
+pub fn check_total_work(kdfs: impl IntoIterator<Item = Kdf>) -> Result<(), CryptoError> {
+    let (mut argon, mut pbkdf) = (0u64, 0u64);
+    for kdf in kdfs {
+        match kdf {
+            Kdf::Argon2id { m_kib, t, .. } => {
+                argon = argon.saturating_add(u64::from(m_kib) * u64::from(t))
+            }
+            Kdf::Pbkdf2 { iterations } => pbkdf = pbkdf.saturating_add(u64::from(iterations)),
+        }
+    }
+    if argon > ARGON2ID_MAX_TOTAL_WORK {
+        return Err(CryptoError::KdfLimit {
+            param: param::ARGON2ID_TOTAL_WORK,
+            value: argon,
+            limit: ARGON2ID_MAX_TOTAL_WORK,
+        });
+    }
+    if pbkdf > PBKDF2_MAX_TOTAL_ITERATIONS {
+        return Err(CryptoError::KdfLimit {
+            param: param::PBKDF2_TOTAL_ITERATIONS,
+            value: pbkdf,
+            limit: PBKDF2_MAX_TOTAL_ITERATIONS,
+        });
+    }
+    Ok(())
 }
 
 /// A password KDF and its cost parameters, as stored in a stanza.
@@ -345,6 +388,50 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn summed_cost_of_all_stanzas_is_bounded() {
+        let max = Kdf::Argon2id {
+            m_kib: ARGON2ID_MAX_M_KIB,
+            t: ARGON2ID_MAX_T,
+            p: 1,
+        };
+        check_total_work([max, Kdf::default_pbkdf2()]).unwrap();
+        let e = check_total_work([
+            max,
+            Kdf::Argon2id {
+                m_kib: 8,
+                t: 1,
+                p: 1,
+            },
+        ])
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            CryptoError::KdfLimit {
+                param: "argon2id memory KiB × iterations, all stanzas",
+                value: 67_108_872,
+                limit: 67_108_864
+            }
+        ));
+        let many = std::iter::repeat_n(
+            Kdf::Pbkdf2 {
+                iterations: 1_000_000,
+            },
+            11,
+        );
+        let e = check_total_work(many).unwrap_err();
+        assert!(matches!(
+            e,
+            CryptoError::KdfLimit {
+                value: 11_000_000,
+                limit: 10_000_000,
+                ..
+            }
+        ));
+        let defaults = std::iter::repeat_n(Kdf::default(), 64);
+        check_total_work(defaults).unwrap();
     }
 
     #[test]
