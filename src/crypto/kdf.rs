@@ -2,15 +2,16 @@
 //! bounds a writer accepts and the ceilings a reader enforces before running a KDF.
 //!
 //! Defaults were measured on the development machine (x86-64 with AES-NI, SHA-NI, AVX2; one
-//! thread, release build, thread CPU time, medians of 3; `tests/crypto_measure.rs`):
+//! thread, release build, thread CPU time, medians of 3, ranges over 3 runs;
+//! `tests/crypto_measure.rs`):
 //!
 //! | Argon2id, p = 1 | t = 2 | t = 3 | t = 4 |
 //! |---|---|---|---|
-//! | m = 64 MiB  | 0.14–0.18 s | 0.23 s | 0.21–0.29 s |
-//! | m = 128 MiB | 0.36 s | 0.48–0.52 s | 0.63–0.65 s |
-//! | m = 256 MiB | 0.76–0.78 s | 0.94–1.02 s | 1.18–1.28 s |
+//! | m = 64 MiB  | 0.14–0.18 s | 0.18–0.24 s | 0.21–0.29 s |
+//! | m = 128 MiB | 0.32–0.36 s | 0.39–0.52 s | 0.49–0.65 s |
+//! | m = 256 MiB | 0.63–0.78 s | 0.85–1.02 s | 1.12–1.28 s |
 //!
-//! The default, m = 256 MiB and t = 2, costs about 0.8 s of one core there: inside the
+//! The default, m = 256 MiB and t = 2, costs 0.6–0.8 s of one core there: inside the
 //! 0.5–1 s target, and of two settings with equal time the one with more memory is the
 //! stronger (RFC 9106 §4). PBKDF2-HMAC-SHA256 with 600,000 iterations (OWASP 2023) takes
 //! 0.07 s with SHA-NI.
