@@ -8,6 +8,7 @@
 //! BLAKE3 derive-key with context [`SEED_CONTEXT`] and the label as key material, so every
 //! input is reproducible from its label, which the files name in comments.
 
+use super::golden_stanza;
 use super::parse::{Block, encode_hex, parse_file};
 use super::{KatError, expect, expect_true};
 use crate::codec::{Codec, Filter};
@@ -24,6 +25,8 @@ pub const SEED_CONTEXT: &str = "krypta 2026-11-30 known-answer vector generator"
 pub const FILES: &[(&str, fn() -> Result<String, KatError>)] = &[
     ("krypta_frame_seal.txt", frame_seal_file),
     ("krypta_pqbox_stanza.txt", pqbox_stanza_file),
+    ("krypta_password_stanza.txt", golden_stanza::password_file),
+    ("krypta_keyfile_stanza.txt", golden_stanza::keyfile_file),
 ];
 
 /// `n` bytes of the seeded generator for `label`.
@@ -33,7 +36,8 @@ pub fn seeded(label: &str, n: usize) -> Vec<u8> {
     out
 }
 
-fn seeded_array<const N: usize>(label: &str) -> [u8; N] {
+/// `N` bytes of the seeded generator for `label`.
+pub fn seeded_array<const N: usize>(label: &str) -> [u8; N] {
     let mut out = [0u8; N];
     blake3_derive_key(SEED_CONTEXT, label.as_bytes(), &mut out);
     out
@@ -54,6 +58,8 @@ pub fn compute(kind: &str, v: &Block) -> Result<Vec<(&'static str, Vec<u8>)>, Ka
     match kind {
         "krypta_frame_seal" => frame_seal(v),
         "krypta_pqbox_stanza" => pqbox_stanza(v),
+        "krypta_password_stanza" => golden_stanza::password_stanza(v),
+        "krypta_keyfile_stanza" => golden_stanza::keyfile_stanza(v),
         other => Err(KatError::UnknownKind {
             kind: other.to_string(),
         }),
@@ -174,6 +180,8 @@ fn check_properties(kind: &str, v: &Block) -> Result<(), KatError> {
                 opened.is_some_and(|k| *k.as_bytes() == file_key),
             )
         }
+        "krypta_password_stanza" => golden_stanza::check_password(v),
+        "krypta_keyfile_stanza" => golden_stanza::check_keyfile(v),
         _ => Ok(()),
     }
 }
@@ -311,7 +319,7 @@ cite = krypta format v1 (generated)
 // --- shared ----------------------------------------------------------------------------------
 
 /// Appends one vector (a comment, its inputs, then the outputs [`compute`] gives) to `text`.
-fn append_vector(
+pub(super) fn append_vector(
     text: &mut String,
     comment: &str,
     kind: &str,

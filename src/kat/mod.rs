@@ -24,6 +24,7 @@
 //! regenerating them reproduces the committed files byte for byte.
 
 pub mod golden;
+mod golden_stanza;
 pub mod parse;
 pub mod standard;
 
@@ -210,6 +211,14 @@ pub const SETS: &[(&str, &str)] = &[
     (
         "krypta_pqbox_stanza.txt",
         include_str!("../../test-vectors/krypta_pqbox_stanza.txt"),
+    ),
+    (
+        "krypta_password_stanza.txt",
+        include_str!("../../test-vectors/krypta_password_stanza.txt"),
+    ),
+    (
+        "krypta_keyfile_stanza.txt",
+        include_str!("../../test-vectors/krypta_keyfile_stanza.txt"),
     ),
 ];
 
