@@ -8,7 +8,7 @@
 //! BLAKE3 derive-key with context [`SEED_CONTEXT`] and the label as key material, so every
 //! input is reproducible from its label, which the files name in comments.
 
-use super::golden_stanza;
+use super::{golden_archive, golden_stanza};
 use super::parse::{Block, encode_hex, parse_file};
 use super::{KatError, expect, expect_true};
 use crate::codec::{Codec, Filter};
@@ -27,6 +27,7 @@ pub const FILES: &[(&str, fn() -> Result<String, KatError>)] = &[
     ("krypta_pqbox_stanza.txt", pqbox_stanza_file),
     ("krypta_password_stanza.txt", golden_stanza::password_file),
     ("krypta_keyfile_stanza.txt", golden_stanza::keyfile_file),
+    ("krypta_archive.txt", golden_archive::archive_file),
 ];
 
 /// `n` bytes of the seeded generator for `label`.
@@ -60,6 +61,7 @@ pub fn compute(kind: &str, v: &Block) -> Result<Vec<(&'static str, Vec<u8>)>, Ka
         "krypta_pqbox_stanza" => pqbox_stanza(v),
         "krypta_password_stanza" => golden_stanza::password_stanza(v),
         "krypta_keyfile_stanza" => golden_stanza::keyfile_stanza(v),
+        "krypta_archive" => golden_archive::archive(v),
         other => Err(KatError::UnknownKind {
             kind: other.to_string(),
         }),
@@ -182,6 +184,7 @@ fn check_properties(kind: &str, v: &Block) -> Result<(), KatError> {
         }
         "krypta_password_stanza" => golden_stanza::check_password(v),
         "krypta_keyfile_stanza" => golden_stanza::check_keyfile(v),
+        "krypta_archive" => golden_archive::check_archive(v),
         _ => Ok(()),
     }
 }

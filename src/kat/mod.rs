@@ -24,6 +24,7 @@
 //! regenerating them reproduces the committed files byte for byte.
 
 pub mod golden;
+mod golden_archive;
 mod golden_stanza;
 pub mod parse;
 pub mod standard;
@@ -115,6 +116,15 @@ pub enum KatError {
         /// Its error.
         #[source]
         source: CryptoError,
+    },
+    /// The archive writer returned an error (golden archive vectors).
+    #[error("{call} failed: {source}")]
+    Archive {
+        /// The call.
+        call: &'static str,
+        /// Its error.
+        #[source]
+        source: Box<crate::Error>,
     },
     /// A file of the set could not be read (`--dir` mode).
     #[error("cannot read {file}: {source}")]
@@ -219,6 +229,10 @@ pub const SETS: &[(&str, &str)] = &[
     (
         "krypta_keyfile_stanza.txt",
         include_str!("../../test-vectors/krypta_keyfile_stanza.txt"),
+    ),
+    (
+        "krypta_archive.txt",
+        include_str!("../../test-vectors/krypta_archive.txt"),
     ),
 ];
 
