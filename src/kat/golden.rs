@@ -8,9 +8,9 @@
 //! BLAKE3 derive-key with context [`SEED_CONTEXT`] and the label as key material, so every
 //! input is reproducible from its label, which the files name in comments.
 
-use super::{golden_archive, golden_stanza};
 use super::parse::{Block, encode_hex, parse_file};
 use super::{KatError, expect, expect_true};
+use super::{golden_archive, golden_stanza};
 use crate::codec::{Codec, Filter};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, FileKey, Subkeys};
@@ -21,8 +21,11 @@ use crate::format::frame::{BlockHeader, FrameHeader, FrameKind};
 /// BLAKE3 derive-key context of the seeded input generator.
 pub const SEED_CONTEXT: &str = "krypta 2026-11-30 known-answer vector generator";
 
-/// The golden vector files: (file name, generator). Each generator returns the whole file.
-pub const FILES: &[(&str, fn() -> Result<String, KatError>)] = &[
+/// A generator: returns the whole text of one golden vector file.
+pub type Generator = fn() -> Result<String, KatError>;
+
+/// The golden vector files: (file name, generator).
+pub const FILES: &[(&str, Generator)] = &[
     ("krypta_frame_seal.txt", frame_seal_file),
     ("krypta_pqbox_stanza.txt", pqbox_stanza_file),
     ("krypta_password_stanza.txt", golden_stanza::password_file),

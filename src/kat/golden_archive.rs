@@ -165,7 +165,10 @@ cite = krypta format v1 (generated)
     for (id, level, bcj, encrypted) in cases {
         let mut inputs = vec![
             ("id", id.to_string()),
-            ("archive_id", encode_hex(&seeded_array::<16>("archive/archive-id"))),
+            (
+                "archive_id",
+                encode_hex(&seeded_array::<16>("archive/archive-id")),
+            ),
             ("created", "1798675200".to_string()),
             ("level", level.to_string()),
             ("bcj", bcj.to_string()),

@@ -91,7 +91,7 @@ pub(super) fn check_opens(v: &Block, identity: Identity, wrong: Identity) -> Res
     let archive_id: ArchiveId = v.array::<16>("archive_id")?;
     let file_key = v.array::<32>("file_key")?;
     let opened = stanza::unwrap(
-        &[identity.clone()],
+        std::slice::from_ref(&identity),
         std::slice::from_ref(&stanza),
         &archive_id,
     )
@@ -154,7 +154,8 @@ licence = MIT OR Apache-2.0 (krypta)
 cite = krypta format v1 (generated)
 ",
     );
-    let cases: [(&str, &str, &[(&str, u32)]); 3] = [
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, u32)]);
+    let cases: [Case<'_>; 3] = [
         (
             "argon2id-m64-t1-p1",
             "argon2id",

@@ -201,7 +201,7 @@ impl Block {
 /// Decodes lower- or upper-case hex; `None` on an odd length or a non-hex character.
 pub fn decode_hex(s: &str) -> Option<Vec<u8>> {
     let digits = s.as_bytes();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     digits
