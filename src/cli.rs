@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use krypta::archive::reader::OpenOptions;
 use krypta::archive::writer::{BcjMode, WriteOptions};
 use krypta::codec::{DEFAULT_BLOCK_SIZE, Filter, Level, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
+use krypta::crypto::kdf;
 use krypta::crypto::password::{PasswordSource, read_password};
 use krypta::crypto::stanza::{Identity, Kdf, Recipient};
 use krypta::{Error, Result};
@@ -322,7 +323,7 @@ pub fn run(cli: Cli) -> Result<u8> {
                     strip_components: a.strip_components,
                     no_mtime: a.no_mtime,
                     same_permissions: a.same_permissions,
-                    restore_owner: rustix::process::geteuid().is_root(),
+                    ..Default::default()
                 },
             };
             let s = krypta::extract(&a.archive, open, req, &mut term)?;
@@ -382,9 +383,19 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
     let mut recipients = Vec::new();
     if let Some(src) = password_source(a.password, &a.pass_file, a.pass_fd) {
         let kdf = match a.kdf {
-            KdfName::Argon2id => Kdf::argon2id_from_cli(a.kdf_memory, a.kdf_iterations)?,
-            KdfName::Pbkdf2 => Kdf::pbkdf2_from_cli(a.kdf_iterations)?,
+            KdfName::Argon2id => Kdf::Argon2id {
+                m_kib: a.kdf_memory.map(|mib| mib.saturating_mul(1024)).unwrap_or(kdf::ARGON2ID_DEFAULT_M_KIB),
+                t: a.kdf_iterations.unwrap_or(kdf::ARGON2ID_DEFAULT_T),
+                p: kdf::ARGON2ID_DEFAULT_P,
+            },
+            KdfName::Pbkdf2 => {
+                if a.kdf_memory.is_some() {
+                    return Err(Error::Usage("--kdf-memory applies to argon2id only".into()));
+                }
+                Kdf::Pbkdf2 { iterations: a.kdf_iterations.unwrap_or(kdf::PBKDF2_DEFAULT_ITERATIONS) }
+            }
         };
+        kdf.check_create().map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
         recipients.push(Recipient::Password { password: read_password(&src, true)?, kdf });
     } else if a.kdf_memory.is_some() || a.kdf_iterations.is_some() {
         return Err(Error::Usage("--kdf-memory/--kdf-iterations need a password (-p, --pass-file or --pass-fd)".into()));

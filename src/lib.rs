@@ -97,52 +97,54 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
     let mut changed = 0usize;
     rep.start(None);
-    for input in &req.inputs {
-        if input == Path::new("-") {
-            let meta = EntryMeta {
-                path: b"stdin".to_vec(),
-                kind: EntryKind::File,
-                mode: 0o644,
-                mtime: now_or_epoch(),
-                uid: rustix::process::getuid().as_raw(),
-                gid: rustix::process::getgid().as_raw(),
-                link: Vec::new(),
-            };
-            let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
-            w.add_file(&meta, &mut src)?;
-            continue;
-        }
-        let opts = fs::walk::WalkOptions { dereference: req.dereference };
-        let mut on_event = |ev: fs::walk::WalkEvent| -> Result<()> {
-            match ev {
-                fs::walk::WalkEvent::Warning(m) => {
-                    rep.warn(&m);
-                    Ok(())
-                }
-                fs::walk::WalkEvent::Entry(e) => {
-                    if e.meta.kind != EntryKind::File {
-                        return w.add_entry(&e.meta);
-                    }
-                    let mut src = match fs::source::FileSource::open(&e.source, e.size) {
-                        Ok(s) => s,
-                        Err(err) => {
-                            // Vanished or became unreadable since the walk: skip it, say so.
-                            rep.warn(&format!("{}: skipped: {err}", e.source.display()));
-                            changed += 1;
-                            return Ok(());
-                        }
-                    };
-                    w.add_file(&e.meta, &mut src)?;
-                    if let Some(m) = src.change_warning() {
-                        rep.warn(&format!("{}: {m}", e.source.display()));
-                        changed += 1;
-                    }
-                    rep.progress(0);
-                    Ok(())
-                }
+    // One walk over all filesystem inputs, so hard links are found across them and each
+    // path-rewriting note is shown once; a `-` input adds the stdin stream after them.
+    let fs_inputs: Vec<PathBuf> = req.inputs.iter().filter(|p| p.as_os_str() != "-").cloned().collect();
+    let opts = fs::walk::WalkOptions { dereference: req.dereference };
+    let mut on_event = |ev: fs::walk::WalkEvent| -> Result<()> {
+        match ev {
+            fs::walk::WalkEvent::Warning(m) => {
+                rep.warn(&m);
+                Ok(())
             }
+            fs::walk::WalkEvent::Entry(e) => {
+                if e.meta.kind != EntryKind::File {
+                    return w.add_entry(&e.meta);
+                }
+                let mut src = match fs::source::FileSource::open(&e.source, e.size) {
+                    Ok(s) => s,
+                    Err(err) => {
+                        // Vanished or became unreadable since the walk: skip it, say so.
+                        rep.warn(&format!("skipped: {err}"));
+                        changed += 1;
+                        return Ok(());
+                    }
+                };
+                w.add_file(&e.meta, &mut src)?;
+                if let Some(m) = src.change_warning() {
+                    rep.warn(&format!("{}: {m}", e.source.display()));
+                    changed += 1;
+                }
+                rep.progress(w.content_bytes());
+                Ok(())
+            }
+        }
+    };
+    if !fs_inputs.is_empty() {
+        fs::walk::walk(&fs_inputs, &opts, &mut on_event)?;
+    }
+    if req.inputs.iter().any(|p| p.as_os_str() == "-") {
+        let meta = EntryMeta {
+            path: b"stdin".to_vec(),
+            kind: EntryKind::File,
+            mode: 0o644,
+            mtime: now_or_epoch(),
+            uid: rustix::process::getuid().as_raw(),
+            gid: rustix::process::getgid().as_raw(),
+            link: Vec::new(),
         };
-        fs::walk::walk(std::slice::from_ref(input), &opts, &mut on_event)?;
+        let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
+        w.add_file(&meta, &mut src)?;
     }
     let (summary, mut out) = w.finish()?;
     out.flush().map_err(|e| Error::io(&out_name, "write", e))?;

@@ -14,7 +14,10 @@ fn hex(bytes: &[u8]) -> String {
 
 fn unhex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 fn unhex32(s: &str) -> [u8; 32] {
@@ -73,8 +76,10 @@ fn two_seals_to_one_key_differ_but_both_open() {
 #[test]
 fn each_of_three_recipients_opens_only_its_own_stanza() {
     let keys: Vec<SecretKey> = (0..3).map(|_| SecretKey::generate().unwrap()).collect();
-    let stanzas: Vec<Stanza> =
-        keys.iter().map(|k| pqbox::seal(&k.public_key(), &file_key(), &ARCHIVE_ID).unwrap()).collect();
+    let stanzas: Vec<Stanza> = keys
+        .iter()
+        .map(|k| pqbox::seal(&k.public_key(), &file_key(), &ARCHIVE_ID).unwrap())
+        .collect();
     for (i, sk) in keys.iter().enumerate() {
         for (j, st) in stanzas.iter().enumerate() {
             let opened = pqbox::open(sk, st, &ARCHIVE_ID);
@@ -108,7 +113,9 @@ fn a_flipped_bit_in_any_field_of_the_stanza_does_not_open() {
     let stanza = pqbox::seal(&sk.public_key(), &file_key(), &ARCHIVE_ID).unwrap();
     // (field, byte offset in the 1184-byte body): ciphertext u and v parts, ephemeral,
     // wrapped key, tag; first and last byte of each field.
-    let positions = [0usize, 500, 959, 960, 1087, 1088, 1119, 1120, 1151, 1152, 1183];
+    let positions = [
+        0usize, 500, 959, 960, 1087, 1088, 1119, 1120, 1151, 1152, 1183,
+    ];
     for pos in positions {
         for bit in [0u8, 7] {
             let mut body = stanza.body();
@@ -119,7 +126,10 @@ fn a_flipped_bit_in_any_field_of_the_stanza_does_not_open() {
                 wrapped: body[1120..1152].try_into().unwrap(),
                 tag: body[1152..].try_into().unwrap(),
             };
-            assert!(pqbox::open(&sk, &tampered, &ARCHIVE_ID).is_none(), "byte {pos} bit {bit}");
+            assert!(
+                pqbox::open(&sk, &tampered, &ARCHIVE_ID).is_none(),
+                "byte {pos} bit {bit}"
+            );
         }
     }
 }
@@ -127,19 +137,31 @@ fn a_flipped_bit_in_any_field_of_the_stanza_does_not_open() {
 #[test]
 fn stanzas_of_other_kinds_are_not_opened() {
     let sk = patterned_secret(6);
-    let other = Stanza::KeyFile { wrapped: [0; 32], tag: [0; 32] };
+    let other = Stanza::KeyFile {
+        wrapped: [0; 32],
+        tag: [0; 32],
+    };
     assert!(pqbox::open(&sk, &other, &ARCHIVE_ID).is_none());
 }
 
 #[test]
 fn low_order_ephemeral_does_not_open() {
     let sk = patterned_secret(7);
-    let Stanza::PqBox { mlkem_ct, wrapped, tag, .. } =
-        pqbox::seal(&sk.public_key(), &file_key(), &ARCHIVE_ID).unwrap()
+    let Stanza::PqBox {
+        mlkem_ct,
+        wrapped,
+        tag,
+        ..
+    } = pqbox::seal(&sk.public_key(), &file_key(), &ARCHIVE_ID).unwrap()
     else {
         panic!("not a pq-box stanza");
     };
-    let stanza = Stanza::PqBox { mlkem_ct, ephemeral: [0; 32], wrapped, tag };
+    let stanza = Stanza::PqBox {
+        mlkem_ct,
+        ephemeral: [0; 32],
+        wrapped,
+        tag,
+    };
     assert!(pqbox::open(&sk, &stanza, &ARCHIVE_ID).is_none());
 }
 
@@ -207,8 +229,8 @@ const GOLDEN_STANZA_HEX: &str = "\
     c8e745543369ca94d7d6f661de020c32b63fffa0e5f85da87494f8286b49f03a3e3006df6a8b9cbc4dd7846809d24d23\
     d0a1ae191cb8fd1946d713762a14a2c4e68927774570c1f6e472047550ed8b83e5a77cc150d700f80433502daf12c33d\
     a4409e0f776add4b990dc6ed9a4202ea3eca5dec9fbe0281ca2e9e62c218d3dc5cd92ffc040a9ce0605a725d2a4adfee\
-    b1a29e17edd621c1b7593ee8cdbc44ac6c4ab6e2f805d23c8024486687a56d9878f006d9339dbfd460c570917566a091\
-    ee6326da6c1dee6785314268432dda2357bca2aa7f58b4b7702821ef2dfadfad5d87b51f749ba0ce\
+    b1a29e17edd621c1b7593ee8cdbc44ac6c4ab6e2f805d23cfb2d888bf4844b3dc9d1e54bd8ed8e42a1191cccad9505c6\
+    a3dfe226cfef02f326c221b8c50162cfee2eed6cf2c8acdd911c2f00b9471452af3d690efdfe19cc\
 ";
 
 fn golden_stanza() -> Stanza {
@@ -222,7 +244,10 @@ fn golden_stanza() -> Stanza {
 fn golden_stanza_regenerates_to_the_committed_bytes() {
     let bytes = framed(&golden_stanza());
     let got = hex(&bytes);
-    assert_eq!(got, GOLDEN_STANZA_HEX, "golden pq-box stanza changed; new hex:\n{got}");
+    assert_eq!(
+        got, GOLDEN_STANZA_HEX,
+        "golden pq-box stanza changed; new hex:\n{got}"
+    );
 }
 
 #[test]
@@ -237,7 +262,10 @@ fn golden_stanza_opens_with_its_secret_key() {
 fn x25519_matches_rfc7748_section_5_2_first_vector() {
     let k = unhex32("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4");
     let u = unhex32("e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c");
-    assert_eq!(hex(&x25519(&k, &u)), "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552");
+    assert_eq!(
+        hex(&x25519(&k, &u)),
+        "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"
+    );
 }
 
 #[test]
@@ -248,8 +276,14 @@ fn x25519_matches_rfc7748_section_6_1_key_agreement() {
     nine[0] = 9;
     let a_pub = x25519(&a, &nine);
     let b_pub = x25519(&b, &nine);
-    assert_eq!(hex(&a_pub), "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a");
-    assert_eq!(hex(&b_pub), "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f");
+    assert_eq!(
+        hex(&a_pub),
+        "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
+    );
+    assert_eq!(
+        hex(&b_pub),
+        "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"
+    );
     let shared = "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742";
     assert_eq!(hex(&x25519(&a, &b_pub)), shared);
     assert_eq!(hex(&x25519(&b, &a_pub)), shared);
@@ -292,4 +326,43 @@ fn mlkem_hooks_reject_wrong_input_lengths_and_a_bad_dk_hash() {
     assert!(mlkem768_decaps(&dk[..2399], &ct).is_err());
     dk[2336] ^= 1; // H(ek) inside the expanded key (FIPS 203 §7.3 hash check)
     assert!(mlkem768_decaps(&dk, &ct).is_err());
+}
+
+// ---- arbitrary input -----------------------------------------------------------------------
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn arbitrary_stanza_bytes_never_open_and_never_panic(
+        body in proptest::collection::vec(proptest::prelude::any::<u8>(), 1184),
+    ) {
+        let stanza = Stanza::PqBox {
+            mlkem_ct: Box::new(body[..1088].try_into().unwrap()),
+            ephemeral: body[1088..1120].try_into().unwrap(),
+            wrapped: body[1120..1152].try_into().unwrap(),
+            tag: body[1152..].try_into().unwrap(),
+        };
+        proptest::prop_assert!(pqbox::open(&patterned_secret(0), &stanza, &ARCHIVE_ID).is_none());
+    }
+
+    #[test]
+    fn arbitrary_public_key_bytes_parse_or_error_without_panic(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1300),
+    ) {
+        let _ = PublicKey::from_bytes(&bytes);
+    }
+
+    #[test]
+    fn arbitrary_kat_hook_inputs_error_without_panic(
+        dk in proptest::prop_oneof![
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 64),
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 2400),
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2500),
+        ],
+        ct in proptest::collection::vec(proptest::prelude::any::<u8>(), 1086..1090),
+    ) {
+        let _ = mlkem768_decaps(&dk, &ct);
+        let _ = mlkem768_encaps_deterministic(&dk, &[0; 32]);
+    }
 }

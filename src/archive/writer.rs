@@ -9,7 +9,7 @@
 //! archive id), never on the number of workers.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::pipeline::OrderedPool;
@@ -267,6 +267,11 @@ impl<W: Write> ArchiveWriter<W> {
     /// Calls `f` with the number of content bytes read so far, after each block.
     pub fn set_progress(&mut self, f: Box<dyn FnMut(u64) + Send>) {
         self.on_progress = Some(f);
+    }
+
+    /// Content bytes read so far.
+    pub fn content_bytes(&self) -> u64 {
+        self.content_bytes
     }
 
     /// The archive id.

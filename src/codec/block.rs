@@ -49,6 +49,13 @@ impl BlockEncoder {
         })
     }
 
+    /// Memory this encoder holds now, bytes: the zstd context (`ZSTD_sizeof_CCtx`, which grows
+    /// to its working size on the first block) plus the filter scratch buffer.
+    pub fn memory_bytes(&mut self) -> usize {
+        let cctx = self.cctx.as_mut().map_or(0, |c| c.context_mut().sizeof());
+        cctx + self.scratch.capacity()
+    }
+
     /// Encodes one block of `raw` bytes (1..=[`MAX_BLOCK_SIZE`]) into `out` (cleared first).
     ///
     /// Applies `filter` (BCJ, stream position `filter_start` mod 2^32, rounded down to

@@ -33,9 +33,8 @@ use crate::format::stanza::{MLKEM768_CT_LEN, Stanza, TAG_LEN, WRAPPED_LEN, X2551
 
 use super::CryptoError;
 use super::keys::{ArchiveId, FileKey};
-use super::primitives::{hkdf_sha256_32, random_bytes};
-
-use self::interim::{open_file_key, seal_file_key};
+use super::primitives::{hkdf_sha256_array, random_bytes};
+use super::stanza::{open_file_key, seal_file_key};
 
 /// Length of a box secret key, bytes: ML-KEM-768 seed `d || z` (64, FIPS 203 §7.1) followed by
 /// the X25519 secret scalar (32, RFC 7748 §5, stored unclamped).
@@ -94,7 +93,12 @@ impl SecretKey {
         x.copy_from_slice(&bytes[MLKEM768_SEED_LEN..]);
         let dk = Box::new(DecapsulationKey768::from_seed(Seed::from(*seed)));
         let x25519_public = x25519(&x, &X25519_BASE);
-        SecretKey { seed, x25519: x, dk, x25519_public }
+        SecretKey {
+            seed,
+            x25519: x,
+            dk,
+            x25519_public,
+        }
     }
 
     /// The 96-byte form `d || z || x25519_secret`, zeroized when dropped.
@@ -110,7 +114,11 @@ impl SecretKey {
         let ek = self.dk.encapsulation_key().clone();
         let mut ek_bytes = Box::new([0u8; MLKEM768_EK_LEN]);
         ek_bytes.copy_from_slice(ek.to_bytes().as_slice());
-        PublicKey { ek: Box::new(ek), ek_bytes, x25519: self.x25519_public }
+        PublicKey {
+            ek: Box::new(ek),
+            ek_bytes,
+            x25519: self.x25519_public,
+        }
     }
 }
 
@@ -138,7 +146,11 @@ impl PublicKey {
         ek_bytes.copy_from_slice(ek_part);
         let mut x = [0u8; X25519_LEN];
         x.copy_from_slice(x_part);
-        Ok(PublicKey { ek: Box::new(ek), ek_bytes, x25519: x })
+        Ok(PublicKey {
+            ek: Box::new(ek),
+            ek_bytes,
+            x25519: x,
+        })
     }
 
     /// The 1216-byte form `ek || x25519_public`.
@@ -175,7 +187,11 @@ impl std::fmt::Debug for PublicKey {
 
 /// Seals the file key to `pk` with a random ML-KEM `m` and a random ephemeral X25519 secret
 /// (32 bytes each from the OS). Returns a [`Stanza::PqBox`] (1184-byte body, 1192 framed).
-pub fn seal(pk: &PublicKey, file_key: &FileKey, archive_id: &ArchiveId) -> Result<Stanza, CryptoError> {
+pub fn seal(
+    pk: &PublicKey,
+    file_key: &FileKey,
+    archive_id: &ArchiveId,
+) -> Result<Stanza, CryptoError> {
     let mut m = Zeroizing::new([0u8; 32]);
     random_bytes(&mut m[..])?;
     let mut eph = Zeroizing::new([0u8; 32]);
@@ -203,7 +219,12 @@ pub fn seal_deterministic(
         });
     }
     let kek = combine(&ss_k, &ss_x, &ct, &ephemeral, &pk.x25519);
-    let mut stanza = Stanza::PqBox { mlkem_ct: ct, ephemeral, wrapped: [0; WRAPPED_LEN], tag: [0; TAG_LEN] };
+    let mut stanza = Stanza::PqBox {
+        mlkem_ct: ct,
+        ephemeral,
+        wrapped: [0; WRAPPED_LEN],
+        tag: [0; TAG_LEN],
+    };
     let params = stanza.params();
     let (w, t) = seal_file_key(&kek, archive_id, kind::PQ_BOX, &params, file_key);
     if let Stanza::PqBox { wrapped, tag, .. } = &mut stanza {
@@ -218,7 +239,13 @@ pub fn seal_deterministic(
 /// yields an unrelated shared secret, so the wrap tag fails), or an ephemeral key giving an
 /// all-zero X25519 shared secret. Never panics.
 pub fn open(sk: &SecretKey, stanza: &Stanza, archive_id: &ArchiveId) -> Option<FileKey> {
-    let Stanza::PqBox { mlkem_ct, ephemeral, wrapped, tag } = stanza else {
+    let Stanza::PqBox {
+        mlkem_ct,
+        ephemeral,
+        wrapped,
+        tag,
+    } = stanza
+    else {
         return None;
     };
     let ss_k = decaps(&sk.dk, mlkem_ct);
@@ -227,7 +254,14 @@ pub fn open(sk: &SecretKey, stanza: &Stanza, archive_id: &ArchiveId) -> Option<F
         return None;
     }
     let kek = combine(&ss_k, &ss_x, mlkem_ct, ephemeral, &sk.x25519_public);
-    open_file_key(&kek, archive_id, kind::PQ_BOX, &stanza.params(), wrapped, tag)
+    open_file_key(
+        &kek,
+        archive_id,
+        kind::PQ_BOX,
+        &stanza.params(),
+        wrapped,
+        tag,
+    )
 }
 
 /// The key-encryption key (32 bytes): HKDF-SHA256 (RFC 5869) with an empty salt, IKM
@@ -248,7 +282,7 @@ fn combine(
     info.extend_from_slice(ct);
     info.extend_from_slice(eph);
     info.extend_from_slice(pk_x);
-    hkdf_sha256_32(&ikm[..], &[], &info)
+    hkdf_sha256_array::<32>(&ikm[..], &[], &info)
 }
 
 /// Constant-time test for the all-zero X25519 output (RFC 7748 §6.1, "check ... all-zero").
@@ -259,7 +293,10 @@ fn is_all_zero(v: &[u8; 32]) -> bool {
 /// Parses an encapsulation key with the FIPS 203 §7.2 type and modulus checks.
 fn parse_ek(ek: &[u8]) -> Result<EncapsulationKey768, CryptoError> {
     let arr = Array::try_from(ek).map_err(|_| CryptoError::BadKeyText {
-        problem: format!("an ML-KEM-768 encapsulation key is {MLKEM768_EK_LEN} bytes, got {}", ek.len()),
+        problem: format!(
+            "an ML-KEM-768 encapsulation key is {MLKEM768_EK_LEN} bytes, got {}",
+            ek.len()
+        ),
     })?;
     EncapsulationKey768::new(&arr).map_err(|_| CryptoError::BadKeyText {
         problem: "ML-KEM-768 encapsulation key fails the FIPS 203 §7.2 modulus check".to_string(),
@@ -267,7 +304,10 @@ fn parse_ek(ek: &[u8]) -> Result<EncapsulationKey768, CryptoError> {
 }
 
 /// ML-KEM-768.Encaps_internal(ek, m) (FIPS 203 Algorithm 17): (ciphertext, shared secret).
-fn encaps(ek: &EncapsulationKey768, m: &[u8; 32]) -> (Box<[u8; MLKEM768_CT_LEN]>, Zeroizing<[u8; 32]>) {
+fn encaps(
+    ek: &EncapsulationKey768,
+    m: &[u8; 32],
+) -> (Box<[u8; MLKEM768_CT_LEN]>, Zeroizing<[u8; 32]>) {
     let (ct, ss) = ek.encapsulate_deterministic(&B32::from(*m));
     let mut ct_out = Box::new([0u8; MLKEM768_CT_LEN]);
     ct_out.copy_from_slice(ct.as_slice());
@@ -300,7 +340,10 @@ pub fn mlkem768_keygen_from_seed(d: &[u8; 32], z: &[u8; 32]) -> (Vec<u8>, Vec<u8
 
 /// KAT hook: ML-KEM-768.Encaps_internal(ek, m) (FIPS 203 Algorithm 17) after the §7.2 input
 /// checks → (ciphertext 1088 bytes, shared secret 32 bytes). The code path [`seal`] uses.
-pub fn mlkem768_encaps_deterministic(ek: &[u8], m: &[u8; 32]) -> Result<(Vec<u8>, [u8; 32]), CryptoError> {
+pub fn mlkem768_encaps_deterministic(
+    ek: &[u8],
+    m: &[u8; 32],
+) -> Result<(Vec<u8>, [u8; 32]), CryptoError> {
     let ek = parse_ek(ek)?;
     let (ct, ss) = encaps(&ek, m);
     Ok((ct.to_vec(), *ss))
@@ -314,7 +357,10 @@ pub fn mlkem768_encaps_deterministic(ek: &[u8], m: &[u8; 32]) -> Result<(Vec<u8>
 #[allow(deprecated)]
 pub fn mlkem768_decaps(dk: &[u8], ct: &[u8]) -> Result<[u8; 32], CryptoError> {
     let ct: [u8; MLKEM768_CT_LEN] = ct.try_into().map_err(|_| CryptoError::BadKeyText {
-        problem: format!("an ML-KEM-768 ciphertext is {MLKEM768_CT_LEN} bytes, got {}", ct.len()),
+        problem: format!(
+            "an ML-KEM-768 ciphertext is {MLKEM768_CT_LEN} bytes, got {}",
+            ct.len()
+        ),
     })?;
     let key = match dk.len() {
         MLKEM768_SEED_LEN => {
@@ -325,7 +371,8 @@ pub fn mlkem768_decaps(dk: &[u8], ct: &[u8]) -> Result<[u8; 32], CryptoError> {
         MLKEM768_DK_LEN => {
             let arr = Array::try_from(dk).map_err(|_| bad_dk(dk.len()))?;
             DecapsulationKey768::from_expanded_bytes(&arr).map_err(|_| CryptoError::BadKeyText {
-                problem: "ML-KEM-768 decapsulation key fails the FIPS 203 §7.3 hash check".to_string(),
+                problem: "ML-KEM-768 decapsulation key fails the FIPS 203 §7.3 hash check"
+                    .to_string(),
             })?
         }
         other => return Err(bad_dk(other)),
@@ -345,51 +392,6 @@ fn bad_dk(len: usize) -> CryptoError {
 /// (32 bytes, little-endian). The function [`seal`] and [`open`] use.
 pub fn x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     x25519_dalek::x25519(*scalar, *u)
-}
-
-/// Stand-in for `crypto::stanza::{seal_file_key, open_file_key}` (the shared wrap
-/// construction) until the `crypto` branch lands it; same signatures, removed on merge.
-pub mod interim {
-    use super::super::keys::{ArchiveId, FileKey};
-    use super::super::primitives::{aes256_ctr_apply, hkdf_sha256_32, hmac_sha256, hmac_sha256_verify};
-
-    fn keys(kek: &[u8; 32], archive_id: &ArchiveId) -> ([u8; 32], [u8; 32]) {
-        let enc = *hkdf_sha256_32(kek, archive_id, b"krypta/v1/wrap/pq-box/enc");
-        let mac = *hkdf_sha256_32(kek, archive_id, b"krypta/v1/wrap/pq-box/mac");
-        (enc, mac)
-    }
-
-    /// Wraps the file key: AES-256-CTR then HMAC-SHA256 over params || wrapped.
-    pub fn seal_file_key(
-        kek: &[u8; 32],
-        archive_id: &ArchiveId,
-        _kind: u8,
-        params: &[u8],
-        file_key: &FileKey,
-    ) -> ([u8; 32], [u8; 32]) {
-        let (enc, mac) = keys(kek, archive_id);
-        let mut w = *file_key.as_bytes();
-        aes256_ctr_apply(&enc, &[0; 16], &mut w);
-        (w, hmac_sha256(&mac, &[params, &w]))
-    }
-
-    /// Verifies then unwraps.
-    pub fn open_file_key(
-        kek: &[u8; 32],
-        archive_id: &ArchiveId,
-        _kind: u8,
-        params: &[u8],
-        wrapped: &[u8; 32],
-        tag: &[u8; 32],
-    ) -> Option<FileKey> {
-        let (enc, mac) = keys(kek, archive_id);
-        if !hmac_sha256_verify(&mac, &[params, wrapped], tag) {
-            return None;
-        }
-        let mut w = *wrapped;
-        aes256_ctr_apply(&enc, &[0; 16], &mut w);
-        Some(FileKey::from_bytes(w))
-    }
 }
 
 #[cfg(test)]
@@ -431,7 +433,12 @@ mod tests {
             assert_eq!(x25519(&sk.x25519, &ephemeral), [0u8; 32], "{point}");
             let (ct, ss_k) = encaps(&pk.ek, &[5u8; 32]);
             let kek = combine(&ss_k, &[0u8; 32], &ct, &ephemeral, &pk.x25519);
-            let mut stanza = Stanza::PqBox { mlkem_ct: ct, ephemeral, wrapped: [0; 32], tag: [0; 32] };
+            let mut stanza = Stanza::PqBox {
+                mlkem_ct: ct,
+                ephemeral,
+                wrapped: [0; 32],
+                tag: [0; 32],
+            };
             let params = stanza.params();
             let (w, t) = seal_file_key(&kek, &archive_id, kind::PQ_BOX, &params, &file_key);
             assert!(open_file_key(&kek, &archive_id, kind::PQ_BOX, &params, &w, &t).is_some());

@@ -48,6 +48,8 @@ pub enum Recipient {
     },
     /// A symmetric key file (`krypta keygen`).
     KeyFile(SymmetricKey),
+    /// A box public key (`krypta keygen --box`): one `pq-box` stanza (ML-KEM-768 + X25519).
+    PqBox(super::pqbox::PublicKey),
 }
 
 /// Something a reader holds that may open a stanza.
@@ -57,6 +59,8 @@ pub enum Identity {
     Password(Secret),
     /// A symmetric key: tried on every `keyfile` stanza.
     KeyFile(SymmetricKey),
+    /// A box secret key: tried on every `pq-box` stanza.
+    PqBox(super::pqbox::SecretKey),
 }
 
 /// The kind name used in the wrap HKDF info.
@@ -161,6 +165,7 @@ pub fn wrap(
             wrap_password_with_salt(password.as_bytes(), kdf, salt, file_key, archive_id)
         }
         Recipient::KeyFile(key) => Ok(wrap_keyfile(key, file_key, archive_id)),
+        Recipient::PqBox(pk) => super::pqbox::seal(pk, file_key, archive_id),
     }
 }
 
@@ -243,6 +248,9 @@ fn try_open(
                 return Ok(None);
             };
             kdf.derive_kek(pw.as_bytes(), &salt)?
+        }
+        (Identity::PqBox(sk), Stanza::PqBox { .. }) => {
+            return Ok(super::pqbox::open(sk, stanza, archive_id));
         }
         (Identity::KeyFile(key), Stanza::KeyFile { .. }) => {
             zeroize::Zeroizing::new(*key.as_bytes())

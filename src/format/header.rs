@@ -12,6 +12,8 @@ pub const VERSION: u16 = 1;
 pub const PREFIX_LEN: usize = 16;
 /// Largest header accepted, bytes (64 pq-box stanzas are about 76 KiB).
 pub const MAX_HEADER_LEN: usize = 1 << 20;
+/// Smallest header, bytes: prefix, fixed fields (32), empty comment (4) and tag (32).
+pub const MIN_HEADER_LEN: usize = PREFIX_LEN + 32 + 4 + TAG_LEN;
 /// Largest comment, bytes.
 pub const MAX_COMMENT_LEN: usize = 4096;
 /// Header tag length, bytes.
@@ -74,10 +76,10 @@ impl Prefix {
             return Err(PrefixError::Format(FormatError::invalid("header", format!("unknown flags {flags:#06x}"))));
         }
         let header_len = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
-        if (header_len as usize) < PREFIX_LEN + 40 + TAG_LEN || header_len as usize > MAX_HEADER_LEN {
+        if (header_len as usize) < MIN_HEADER_LEN || header_len as usize > MAX_HEADER_LEN {
             return Err(PrefixError::Format(FormatError::invalid(
                 "header",
-                format!("header length {header_len} outside {}..={MAX_HEADER_LEN}", PREFIX_LEN + 40 + TAG_LEN),
+                format!("header length {header_len} outside {MIN_HEADER_LEN}..={MAX_HEADER_LEN}"),
             )));
         }
         Ok(Prefix { version, flags, header_len })
@@ -189,14 +191,24 @@ mod tests {
 
     #[test]
     fn header_parse_of_write_is_identity() {
-        for stanzas in [vec![], vec![Stanza::KeyFile { wrapped: [1; 32], tag: [2; 32] }]] {
-            let h = sample(stanzas);
+        for (stanzas, comment) in [
+            (vec![], ""),
+            (vec![], "nightly"),
+            (vec![Stanza::KeyFile { wrapped: [1; 32], tag: [2; 32] }], ""),
+        ] {
+            let mut h = sample(stanzas);
+            h.comment = comment.into();
             let mut bytes = h.write_untagged();
             bytes.extend_from_slice(&[9u8; 32]);
             let (parsed, tag) = Header::parse(&bytes).unwrap();
             assert_eq!(parsed, h);
             assert_eq!(tag, [9u8; 32]);
             assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize, bytes.len());
+            if h.stanzas.is_empty() && h.comment.is_empty() {
+                // Regression: the smallest header (no stanza, no comment) is 84 bytes and valid.
+                assert_eq!(bytes.len(), MIN_HEADER_LEN);
+                assert_eq!(MIN_HEADER_LEN, 84);
+            }
         }
     }
 

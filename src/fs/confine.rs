@@ -34,8 +34,7 @@ pub(crate) struct Target<'a> {
 /// Re-checks an archive path (defence in depth: the format refused these at parse time too)
 /// and strips `strip` leading components. `Ok(None)` when nothing is left.
 pub(crate) fn split_entry(path: &[u8], strip: usize) -> Result<Option<Target<'_>>> {
-    if let Err(e) = check_archive_path(path) {
-        let _ = e;
+    if check_archive_path(path).is_err() {
         let reason = if path.first() == Some(&b'/') {
             "absolute path"
         } else if path.split(|&b| b == b'/').any(|c| c == b"..") {

@@ -294,7 +294,7 @@ impl Extractor {
     pub fn finish(mut self) -> Result<()> {
         self.last_parent = None;
         let mut dirs = std::mem::take(&mut self.dirs);
-        dirs.sort_by(|a, b| b.depth.cmp(&a.depth));
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.depth));
         let mut first_err = None;
         for d in &dirs {
             if let Err(e) = self.apply_dir(d)

@@ -137,8 +137,11 @@ impl FileSink {
                 ),
             ));
         }
+        let Some(end) = offset.checked_add(data.len() as u64) else {
+            return Err(Error::io(&self.path, "write", Errno::FBIG.into()));
+        };
         if let Some(limit) = self.fail_after
-            && self.accepted + data.len() as u64 > limit
+            && self.accepted.saturating_add(data.len() as u64) > limit
         {
             return Err(Error::io(&self.path, "write", Errno::NOSPC.into()));
         }
@@ -163,8 +166,8 @@ impl FileSink {
         if let Some(start) = run {
             self.write_run(offset, start, &data[start..])?;
         }
-        self.pos = offset + data.len() as u64;
-        self.accepted += data.len() as u64;
+        self.pos = end;
+        self.accepted = self.accepted.saturating_add(data.len() as u64);
         Ok(())
     }
 

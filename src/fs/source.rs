@@ -25,7 +25,6 @@ use rustix::io::Errno;
 
 use super::longpath;
 use super::meta::{StatKind, kind_of, mtime_of, size_of};
-use super::names::escape_path;
 use crate::format::entry::Timestamp;
 use crate::{Error, Result};
 
@@ -81,6 +80,8 @@ impl FileSource {
                 io::Error::other("is no longer a regular file"),
             ));
         }
+        // The walk's size is informational: what is read now is what gets recorded, and a
+        // change between the walk and this open is not a change *while reading*.
         let _ = expected_size;
         Ok(FileSource {
             file: File::from(fd),
@@ -143,8 +144,9 @@ impl FileSource {
         self.final_size.unwrap_or(self.limit)
     }
 
-    /// `Some("PATH: grew from 10 to 20 bytes while being read; stored the first 10")` and the
-    /// like when the file changed while it was read (the text names the file); `None` otherwise.
+    /// `Some("grew from 10 to 20 bytes while being read; stored the first 10")` and the like
+    /// when the file changed while it was read (the caller prefixes the file name, unlike walk
+    /// warnings, which carry it); `None` otherwise.
     /// Valid once [`FileSource::next_extent`] returned `None`.
     pub fn change_warning(&self) -> Option<String> {
         self.change.clone()
@@ -204,26 +206,23 @@ impl FileSource {
         self.pos = size;
         let st = fstat(&self.file).map_err(|e| Error::io(&self.path, "stat", e.into()))?;
         let now = size_of(&st);
-        let name = escape_path(std::os::unix::ffi::OsStrExt::as_bytes(
-            self.path.as_os_str(),
-        ));
         self.change = if size < self.limit {
             Some(format!(
-                "{name}: shrank from {} to {size} bytes while being read",
+                "shrank from {} to {size} bytes while being read",
                 self.limit
             ))
         } else if now > self.limit {
             Some(format!(
-                "{name}: grew from {} to {now} bytes while being read; stored the first {}",
+                "grew from {} to {now} bytes while being read; stored the first {}",
                 self.limit, self.limit
             ))
         } else if now < self.limit {
             Some(format!(
-                "{name}: shrank from {} to {now} bytes after being read",
+                "shrank from {} to {now} bytes after being read",
                 self.limit
             ))
         } else if mtime_of(&st) != self.mtime {
-            Some(format!("{name}: was modified while being read"))
+            Some("was modified while being read".to_string())
         } else {
             None
         };

@@ -91,6 +91,7 @@ pub fn walk(
         opts: *opts,
         links: HashMap::new(),
         dirs_seen: HashSet::new(),
+        notes_shown: HashSet::new(),
         on_event,
     };
     for input in inputs {
@@ -108,6 +109,8 @@ struct Walker<'a> {
     links: HashMap<(u64, u64), Vec<u8>>,
     /// (dev, ino) of directories already descended into.
     dirs_seen: HashSet<(u64, u64)>,
+    /// Path-rewriting notes already shown (each is shown once per walk, like tar).
+    notes_shown: HashSet<String>,
     on_event: &'a mut dyn FnMut(WalkEvent) -> Result<()>,
 }
 
@@ -119,8 +122,10 @@ impl Walker<'_> {
 
     fn walk_input(&mut self, input: &Path) -> Result<()> {
         let (arch, note) = archive_path_of(input.as_os_str().as_bytes());
-        if let Some(note) = note {
-            self.warn(input, note)?;
+        if let Some(note) = note
+            && self.notes_shown.insert(note.clone())
+        {
+            (self.on_event)(WalkEvent::Warning(note))?;
         }
         let deref = self.opts.dereference;
         let (st, via_link) = longpath::with_parent(input, |dir, name| stat_child(dir, name, deref))
