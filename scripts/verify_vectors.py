@@ -12,7 +12,7 @@ Two checks, neither of which uses krypta's code:
 2. Recompute: where Python has an independent implementation (hashlib, hmac, and pyca
    `cryptography` if installed: AES, HKDF, PBKDF2, X25519, Argon2id, ML-KEM-768), every
    vector is recomputed and compared; BCJ x86/ARM64 outputs are recomputed with `xz` itself;
-   krypta's own frame-seal, password and key-file stanza vectors are recomputed from the
+   krypta's own frame-seal, pq-box, password and key-file stanza vectors are recomputed from the
    construction docs/FORMAT.md documents (HKDF labels, IV layout, MAC inputs).
 
 Usage: scripts/verify_vectors.py [--vectors DIR] [--package WHEEL_OR_DIR] [--no-download]
@@ -317,6 +317,40 @@ def recompute(kind, header, vectors, set_name, tally):
             framed = bytes([code, 0, 0, 0]) + len(body).to_bytes(4, "little") + body
             check(framed.hex() == v["stanza"], v["id"])
         impl = "pyca cryptography + hashlib/hmac from the documented construction"
+    elif kind == "krypta_pqbox_stanza" and have_pyca:
+        try:
+            from cryptography.hazmat.primitives.asymmetric.mlkem import MLKEM768PrivateKey
+        except ImportError:
+            return
+        from cryptography.hazmat.primitives.asymmetric.x25519 import (X25519PrivateKey,
+                                                                      X25519PublicKey)
+        from cryptography.hazmat.primitives import serialization as ser
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        raw = dict(encoding=ser.Encoding.Raw, format=ser.PublicFormat.Raw)
+        for v in vectors:
+            secret = h(v["box_secret"])
+            kem = MLKEM768PrivateKey.from_seed_bytes(secret[:64])
+            x = X25519PrivateKey.from_private_bytes(secret[64:])
+            pk_x = x.public_key().public_bytes(**raw)
+            public = kem.public_key().public_bytes(**raw) + pk_x
+            stanza = h(v["stanza"])
+            ct, eph = stanza[8:1096], stanza[1096:1128]
+            eph_ok = (X25519PrivateKey.from_private_bytes(h(v["ephemeral_secret"]))
+                      .public_key().public_bytes(**raw) == eph)
+            ss_k = kem.decapsulate(ct)
+            ss_x = x.exchange(X25519PublicKey.from_public_bytes(eph))
+            kek = hkdf(ss_k + ss_x, b"", b"krypta/v1/pq-box/kek/mlkem768x25519" + ct + eph
+                       + pk_x, 32)
+            wk = hkdf(kek, h(v["archive_id"]), b"krypta/v1/wrap/pq-box", 64)
+            enc = Cipher(algorithms.AES(wk[:32]), modes.CTR(bytes(16))).encryptor()
+            wrapped = enc.update(h(v["file_key"])) + enc.finalize()
+            tag = hmac.new(wk[32:], bytes([4]) + ct + eph + wrapped, hashlib.sha256).digest()
+            body = ct + eph + wrapped + tag
+            framed = bytes([4, 0, 0, 0]) + len(body).to_bytes(4, "little") + body
+            check(public.hex() == v["box_public"] and eph_ok and framed.hex() == v["stanza"],
+                  v["id"])
+        impl = "pyca cryptography (ML-KEM decaps, X25519) + hmac from the documented construction"
+        note = "ML-KEM ciphertext itself not re-encapsulated"
     elif kind == "pbkdf2_sha256":
         for v in vectors:
             dk = hashlib.pbkdf2_hmac("sha256", h(v["password"]), h(v["salt"]),

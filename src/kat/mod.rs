@@ -93,13 +93,15 @@ pub enum KatError {
         kind: String,
     },
     /// krypta computed something other than the expected value.
-    #[error("`{field}` differs: expected {expected}, got {got}")]
+    #[error("`{field}` differs from byte {at}: expected {expected}, got {got}")]
     Mismatch {
         /// The field compared.
         field: String,
-        /// Expected value, hex (shortened past 64 digits).
+        /// Offset of the first differing byte (or the shorter length).
+        at: usize,
+        /// Expected bytes from `at`, hex (at most 32 bytes shown), and the total length.
         expected: String,
-        /// Computed value, hex (shortened past 64 digits).
+        /// Computed bytes from `at`, hex (at most 32 bytes shown), and the total length.
         got: String,
     },
     /// A property check failed (e.g. a verifier accepted a modified tag).
@@ -137,23 +139,27 @@ pub enum KatError {
     },
 }
 
-/// Compares an expected byte string with a computed one.
+/// Compares an expected byte string with a computed one; on a difference, reports the first
+/// differing byte offset and up to 32 bytes from there on each side.
 pub(crate) fn expect(field: &str, expected: &[u8], got: &[u8]) -> Result<(), KatError> {
     if expected == got {
         return Ok(());
     }
-    let short = |b: &[u8]| {
-        let hex = encode_hex(b);
-        if hex.len() > 64 {
-            format!("{}… ({} bytes)", &hex[..64], b.len())
-        } else {
-            hex
-        }
+    let at = expected
+        .iter()
+        .zip(got)
+        .position(|(a, b)| a != b)
+        .unwrap_or(expected.len().min(got.len()));
+    let window = |b: &[u8]| {
+        let end = b.len().min(at + 32);
+        let more = if end < b.len() { "…" } else { "" };
+        format!("{}{more} ({} bytes)", encode_hex(&b[at.min(b.len())..end]), b.len())
     };
     Err(KatError::Mismatch {
         field: field.to_string(),
-        expected: short(expected),
-        got: short(got),
+        at,
+        expected: window(expected),
+        got: window(got),
     })
 }
 
