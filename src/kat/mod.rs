@@ -31,6 +31,7 @@ pub mod standard;
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::crypto::CryptoError;
 use parse::{Block, encode_hex};
@@ -153,7 +154,11 @@ pub(crate) fn expect(field: &str, expected: &[u8], got: &[u8]) -> Result<(), Kat
     let window = |b: &[u8]| {
         let end = b.len().min(at + 32);
         let more = if end < b.len() { "…" } else { "" };
-        format!("{}{more} ({} bytes)", encode_hex(&b[at.min(b.len())..end]), b.len())
+        format!(
+            "{}{more} ({} bytes)",
+            encode_hex(&b[at.min(b.len())..end]),
+            b.len()
+        )
     };
     Err(KatError::Mismatch {
         field: field.to_string(),
@@ -259,6 +264,8 @@ pub struct SetResult {
     pub failures: Vec<(String, KatError)>,
     /// Why the whole set failed before any vector ran (unreadable file, bad header).
     pub error: Option<KatError>,
+    /// Wall time spent parsing and running the set.
+    pub elapsed: Duration,
 }
 
 impl SetResult {
@@ -283,17 +290,29 @@ impl KatReport {
 
     /// A markdown table (set, source, passed/total, status), then one line per failure.
     pub fn to_table(&self) -> String {
-        let mut out = String::from("| set | source | passed | status |\n|---|---|---|---|\n");
+        let mut out =
+            String::from("| set | source | passed | status | ms |\n|---|---|---|---|---:|\n");
         for s in &self.sets {
             let status = if s.passed_all() { "ok" } else { "FAIL" };
             let _ = writeln!(
                 out,
-                "| {} | {} | {}/{} | {} |",
-                s.name, s.source, s.passed, s.total, status
+                "| {} | {} | {}/{} | {} | {} |",
+                s.name,
+                s.source,
+                s.passed,
+                s.total,
+                status,
+                s.elapsed.as_millis()
             );
         }
         let passed_sets = self.sets.iter().filter(|s| s.passed_all()).count();
-        let _ = writeln!(out, "\n{passed_sets}/{} sets passed", self.sets.len());
+        let total: Duration = self.sets.iter().map(|s| s.elapsed).sum();
+        let _ = writeln!(
+            out,
+            "\n{passed_sets}/{} sets passed in {:.2} s",
+            self.sets.len(),
+            total.as_secs_f64()
+        );
         for s in &self.sets {
             if let Some(e) = &s.error {
                 let _ = writeln!(out, "FAIL {} ({}): {e}", s.name, s.file);
@@ -335,6 +354,7 @@ pub fn run_dir(dir: &Path) -> Result<KatReport, crate::Error> {
                     file: file.to_string(),
                     source,
                 }),
+                elapsed: Duration::ZERO,
             },
         })
         .collect();
@@ -358,6 +378,13 @@ fn read_capped(path: &Path) -> std::io::Result<String> {
 
 /// Parses and runs one vector file.
 pub fn run_set(file: &str, text: &str) -> SetResult {
+    let start = Instant::now();
+    let mut result = run_set_untimed(file, text);
+    result.elapsed = start.elapsed();
+    result
+}
+
+fn run_set_untimed(file: &str, text: &str) -> SetResult {
     let mut result = SetResult {
         file: file.to_string(),
         name: file.to_string(),
@@ -366,6 +393,7 @@ pub fn run_set(file: &str, text: &str) -> SetResult {
         total: 0,
         failures: Vec::new(),
         error: None,
+        elapsed: Duration::ZERO,
     };
     let parsed = match parse::parse_file(text) {
         Ok(parsed) => parsed,
