@@ -82,7 +82,12 @@ struct KeyArgs {
     #[arg(long = "keyfile", value_name = "FILE")]
     keyfiles: Vec<PathBuf>,
     /// A box secret key made by `krypta keygen --box` (repeatable)
-    #[arg(short = 'i', long = "identity", visible_alias = "pq-box", value_name = "SECRET")]
+    #[arg(
+        short = 'i',
+        long = "identity",
+        visible_alias = "pq-box",
+        value_name = "SECRET"
+    )]
     identities: Vec<String>,
     /// Worker threads (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
@@ -145,7 +150,12 @@ struct CompressArgs {
     #[arg(long = "keyfile", value_name = "FILE")]
     keyfiles: Vec<PathBuf>,
     /// Encrypt to a box public key: a NAME.pub file or the key text (repeatable)
-    #[arg(short = 'r', long = "recipient", visible_alias = "pq-box", value_name = "PUB")]
+    #[arg(
+        short = 'r',
+        long = "recipient",
+        visible_alias = "pq-box",
+        value_name = "PUB"
+    )]
     recipients: Vec<String>,
     /// A comment stored (authenticated, not encrypted) in the header
     #[arg(long)]
@@ -263,14 +273,22 @@ pub fn parse_size(s: &str) -> Result<usize> {
                 'K' => 1 << 10,
                 'M' => 1 << 20,
                 'G' => 1 << 30,
-                _ => return Err(Error::Usage(format!("bad size '{s}': use a number with K, M or G"))),
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "bad size '{s}': use a number with K, M or G"
+                    )));
+                }
             };
             (&t[..i], m)
         }
         _ => (t, 1),
     };
-    let n: usize = num.trim_end_matches(['i', 'I']).parse().map_err(|_| Error::Usage(format!("bad size '{s}'")))?;
-    n.checked_mul(mul).ok_or_else(|| Error::Usage(format!("size '{s}' is too large")))
+    let n: usize = num
+        .trim_end_matches(['i', 'I'])
+        .parse()
+        .map_err(|_| Error::Usage(format!("bad size '{s}'")))?;
+    n.checked_mul(mul)
+        .ok_or_else(|| Error::Usage(format!("size '{s}' is too large")))
 }
 
 fn password_source(flag: bool, file: &Option<PathBuf>, fd: Option<i32>) -> Option<PasswordSource> {
@@ -302,7 +320,10 @@ fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
 }
 
 fn open_options(k: &KeyArgs) -> Result<OpenOptions> {
-    Ok(OpenOptions { identities: identities(k)?, jobs: k.jobs.unwrap_or(0) })
+    Ok(OpenOptions {
+        identities: identities(k)?,
+        jobs: k.jobs.unwrap_or(0),
+    })
 }
 
 /// Runs the parsed command; returns the exit code for success paths.
@@ -328,7 +349,10 @@ pub fn run(cli: Cli) -> Result<u8> {
             };
             let s = krypta::extract(&a.archive, open, req, &mut term)?;
             if verbose {
-                eprintln!("krypta: extracted {} entries, {} files, {} bytes", s.entries, s.files, s.bytes);
+                eprintln!(
+                    "krypta: extracted {} entries, {} files, {} bytes",
+                    s.entries, s.files, s.bytes
+                );
             }
             Ok(0)
         }
@@ -363,10 +387,19 @@ pub fn run(cli: Cli) -> Result<u8> {
 }
 
 fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
-    let level = if a.store { None } else { Some(Level::new(a.level.unwrap_or(Level::DEFAULT.get())).map_err(|e| Error::Usage(e.to_string()))?) };
+    let level = if a.store {
+        None
+    } else {
+        Some(
+            Level::new(a.level.unwrap_or(Level::DEFAULT.get()))
+                .map_err(|e| Error::Usage(e.to_string()))?,
+        )
+    };
     let block_size = match &a.block_size {
         Some(s) => parse_size(s)?,
-        None => level.map(|l| l.default_block_size()).unwrap_or(DEFAULT_BLOCK_SIZE),
+        None => level
+            .map(|l| l.default_block_size())
+            .unwrap_or(DEFAULT_BLOCK_SIZE),
     };
     if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&block_size) {
         return Err(Error::Usage(format!(
@@ -384,7 +417,10 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
     if let Some(src) = password_source(a.password, &a.pass_file, a.pass_fd) {
         let kdf = match a.kdf {
             KdfName::Argon2id => Kdf::Argon2id {
-                m_kib: a.kdf_memory.map(|mib| mib.saturating_mul(1024)).unwrap_or(kdf::ARGON2ID_DEFAULT_M_KIB),
+                m_kib: a
+                    .kdf_memory
+                    .map(|mib| mib.saturating_mul(1024))
+                    .unwrap_or(kdf::ARGON2ID_DEFAULT_M_KIB),
                 t: a.kdf_iterations.unwrap_or(kdf::ARGON2ID_DEFAULT_T),
                 p: kdf::ARGON2ID_DEFAULT_P,
             },
@@ -392,23 +428,40 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
                 if a.kdf_memory.is_some() {
                     return Err(Error::Usage("--kdf-memory applies to argon2id only".into()));
                 }
-                Kdf::Pbkdf2 { iterations: a.kdf_iterations.unwrap_or(kdf::PBKDF2_DEFAULT_ITERATIONS) }
+                Kdf::Pbkdf2 {
+                    iterations: a.kdf_iterations.unwrap_or(kdf::PBKDF2_DEFAULT_ITERATIONS),
+                }
             }
         };
-        kdf.check_create().map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
-        recipients.push(Recipient::Password { password: read_password(&src, true)?, kdf });
+        kdf.check_create()
+            .map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
+        recipients.push(Recipient::Password {
+            password: read_password(&src, true)?,
+            kdf,
+        });
     } else if a.kdf_memory.is_some() || a.kdf_iterations.is_some() {
-        return Err(Error::Usage("--kdf-memory/--kdf-iterations need a password (-p, --pass-file or --pass-fd)".into()));
+        return Err(Error::Usage(
+            "--kdf-memory/--kdf-iterations need a password (-p, --pass-file or --pass-fd)".into(),
+        ));
     }
     for f in &a.keyfiles {
-        recipients.push(Recipient::KeyFile(krypta::crypto::keyfile::load_keyfile(f)?));
+        recipients.push(Recipient::KeyFile(krypta::crypto::keyfile::load_keyfile(
+            f,
+        )?));
     }
     for r in &a.recipients {
         recipients.push(Recipient::PqBox(krypta::crypto::boxkey::load_public(r)?));
     }
     let created = krypta::now_or_epoch().secs;
     let reproducible = std::env::var_os("SOURCE_DATE_EPOCH").is_some() && recipients.is_empty();
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
+    let jobs = a
+        .jobs
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+        .max(1);
     let options = WriteOptions {
         level,
         block_size,
@@ -444,22 +497,37 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
 
 fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
     if a.public {
-        let key = a.key.as_ref().ok_or_else(|| Error::Usage("--pub needs -k SECRET".into()))?;
+        let key = a
+            .key
+            .as_ref()
+            .ok_or_else(|| Error::Usage("--pub needs -k SECRET".into()))?;
         let sk = krypta::crypto::boxkey::load_secret(&key.to_string_lossy())?;
-        println!("{}", krypta::crypto::boxkey::public_key_text(&sk.public_key()));
+        println!(
+            "{}",
+            krypta::crypto::boxkey::public_key_text(&sk.public_key())
+        );
         return Ok(0);
     }
-    let out = a.output.ok_or_else(|| Error::Usage("keygen needs -o FILE".into()))?;
+    let out = a
+        .output
+        .ok_or_else(|| Error::Usage("keygen needs -o FILE".into()))?;
     if a.box_key {
         let pk = krypta::crypto::boxkey::generate_box_keypair(&out)?;
         if !quiet {
-            eprintln!("krypta: wrote secret key {} and public key {}.pub", out.display(), out.display());
+            eprintln!(
+                "krypta: wrote secret key {} and public key {}.pub",
+                out.display(),
+                out.display()
+            );
             println!("{}", krypta::crypto::boxkey::public_key_text(&pk));
         }
     } else {
         krypta::crypto::keyfile::generate_keyfile(&out)?;
         if !quiet {
-            eprintln!("krypta: wrote key file {} (mode 0600); keep a copy: without it the archives cannot be opened", out.display());
+            eprintln!(
+                "krypta: wrote key file {} (mode 0600); keep a copy: without it the archives cannot be opened",
+                out.display()
+            );
         }
     }
     Ok(0)
@@ -469,22 +537,43 @@ fn print_info(path: &std::path::Path, f: &krypta::archive::reader::ArchiveFacts)
     let h = &f.header;
     println!("archive:        {}", path.display());
     println!("format version: {}", krypta::format::header::VERSION);
-    println!("created:        {} ({})", crate::cli::fmt_time(h.created, 0), h.created);
+    println!(
+        "created:        {} ({})",
+        crate::cli::fmt_time(h.created, 0),
+        h.created
+    );
     println!("archive id:     {}", hex(&h.archive_id));
-    let level = if h.level == 0 { "store".to_string() } else { h.level.to_string() };
+    let level = if h.level == 0 {
+        "store".to_string()
+    } else {
+        h.level.to_string()
+    };
     println!("level:          {level}");
     println!("block size:     {} bytes", h.block_size);
     if h.stanzas.is_empty() {
         println!("encryption:     none (BLAKE3 checksums)");
     } else {
-        println!("encryption:     AES-256-CTR + HMAC-SHA256, {} stanza(s)", h.stanzas.len());
-        let pq = h.stanzas.iter().filter(|s| matches!(s, krypta::format::Stanza::PqBox { .. })).count();
+        println!(
+            "encryption:     AES-256-CTR + HMAC-SHA256, {} stanza(s)",
+            h.stanzas.len()
+        );
+        let pq = h
+            .stanzas
+            .iter()
+            .filter(|s| matches!(s, krypta::format::Stanza::PqBox { .. }))
+            .count();
         for s in &h.stanzas {
             match s {
                 krypta::format::Stanza::Argon2id { m_kib, t, p, .. } => {
-                    println!("  argon2id      memory {} KiB ({} MiB), iterations {t}, lanes {p}", m_kib, m_kib / 1024)
+                    println!(
+                        "  argon2id      memory {} KiB ({} MiB), iterations {t}, lanes {p}",
+                        m_kib,
+                        m_kib / 1024
+                    )
                 }
-                krypta::format::Stanza::Pbkdf2 { iterations, .. } => println!("  pbkdf2        HMAC-SHA256, {iterations} iterations"),
+                krypta::format::Stanza::Pbkdf2 { iterations, .. } => {
+                    println!("  pbkdf2        HMAC-SHA256, {iterations} iterations")
+                }
                 krypta::format::Stanza::KeyFile { .. } => println!("  keyfile"),
                 krypta::format::Stanza::PqBox { .. } => {}
             }
@@ -524,13 +613,28 @@ pub fn fmt_time(secs: i64, _nanos: u32) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 fn mode_string(kind: krypta::format::EntryKind, mode: u32) -> String {
     let mut s = String::with_capacity(10);
     s.push(kind.letter());
-    let bits = [(0o400, 'r'), (0o200, 'w'), (0o100, 'x'), (0o40, 'r'), (0o20, 'w'), (0o10, 'x'), (0o4, 'r'), (0o2, 'w'), (0o1, 'x')];
+    let bits = [
+        (0o400, 'r'),
+        (0o200, 'w'),
+        (0o100, 'x'),
+        (0o40, 'r'),
+        (0o20, 'w'),
+        (0o10, 'x'),
+        (0o4, 'r'),
+        (0o2, 'w'),
+        (0o1, 'x'),
+    ];
     for (i, (b, c)) in bits.iter().enumerate() {
         let special = match i {
             2 => mode & 0o4000 != 0,
@@ -553,7 +657,12 @@ fn mode_string(kind: krypta::format::EntryKind, mode: u32) -> String {
 
 /// Prints `list` output. Names are raw bytes; undecodable bytes and control characters are
 /// shown escaped (`\xHH`, `\n`, `\\`). With `b3`, prints `b3sum --check` lines instead.
-pub fn print_list(entries: &[krypta::format::index::IndexEntry], frames: &[u32], b3: bool, verbose: bool) -> Result<()> {
+pub fn print_list(
+    entries: &[krypta::format::index::IndexEntry],
+    frames: &[u32],
+    b3: bool,
+    verbose: bool,
+) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let w = |e: std::io::Error| Error::io("<stdout>", "write", e);
@@ -569,11 +678,16 @@ pub fn print_list(entries: &[krypta::format::index::IndexEntry], frames: &[u32],
             }
             write!(out, "{}  ", hex(&e.digest)).map_err(w)?;
             if needs {
-                let esc: Vec<u8> = e.meta.path.iter().flat_map(|&c| match c {
-                    b'\\' => b"\\\\".to_vec(),
-                    b'\n' => b"\\n".to_vec(),
-                    c => vec![c],
-                }).collect();
+                let esc: Vec<u8> = e
+                    .meta
+                    .path
+                    .iter()
+                    .flat_map(|&c| match c {
+                        b'\\' => b"\\\\".to_vec(),
+                        b'\n' => b"\\n".to_vec(),
+                        c => vec![c],
+                    })
+                    .collect();
                 out.write_all(&esc).map_err(w)?;
             } else {
                 out.write_all(&e.meta.path).map_err(w)?;
@@ -583,15 +697,22 @@ pub fn print_list(entries: &[krypta::format::index::IndexEntry], frames: &[u32],
         }
         let name = krypta::fs::escape_path(&e.meta.path);
         let link = match e.meta.kind {
-            krypta::format::EntryKind::Symlink => format!(" -> {}", krypta::fs::escape_path(&e.meta.link)),
-            krypta::format::EntryKind::Hardlink => format!(" link to {}", krypta::fs::escape_path(&e.meta.link)),
+            krypta::format::EntryKind::Symlink => {
+                format!(" -> {}", krypta::fs::escape_path(&e.meta.link))
+            }
+            krypta::format::EntryKind::Hardlink => {
+                format!(" link to {}", krypta::fs::escape_path(&e.meta.link))
+            }
             _ => String::new(),
         };
         let mode = mode_string(e.meta.kind, e.meta.mode);
         let time = fmt_time(e.meta.mtime.secs, e.meta.mtime.nanos);
         if verbose {
             let stored: u64 = frames
-                .get(e.first_seq as usize..=(e.last_seq as usize).min(frames.len().saturating_sub(1)))
+                .get(
+                    e.first_seq as usize
+                        ..=(e.last_seq as usize).min(frames.len().saturating_sub(1)),
+                )
                 .map(|s| s.iter().map(|&l| l as u64).sum())
                 .unwrap_or(0);
             writeln!(

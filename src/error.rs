@@ -152,7 +152,9 @@ pub enum Error {
     #[error("crypto: {0}")]
     Crypto(String),
     /// The archive was written, but some inputs changed or vanished while being read.
-    #[error("archive written, but {count} input(s) changed or vanished while being read (see warnings)")]
+    #[error(
+        "archive written, but {count} input(s) changed or vanished while being read (see warnings)"
+    )]
     Incomplete {
         /// How many inputs were affected.
         count: usize,
@@ -163,7 +165,10 @@ impl Error {
     /// The process exit code for this error (documented in README.md and `--help`).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Exists { .. } | Error::KeyRequired { .. } | Error::BadKeyFile { .. } => 1,
+            Error::Usage(_)
+            | Error::Exists { .. }
+            | Error::KeyRequired { .. }
+            | Error::BadKeyFile { .. } => 1,
             Error::Crypto(_) => 1,
             Error::AuthFailed { .. } => 2,
             Error::NotAnArchive { .. }
@@ -179,6 +184,10 @@ impl Error {
 
     /// Builds an [`Error::Io`].
     pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
-        Error::Io { path: path.into(), op, source }
+        Error::Io {
+            path: path.into(),
+            op,
+            source,
+        }
     }
 }

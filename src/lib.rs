@@ -76,10 +76,15 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     let to_stdout = req.output == Path::new("-");
     let mut tmp = None;
     let out: Box<dyn Write + Send> = if to_stdout {
-        Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout()))
+        Box::new(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::io::stdout(),
+        ))
     } else {
         if !req.force && std::fs::symlink_metadata(&req.output).is_ok() {
-            return Err(Error::Exists { path: req.output.clone() });
+            return Err(Error::Exists {
+                path: req.output.clone(),
+            });
         }
         let dir = match req.output.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -89,18 +94,32 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             .prefix(".krypta-tmp-")
             .tempfile_in(&dir)
             .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
-        let f = t.as_file().try_clone().map_err(|e| Error::io(t.path(), "open", e))?;
+        let f = t
+            .as_file()
+            .try_clone()
+            .map_err(|e| Error::io(t.path(), "open", e))?;
         tmp = Some(t);
         Box::new(std::io::BufWriter::with_capacity(1 << 20, f))
     };
-    let out_name = if to_stdout { PathBuf::from("<stdout>") } else { req.output.clone() };
+    let out_name = if to_stdout {
+        PathBuf::from("<stdout>")
+    } else {
+        req.output.clone()
+    };
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
     let mut changed = 0usize;
     rep.start(None);
     // One walk over all filesystem inputs, so hard links are found across them and each
     // path-rewriting note is shown once; a `-` input adds the stdin stream after them.
-    let fs_inputs: Vec<PathBuf> = req.inputs.iter().filter(|p| p.as_os_str() != "-").cloned().collect();
-    let opts = fs::walk::WalkOptions { dereference: req.dereference };
+    let fs_inputs: Vec<PathBuf> = req
+        .inputs
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .cloned()
+        .collect();
+    let opts = fs::walk::WalkOptions {
+        dereference: req.dereference,
+    };
     let mut on_event = |ev: fs::walk::WalkEvent| -> Result<()> {
         match ev {
             fs::walk::WalkEvent::Warning(m) => {
@@ -150,13 +169,18 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     out.flush().map_err(|e| Error::io(&out_name, "write", e))?;
     drop(out);
     if let Some(t) = tmp {
-        t.as_file().sync_all().map_err(|e| Error::io(&req.output, "sync", e))?;
+        t.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(&req.output, "sync", e))?;
         if req.force {
-            t.persist(&req.output).map_err(|e| Error::io(&req.output, "rename into place", e.error))?;
+            t.persist(&req.output)
+                .map_err(|e| Error::io(&req.output, "rename into place", e.error))?;
         } else {
             t.persist_noclobber(&req.output).map_err(|e| {
                 if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                    Error::Exists { path: req.output.clone() }
+                    Error::Exists {
+                        path: req.output.clone(),
+                    }
                 } else {
                     Error::io(&req.output, "rename into place", e.error)
                 }
@@ -172,17 +196,29 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
 
 /// The creation time to record: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
 pub fn now_or_epoch() -> Timestamp {
-    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|v| v.trim().parse::<i64>().ok()) {
+    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+    {
         return Timestamp { secs, nanos: 0 };
     }
-    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    Timestamp { secs: d.as_secs() as i64, nanos: d.subsec_nanos() }
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp {
+        secs: d.as_secs() as i64,
+        nanos: d.subsec_nanos(),
+    }
 }
 
 /// A deterministic archive id for reproducible unencrypted archives (`SOURCE_DATE_EPOCH`).
 pub fn reproducible_archive_id(epoch: i64) -> [u8; 16] {
     let mut id = [0u8; 16];
-    crypto::primitives::blake3_derive_key("krypta 2026 reproducible archive id", &epoch.to_le_bytes(), &mut id);
+    crypto::primitives::blake3_derive_key(
+        "krypta 2026 reproducible archive id",
+        &epoch.to_le_bytes(),
+        &mut id,
+    );
     id
 }
 
@@ -203,10 +239,19 @@ pub struct ExtractRequest {
 ///
 /// Errors: as [`Archive::open`], plus Corrupt/AuthFailed/Integrity from the data, Io and
 /// UnsafePath from the filesystem, Usage when a requested path is not in the archive.
-pub fn extract(archive: &Path, open: OpenOptions, req: ExtractRequest, rep: &mut dyn Reporter) -> Result<ScanSummary> {
+pub fn extract(
+    archive: &Path,
+    open: OpenOptions,
+    req: ExtractRequest,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
     let mut ar = Archive::open(archive, open)?;
     let mut select = Selection::new(req.paths);
-    let index = if ar.seekable() { Some(ar.read_index()?.1) } else { None };
+    let index = if ar.seekable() {
+        Some(ar.read_index()?.1)
+    } else {
+        None
+    };
     if let Some(ix) = &index {
         rep.start(Some(ix.entries.iter().map(|e| e.size).sum()));
     } else {
@@ -215,33 +260,57 @@ pub fn extract(archive: &Path, open: OpenOptions, req: ExtractRequest, rep: &mut
     let mut progress = |b: u64| rep.progress(b);
     let summary = if req.stdout {
         let stdout = std::io::stdout();
-        let mut v = StdoutVisitor::new(std::io::BufWriter::with_capacity(1 << 20, stdout.lock()), &mut select);
+        let mut v = StdoutVisitor::new(
+            std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
+            &mut select,
+        );
         let s = run_scan(&mut ar, index.as_ref(), &mut v)?;
-        v.out.flush().map_err(|e| Error::io("<stdout>", "write", e))?;
+        v.out
+            .flush()
+            .map_err(|e| Error::io("<stdout>", "write", e))?;
         s
     } else {
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
         let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
-        let s = run_scan(&mut ar, index.as_ref(), &mut v)?;
-        v.ex.finish()?;
+        let s = run_scan(&mut ar, index.as_ref(), &mut v);
+        let warnings = std::mem::take(&mut v.warnings);
+        let ExtractVisitor { ex, .. } = v;
+        for w in &warnings {
+            rep.warn(w);
+        }
+        let s = s?;
+        ex.finish()?;
         s
     };
     rep.finish();
     let missing = select.unmatched();
     if !missing.is_empty() {
-        return Err(Error::Usage(format!("not found in {}: {}", archive.display(), missing.join(", "))));
+        return Err(Error::Usage(format!(
+            "not found in {}: {}",
+            archive.display(),
+            missing.join(", ")
+        )));
     }
     Ok(summary)
 }
 
 /// Full scan, or (with an index and a selection) only the frames holding the selected
 /// entries.
-fn run_scan(ar: &mut Archive, index: Option<&format::index::Index>, v: &mut dyn archive::Visitor) -> Result<ScanSummary> {
+fn run_scan(
+    ar: &mut Archive,
+    index: Option<&format::index::Index>,
+    v: &mut dyn archive::Visitor,
+) -> Result<ScanSummary> {
     match index {
         Some(ix) => {
             // Ask the visitor which entries it wants, then read only their frames.
-            let wanted: Vec<usize> =
-                ix.entries.iter().enumerate().filter(|(_, e)| v.wants(&e.meta)).map(|(i, _)| i).collect();
+            let wanted: Vec<usize> = ix
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| v.wants(&e.meta))
+                .map(|(i, _)| i)
+                .collect();
             if wanted.len() == ix.entries.len() {
                 ar.rewind_to_data()?;
                 ar.scan(v)
@@ -296,6 +365,10 @@ pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result
 /// index (data frames are skipped, not decoded).
 pub fn list(archive: &Path, open: OpenOptions) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
     let mut ar = Archive::open(archive, open)?;
-    let ix = if ar.seekable() { ar.read_index()?.1 } else { ar.read_index_streaming()? };
+    let ix = if ar.seekable() {
+        ar.read_index()?.1
+    } else {
+        ar.read_index_streaming()?
+    };
     Ok((ix.entries, ix.frame_body_lens))
 }

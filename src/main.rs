@@ -24,7 +24,13 @@ pub struct Term {
 
 impl Term {
     fn new(quiet: bool) -> Self {
-        Term { quiet, bar: None, started: Instant::now(), total: None, shown: false }
+        Term {
+            quiet,
+            bar: None,
+            started: Instant::now(),
+            total: None,
+            shown: false,
+        }
     }
 }
 
@@ -45,10 +51,13 @@ impl Reporter for Term {
             return;
         }
         let bar = match total {
-            Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::hidden()).with_style(
-                ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} eta {eta}")
+            Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::hidden())
+                .with_style(
+                    ProgressStyle::with_template(
+                        "{spinner} {bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} eta {eta}",
+                    )
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            ),
+                ),
             None => ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()).with_style(
                 ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {elapsed}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),

@@ -16,10 +16,17 @@ fn meta(path: &str, kind: EntryKind) -> EntryMeta {
         path: path.as_bytes().to_vec(),
         kind,
         mode: if kind == EntryKind::Dir { 0o755 } else { 0o644 },
-        mtime: Timestamp { secs: 1_700_000_000, nanos: 5 },
+        mtime: Timestamp {
+            secs: 1_700_000_000,
+            nanos: 5,
+        },
         uid: 1000,
         gid: 1000,
-        link: if kind == EntryKind::Symlink { b"target".to_vec() } else { vec![] },
+        link: if kind == EntryKind::Symlink {
+            b"target".to_vec()
+        } else {
+            vec![]
+        },
     }
 }
 
@@ -39,9 +46,17 @@ pub fn small_archive() -> Vec<u8> {
     let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
     w.add_entry(&meta("d", EntryKind::Dir)).unwrap();
     let text = common::bytes(100_000, 1, true);
-    w.add_file(&meta("d/text", EntryKind::File), &mut ReaderSource::new(&text[..], "text")).unwrap();
+    w.add_file(
+        &meta("d/text", EntryKind::File),
+        &mut ReaderSource::new(&text[..], "text"),
+    )
+    .unwrap();
     let rand = common::bytes(300, 2, false);
-    w.add_file(&meta("d/rand", EntryKind::File), &mut ReaderSource::new(&rand[..], "rand")).unwrap();
+    w.add_file(
+        &meta("d/rand", EntryKind::File),
+        &mut ReaderSource::new(&rand[..], "rand"),
+    )
+    .unwrap();
     w.add_entry(&meta("d/link", EntryKind::Symlink)).unwrap();
     let (summary, bytes) = w.finish().unwrap();
     assert_eq!(summary.entries, 4);
@@ -51,7 +66,14 @@ pub fn small_archive() -> Vec<u8> {
 }
 
 fn check(path: &Path) -> Result<krypta::archive::ScanSummary, krypta::Error> {
-    krypta::test(path, OpenOptions { identities: vec![], jobs: 1 }, &mut krypta::Collect::default())
+    krypta::test(
+        path,
+        OpenOptions {
+            identities: vec![],
+            jobs: 1,
+        },
+        &mut krypta::Collect::default(),
+    )
 }
 
 #[test]
@@ -65,7 +87,10 @@ fn the_small_archive_verifies_and_lists() {
     let names: Vec<&[u8]> = entries.iter().map(|e| e.meta.path.as_slice()).collect();
     assert_eq!(names, [&b"d"[..], b"d/text", b"d/rand", b"d/link"]);
     assert_eq!(frames.len(), 2);
-    assert_eq!(entries[1].digest, *blake3::hash(&common::bytes(100_000, 1, true)).as_bytes());
+    assert_eq!(
+        entries[1].digest,
+        *blake3::hash(&common::bytes(100_000, 1, true)).as_bytes()
+    );
 }
 
 #[test]
@@ -88,7 +113,8 @@ fn every_flipped_byte_is_caught() {
     let mut codes = std::collections::BTreeMap::new();
     for i in 0..a.len() {
         // One change per byte, alternating a low and a high bit.
-        for x in [if i % 2 == 0 { 0x01u8 } else { 0x80 }] {
+        {
+            let x = if i % 2 == 0 { 0x01u8 } else { 0x80 };
             let mut b = a.clone();
             b[i] ^= x;
             std::fs::write(&p, &b).unwrap();
@@ -99,14 +125,21 @@ fn every_flipped_byte_is_caught() {
         }
     }
     // Both kinds occur: structure (3) and checksum (5) failures.
-    assert!(codes.get(&3).copied().unwrap_or(0) > 0 && codes.get(&5).copied().unwrap_or(0) > 0, "{codes:?}");
+    assert!(
+        codes.get(&3).copied().unwrap_or(0) > 0 && codes.get(&5).copied().unwrap_or(0) > 0,
+        "{codes:?}"
+    );
 }
 
 #[test]
 fn other_formats_and_empty_files_are_not_archives() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x");
-    for (content, code) in [(&b""[..], 3), (b"PK\x03\x04 a zip file, not ours", 3), (b"\x28\xb5\x2f\xfd zstd", 3)] {
+    for (content, code) in [
+        (&b""[..], 3),
+        (b"PK\x03\x04 a zip file, not ours", 3),
+        (b"\x28\xb5\x2f\xfd zstd", 3),
+    ] {
         std::fs::write(&p, content).unwrap();
         let e = check(&p).unwrap_err();
         assert_eq!(e.exit_code(), code, "{e}");

@@ -59,12 +59,13 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
                                 Err(_) => return,
                             };
                             let Ok((seq, job)) = next else { return };
-                            let out = catch_unwind(AssertUnwindSafe(|| work(&mut state, job))).map_err(|p| {
-                                p.downcast_ref::<&str>()
-                                    .map(|s| s.to_string())
-                                    .or_else(|| p.downcast_ref::<String>().cloned())
-                                    .unwrap_or_else(|| "unknown panic".into())
-                            });
+                            let out = catch_unwind(AssertUnwindSafe(|| work(&mut state, job)))
+                                .map_err(|p| {
+                                    p.downcast_ref::<&str>()
+                                        .map(|s| s.to_string())
+                                        .or_else(|| p.downcast_ref::<String>().cloned())
+                                        .unwrap_or_else(|| "unknown panic".into())
+                                });
                             let failed = out.is_err();
                             if res_tx.send((seq, out)).is_err() || failed {
                                 return;
@@ -102,13 +103,15 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
         let seq = self.next_submit;
         self.next_submit += 1;
         match &self.job_tx {
-            Some(tx) => tx.send((seq, job)).map_err(|_| WorkerPanic("workers stopped".into())),
+            Some(tx) => tx
+                .send((seq, job))
+                .map_err(|_| WorkerPanic("workers stopped".into())),
             None => Err(WorkerPanic("pool finished".into())),
         }
     }
 
     /// The next result in submission order, waiting for it; `None` when nothing is in flight.
-    pub fn next(&mut self) -> Result<Option<R>, WorkerPanic> {
+    pub fn next_result(&mut self) -> Result<Option<R>, WorkerPanic> {
         if self.in_flight() == 0 {
             return Ok(None);
         }
@@ -163,21 +166,26 @@ mod tests {
 
     #[test]
     fn results_come_back_in_order_with_bounded_in_flight() {
-        let mut pool = OrderedPool::new(4, 6, || 0u64, |calls: &mut u64, x: u64| {
-            *calls += 1;
-            // Uneven work so results finish out of order.
-            std::thread::sleep(std::time::Duration::from_micros((x % 7) * 50));
-            x * 2
-        });
+        let mut pool = OrderedPool::new(
+            4,
+            6,
+            || 0u64,
+            |calls: &mut u64, x: u64| {
+                *calls += 1;
+                // Uneven work so results finish out of order.
+                std::thread::sleep(std::time::Duration::from_micros((x % 7) * 50));
+                x * 2
+            },
+        );
         let mut got = Vec::new();
         for i in 0..200u64 {
             while !pool.has_capacity() {
-                got.push(pool.next().unwrap().unwrap());
+                got.push(pool.next_result().unwrap().unwrap());
             }
             assert!(pool.in_flight() < 6);
             pool.submit(i).unwrap();
         }
-        while let Some(r) = pool.next().unwrap() {
+        while let Some(r) = pool.next_result().unwrap() {
             got.push(r);
         }
         assert_eq!(got, (0..200u64).map(|x| x * 2).collect::<Vec<_>>());
@@ -185,14 +193,19 @@ mod tests {
 
     #[test]
     fn a_panicking_job_is_an_error_not_a_hang() {
-        let mut pool = OrderedPool::new(2, 2, || (), |_: &mut (), x: u32| {
-            assert!(x != 1, "boom");
-            x
-        });
+        let mut pool = OrderedPool::new(
+            2,
+            2,
+            || (),
+            |_: &mut (), x: u32| {
+                assert!(x != 1, "boom");
+                x
+            },
+        );
         pool.submit(0).unwrap();
         pool.submit(1).unwrap();
-        assert_eq!(pool.next().unwrap(), Some(0));
-        let err = pool.next().unwrap_err();
+        assert_eq!(pool.next_result().unwrap(), Some(0));
+        let err = pool.next_result().unwrap_err();
         assert!(err.0.contains("boom"), "{err}");
     }
 }

@@ -20,7 +20,9 @@ use crate::crypto::stanza::{Identity, unwrap};
 use crate::error::{AuthCheck, Error, Result};
 use crate::format::entry::EntryKind;
 use crate::format::footer::{FOOTER_LEN, Footer};
-use crate::format::frame::{BLOCK_HEADER_LEN, BlockHeader, FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN};
+use crate::format::frame::{
+    BLOCK_HEADER_LEN, BlockHeader, FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN,
+};
 use crate::format::header::{self, Header, PREFIX_LEN, Prefix, PrefixError};
 use crate::format::index::{Index, IndexEntry, MAX_INDEX_LEN};
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
@@ -125,23 +127,42 @@ fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
     let mut prefix = [0u8; PREFIX_LEN];
     let got = read_full(&mut input, &mut prefix).map_err(|e| Error::io(path, "read", e))?;
     if got == 0 {
-        return Err(Error::NotAnArchive { path: path.into(), reason: "the file is empty" });
+        return Err(Error::NotAnArchive {
+            path: path.into(),
+            reason: "the file is empty",
+        });
     }
     if got < PREFIX_LEN {
         if prefix[..got] == header::MAGIC[..got.min(8)] {
-            return Err(corrupt(path, 0, FormatError::Truncated { what: "header", needed: PREFIX_LEN as u64, got: got as u64 }));
+            return Err(corrupt(
+                path,
+                0,
+                FormatError::Truncated {
+                    what: "header",
+                    needed: PREFIX_LEN as u64,
+                    got: got as u64,
+                },
+            ));
         }
-        return Err(Error::NotAnArchive { path: path.into(), reason: "too short to be a krypta archive" });
+        return Err(Error::NotAnArchive {
+            path: path.into(),
+            reason: "too short to be a krypta archive",
+        });
     }
     let p = Prefix::parse(&prefix).map_err(|e| prefix_error(path, e))?;
     let mut bytes = prefix.to_vec();
     bytes.resize(p.header_len as usize, 0);
-    let got = read_full(&mut input, &mut bytes[PREFIX_LEN..]).map_err(|e| Error::io(path, "read", e))?;
+    let got =
+        read_full(&mut input, &mut bytes[PREFIX_LEN..]).map_err(|e| Error::io(path, "read", e))?;
     if got < bytes.len() - PREFIX_LEN {
         return Err(corrupt(
             path,
             0,
-            FormatError::Truncated { what: "header", needed: p.header_len as u64, got: (PREFIX_LEN + got) as u64 },
+            FormatError::Truncated {
+                what: "header",
+                needed: p.header_len as u64,
+                got: (PREFIX_LEN + got) as u64,
+            },
         ));
     }
     let (h, _tag) = Header::parse(&bytes).map_err(|e| prefix_error(path, e))?;
@@ -150,14 +171,25 @@ fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
 
 fn prefix_error(path: &Path, e: PrefixError) -> Error {
     match e {
-        PrefixError::NotAnArchive => Error::NotAnArchive { path: path.into(), reason: "no krypta magic at the start" },
-        PrefixError::Version(v) => Error::UnsupportedVersion { path: path.into(), version: v, supported: header::VERSION },
+        PrefixError::NotAnArchive => Error::NotAnArchive {
+            path: path.into(),
+            reason: "no krypta magic at the start",
+        },
+        PrefixError::Version(v) => Error::UnsupportedVersion {
+            path: path.into(),
+            version: v,
+            supported: header::VERSION,
+        },
         PrefixError::Format(f) => corrupt(path, 0, f),
     }
 }
 
 fn corrupt(path: &Path, offset: u64, source: FormatError) -> Error {
-    Error::Corrupt { path: path.into(), offset, source }
+    Error::Corrupt {
+        path: path.into(),
+        offset,
+        source,
+    }
 }
 
 /// Reads only the header (no key needed): what `info` shows.
@@ -185,26 +217,53 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
     let mut footer = None;
     let mut size = None;
     if let Input::File(mut f) = input {
-        let len = f.seek(SeekFrom::End(0)).map_err(|e| Error::io(path, "seek", e))?;
+        let len = f
+            .seek(SeekFrom::End(0))
+            .map_err(|e| Error::io(path, "seek", e))?;
         size = Some(len);
         if len >= header_len + FOOTER_LEN as u64 {
             let mut fb = [0u8; FOOTER_LEN];
-            f.seek(SeekFrom::Start(len - FOOTER_LEN as u64)).map_err(|e| Error::io(path, "seek", e))?;
-            f.read_exact(&mut fb).map_err(|e| Error::io(path, "read", e))?;
-            let (ft, tag) = Footer::parse(&fb).map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
+            f.seek(SeekFrom::Start(len - FOOTER_LEN as u64))
+                .map_err(|e| Error::io(path, "seek", e))?;
+            f.read_exact(&mut fb)
+                .map_err(|e| Error::io(path, "read", e))?;
+            let (ft, tag) =
+                Footer::parse(&fb).map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
             if !header.encrypted() {
                 let p = Protection::Plain;
-                p.verify_header(&bytes[..bytes.len() - 32], bytes[bytes.len() - 32..].try_into().expect("32"))
-                    .map_err(|_| Error::Integrity { path: path.into(), what: "header checksum mismatch".into() })?;
+                p.verify_header(
+                    &bytes[..bytes.len() - 32],
+                    bytes[bytes.len() - 32..].try_into().expect("32"),
+                )
+                .map_err(|_| Error::Integrity {
+                    path: path.into(),
+                    what: "header checksum mismatch".into(),
+                })?;
                 p.verify_footer(&header.archive_id, &fb[..32], &tag)
-                    .map_err(|_| Error::Integrity { path: path.into(), what: "footer checksum mismatch".into() })?;
+                    .map_err(|_| Error::Integrity {
+                        path: path.into(),
+                        what: "footer checksum mismatch".into(),
+                    })?;
             }
             footer = Some(ft);
         } else {
-            return Err(corrupt(path, len, FormatError::Truncated { what: "archive", needed: header_len + FOOTER_LEN as u64, got: len }));
+            return Err(corrupt(
+                path,
+                len,
+                FormatError::Truncated {
+                    what: "archive",
+                    needed: header_len + FOOTER_LEN as u64,
+                    got: len,
+                },
+            ));
         }
     }
-    Ok(ArchiveFacts { header, header_len, size, footer })
+    Ok(ArchiveFacts {
+        header,
+        header_len,
+        size,
+        footer,
+    })
 }
 
 struct FrameJob {
@@ -217,15 +276,33 @@ struct FrameJob {
 
 type FrameResult = (u64, FrameHeader, std::result::Result<Vec<u8>, FrameFault>);
 
-fn open_frame(dec: &mut BlockDecoder, protection: &Protection, archive_id: &ArchiveId, mut job: FrameJob) -> FrameResult {
+fn open_frame(
+    dec: &mut BlockDecoder,
+    protection: &Protection,
+    archive_id: &ArchiveId,
+    mut job: FrameJob,
+) -> FrameResult {
     let r = (|| {
         protection
-            .open_frame(archive_id, &job.header_bytes, job.header.seq, &mut job.body, &job.tag)
+            .open_frame(
+                archive_id,
+                &job.header_bytes,
+                job.header.seq,
+                &mut job.body,
+                &job.tag,
+            )
             .map_err(|_| FrameFault::Tag)?;
         let bh = BlockHeader::parse(&job.body).map_err(FrameFault::Format)?;
         let mut out = Vec::new();
-        dec.decode(bh.codec, bh.filter, bh.filter_start, &job.body[BLOCK_HEADER_LEN..], bh.raw_len as usize, &mut out)
-            .map_err(|e| FrameFault::Codec(e.to_string()))?;
+        dec.decode(
+            bh.codec,
+            bh.filter,
+            bh.filter_start,
+            &job.body[BLOCK_HEADER_LEN..],
+            bh.raw_len as usize,
+            &mut out,
+        )
+        .map_err(|e| FrameFault::Codec(e.to_string()))?;
         Ok(out)
     })();
     (job.offset, job.header, r)
@@ -246,27 +323,61 @@ impl Archive {
             if opts.identities.is_empty() {
                 let mut kinds: Vec<&str> = header.stanzas.iter().map(|s| s.name()).collect();
                 kinds.dedup();
-                return Err(Error::KeyRequired { path: path.into(), kinds: kinds.join(", ") });
+                return Err(Error::KeyRequired {
+                    path: path.into(),
+                    kinds: kinds.join(", "),
+                });
             }
-            let key = unwrap(&opts.identities, &header.stanzas, &header.archive_id).map_err(|e| match e {
-                crate::crypto::CryptoError::KdfLimit { param, value, limit } => {
-                    Error::KdfLimit { path: path.into(), param, value, limit }
-                }
-                _ => Error::AuthFailed { path: path.into(), check: AuthCheck::NoStanzaOpened },
-            })?;
+            let key = unwrap(&opts.identities, &header.stanzas, &header.archive_id).map_err(
+                |e| match e {
+                    crate::crypto::CryptoError::KdfLimit {
+                        param,
+                        value,
+                        limit,
+                    } => Error::KdfLimit {
+                        path: path.into(),
+                        param,
+                        value,
+                        limit,
+                    },
+                    _ => Error::AuthFailed {
+                        path: path.into(),
+                        check: AuthCheck::NoStanzaOpened,
+                    },
+                },
+            )?;
             let p = Protection::Sealed(Box::new(Subkeys::derive(&key, &header.archive_id)));
-            p.verify_header(body, &tag)
-                .map_err(|_| Error::AuthFailed { path: path.into(), check: AuthCheck::HeaderMac })?;
+            p.verify_header(body, &tag).map_err(|_| Error::AuthFailed {
+                path: path.into(),
+                check: AuthCheck::HeaderMac,
+            })?;
             p
         } else {
             let p = Protection::Plain;
-            p.verify_header(body, &tag)
-                .map_err(|_| Error::Integrity { path: path.into(), what: "header checksum mismatch".into() })?;
+            p.verify_header(body, &tag).map_err(|_| Error::Integrity {
+                path: path.into(),
+                what: "header checksum mismatch".into(),
+            })?;
             p
         };
-        let jobs = if opts.jobs == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { opts.jobs };
+        let jobs = if opts.jobs == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            opts.jobs
+        };
         let header_len = bytes.len() as u64;
-        Ok(Archive { input, path: path.into(), header, header_len, protection: Arc::new(protection), jobs, pos: header_len, pending_frame: None })
+        Ok(Archive {
+            input,
+            path: path.into(),
+            header,
+            header_len,
+            protection: Arc::new(protection),
+            jobs,
+            pos: header_len,
+            pending_frame: None,
+        })
     }
 
     /// The verified header.
@@ -281,17 +392,27 @@ impl Archive {
 
     fn tag_error(&self, what: String) -> Error {
         if self.protection.is_sealed() {
-            Error::AuthFailed { path: self.path.clone(), check: AuthCheck::FrameMac }
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::FrameMac,
+            }
         } else {
-            Error::Integrity { path: self.path.clone(), what }
+            Error::Integrity {
+                path: self.path.clone(),
+                what,
+            }
         }
     }
 
     fn fault(&self, offset: u64, seq: u64, f: FrameFault) -> Error {
         match f {
-            FrameFault::Tag => self.tag_error(format!("frame {seq} at byte {offset}: checksum mismatch")),
+            FrameFault::Tag => {
+                self.tag_error(format!("frame {seq} at byte {offset}: checksum mismatch"))
+            }
             FrameFault::Format(e) => corrupt(&self.path, offset, e),
-            FrameFault::Codec(m) => corrupt(&self.path, offset, FormatError::invalid("block payload", m)),
+            FrameFault::Codec(m) => {
+                corrupt(&self.path, offset, FormatError::invalid("block payload", m))
+            }
         }
     }
 
@@ -299,9 +420,16 @@ impl Archive {
     /// verified this can only be tampering (reordering, dropping, splicing).
     fn sequence_error(&self, offset: u64, problem: String) -> Error {
         if self.protection.is_sealed() {
-            Error::AuthFailed { path: self.path.clone(), check: AuthCheck::Structure }
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::Structure,
+            }
         } else {
-            corrupt(&self.path, offset, FormatError::invalid("frame sequence", problem))
+            corrupt(
+                &self.path,
+                offset,
+                FormatError::invalid("frame sequence", problem),
+            )
         }
     }
 
@@ -311,7 +439,11 @@ impl Archive {
             return Err(corrupt(
                 &self.path,
                 self.pos + got as u64,
-                FormatError::Truncated { what, needed: buf.len() as u64, got: got as u64 },
+                FormatError::Truncated {
+                    what,
+                    needed: buf.len() as u64,
+                    got: got as u64,
+                },
             ));
         }
         self.pos += buf.len() as u64;
@@ -331,17 +463,27 @@ impl Archive {
         self.read_exact_at_pos(&mut body, "frame body")?;
         let mut tag = [0u8; TAG_LEN];
         self.read_exact_at_pos(&mut tag, "frame tag")?;
-        Ok(FrameJob { header, header_bytes: hb, body, tag, offset })
+        Ok(FrameJob {
+            header,
+            header_bytes: hb,
+            body,
+            tag,
+            offset,
+        })
     }
 
     fn seek_to(&mut self, offset: u64) -> Result<()> {
         match &mut self.input {
             Input::File(f) => {
-                f.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(&self.path, "seek", e))?;
+                f.seek(SeekFrom::Start(offset))
+                    .map_err(|e| Error::io(&self.path, "seek", e))?;
                 self.pos = offset;
                 Ok(())
             }
-            Input::Stream(_) => Err(Error::Usage(format!("{}: cannot seek in a stream", self.path.display()))),
+            Input::Stream(_) => Err(Error::Usage(format!(
+                "{}: cannot seek in a stream",
+                self.path.display()
+            ))),
         }
     }
 
@@ -374,7 +516,10 @@ impl Archive {
                 break at;
             }
             if job.header.seq != seq {
-                return Err(self.sequence_error(job.offset, format!("expected data frame seq {seq}, found {}", job.header.seq)));
+                return Err(self.sequence_error(
+                    job.offset,
+                    format!("expected data frame seq {seq}, found {}", job.header.seq),
+                ));
             }
             seq += 1;
         };
@@ -384,7 +529,9 @@ impl Archive {
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         if footer.data_frames != seq || footer.index_offset != index_offset {
-            return Err(self.sequence_error(foot_at, "footer disagrees with the frames read".into()));
+            return Err(
+                self.sequence_error(foot_at, "footer disagrees with the frames read".into())
+            );
         }
         self.check_frame_table(&footer, &index)?;
         Ok(index)
@@ -393,14 +540,24 @@ impl Archive {
     /// Reads and verifies the footer and the index of a seekable archive.
     pub fn read_index(&mut self) -> Result<(Footer, Index)> {
         let len = match &mut self.input {
-            Input::File(f) => f.seek(SeekFrom::End(0)).map_err(|e| Error::io(&self.path, "seek", e))?,
-            Input::Stream(_) => return Err(Error::Usage("reading the index needs a seekable archive".into())),
+            Input::File(f) => f
+                .seek(SeekFrom::End(0))
+                .map_err(|e| Error::io(&self.path, "seek", e))?,
+            Input::Stream(_) => {
+                return Err(Error::Usage(
+                    "reading the index needs a seekable archive".into(),
+                ));
+            }
         };
         if len < self.header_len + FOOTER_LEN as u64 {
             return Err(corrupt(
                 &self.path,
                 len,
-                FormatError::Truncated { what: "archive (no footer)", needed: self.header_len + FOOTER_LEN as u64, got: len },
+                FormatError::Truncated {
+                    what: "archive (no footer)",
+                    needed: self.header_len + FOOTER_LEN as u64,
+                    got: len,
+                },
             ));
         }
         let foot_at = len - FOOTER_LEN as u64;
@@ -409,12 +566,19 @@ impl Archive {
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         if footer.index_offset < self.header_len || footer.index_offset >= foot_at {
-            return Err(corrupt(&self.path, foot_at, FormatError::invalid("footer", "index offset outside the archive")));
+            return Err(corrupt(
+                &self.path,
+                foot_at,
+                FormatError::invalid("footer", "index offset outside the archive"),
+            ));
         }
         self.seek_to(footer.index_offset)?;
-        let index = self.read_index_frames(footer.data_frames, Some(footer.index_frames), foot_at)?;
+        let index =
+            self.read_index_frames(footer.data_frames, Some(footer.index_frames), foot_at)?;
         if self.pos != foot_at {
-            return Err(self.sequence_error(self.pos, "bytes between the index and the footer".into()));
+            return Err(
+                self.sequence_error(self.pos, "bytes between the index and the footer".into())
+            );
         }
         self.check_frame_table(&footer, &index)?;
         Ok((footer, index))
@@ -422,19 +586,30 @@ impl Archive {
 
     fn check_footer(&self, at: u64, fb: &[u8; FOOTER_LEN]) -> Result<Footer> {
         let (footer, tag) = Footer::parse(fb).map_err(|e| corrupt(&self.path, at, e))?;
-        self.protection.verify_footer(&self.header.archive_id, &fb[..32], &tag).map_err(|_| {
-            if self.protection.is_sealed() {
-                Error::AuthFailed { path: self.path.clone(), check: AuthCheck::FooterMac }
-            } else {
-                Error::Integrity { path: self.path.clone(), what: "footer checksum mismatch".into() }
-            }
-        })?;
+        self.protection
+            .verify_footer(&self.header.archive_id, &fb[..32], &tag)
+            .map_err(|_| {
+                if self.protection.is_sealed() {
+                    Error::AuthFailed {
+                        path: self.path.clone(),
+                        check: AuthCheck::FooterMac,
+                    }
+                } else {
+                    Error::Integrity {
+                        path: self.path.clone(),
+                        what: "footer checksum mismatch".into(),
+                    }
+                }
+            })?;
         Ok(footer)
     }
 
     fn check_frame_table(&self, footer: &Footer, index: &Index) -> Result<()> {
         if index.frame_body_lens.len() as u64 != footer.data_frames {
-            return Err(self.sequence_error(footer.index_offset, "index frame table disagrees with the footer".into()));
+            return Err(self.sequence_error(
+                footer.index_offset,
+                "index frame table disagrees with the footer".into(),
+            ));
         }
         let total: u64 = index
             .frame_body_lens
@@ -443,29 +618,53 @@ impl Archive {
             .sum::<u64>()
             + self.header_len;
         if total != footer.index_offset {
-            return Err(self.sequence_error(footer.index_offset, "data frame lengths do not add up to the index offset".into()));
+            return Err(self.sequence_error(
+                footer.index_offset,
+                "data frame lengths do not add up to the index offset".into(),
+            ));
         }
         Ok(())
     }
 
     /// Reads `count` index frames (seq data_frames..) at the current position and parses them.
-    fn read_index_frames(&mut self, data_frames: u64, count: Option<u64>, limit: u64) -> Result<Index> {
+    fn read_index_frames(
+        &mut self,
+        data_frames: u64,
+        count: Option<u64>,
+        limit: u64,
+    ) -> Result<Index> {
         let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
         let mut bytes = Vec::new();
         let mut i = 0u64;
         loop {
             if self.pos >= limit {
-                return Err(corrupt(&self.path, self.pos, FormatError::invalid("index", "index frames run into the footer")));
+                return Err(corrupt(
+                    &self.path,
+                    self.pos,
+                    FormatError::invalid("index", "index frames run into the footer"),
+                ));
             }
             let job = self.read_frame()?;
             let (offset, h) = (job.offset, job.header);
             if h.kind != FrameKind::Index || h.seq != data_frames + i {
-                return Err(self.sequence_error(offset, format!("expected index frame seq {}, found {:?} seq {}", data_frames + i, h.kind, h.seq)));
+                return Err(self.sequence_error(
+                    offset,
+                    format!(
+                        "expected index frame seq {}, found {:?} seq {}",
+                        data_frames + i,
+                        h.kind,
+                        h.seq
+                    ),
+                ));
             }
             let (_, _, r) = open_frame(&mut dec, &self.protection, &self.header.archive_id, job);
             let raw = r.map_err(|f| self.fault(offset, h.seq, f))?;
             if bytes.len() as u64 + raw.len() as u64 > MAX_INDEX_LEN {
-                return Err(corrupt(&self.path, offset, FormatError::invalid("index", format!("larger than {MAX_INDEX_LEN} bytes"))));
+                return Err(corrupt(
+                    &self.path,
+                    offset,
+                    FormatError::invalid("index", format!("larger than {MAX_INDEX_LEN} bytes")),
+                ));
             }
             bytes.extend_from_slice(&raw);
             i += 1;
@@ -476,7 +675,9 @@ impl Archive {
         if let Some(count) = count
             && i != count
         {
-            return Err(self.sequence_error(self.pos, format!("{i} index frames, footer says {count}")));
+            return Err(
+                self.sequence_error(self.pos, format!("{i} index frames, footer says {count}"))
+            );
         }
         Index::parse(&bytes).map_err(|e| corrupt(&self.path, self.pos, e))
     }
@@ -499,23 +700,42 @@ impl Archive {
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         let mut extra = [0u8; 1];
-        if read_full(&mut self.input, &mut extra).map_err(|e| Error::io(&self.path, "read", e))? != 0 {
-            return Err(corrupt(&self.path, self.pos, FormatError::invalid("archive", "bytes after the footer")));
+        if read_full(&mut self.input, &mut extra).map_err(|e| Error::io(&self.path, "read", e))?
+            != 0
+        {
+            return Err(corrupt(
+                &self.path,
+                self.pos,
+                FormatError::invalid("archive", "bytes after the footer"),
+            ));
         }
         let index_frames = footer.index_frames;
-        if footer.data_frames != data_frames || footer.index_offset != index_offset || index_frames == 0 {
-            return Err(self.sequence_error(foot_at, "footer disagrees with the frames read".into()));
+        if footer.data_frames != data_frames
+            || footer.index_offset != index_offset
+            || index_frames == 0
+        {
+            return Err(
+                self.sequence_error(foot_at, "footer disagrees with the frames read".into())
+            );
         }
         self.check_frame_table(&footer, &index)?;
         if index.entries != parsed {
-            return Err(self.sequence_error(index_offset, "index disagrees with the record stream".into()));
+            return Err(self.sequence_error(
+                index_offset,
+                "index disagrees with the record stream".into(),
+            ));
         }
         Ok(summary)
     }
 
     /// Extracts only the index entries at `wanted` positions (seekable archives): decodes just
     /// the frames that hold them.
-    pub fn scan_selected(&mut self, index: &Index, wanted: &[usize], visitor: &mut dyn Visitor) -> Result<ScanSummary> {
+    pub fn scan_selected(
+        &mut self,
+        index: &Index,
+        wanted: &[usize],
+        visitor: &mut dyn Visitor,
+    ) -> Result<ScanSummary> {
         let mut offsets = Vec::with_capacity(index.frame_body_lens.len());
         let mut off = self.header_len;
         for &l in &index.frame_body_lens {
@@ -533,13 +753,19 @@ impl Archive {
                 last_seq = last_seq.max(index.entries[wanted[j]].last_seq);
                 j += 1;
             }
-            let run_entries: Vec<&IndexEntry> = index.entries[wanted[i]..=wanted[j - 1]].iter().collect();
+            let run_entries: Vec<&IndexEntry> =
+                index.entries[wanted[i]..=wanted[j - 1]].iter().collect();
             let want_set: std::collections::HashSet<usize> = wanted[i..j].iter().copied().collect();
             self.seek_to(offsets[first.first_seq as usize])?;
             let mut pool = self.new_pool();
             let mut feed = Feed::new(self, &mut pool, Some((first.first_seq, last_seq)));
             feed.skip = first.first_offset as usize;
-            let mut filter = SelectVisitor { inner: visitor, base: wanted[i], want: &want_set, n: 0 };
+            let mut filter = SelectVisitor {
+                inner: visitor,
+                base: wanted[i],
+                want: &want_set,
+                n: 0,
+            };
             let mut parsed = Vec::new();
             let r = parse_records(&mut feed, &mut filter, &mut parsed, Some(run_entries.len()));
             drop(feed);
@@ -547,7 +773,10 @@ impl Archive {
             let s = r?;
             let expected: Vec<IndexEntry> = run_entries.into_iter().cloned().collect();
             if parsed != expected {
-                return Err(self.sequence_error(offsets[first.first_seq as usize], "record stream disagrees with the index".into()));
+                return Err(self.sequence_error(
+                    offsets[first.first_seq as usize],
+                    "record stream disagrees with the index".into(),
+                ));
             }
             total.entries += s.entries;
             total.files += s.files;
@@ -590,7 +819,12 @@ impl Visitor for SelectVisitor<'_> {
 /// Parses records from the feed, verifying digests and passing wanted entries on. Collects
 /// what it parsed as index entries (for the comparison with the index). With `limit`, stops
 /// after that many entries.
-fn parse_records(feed: &mut Feed<'_>, visitor: &mut dyn Visitor, parsed: &mut Vec<IndexEntry>, limit: Option<usize>) -> Result<ScanSummary> {
+fn parse_records(
+    feed: &mut Feed<'_>,
+    visitor: &mut dyn Visitor,
+    parsed: &mut Vec<IndexEntry>,
+    limit: Option<usize>,
+) -> Result<ScanSummary> {
     let mut summary = ScanSummary::default();
     let mut chunk = Vec::new();
     loop {
@@ -609,7 +843,14 @@ fn parse_records(feed: &mut Feed<'_>, visitor: &mut dyn Visitor, parsed: &mut Ve
             if wanted {
                 visitor.entry(&meta)?;
             }
-            parsed.push(IndexEntry { meta, size: 0, digest: [0; 32], first_seq, first_offset, last_seq: feed.last_byte_seq() });
+            parsed.push(IndexEntry {
+                meta,
+                size: 0,
+                digest: [0; 32],
+                first_seq,
+                first_offset,
+                last_seq: feed.last_byte_seq(),
+            });
             continue;
         }
         if wanted {
@@ -620,10 +861,13 @@ fn parse_records(feed: &mut Feed<'_>, visitor: &mut dyn Visitor, parsed: &mut Ve
             let mut hashed_to = 0u64;
             let mut extents = ExtentCheck::default();
             loop {
-                let rec = next_record(feed)?.ok_or_else(|| feed.corrupt("the stream ends inside a file"))?;
+                let rec = next_record(feed)?
+                    .ok_or_else(|| feed.corrupt("the stream ends inside a file"))?;
                 match rec {
                     RecordHead::Data { offset, len } => {
-                        extents.segment(offset, len).map_err(|e| feed.corrupt_with(e))?;
+                        extents
+                            .segment(offset, len)
+                            .map_err(|e| feed.corrupt_with(e))?;
                         hash_zeros(&mut hasher, offset - hashed_to);
                         let mut done = 0u64;
                         while done < len as u64 {
@@ -645,7 +889,9 @@ fn parse_records(feed: &mut Feed<'_>, visitor: &mut dyn Visitor, parsed: &mut Ve
                         }
                         return Ok((size, digest));
                     }
-                    RecordHead::Entry(_) => return Err(feed.corrupt("an ENTRY record inside a file")),
+                    RecordHead::Entry(_) => {
+                        return Err(feed.corrupt("an ENTRY record inside a file"));
+                    }
                 }
             }
         })();
@@ -656,7 +902,14 @@ fn parse_records(feed: &mut Feed<'_>, visitor: &mut dyn Visitor, parsed: &mut Ve
                 }
                 summary.files += 1;
                 summary.bytes += size;
-                parsed.push(IndexEntry { meta, size, digest, first_seq, first_offset, last_seq: feed.last_byte_seq() });
+                parsed.push(IndexEntry {
+                    meta,
+                    size,
+                    digest,
+                    first_seq,
+                    first_offset,
+                    last_seq: feed.last_byte_seq(),
+                });
             }
             Err(e) => {
                 if wanted {
@@ -701,7 +954,11 @@ struct Feed<'a> {
 }
 
 impl<'a> Feed<'a> {
-    fn new(ar: &'a mut Archive, pool: &'a mut OrderedPool<FrameJob, FrameResult>, range: Option<(u64, u64)>) -> Self {
+    fn new(
+        ar: &'a mut Archive,
+        pool: &'a mut OrderedPool<FrameJob, FrameResult>,
+        range: Option<(u64, u64)>,
+    ) -> Self {
         let next_read_seq = range.map(|r| r.0).unwrap_or(0);
         Feed {
             ar,
@@ -725,7 +982,10 @@ impl<'a> Feed<'a> {
 
     fn corrupt_with(&self, e: FormatError) -> Error {
         if self.ar.protection.is_sealed() {
-            Error::AuthFailed { path: self.ar.path.clone(), check: AuthCheck::Structure }
+            Error::AuthFailed {
+                path: self.ar.path.clone(),
+                check: AuthCheck::Structure,
+            }
         } else {
             corrupt(&self.ar.path, self.ar.pos, e)
         }
@@ -734,9 +994,15 @@ impl<'a> Feed<'a> {
     fn digest_error(&self, path: &[u8]) -> Error {
         let p = String::from_utf8_lossy(path).into_owned();
         if self.ar.protection.is_sealed() {
-            Error::AuthFailed { path: self.ar.path.clone(), check: AuthCheck::Structure }
+            Error::AuthFailed {
+                path: self.ar.path.clone(),
+                check: AuthCheck::Structure,
+            }
         } else {
-            Error::Integrity { path: self.ar.path.clone(), what: format!("content digest of {p} does not match") }
+            Error::Integrity {
+                path: self.ar.path.clone(),
+                what: format!("content digest of {p} does not match"),
+            }
         }
     }
 
@@ -765,7 +1031,9 @@ impl<'a> Feed<'a> {
             let job = self.ar.read_frame()?;
             if job.header.kind == FrameKind::Index {
                 if self.range.is_some() {
-                    return Err(self.ar.sequence_error(job.offset, "index frame inside the data range".into()));
+                    return Err(self
+                        .ar
+                        .sequence_error(job.offset, "index frame inside the data range".into()));
                 }
                 // End of the data frames: remember where, and rewind over this frame so the
                 // index reader sees it.
@@ -777,10 +1045,18 @@ impl<'a> Feed<'a> {
             }
             if job.header.seq != self.next_read_seq || job.header.last {
                 let (off, seq) = (job.offset, job.header.seq);
-                return Err(self.ar.sequence_error(off, format!("expected data frame seq {}, found seq {seq}", self.next_read_seq)));
+                return Err(self.ar.sequence_error(
+                    off,
+                    format!(
+                        "expected data frame seq {}, found seq {seq}",
+                        self.next_read_seq
+                    ),
+                ));
             }
             self.next_read_seq += 1;
-            self.pool.submit(job).map_err(|e| Error::Crypto(e.to_string()))?;
+            self.pool
+                .submit(job)
+                .map_err(|e| Error::Crypto(e.to_string()))?;
         }
         Ok(())
     }
@@ -788,7 +1064,11 @@ impl<'a> Feed<'a> {
     /// Loads the next decoded block; false at the end of the data.
     fn next_block(&mut self) -> Result<bool> {
         self.fill_pool()?;
-        let Some((offset, h, r)) = self.pool.next().map_err(|e| Error::Crypto(e.to_string()))? else {
+        let Some((offset, h, r)) = self
+            .pool
+            .next_result()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        else {
             return Ok(false);
         };
         let raw = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
@@ -825,7 +1105,11 @@ impl<'a> Feed<'a> {
             }
         }
         if !self.pending_index {
-            return Err(corrupt(&self.ar.path, self.ar.pos, FormatError::invalid("archive", "no index after the data frames")));
+            return Err(corrupt(
+                &self.ar.path,
+                self.ar.pos,
+                FormatError::invalid("archive", "no index after the data frames"),
+            ));
         }
         Ok((self.next_read_seq, self.index_offset))
     }

@@ -55,6 +55,14 @@ impl Selection {
         any
     }
 
+    /// Whether `path` is selected, without noting a hit.
+    pub fn covers(&self, path: &[u8]) -> bool {
+        self.paths.is_empty()
+            || self.paths.iter().any(|p| {
+                path == p.as_slice() || (path.starts_with(p) && path.get(p.len()) == Some(&b'/'))
+            })
+    }
+
     /// The selectors that matched nothing.
     pub fn unmatched(&self) -> Vec<String> {
         self.paths
@@ -75,13 +83,22 @@ pub struct ExtractVisitor<'a> {
     sink: Option<FileSink>,
     /// Content bytes written so far (for progress).
     pub bytes: u64,
+    /// Warnings for the caller to report (hard links whose target was not selected).
+    pub warnings: Vec<String>,
     progress: &'a mut dyn FnMut(u64),
 }
 
 impl<'a> ExtractVisitor<'a> {
     /// Wraps an extractor.
     pub fn new(ex: Extractor, select: &'a mut Selection, progress: &'a mut dyn FnMut(u64)) -> Self {
-        ExtractVisitor { ex, select, sink: None, bytes: 0, progress }
+        ExtractVisitor {
+            ex,
+            select,
+            sink: None,
+            bytes: 0,
+            warnings: Vec::new(),
+            progress,
+        }
     }
 }
 
@@ -93,6 +110,16 @@ impl Visitor for ExtractVisitor<'_> {
         match meta.kind {
             EntryKind::Dir => self.ex.make_dir(meta),
             EntryKind::Symlink => self.ex.make_symlink(meta),
+            EntryKind::Hardlink if !self.select.covers(&meta.link) => {
+                // Its target was not asked for, so there is nothing to link to (GNU tar fails
+                // here); skip it and say so instead of stopping the extraction.
+                self.warnings.push(format!(
+                    "{}: skipped: hard link to {}, which was not selected",
+                    crate::fs::escape_path(&meta.path),
+                    crate::fs::escape_path(&meta.link)
+                ));
+                Ok(())
+            }
             EntryKind::Hardlink => self.ex.make_hardlink(meta),
             EntryKind::File => {
                 self.sink = self.ex.begin_file(meta)?;
@@ -134,14 +161,20 @@ pub struct StdoutVisitor<'a, W: Write> {
 impl<'a, W: Write> StdoutVisitor<'a, W> {
     /// Wraps a writer.
     pub fn new(out: W, select: &'a mut Selection) -> Self {
-        StdoutVisitor { out, select, pos: 0 }
+        StdoutVisitor {
+            out,
+            select,
+            pos: 0,
+        }
     }
 
     fn zeros(&mut self, mut n: u64) -> Result<()> {
         static Z: [u8; 64 * 1024] = [0; 64 * 1024];
         while n > 0 {
             let k = n.min(Z.len() as u64) as usize;
-            self.out.write_all(&Z[..k]).map_err(|e| Error::io("<stdout>", "write", e))?;
+            self.out
+                .write_all(&Z[..k])
+                .map_err(|e| Error::io("<stdout>", "write", e))?;
             n -= k as u64;
         }
         Ok(())
@@ -158,7 +191,9 @@ impl<W: Write> Visitor for StdoutVisitor<'_, W> {
     }
     fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
         self.zeros(offset - self.pos)?;
-        self.out.write_all(bytes).map_err(|e| Error::io("<stdout>", "write", e))?;
+        self.out
+            .write_all(bytes)
+            .map_err(|e| Error::io("<stdout>", "write", e))?;
         self.pos = offset + bytes.len() as u64;
         Ok(())
     }

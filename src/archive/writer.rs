@@ -18,13 +18,15 @@ use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, FileKey, Subkeys};
 use crate::crypto::stanza::{Recipient, wrap};
 use crate::error::{Error, Result};
+use crate::format::EntryMeta;
 use crate::format::entry::EntryKind;
 use crate::format::footer::{FOOTER_LEN, Footer};
-use crate::format::frame::{BLOCK_HEADER_LEN, BlockHeader, FRAME_HEADER_LEN, FrameHeader, FrameKind};
+use crate::format::frame::{
+    BLOCK_HEADER_LEN, BlockHeader, FRAME_HEADER_LEN, FrameHeader, FrameKind,
+};
 use crate::format::header::Header;
 use crate::format::index::{Index, IndexEntry};
 use crate::format::record::{self, DATA_HEAD_LEN, MAX_SEGMENT};
-use crate::format::EntryMeta;
 
 /// How the BCJ filter is chosen for each file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +68,9 @@ impl WriteOptions {
         WriteOptions {
             level: Some(level),
             block_size: level.default_block_size(),
-            jobs: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            jobs: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             bcj: BcjMode::Auto,
             created: 0,
             comment: String::new(),
@@ -111,7 +115,11 @@ pub struct ReaderSource<R> {
 impl<R: std::io::Read> ReaderSource<R> {
     /// Wraps a reader; `name` labels I/O errors.
     pub fn new(inner: R, name: impl Into<PathBuf>) -> Self {
-        ReaderSource { inner, pos: 0, name: name.into() }
+        ReaderSource {
+            inner,
+            pos: 0,
+            name: name.into(),
+        }
     }
 }
 
@@ -200,7 +208,8 @@ impl<W: Write> ArchiveWriter<W> {
             Some(id) => id,
             None => {
                 let mut id = [0u8; 16];
-                crate::crypto::primitives::random_bytes(&mut id).map_err(|e| Error::Crypto(e.to_string()))?;
+                crate::crypto::primitives::random_bytes(&mut id)
+                    .map_err(|e| Error::Crypto(e.to_string()))?;
                 id
             }
         };
@@ -217,7 +226,10 @@ impl<W: Write> ArchiveWriter<W> {
                 .map(|r| wrap(r, &file_key, &archive_id))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| Error::Crypto(e.to_string()))?;
-            (stanzas, Protection::Sealed(Box::new(Subkeys::derive(&file_key, &archive_id))))
+            (
+                stanzas,
+                Protection::Sealed(Box::new(Subkeys::derive(&file_key, &archive_id))),
+            )
         };
         let header = Header {
             archive_id,
@@ -240,7 +252,9 @@ impl<W: Write> ArchiveWriter<W> {
                 encoder: BlockEncoder::new(level).expect("level was validated by Level::new"),
                 payload: Vec::new(),
             },
-            move |st: &mut WorkerState, job: Job| seal_block(st, &worker_protection, &archive_id, job),
+            move |st: &mut WorkerState, job: Job| {
+                seal_block(st, &worker_protection, &archive_id, job)
+            },
         );
         let mut w = ArchiveWriter {
             out,
@@ -280,7 +294,9 @@ impl<W: Write> ArchiveWriter<W> {
     }
 
     fn write_out(&mut self, b: &[u8]) -> Result<()> {
-        self.out.write_all(b).map_err(|e| Error::io(&self.out_name, "write", e))?;
+        self.out
+            .write_all(b)
+            .map_err(|e| Error::io(&self.out_name, "write", e))?;
         self.offset += b.len() as u64;
         Ok(())
     }
@@ -296,13 +312,22 @@ impl<W: Write> ArchiveWriter<W> {
 
     fn submit(&mut self, job: Job) -> Result<()> {
         while !self.pool.has_capacity() {
-            let r = self.pool.next().map_err(|e| Error::Crypto(e.to_string()))?;
+            let r = self
+                .pool
+                .next_result()
+                .map_err(|e| Error::Crypto(e.to_string()))?;
             if let Some(r) = r {
                 self.emit(r)?;
             }
         }
-        self.pool.submit(job).map_err(|e| Error::Crypto(e.to_string()))?;
-        while let Some(r) = self.pool.try_next().map_err(|e| Error::Crypto(e.to_string()))? {
+        self.pool
+            .submit(job)
+            .map_err(|e| Error::Crypto(e.to_string()))?;
+        while let Some(r) = self
+            .pool
+            .try_next()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
             self.emit(r)?;
         }
         Ok(())
@@ -353,7 +378,11 @@ impl<W: Write> ArchiveWriter<W> {
 
     /// Seq of the block holding the last byte pushed.
     fn last_byte_seq(&self) -> u64 {
-        if self.block.is_empty() { self.submitted - 1 } else { self.submitted }
+        if self.block.is_empty() {
+            self.submitted - 1
+        } else {
+            self.submitted
+        }
     }
 
     /// Switches the block's filter, starting a new block if the current one holds data.
@@ -386,7 +415,11 @@ impl<W: Write> ArchiveWriter<W> {
     /// Adds a regular file and its content. `meta.kind` must be File. Returns the size and
     /// BLAKE3 digest recorded: they describe exactly the bytes stored, even when the file
     /// changed while it was read.
-    pub fn add_file(&mut self, meta: &EntryMeta, src: &mut dyn ContentSource) -> Result<(u64, [u8; 32])> {
+    pub fn add_file(
+        &mut self,
+        meta: &EntryMeta,
+        src: &mut dyn ContentSource,
+    ) -> Result<(u64, [u8; 32])> {
         let chunk = self.block_size.min(MAX_SEGMENT as usize);
         let mut buf = Vec::with_capacity(chunk);
         let mut got = src.next_extent(&mut buf, chunk)?;
@@ -446,12 +479,19 @@ impl<W: Write> ArchiveWriter<W> {
     /// the inner writer (flushed).
     pub fn finish(mut self) -> Result<(WriteSummary, W)> {
         self.flush_block()?;
-        while let Some(r) = self.pool.next().map_err(|e| Error::Crypto(e.to_string()))? {
+        while let Some(r) = self
+            .pool
+            .next_result()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
             self.emit(r)?;
         }
         let data_frames = self.submitted;
         let index_offset = self.offset;
-        let index = Index { entries: std::mem::take(&mut self.entries), frame_body_lens: std::mem::take(&mut self.frame_lens) };
+        let index = Index {
+            entries: std::mem::take(&mut self.entries),
+            frame_body_lens: std::mem::take(&mut self.frame_lens),
+        };
         let entries = index.entries.len() as u64;
         let bytes = index.write();
         let chunk = self.block_size.min(crate::codec::DEFAULT_BLOCK_SIZE);
@@ -469,17 +509,27 @@ impl<W: Write> ArchiveWriter<W> {
             self.submitted += 1;
             self.submit(job)?;
         }
-        while let Some(r) = self.pool.next().map_err(|e| Error::Crypto(e.to_string()))? {
+        while let Some(r) = self
+            .pool
+            .next_result()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
             self.emit(r)?;
         }
-        let footer = Footer { index_offset, data_frames, index_frames: n };
+        let footer = Footer {
+            index_offset,
+            data_frames,
+            index_frames: n,
+        };
         let untagged = footer.untagged();
         let tag = self.protection.footer_tag(&self.archive_id, &untagged);
         let mut fb = [0u8; FOOTER_LEN];
         fb[..32].copy_from_slice(&untagged);
         fb[32..].copy_from_slice(&tag);
         self.write_out(&fb)?;
-        self.out.flush().map_err(|e| Error::io(&self.out_name, "write", e))?;
+        self.out
+            .flush()
+            .map_err(|e| Error::io(&self.out_name, "write", e))?;
         let summary = WriteSummary {
             entries,
             content_bytes: self.content_bytes,
@@ -501,24 +551,51 @@ fn hash_zeros(hasher: &mut blake3::Hasher, mut n: u64) {
 }
 
 /// Worker: filter + compress + seal one block into a complete frame.
-fn seal_block(st: &mut WorkerState, protection: &Protection, archive_id: &ArchiveId, job: Job) -> Result<Vec<u8>> {
+fn seal_block(
+    st: &mut WorkerState,
+    protection: &Protection,
+    archive_id: &ArchiveId,
+    job: Job,
+) -> Result<Vec<u8>> {
     let (codec, filter) = st
         .encoder
         .encode(&job.raw, job.filter, job.filter_start, &mut st.payload)
         .map_err(|e| Error::Crypto(format!("compressing block {}: {e}", job.seq)))?;
     let (payload, codec): (&[u8], Codec) = match codec {
-        Codec::Store => (if filter == Filter::None { &job.raw } else { &st.payload }, Codec::Store),
+        Codec::Store => (
+            if filter == Filter::None {
+                &job.raw
+            } else {
+                &st.payload
+            },
+            Codec::Store,
+        ),
         Codec::Zstd => (&st.payload, Codec::Zstd),
     };
-    let bh = BlockHeader { codec, filter, raw_len: job.raw.len() as u32, filter_start: job.filter_start };
+    let bh = BlockHeader {
+        codec,
+        filter,
+        raw_len: job.raw.len() as u32,
+        filter_start: job.filter_start,
+    };
     let body_len = BLOCK_HEADER_LEN + payload.len();
-    let fh = FrameHeader { kind: job.header_kind, last: job.last, body_len: body_len as u32, seq: job.seq };
+    let fh = FrameHeader {
+        kind: job.header_kind,
+        last: job.last,
+        body_len: body_len as u32,
+        seq: job.seq,
+    };
     let fh_bytes = fh.to_bytes();
     let mut frame = Vec::with_capacity(FRAME_HEADER_LEN + body_len + crate::format::frame::TAG_LEN);
     frame.extend_from_slice(&fh_bytes);
     frame.extend_from_slice(&bh.to_bytes());
     frame.extend_from_slice(payload);
-    let tag = protection.seal_frame(archive_id, &fh_bytes, job.seq, &mut frame[FRAME_HEADER_LEN..]);
+    let tag = protection.seal_frame(
+        archive_id,
+        &fh_bytes,
+        job.seq,
+        &mut frame[FRAME_HEADER_LEN..],
+    );
     frame.extend_from_slice(&tag);
     Ok(frame)
 }
