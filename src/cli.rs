@@ -54,6 +54,17 @@ enum Command {
     Info(InfoArgs),
     /// Generate a key file (-o FILE) or a post-quantum box keypair (--box -o NAME)
     Keygen(KeygenArgs),
+    /// Run the known-answer vectors of every primitive through krypta's own code paths
+    Kat(KatArgs),
+}
+
+#[derive(Args, Debug)]
+struct KatArgs {
+    /// Run the vector files in DIR instead of the copies built into the binary
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -252,6 +263,7 @@ impl Cli {
             Command::Test(a) => &a.common,
             Command::Info(a) => &a.common,
             Command::Keygen(a) => &a.common,
+            Command::Kat(a) => &a.common,
         }
     }
     /// `-v` given.
@@ -311,9 +323,15 @@ fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
         ids.push(Identity::Password(read_password(&src, false)?));
     }
     for f in &k.keyfiles {
+        if let Some(w) = krypta::crypto::keyfile::mode_warning(f) {
+            eprintln!("krypta: warning: {w}");
+        }
         ids.push(Identity::KeyFile(krypta::crypto::keyfile::load_keyfile(f)?));
     }
     for s in &k.identities {
+        if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(std::path::Path::new(s)) {
+            eprintln!("krypta: warning: {w}");
+        }
         ids.push(Identity::PqBox(krypta::crypto::boxkey::load_secret(s)?));
     }
     Ok(ids)
@@ -383,6 +401,14 @@ pub fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Keygen(a) => keygen(a, quiet),
+        Command::Kat(a) => {
+            let report = match &a.dir {
+                Some(d) => krypta::kat::run_dir(d)?,
+                None => krypta::kat::run_embedded(),
+            };
+            print!("{}", report.to_table());
+            Ok(if report.all_passed() { 0 } else { 1 })
+        }
     }
 }
 
