@@ -426,3 +426,66 @@ fn duplicate_file_entries_need_force_and_the_last_one_wins_with_it() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(std::fs::read(tmp.path().join("out2/f")).unwrap(), b"two");
 }
+
+/// Bug pinned: a bad block part-way names the archive and the frame but not the file whose
+/// data it held, which the issue asks for ("a message naming the file that failed").
+#[test]
+fn corrupted_block_error_names_the_file_being_extracted() {
+    let tmp = tempfile::tempdir().unwrap();
+    part_way_tree(tmp.path());
+    let kry = tmp.path().join("a.kry");
+    let o = krypta()
+        .args(["c", "-b", "64K", s(&kry), "t"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0);
+    corrupt_late(&kry);
+    let o = extract(&kry, &tmp.path().join("out"), &[], false);
+    assert_eq!(code(&o), 5);
+    assert!(stderr(&o).contains("t/c"), "{}", stderr(&o));
+}
+
+#[test]
+fn existing_symlink_where_a_directory_entry_goes_is_kept_without_force_and_replaced_with_it() {
+    let v = Victim::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let kry = tmp.path().join("a.kry");
+    archive(&kry, &[E::Dir(b"d"), E::File(b"d/file", b"inside")]);
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    symlink(v.path(), out.join("d")).unwrap();
+    let o = extract(&kry, &out, &[], false);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(std::fs::read_link(out.join("d")).unwrap(), v.path());
+    v.assert_untouched();
+    let o = extract(&kry, &out, &["-f"], false);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(out.join("d").symlink_metadata().unwrap().is_dir());
+    assert_eq!(std::fs::read(out.join("d/file")).unwrap(), b"inside");
+    v.assert_untouched();
+}
+
+#[test]
+fn hard_link_to_a_symlink_entry_pointing_outside_is_refused() {
+    let v = Victim::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let kry = tmp.path().join("a.kry");
+    let keep = v.keep();
+    archive(
+        &kry,
+        &[
+            E::Sym(b"s", keep.as_os_str().as_bytes()),
+            E::Hard(b"h", b"s"),
+            E::File(b"h", b"evil"),
+        ],
+    );
+    for extra in [&[][..], &["-f"]] {
+        let out = tmp.path().join("out");
+        let o = extract(&kry, &out, extra, false);
+        assert_eq!(code(&o), 3, "{extra:?}: {}", stderr(&o));
+        assert_eq!(names(&out), ["s"]);
+        v.assert_untouched();
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}
