@@ -87,7 +87,13 @@ fn assert_same_tree(src: &Path, dst: &Path) -> usize {
     let b = tree(dst);
     let ka: Vec<_> = a.keys().collect();
     let kb: Vec<_> = b.keys().collect();
-    assert_eq!(ka, kb, "paths differ: {} vs {}", src.display(), dst.display());
+    assert_eq!(
+        ka,
+        kb,
+        "paths differ: {} vs {}",
+        src.display(),
+        dst.display()
+    );
     for (p, na) in &a {
         assert_eq!(na, &b[p], "{} differs", p.display());
     }
@@ -191,7 +197,11 @@ fn build_tree(root: &Path) {
         } else {
             1_600_000_000 + i * 1000
         };
-        set_mtime(e.path(), secs, ((i * 123_456_789 + 1) % 1_000_000_000) as u32);
+        set_mtime(
+            e.path(),
+            secs,
+            ((i * 123_456_789 + 1) % 1_000_000_000) as u32,
+        );
     }
     set_mtime(&t.join("ro"), -631_152_001, 999_999_999);
     set_mtime(&t.join("rel"), 1_234_567_890, 1);
@@ -199,7 +209,10 @@ fn build_tree(root: &Path) {
 
 #[test]
 fn every_entry_kind_mode_owner_mtime_link_and_name_round_trips_as_root() {
-    assert!(rustix::process::geteuid().is_root(), "these tests run as root");
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "these tests run as root"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     build_tree(&src);
@@ -223,8 +236,14 @@ fn every_entry_kind_mode_owner_mtime_link_and_name_round_trips_as_root() {
     assert_eq!((md("sub").uid(), md("sub").gid()), (1234, 5678));
     assert_eq!((md("rel").uid(), md("rel").gid()), (1234, 5678));
     assert_eq!((md("sub/h2").uid(), md("sub/h2").gid()), (42, 43));
-    assert_eq!((md("ro").mtime(), md("ro").mtime_nsec()), (-631_152_001, 999_999_999));
-    assert_eq!((md("rel").mtime(), md("rel").mtime_nsec()), (1_234_567_890, 1));
+    assert_eq!(
+        (md("ro").mtime(), md("ro").mtime_nsec()),
+        (-631_152_001, 999_999_999)
+    );
+    assert_eq!(
+        (md("rel").mtime(), md("rel").mtime_nsec()),
+        (1_234_567_890, 1)
+    );
     let link = |rel: &str| std::fs::read_link(t.join(rel)).unwrap();
     assert_eq!(link("rel"), Path::new("big"));
     assert_eq!(link("sub/up"), Path::new("../big"));
@@ -236,8 +255,14 @@ fn every_entry_kind_mode_owner_mtime_link_and_name_round_trips_as_root() {
     assert_eq!(md("h1").nlink(), 3);
     assert_ne!(md("h1").ino(), md("big").ino());
     assert_eq!(std::fs::read(p(&t, b"caf\xff")).unwrap(), b"latin-1 name\n");
-    assert_eq!(std::fs::read(p(&t, b"line\nbreak")).unwrap(), b"newline name\n");
-    assert_eq!(std::fs::read(p(&t, b"dir\xfe/in")).unwrap(), b"inside a non-UTF-8 directory\n");
+    assert_eq!(
+        std::fs::read(p(&t, b"line\nbreak")).unwrap(),
+        b"newline name\n"
+    );
+    assert_eq!(
+        std::fs::read(p(&t, b"dir\xfe/in")).unwrap(),
+        b"inside a non-UTF-8 directory\n"
+    );
     assert_eq!(deep_rel().len(), 4027);
     assert_eq!(std::fs::read(p(&out, &deep_rel())).unwrap(), b"deep leaf\n");
     assert!(std::fs::read_dir(t.join("empty")).unwrap().next().is_none());
@@ -325,11 +350,18 @@ fn fifo_socket_and_device_are_skipped_with_a_warning_naming_each_without_hanging
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path().join("t");
     write(&t.join("regular"), b"kept\n");
-    mknodat(CWD, &t.join("fifo"), FileType::Fifo, Mode::from_raw_mode(0o644), 0).unwrap();
+    mknodat(
+        CWD,
+        t.join("fifo"),
+        FileType::Fifo,
+        Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
     let _sock = std::os::unix::net::UnixListener::bind(t.join("sock")).unwrap();
     let dev = mknodat(
         CWD,
-        &t.join("null"),
+        t.join("null"),
         FileType::CharacterDevice,
         Mode::from_raw_mode(0o666),
         makedev(1, 3),
@@ -347,7 +379,10 @@ fn fifo_socket_and_device_are_skipped_with_a_warning_naming_each_without_hanging
     assert_eq!(err.lines().collect::<Vec<_>>(), want);
     let o = kr_ok(tmp.path(), &["l", "a.kry"]);
     let list = String::from_utf8(o.stdout).unwrap();
-    let names: Vec<&str> = list.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
+    let names: Vec<&str> = list
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
     assert_eq!(names, ["t", "t/regular"]);
     // A FIFO named directly as the input: skipped, not opened, so no hang either.
     let o = kr_timeout(tmp.path(), &["c", "b.kry", "t/fifo"], limit);
@@ -447,7 +482,10 @@ fn dereference_stores_link_targets_as_files_and_keeps_dangling_links() {
     let md = tmp.path().join("out/t/rel").symlink_metadata().unwrap();
     assert!(md.is_file());
     assert_eq!(md.mode(), 0o100600);
-    assert_eq!(std::fs::read(tmp.path().join("out/t/rel")).unwrap(), b"hello\n");
+    assert_eq!(
+        std::fs::read(tmp.path().join("out/t/rel")).unwrap(),
+        b"hello\n"
+    );
     let dangling = std::fs::read_link(tmp.path().join("out/t/dangling")).unwrap();
     assert_eq!(dangling, Path::new("nowhere"));
 }
@@ -466,6 +504,9 @@ fn archive_written_inside_an_input_directory_does_not_store_itself() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let o = kr_ok(tmp.path(), &["l", "t/self.kry"]);
     let list = String::from_utf8(o.stdout).unwrap();
-    let names: Vec<&str> = list.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
+    let names: Vec<&str> = list
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
     assert_eq!(names, ["t", "t/+first", "t/z"]);
 }

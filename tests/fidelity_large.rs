@@ -75,16 +75,28 @@ fn sparse_4gib_image_is_archived_small_and_restored_sparse_with_its_digest() {
     kr_ok(tmp.path(), &["c", "img.kry", "disk.img"]);
     let took = started.elapsed();
     let size = tmp.path().join("img.kry").metadata().unwrap().len();
-    println!("MEASURE sparse 4 GiB image (12+6 bytes of data): compress {took:?}, archive {size} bytes");
-    assert!(size < 64 * 1024, "archive of a mostly-empty image is {size} bytes");
+    println!(
+        "MEASURE sparse 4 GiB image (12+6 bytes of data): compress {took:?}, archive {size} bytes"
+    );
+    assert!(
+        size < 64 * 1024,
+        "archive of a mostly-empty image is {size} bytes"
+    );
     assert_eq!(listed_sizes(tmp.path(), "img.kry"), [len]);
     let started = Instant::now();
     kr_ok(tmp.path(), &["x", "img.kry", "-o", "out"]);
-    println!("MEASURE sparse 4 GiB image: extract {:?}", started.elapsed());
+    println!(
+        "MEASURE sparse 4 GiB image: extract {:?}",
+        started.elapsed()
+    );
     let got = tmp.path().join("out/disk.img");
     let md = got.metadata().unwrap();
     assert_eq!(md.len(), len);
-    assert!(md.blocks() <= 256, "restored with {} 512-byte blocks", md.blocks());
+    assert!(
+        md.blocks() <= 256,
+        "restored with {} 512-byte blocks",
+        md.blocks()
+    );
     for (off, bytes) in data {
         assert_eq!(read_at(&got, off, bytes.len()), bytes);
     }
@@ -111,7 +123,11 @@ fn sparse_5gib_file_round_trips_with_data_past_4gib() {
     let got = tmp.path().join("out/five");
     let md = got.metadata().unwrap();
     assert_eq!(md.len(), len);
-    assert!(md.blocks() <= 256, "restored with {} 512-byte blocks", md.blocks());
+    assert!(
+        md.blocks() <= 256,
+        "restored with {} 512-byte blocks",
+        md.blocks()
+    );
     for (off, bytes) in data {
         assert_eq!(read_at(&got, off, bytes.len()), bytes);
     }
@@ -219,7 +235,11 @@ fn file_shrinking_while_read_records_exactly_the_bytes_read_with_exit_6() {
     assert_eq!(listed_sizes(tmp.path(), "a.kry"), [0, stored]);
     kr_ok(tmp.path(), &["x", "a.kry", "-o", "out"]);
     let got = std::fs::read(tmp.path().join("out/t/f")).unwrap();
-    assert!(got == content[..stored as usize], "restored {} bytes", got.len());
+    assert!(
+        got == content[..stored as usize],
+        "restored {} bytes",
+        got.len()
+    );
 }
 
 /// Opens `root/comps[0]/…/comps[n-1]` one component at a time (paths over `PATH_MAX`).
@@ -259,7 +279,10 @@ fn path_longer_than_path_max_round_trips_byte_for_byte() {
 
     kr_ok(tmp.path(), &["c", "a.kry", "t"]);
     let o = kr_ok(tmp.path(), &["l", "--b3", "a.kry"]);
-    let mut want = blake3::hash(b"deeper than PATH_MAX").to_hex().as_bytes().to_vec();
+    let mut want = blake3::hash(b"deeper than PATH_MAX")
+        .to_hex()
+        .as_bytes()
+        .to_vec();
     want.splice(0..0, *b"\\");
     want.extend_from_slice(b"  ");
     let escaped: Vec<u8> = rel

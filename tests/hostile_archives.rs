@@ -125,7 +125,11 @@ fn assert_no_temp_files(dir: &Path) {
     for e in walkdir::WalkDir::new(dir) {
         let e = e.unwrap();
         let n = e.file_name().as_bytes();
-        assert!(!n.starts_with(b".krypta-"), "left behind: {}", e.path().display());
+        assert!(
+            !n.starts_with(b".krypta-"),
+            "left behind: {}",
+            e.path().display()
+        );
     }
 }
 
@@ -138,10 +142,7 @@ fn symlink_entry_then_file_below_it_cannot_write_outside() {
     let mut up = rel_up.clone();
     up.extend_from_slice(v.bytes());
     for target in [v.bytes(), &up[..]] {
-        archive(
-            &kry,
-            &[E::Sym(b"d", target), E::File(b"d/file", b"evil")],
-        );
+        archive(&kry, &[E::Sym(b"d", target), E::File(b"d/file", b"evil")]);
         for (stream, force) in [(false, false), (true, false), (false, true)] {
             let out = tmp.path().join(format!("out-{stream}-{force}"));
             let extra: &[&str] = if force { &["-f"] } else { &[] };
@@ -156,7 +157,13 @@ fn symlink_entry_then_file_below_it_cannot_write_outside() {
                 )
             );
             v.assert_untouched();
-            assert_eq!(std::fs::read_link(out.join("d")).unwrap().as_os_str().as_bytes(), target);
+            assert_eq!(
+                std::fs::read_link(out.join("d"))
+                    .unwrap()
+                    .as_os_str()
+                    .as_bytes(),
+                target
+            );
             assert_no_temp_files(&out);
             std::fs::remove_dir_all(&out).unwrap();
         }
@@ -222,7 +229,8 @@ fn mode_with_file_type_bits_is_refused() {
         mode: 0o100644,
         ..meta(b"f", EntryKind::File, b"")
     };
-    w.add_file(&m, &mut ReaderSource::new(&b"x"[..], "mem")).unwrap();
+    w.add_file(&m, &mut ReaderSource::new(&b"x"[..], "mem"))
+        .unwrap();
     w.finish().unwrap();
     let o = extract(&kry, &tmp.path().join("out"), &[], false);
     assert_eq!(code(&o), 3, "{}", stderr(&o));
@@ -248,7 +256,13 @@ fn existing_symlink_at_an_entry_name_is_never_written_through() {
     assert_eq!(std::fs::read(out.join("f")).unwrap(), b"new");
     v.assert_untouched();
 
-    archive(&kry, &[E::Sym(b"s", v.keep().as_os_str().as_bytes()), E::File(b"s", b"evil")]);
+    archive(
+        &kry,
+        &[
+            E::Sym(b"s", v.keep().as_os_str().as_bytes()),
+            E::File(b"s", b"evil"),
+        ],
+    );
     let out = tmp.path().join("out2");
     let o = extract(&kry, &out, &[], false);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
@@ -353,7 +367,8 @@ fn corrupted_later_block_keeps_earlier_files_and_leaves_no_partial_file() {
     for (name, extra, want) in [("plain", None, 5), ("sealed", Some(s(&key)), 2)] {
         let kry = tmp.path().join(format!("{name}.kry"));
         let mut c = krypta();
-        c.args(["c", "-b", "64K", s(&kry), "t"]).current_dir(tmp.path());
+        c.args(["c", "-b", "64K", s(&kry), "t"])
+            .current_dir(tmp.path());
         let mut xargs: Vec<&str> = vec![];
         if let Some(k) = extra {
             c.args(["--keyfile", k]);
@@ -401,7 +416,10 @@ fn disk_full_part_way_leaves_completed_files_and_names_the_failed_one() {
     let result = std::panic::catch_unwind(|| {
         let err = stderr(&o);
         assert_eq!(code(&o), 4, "{err}");
-        assert!(err.contains("mnt/t/c") && err.contains("No space left"), "{err}");
+        assert!(
+            err.contains("mnt/t/c") && err.contains("No space left"),
+            "{err}"
+        );
         assert_eq!(names(&mnt.join("t")), ["a", "b"]);
         assert_eq!(std::fs::read(mnt.join("t/a")).unwrap(), a);
         assert!(std::fs::read(mnt.join("t/b")).unwrap() == b);
