@@ -38,7 +38,7 @@ fn b3_file_sparse(p: &Path) -> [u8; 32] {
     let mut buf = vec![0u8; 1 << 20];
     let mut h = blake3::Hasher::new();
     let mut pos = 0u64;
-    let mut hash_zeros_to = |h: &mut blake3::Hasher, from: u64, to: u64| {
+    let hash_zeros_to = |h: &mut blake3::Hasher, from: u64, to: u64| {
         let mut at = from;
         while at < to {
             let k = (to - at).min(zeros.len() as u64) as usize;
