@@ -1,0 +1,607 @@
+//! Issue 4 end to end through the `krypta` binary: password (Argon2id, PBKDF2) and key-file
+//! round trips, wrong keys and tampering (exit 2, one message), a missing key (exit 1),
+//! encrypted streaming both ways, and every way of giving a password.
+//!
+//! KDF costs are the cheapest a writer accepts (Argon2id 8 MiB × 1 pass, PBKDF2 100,000
+//! iterations) so the whole file runs in seconds.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{code, krypta};
+
+/// Cheap Argon2id costs for tests: 8 MiB (the writer minimum), 1 pass.
+const ARGON: [&str; 4] = ["--kdf-memory", "8", "--kdf-iterations", "1"];
+/// The one stderr line of every authentication failure, for an archive at `p`.
+fn auth_line(p: &Path) -> String {
+    format!(
+        "krypta: {}: authentication failed: wrong key or password, or the archive was modified\n",
+        p.display()
+    )
+}
+
+/// A temporary directory with a small tree `src/` (two files, a subdirectory, a symlink) and
+/// password files.
+struct Fx {
+    dir: tempfile::TempDir,
+}
+
+impl Fx {
+    fn new() -> Fx {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        common::write(&src.join("notes.txt"), &common::bytes(50_000, 3, true));
+        common::write(&src.join("sub/blob.bin"), &common::bytes(70_000, 4, false));
+        common::write(&src.join("sub/empty"), b"");
+        std::os::unix::fs::symlink("notes.txt", src.join("link")).unwrap();
+        let fx = Fx { dir };
+        fx.file("pw", b"correct horse");
+        fx.file("wrong", b"correct horsE");
+        fx
+    }
+    fn p(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn file(&self, name: &str, data: &[u8]) -> PathBuf {
+        let p = self.p(name);
+        common::write(&p, data);
+        p
+    }
+    /// Runs krypta in the fixture directory (relative paths: `src` is stored as `src/...`).
+    fn run(&self, args: &[&str]) -> Output {
+        krypta()
+            .current_dir(self.dir.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run krypta")
+    }
+    fn ok(&self, args: &[&str]) -> Output {
+        let o = self.run(args);
+        assert_eq!(code(&o), 0, "krypta {args:?}: {}", stderr(&o));
+        o
+    }
+    /// Extracts `archive` with `keys` into a fresh directory and checks it equals `src/`.
+    fn assert_restores(&self, archive: &str, keys: &[&str]) {
+        let out = format!("out-{}", self.dir.path().read_dir().unwrap().count());
+        let mut args = vec!["x", "-o", &out];
+        args.extend_from_slice(keys);
+        args.push(archive);
+        self.ok(&args);
+        common::assert_same_tree(&self.p("src"), &self.p(&out).join("src"));
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
+
+/// Flips one byte of the file in place.
+fn flip(p: &Path, at: usize) {
+    let mut b = std::fs::read(p).unwrap();
+    b[at] ^= 0x40;
+    std::fs::write(p, b).unwrap();
+}
+
+/// The offset of a byte inside the first data frame's ciphertext (after the header).
+fn payload_offset(p: &Path) -> usize {
+    let b = std::fs::read(p).unwrap();
+    let h = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    h + 16 + 20
+}
+
+#[test]
+fn argon2id_password_round_trip_lists_tests_and_restores_the_tree() {
+    let fx = Fx::new();
+    fx.ok(&with(
+        &["c", "--pass-file", "pw"],
+        &with(&ARGON, &["a.kry", "src"]),
+    ));
+    fx.assert_restores("a.kry", &["--pass-file", "pw"]);
+    let t = fx.ok(&["t", "--pass-file", "pw", "a.kry"]);
+    assert_eq!(
+        stderr(&t),
+        "krypta: a.kry: OK (6 entries, 3 files, 120000 bytes, 1 blocks verified)\n"
+    );
+    let l = fx.ok(&["l", "--pass-file", "pw", "a.kry"]);
+    let names: Vec<&str> = std::str::from_utf8(&l.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().nth(4).unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "src",
+            "src/link",
+            "src/notes.txt",
+            "src/sub",
+            "src/sub/blob.bin",
+            "src/sub/empty"
+        ]
+    );
+    let info = fx.ok(&["info", "a.kry"]);
+    let info = String::from_utf8(info.stdout).unwrap();
+    assert!(
+        info.contains(
+            "encryption:     AES-256-CTR + HMAC-SHA256, 1 stanza(s)\n  argon2id      memory 8192 KiB (8 MiB), iterations 1, lanes 1\n"
+        ),
+        "{info}"
+    );
+}
+
+#[test]
+fn pbkdf2_password_round_trip_records_its_iterations() {
+    let fx = Fx::new();
+    fx.ok(&[
+        "c",
+        "--pass-file",
+        "pw",
+        "--kdf",
+        "pbkdf2",
+        "--kdf-iterations",
+        "100000",
+        "p.kry",
+        "src",
+    ]);
+    fx.assert_restores("p.kry", &["--pass-file", "pw"]);
+    let info = String::from_utf8(fx.ok(&["info", "p.kry"]).stdout).unwrap();
+    assert!(
+        info.contains("1 stanza(s)\n  pbkdf2        HMAC-SHA256, 100000 iterations\n"),
+        "{info}"
+    );
+}
+
+#[test]
+fn key_file_round_trip_and_info_names_the_kind() {
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "--keyfile", "k", "k.kry", "src"]);
+    fx.assert_restores("k.kry", &["--keyfile", "k"]);
+    let info = String::from_utf8(fx.ok(&["info", "k.kry"]).stdout).unwrap();
+    assert!(info.contains("1 stanza(s)\n  keyfile\n"), "{info}");
+}
+
+#[test]
+fn password_and_key_file_stanzas_each_open_the_archive_alone() {
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&with(
+        &["c", "--pass-file", "pw", "--keyfile", "k"],
+        &with(&ARGON, &["both.kry", "src"]),
+    ));
+    fx.assert_restores("both.kry", &["--pass-file", "pw"]);
+    fx.assert_restores("both.kry", &["--keyfile", "k"]);
+    // A wrong password next to the right key file still opens it (each key is tried).
+    fx.assert_restores("both.kry", &["--pass-file", "wrong", "--keyfile", "k"]);
+    let none = fx.run(&["t", "both.kry"]);
+    assert_eq!(code(&none), 1);
+    assert_eq!(
+        stderr(&none),
+        "krypta: both.kry: archive is encrypted (argon2id, keyfile): give --pass-file, --pass-fd, -p, --keyfile or -i\n"
+    );
+}
+
+/// For one kind of key: a wrong key (for t, l, x) and a tampered archive (t, x) give exit 2
+/// and the same stderr line for the same path; `-v` adds which check failed.
+fn wrong_key_and_tamper_agree(fx: &Fx, create: &[&str], right: &[&str], wrong: &[&str]) {
+    let name = "w.kry";
+    let _ = std::fs::remove_file(fx.p(name));
+    fx.ok(&with(create, &[name, "src"]));
+    let expect = auth_line(Path::new(name));
+    for cmd in [&["t"][..], &["l"], &["x", "-o", "wrong-out"]] {
+        let o = fx.run(&[cmd, wrong, &[name]].concat());
+        assert_eq!(
+            (code(&o), stderr(&o)),
+            (2, expect.clone()),
+            "{cmd:?} {wrong:?}"
+        );
+        assert!(o.stdout.is_empty(), "{cmd:?} printed {:?}", o.stdout);
+    }
+    let v = fx.run(&[&["t", "-v"], wrong, &[name]].concat());
+    assert_eq!(
+        (code(&v), stderr(&v)),
+        (
+            2,
+            format!(
+                "{expect}krypta: (verbose) failed check: no recipient stanza opened with the keys given\n"
+            )
+        )
+    );
+    flip(&fx.p(name), payload_offset(&fx.p(name)));
+    for cmd in [&["t"][..], &["x", "-o", "tamper-out"]] {
+        let o = fx.run(&[cmd, right, &[name]].concat());
+        assert_eq!(
+            (code(&o), stderr(&o)),
+            (2, expect.clone()),
+            "tampered, {cmd:?}"
+        );
+    }
+    let v = fx.run(&[&["t", "-v"], right, &[name]].concat());
+    assert_eq!(
+        (code(&v), stderr(&v)),
+        (
+            2,
+            format!("{expect}krypta: (verbose) failed check: frame MAC mismatch\n")
+        )
+    );
+    // The only data frame failed: no file of the tampered archive was written.
+    let files: Vec<_> = walkdir::WalkDir::new(fx.p("tamper-out"))
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_type().is_dir())
+        .map(|e| e.path().to_path_buf())
+        .collect();
+    assert_eq!(files, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn wrong_argon2id_password_and_tampering_give_exit_2_and_one_message() {
+    let fx = Fx::new();
+    let create = with(&["c", "--pass-file", "pw"], &ARGON);
+    wrong_key_and_tamper_agree(
+        &fx,
+        &create,
+        &["--pass-file", "pw"],
+        &["--pass-file", "wrong"],
+    );
+}
+
+#[test]
+fn wrong_pbkdf2_password_and_tampering_give_exit_2_and_one_message() {
+    let fx = Fx::new();
+    let create = [
+        "c",
+        "--pass-file",
+        "pw",
+        "--kdf",
+        "pbkdf2",
+        "--kdf-iterations",
+        "100000",
+    ];
+    wrong_key_and_tamper_agree(
+        &fx,
+        &create,
+        &["--pass-file", "pw"],
+        &["--pass-file", "wrong"],
+    );
+}
+
+#[test]
+fn wrong_key_file_and_tampering_give_exit_2_and_one_message() {
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["keygen", "-o", "other"]);
+    let create = ["c", "--keyfile", "k"];
+    wrong_key_and_tamper_agree(&fx, &create, &["--keyfile", "k"], &["--keyfile", "other"]);
+    // A key of the wrong kind (a password for a key-file archive) is a wrong key, too.
+    std::fs::remove_file(fx.p("w.kry")).unwrap();
+    fx.ok(&["c", "--keyfile", "k", "w.kry", "src"]);
+    let o = fx.run(&["t", "--pass-file", "pw", "w.kry"]);
+    assert_eq!((code(&o), stderr(&o)), (2, auth_line(Path::new("w.kry"))));
+}
+
+#[test]
+fn missing_key_says_the_archive_is_encrypted_with_exit_1() {
+    let fx = Fx::new();
+    fx.ok(&with(
+        &["c", "--pass-file", "pw"],
+        &with(&ARGON, &["a.kry", "src"]),
+    ));
+    for cmd in [&["t"][..], &["l"], &["x", "-o", "out"], &["x", "--stdout"]] {
+        let o = fx.run(&[cmd, &["a.kry"]].concat());
+        assert_eq!(code(&o), 1, "{cmd:?}");
+        let e = stderr(&o);
+        assert_eq!(
+            e,
+            "krypta: a.kry: archive is encrypted (argon2id): give --pass-file, --pass-fd, -p, --keyfile or -i\n"
+        );
+        assert!(!e.contains("authentication"), "{e}");
+        assert!(o.stdout.is_empty());
+    }
+    // `info` needs no key.
+    fx.ok(&["info", "a.kry"]);
+}
+
+/// `krypta c ARGS - -` with `input` on stdin; returns the archive bytes.
+fn compress_stream(args: &[&str], input: &[u8], dir: &Path) -> Vec<u8> {
+    let mut c = krypta()
+        .current_dir(dir)
+        .arg("c")
+        .args(args)
+        .args(["-", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    let data = input.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&data));
+    let o = c.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    o.stdout
+}
+
+/// `krypta x ARGS --stdout -` with `archive` on stdin.
+fn extract_stream(args: &[&str], archive: &[u8], dir: &Path) -> Output {
+    let mut x = krypta()
+        .current_dir(dir)
+        .args(["x", "--stdout"])
+        .args(args)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = x.stdin.take().unwrap();
+    let data = archive.to_vec();
+    // The reader may stop early (on a bad frame): a broken pipe here is expected then.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let o = x.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    o
+}
+
+#[test]
+fn encrypted_stream_pipes_through_compress_and_extract() {
+    let fx = Fx::new();
+    let input = common::bytes(300_000, 9, false);
+    let dir = fx.dir.path();
+    // The shell pipeline of the README, literally.
+    std::fs::write(fx.p("in"), &input).unwrap();
+    let k = env!("CARGO_BIN_EXE_krypta");
+    let o = Command::new("sh")
+        .current_dir(dir)
+        .env_remove("KRYPTA_PASSWORD")
+        .args([
+            "-c",
+            &format!(
+                "'{k}' c --pass-file pw --kdf-memory 8 --kdf-iterations 1 -b 64K - - < in | '{k}' x --pass-file pw --stdout -"
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(o.stdout == input, "{} bytes out", o.stdout.len());
+    let a = compress_stream(
+        &with(&["--pass-file", "pw", "-b", "64K"], &ARGON),
+        &input,
+        dir,
+    );
+    let x = extract_stream(&["--pass-file", "pw"], &a, dir);
+    assert_eq!(code(&x), 0, "{}", stderr(&x));
+    assert!(x.stdout == input);
+}
+
+#[test]
+fn a_flipped_byte_in_an_encrypted_stream_never_reaches_stdout() {
+    let fx = Fx::new();
+    let dir = fx.dir.path();
+    let input = common::bytes(300_000, 10, false);
+    let a = compress_stream(
+        &with(&["--pass-file", "pw", "-b", "64K"], &ARGON),
+        &input,
+        dir,
+    );
+    let h = u32::from_le_bytes(a[12..16].try_into().unwrap()) as usize;
+    // Frame starts, from the frame headers (FORMAT.md §2).
+    let mut starts = vec![];
+    let mut at = h;
+    while at + 64 < a.len() {
+        starts.push(at);
+        at += 48 + u32::from_le_bytes(a[at + 4..at + 8].try_into().unwrap()) as usize;
+    }
+    assert_eq!(
+        starts.len(),
+        6,
+        "5 data frames of 64 KiB and an index frame"
+    );
+    for (at, what) in [
+        (starts[0] + 16 + 5, "first frame's body"),
+        (starts[2] + 16 + 40_000, "third frame's body"),
+        (starts[3] - 1, "third frame's tag"),
+        (starts[4] + 8, "fifth frame's sequence number"),
+        (starts[5] + 20, "index frame"),
+        (a.len() - 1, "footer tag"),
+    ] {
+        let mut b = a.clone();
+        b[at] ^= 0x04;
+        let o = extract_stream(&["--pass-file", "pw"], &b, dir);
+        assert_eq!(
+            (code(&o), stderr(&o)),
+            (2, auth_line(Path::new("-"))),
+            "{what} (byte {at})"
+        );
+        assert!(
+            input.starts_with(&o.stdout),
+            "{what}: {} bytes on stdout are not a prefix of the input",
+            o.stdout.len()
+        );
+        if at < starts[5] {
+            assert!(o.stdout.len() < input.len(), "{what}: all bytes written");
+        }
+    }
+}
+
+#[test]
+fn pass_file_drops_one_trailing_newline_or_crlf_and_reads_the_first_line() {
+    let fx = Fx::new();
+    fx.file("plain", b"pw");
+    fx.ok(&with(
+        &["c", "--pass-file", "plain"],
+        &with(&ARGON, &["a.kry", "src"]),
+    ));
+    for (name, content, want) in [
+        ("lf", &b"pw\n"[..], 0),
+        ("crlf", b"pw\r\n", 0),
+        ("second-line", b"pw\nsomething else\n", 0),
+        ("trailing-space", b"pw \n", 2),
+        ("cr-only", b"pw\r", 2),
+        ("leading-space", b" pw\n", 2),
+    ] {
+        fx.file(name, content);
+        let o = fx.run(&["t", "-q", "--pass-file", name, "a.kry"]);
+        assert_eq!(code(&o), want, "{name}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn pass_fd_reads_the_password_from_an_inherited_pipe() {
+    let fx = Fx::new();
+    fx.ok(&with(
+        &["c", "--pass-file", "pw"],
+        &with(&ARGON, &["a.kry", "src"]),
+    ));
+    let k = env!("CARGO_BIN_EXE_krypta");
+    // fd 3 is a dup of a pipe whose writer sends "correct horse\n".
+    for (pw, want) in [("correct horse", 0), ("wrong", 2)] {
+        let o = Command::new("sh")
+            .current_dir(fx.dir.path())
+            .env_remove("KRYPTA_PASSWORD")
+            .args([
+                "-c",
+                &format!("printf '%s\\n' '{pw}' | '{k}' t -q --pass-fd 3 a.kry 3<&0 0</dev/null"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), want, "{pw}: {}", stderr(&o));
+    }
+    // fd 0 itself as the pipe.
+    let mut c = krypta()
+        .current_dir(fx.dir.path())
+        .args(["t", "-q", "--pass-fd", "0", "a.kry"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(b"correct horse\n")
+        .unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // A descriptor that is not open is an error naming it, not a hang.
+    let o = fx.run(&["t", "--pass-fd", "47", "a.kry"]);
+    assert_ne!(code(&o), 0);
+    assert!(stderr(&o).contains("/dev/fd/47"), "{}", stderr(&o));
+}
+
+#[test]
+fn krypta_password_environment_variable_creates_and_opens() {
+    let fx = Fx::new();
+    let run_env = |args: &[&str], pw: &str| {
+        krypta()
+            .current_dir(fx.dir.path())
+            .env("KRYPTA_PASSWORD", pw)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run_env(
+        &with(&["c"], &with(&ARGON, &["e.kry", "src"])),
+        "correct horse",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&run_env(&["t", "-q", "e.kry"], "correct horse")), 0);
+    let bad = run_env(&["t", "e.kry"], "correct horsE");
+    assert_eq!(
+        (code(&bad), stderr(&bad)),
+        (2, auth_line(Path::new("e.kry")))
+    );
+    // The same password from a file opens it: the variable's value is taken whole.
+    fx.assert_restores("e.kry", &["--pass-file", "pw"]);
+}
+
+#[test]
+fn non_ascii_password_is_its_utf8_bytes_without_normalisation() {
+    let fx = Fx::new();
+    let nfc = "p\u{e4}ssw\u{f6}rd\u{1f511}"; // pässwörd🔑, precomposed
+    let nfd = "pa\u{308}sswo\u{308}rd\u{1f511}"; // the same text, decomposed
+    fx.file("nfc", format!("{nfc}\n").as_bytes());
+    fx.file("nfd", format!("{nfd}\n").as_bytes());
+    fx.ok(&with(
+        &["c", "--pass-file", "nfc"],
+        &with(&ARGON, &["u.kry", "src"]),
+    ));
+    fx.assert_restores("u.kry", &["--pass-file", "nfc"]);
+    let o = krypta()
+        .current_dir(fx.dir.path())
+        .env("KRYPTA_PASSWORD", nfc)
+        .args(["t", "-q", "u.kry"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = fx.run(&["t", "--pass-file", "nfd", "u.kry"]);
+    assert_eq!((code(&o), stderr(&o)), (2, auth_line(Path::new("u.kry"))));
+}
+
+#[test]
+fn empty_password_is_refused_when_creating_and_no_archive_is_left() {
+    let fx = Fx::new();
+    fx.file("empty", b"");
+    fx.file("newline", b"\n");
+    for src in ["empty", "newline"] {
+        let o = fx.run(&with(
+            &["c", "--pass-file", src],
+            &with(&ARGON, &["e.kry", "src"]),
+        ));
+        assert_eq!(
+            (code(&o), stderr(&o)),
+            (1, format!("krypta: {src}: empty password refused\n"))
+        );
+        assert!(!fx.p("e.kry").exists());
+    }
+    let o = krypta()
+        .current_dir(fx.dir.path())
+        .env("KRYPTA_PASSWORD", "")
+        .args(with(&["c"], &with(&ARGON, &["e.kry", "src"])))
+        .output()
+        .unwrap();
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            1,
+            "krypta: KRYPTA_PASSWORD: empty password refused\n".to_string()
+        )
+    );
+    assert_eq!(std::fs::read_dir(fx.dir.path()).unwrap().count(), 5);
+}
+
+#[test]
+fn kdf_costs_below_the_writer_minimum_are_refused_with_exit_1() {
+    let fx = Fx::new();
+    for (args, msg) in [
+        (
+            &["--kdf-memory", "4", "--kdf-iterations", "1"][..],
+            "argon2id memory KiB = 4096 is below the minimum 8192",
+        ),
+        (
+            &["--kdf-memory", "8", "--kdf-iterations", "17"],
+            "argon2id iterations = 17 exceeds the limit 16",
+        ),
+        (
+            &["--kdf", "pbkdf2", "--kdf-iterations", "99999"],
+            "pbkdf2 iterations = 99999 is below the minimum 100000",
+        ),
+    ] {
+        let o = fx.run(&[&["c", "--pass-file", "pw"], args, &["e.kry", "src"]].concat());
+        assert_eq!(
+            (code(&o), stderr(&o)),
+            (1, format!("krypta: {msg} (see README: KDF bounds)\n")),
+            "{args:?}"
+        );
+    }
+}
