@@ -411,7 +411,7 @@ fn damaged_box_keys_are_refused_with_a_clear_error() {
     let changed = "checksum mismatch: the key text is damaged (a character was changed)";
     for (from, name, how, args) in [
         ("alice", "s1", 40, &["t", "-i", "s1", "a.kry"][..]),
-        ("alice", "s2", 200, &["t", "-i", "s2", "a.kry"]),
+        ("alice", "s2", 100, &["t", "-i", "s2", "a.kry"]),
         ("alice.pub", "p1", 40, &["c", "-r", "p1", "x.kry", "in"]),
         ("alice.pub", "p2", 1500, &["c", "-r", "p2", "x.kry", "in"]),
     ] {
