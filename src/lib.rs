@@ -90,8 +90,11 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        // 0o666 minus the umask, as `tar` and `zstd` create their outputs (tempfile's own
+        // default would be 0o600).
         let t = tempfile::Builder::new()
             .prefix(".krypta-tmp-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(&dir)
             .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
         let f = t

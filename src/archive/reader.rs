@@ -459,8 +459,26 @@ impl Archive {
         let mut hb = [0u8; FRAME_HEADER_LEN];
         self.read_exact_at_pos(&mut hb, "frame header")?;
         let header = FrameHeader::parse(&hb).map_err(|e| corrupt(&self.path, offset, e))?;
-        let mut body = vec![0u8; header.body_len as usize];
-        self.read_exact_at_pos(&mut body, "frame body")?;
+        // Read the body as it arrives instead of allocating the declared length up front, so
+        // a truncated or hostile length costs no more memory than the bytes really present.
+        let want = header.body_len as usize;
+        let mut body = Vec::with_capacity(want.min(8 << 20));
+        let got = (&mut self.input)
+            .take(want as u64)
+            .read_to_end(&mut body)
+            .map_err(|e| Error::io(&self.path, "read", e))?;
+        if got < want {
+            return Err(corrupt(
+                &self.path,
+                self.pos + got as u64,
+                FormatError::Truncated {
+                    what: "frame body",
+                    needed: want as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        self.pos += want as u64;
         let mut tag = [0u8; TAG_LEN];
         self.read_exact_at_pos(&mut tag, "frame tag")?;
         Ok(FrameJob {
