@@ -442,3 +442,56 @@ fn the_binary_reports_the_kdf_ceiling_with_exit_3() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+#[test]
+fn two_stanzas_within_the_ceiling_but_above_it_together_are_refused() {
+    let kdf = Kdf::Argon2id {
+        m_kib: 8192,
+        t: 1,
+        p: 1,
+    };
+    let pw = || Recipient::Password {
+        password: Secret::from("pw"),
+        kdf,
+    };
+    let opts = WriteOptions {
+        recipients: vec![pw(), pw()],
+        jobs: 1,
+        ..WriteOptions::new()
+    };
+    let (_, mut a) = ArchiveWriter::new(Vec::new(), "mem", opts)
+        .unwrap()
+        .finish()
+        .unwrap();
+    // Each stanza: 4 GiB × 16 passes, the per-stanza maximum (bodies at 56 and 156).
+    for body in [56, 156] {
+        a[body..body + 4].copy_from_slice(&(4u32 << 20).to_le_bytes());
+        a[body + 4..body + 8].copy_from_slice(&16u32.to_le_bytes());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("two.kry");
+    std::fs::write(&p, &a).unwrap();
+    let t = Instant::now();
+    let e = check_with(&p, Identity::Password(Secret::from("pw"))).unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+    match e {
+        Error::KdfLimit {
+            param,
+            value,
+            limit,
+            ..
+        } => assert_eq!(
+            (param, value, limit),
+            (
+                "argon2id memory KiB × iterations, all stanzas",
+                2 * (4 << 20) * 16,
+                (4 << 20) * 16
+            )
+        ),
+        other => panic!("expected KdfLimit, got {other:?}"),
+    }
+}
