@@ -605,3 +605,74 @@ fn kdf_costs_below_the_writer_minimum_are_refused_with_exit_1() {
         );
     }
 }
+
+/// Every path below `dir` whose file name starts with `.krypta-` (temporary files).
+fn temp_files(dir: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".krypta-"))
+        .map(|e| e.path().to_path_buf())
+        .collect()
+}
+
+#[test]
+fn a_tampered_frame_keeps_earlier_files_and_writes_nothing_of_the_affected_one() {
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    let first = common::bytes(100_000, 11, false);
+    let second = common::bytes(200_000, 12, false);
+    fx.file("two/1-first", &first);
+    fx.file("two/2-second", &second);
+    fx.ok(&["c", "--keyfile", "k", "-b", "64K", "t.kry", "two"]);
+    let mut a = std::fs::read(fx.p("t.kry")).unwrap();
+    // Data frame 3 holds only bytes of 2-second (stream offset 192 KiB..256 KiB).
+    let h = u32::from_le_bytes(a[12..16].try_into().unwrap()) as usize;
+    let mut at = h;
+    for _ in 0..3 {
+        at += 48 + u32::from_le_bytes(a[at + 4..at + 8].try_into().unwrap()) as usize;
+    }
+    a[at + 16 + 1000] ^= 1;
+    std::fs::write(fx.p("t.kry"), &a).unwrap();
+    let o = fx.run(&["x", "--keyfile", "k", "-o", "out", "t.kry"]);
+    assert_eq!((code(&o), stderr(&o)), (2, auth_line(Path::new("t.kry"))));
+    assert!(std::fs::read(fx.p("out/two/1-first")).unwrap() == first);
+    assert!(!fx.p("out/two/2-second").exists());
+    assert_eq!(temp_files(&fx.p("out")), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn an_interrupted_extraction_leaves_no_temporary_file() {
+    // Ctrl-C (SIGINT) in the middle of a file: the file is not under its final name (good),
+    // and its temporary `.krypta-*.tmp` must not be left behind either.
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.file("big/data", &common::bytes(2_000_000, 13, false));
+    fx.ok(&["c", "--keyfile", "k", "-b", "64K", "big.kry", "big"]);
+    let a = std::fs::read(fx.p("big.kry")).unwrap();
+    let mut x = krypta()
+        .current_dir(fx.dir.path())
+        .args(["x", "--keyfile", "k", "-o", "out", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = x.stdin.take().unwrap();
+    stdin.write_all(&a[..a.len() / 2]).unwrap();
+    stdin.flush().unwrap();
+    let t = std::time::Instant::now();
+    while temp_files(&fx.p("out")).is_empty() {
+        assert!(t.elapsed().as_secs() < 20, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &x.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = x.wait_with_output().unwrap();
+    drop(stdin);
+    assert!(!o.status.success());
+    assert!(!fx.p("out/big/data").exists());
+    assert_eq!(temp_files(&fx.p("out")), Vec::<PathBuf>::new());
+}
