@@ -182,3 +182,46 @@ fn kdf_costs_below_the_writer_minimum_are_refused_with_exit_1() {
         );
     }
 }
+
+#[test]
+fn kdf_choice_without_a_password_is_a_usage_error_not_an_unencrypted_archive() {
+    // `--kdf-memory` alone is refused; `--kdf pbkdf2` alone must be too, or the user who
+    // asked for a password KDF silently gets an unencrypted archive.
+    let fx = Fx::new();
+    for args in [&["--kdf-memory", "8"][..], &["--kdf", "pbkdf2"]] {
+        let o = fx.run(&[&["c"], args, &["plain.kry", "src"]].concat());
+        assert_eq!(code(&o), 1, "{args:?}: {}", stderr(&o));
+        assert!(!fx.p("plain.kry").exists(), "{args:?} wrote an archive");
+    }
+}
+
+#[test]
+fn pass_fd_0_with_the_stdin_stream_loses_no_input_byte() {
+    // `--pass-fd 0` and the input `-` share stdin: the password reader must not swallow
+    // stream bytes past the first line (or the combination must be refused).
+    let fx = Fx::new();
+    let data = common::bytes(10_000, 14, false);
+    let mut c = krypta()
+        .current_dir(fx.dir.path())
+        .args(with(
+            &["c", "--pass-fd", "0"],
+            &with(&ARGON, &["s.kry", "-"]),
+        ))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    stdin
+        .write_all(&[&b"correct horse\n"[..], &data].concat())
+        .unwrap();
+    drop(stdin);
+    let o = c.wait_with_output().unwrap();
+    if code(&o) != 0 {
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        return;
+    }
+    let x = fx.ok(&["x", "--stdout", "--pass-file", "pw", "s.kry"]);
+    assert_eq!(x.stdout.len(), data.len(), "bytes of the stream were lost");
+    assert!(x.stdout == data);
+}
