@@ -438,3 +438,37 @@ fn an_interrupted_extraction_leaves_no_temporary_file() {
     assert!(!fx.p("out/big/data").exists());
     assert_eq!(temp_files(&fx.p("out")), Vec::<PathBuf>::new());
 }
+
+#[test]
+fn an_encrypted_archive_shows_no_name_or_content_and_never_repeats() {
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    let marker = b"PLAINTEXT-MARKER-".repeat(100);
+    fx.file("secret-name-7q/inner-name-9z", &marker);
+    for name in ["s1.kry", "s2.kry"] {
+        // Stored (-s), so an unencrypted archive would hold the bytes as they are.
+        fx.ok(&["c", "-s", "--keyfile", "k", name, "secret-name-7q"]);
+    }
+    let (a, b) = (
+        std::fs::read(fx.p("s1.kry")).unwrap(),
+        std::fs::read(fx.p("s2.kry")).unwrap(),
+    );
+    for needle in [
+        &b"secret-name-7q"[..],
+        b"inner-name-9z",
+        b"PLAINTEXT-MARKER",
+    ] {
+        assert!(!a.windows(needle.len()).any(|w| w == needle));
+    }
+    // Same input, same key: a fresh archive id and file key, so no 16-byte run repeats
+    // after the fixed header fields, except the footer's plaintext fields (offsets, counts,
+    // magic: at most two aligned chunks).
+    assert_eq!(a.len(), b.len());
+    assert_ne!(a[16..32], b[16..32], "archive ids");
+    let same = a[48..]
+        .chunks(16)
+        .zip(b[48..].chunks(16))
+        .filter(|(x, y)| x == y)
+        .count();
+    assert!(same <= 2, "{same} identical 16-byte chunks");
+}
