@@ -874,6 +874,10 @@ fn parse_records(
         if wanted {
             visitor.entry(&meta)?;
         }
+        let in_entry = |e: Error| Error::InEntry {
+            entry: crate::fs::escape_path(&meta.path),
+            source: Box::new(e),
+        };
         let r = (|| -> Result<(u64, [u8; 32])> {
             let mut hasher = blake3::Hasher::new();
             let mut hashed_to = 0u64;
@@ -890,7 +894,8 @@ fn parse_records(
                         let mut done = 0u64;
                         while done < len as u64 {
                             chunk.clear();
-                            feed.take_into(&mut chunk, (len as u64 - done) as usize)?;
+                            feed.take_into(&mut chunk, (len as u64 - done) as usize)
+                                .map_err(in_entry)?;
                             hasher.update(&chunk);
                             if wanted {
                                 visitor.data(offset + done, &chunk)?;
@@ -900,10 +905,12 @@ fn parse_records(
                         hashed_to = offset + len as u64;
                     }
                     RecordHead::End { size, digest } => {
-                        extents.end(size).map_err(|e| feed.corrupt_with(e))?;
+                        extents
+                            .end(size)
+                            .map_err(|e| in_entry(feed.corrupt_with(e)))?;
                         hash_zeros(&mut hasher, size - hashed_to);
                         if hasher.finalize().as_bytes() != &digest {
-                            return Err(feed.digest_error(&meta.path));
+                            return Err(in_entry(feed.digest_error(&meta.path)));
                         }
                         return Ok((size, digest));
                     }
