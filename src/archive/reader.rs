@@ -510,7 +510,7 @@ impl Archive {
         let id = self.header.archive_id;
         OrderedPool::new(
             self.jobs,
-            self.jobs * 2 + 2,
+            super::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
             || BlockDecoder::new().expect("zstd decoder context"),
             move |dec: &mut BlockDecoder, job: FrameJob| open_frame(dec, &protection, &id, job),
         )

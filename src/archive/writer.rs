@@ -247,7 +247,7 @@ impl<W: Write> ArchiveWriter<W> {
         let worker_protection = Arc::clone(&protection);
         let pool = OrderedPool::new(
             opts.jobs,
-            opts.jobs * 2 + 1,
+            super::pipeline::max_in_flight(opts.jobs, opts.block_size),
             move || WorkerState {
                 encoder: BlockEncoder::new(level).expect("level was validated by Level::new"),
                 payload: Vec::new(),
