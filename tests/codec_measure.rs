@@ -35,10 +35,11 @@ fn children_cpu() -> f64 {
     };
     // Fields after the ")" of the command name: state is field 3; cutime/cstime are 16/17.
     let rest = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<u64> = rest
+    // Every field must keep its index: some are negative (tpgid -1), so parse as i64.
+    let f: Vec<i64> = rest
         .split_whitespace()
         .skip(1)
-        .filter_map(|x| x.parse().ok())
+        .map(|x| x.parse().unwrap_or(0))
         .collect();
     f.get(12..14).map_or(0.0, |c| (c[0] + c[1]) as f64 / 100.0)
 }
@@ -228,13 +229,19 @@ fn measure_level9_block_sizes() {
         path.display(),
         data.len()
     ));
-    row(
-        "zstd CLI -19 --long=27 (whole)",
-        data.len(),
-        &cli(&path, &["-19", "--long=27"]),
-    );
     let nine = Level::new(9).expect("level");
-    for mib in [4, 16, 32, 64] {
+    let sizes: Vec<usize> = std::env::var("KRYPTA_MEASURE_MIB")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![4, 16, 32, 64, 128]);
+    if std::env::var_os("KRYPTA_MEASURE_NO_CLI").is_none() {
+        row(
+            "zstd CLI -19 --long=27 (whole)",
+            data.len(),
+            &cli(&path, &["-19", "--long=27"]),
+        );
+    }
+    for mib in sizes {
         row(
             &format!("krypta -l 9, {mib} MiB blocks"),
             data.len(),

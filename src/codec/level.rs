@@ -8,7 +8,7 @@ use super::{CodecError, DEFAULT_BLOCK_SIZE};
 pub struct Level(u8);
 
 /// zstd level for krypta levels 1..=9 (index = level - 1).
-const ZSTD_LEVELS: [i32; 9] = [1, 2, 3, 5, 7, 9, 12, 15, 19];
+const ZSTD_LEVELS: [i32; 9] = [1, 2, 3, 5, 7, 9, 12, 17, 19];
 
 /// Window log (base-2 log of the match window, bytes) for levels 1..=8: one default block.
 const WINDOW_LOG: u32 = 22;
