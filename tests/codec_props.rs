@@ -27,7 +27,7 @@ fn dense_from_seed(seed: u64, len: usize) -> Vec<u8> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 4 == 0 {
+            if x.is_multiple_of(4) {
                 (x >> 32) as u8
             } else {
                 OPCODES[(x >> 40) as usize % OPCODES.len()]
