@@ -16,3 +16,396 @@ pub mod fs;
 pub mod kat;
 
 pub use error::{Error, Result};
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use archive::reader::{Archive, OpenOptions, ScanSummary};
+use archive::visit::{ExtractVisitor, Selection, StdoutVisitor, VerifyVisitor};
+use archive::writer::{ArchiveWriter, ReaderSource, WriteOptions, WriteSummary};
+use format::index::IndexEntry;
+use format::{EntryKind, EntryMeta, Timestamp};
+
+/// Where a library call reports what is not an error: warnings (a file changed while being
+/// read, a leading `/` dropped) and progress. The CLI prints them; tests collect them.
+pub trait Reporter {
+    /// A warning that names the file and the problem.
+    fn warn(&mut self, message: &str);
+    /// Work started: `total` bytes expected (None when unknown).
+    fn start(&mut self, _total: Option<u64>) {}
+    /// Bytes done so far.
+    fn progress(&mut self, _done: u64) {}
+    /// Work finished.
+    fn finish(&mut self) {}
+}
+
+/// A reporter that keeps warnings in memory and shows nothing.
+#[derive(Debug, Default)]
+pub struct Collect {
+    /// The warnings, in order.
+    pub warnings: Vec<String>,
+}
+
+impl Reporter for Collect {
+    fn warn(&mut self, message: &str) {
+        self.warnings.push(message.to_string());
+    }
+}
+
+/// What `compress` needs beyond the archive options.
+pub struct CompressRequest {
+    /// Archive path, or `-` for stdout.
+    pub output: PathBuf,
+    /// Inputs; `-` reads one stream from stdin (stored as the file `stdin`).
+    pub inputs: Vec<PathBuf>,
+    /// Overwrite an existing output.
+    pub force: bool,
+    /// Follow symlinks (`-L`).
+    pub dereference: bool,
+    /// Archive options.
+    pub options: WriteOptions,
+}
+
+/// Writes an archive of the inputs. The archive is written under a temporary name in the
+/// output's directory and renamed into place only when complete, so a failure never leaves
+/// a partial archive under the final name; an existing output is kept unless `force`.
+///
+/// Errors: Exists, Io (naming the file), Usage; `Incomplete` after a complete, valid archive
+/// was written when inputs changed or vanished while being read.
+pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
+    let to_stdout = req.output == Path::new("-");
+    let mut tmp = None;
+    let out: Box<dyn Write + Send> = if to_stdout {
+        Box::new(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::io::stdout(),
+        ))
+    } else {
+        if !req.force && std::fs::symlink_metadata(&req.output).is_ok() {
+            return Err(Error::Exists {
+                path: req.output.clone(),
+            });
+        }
+        let dir = match req.output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        // 0o666 minus the umask, as `tar` and `zstd` create their outputs (tempfile's own
+        // default would be 0o600).
+        let t = tempfile::Builder::new()
+            .prefix(".krypta-tmp-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .tempfile_in(&dir)
+            .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
+        let f = t
+            .as_file()
+            .try_clone()
+            .map_err(|e| Error::io(t.path(), "open", e))?;
+        tmp = Some(t);
+        Box::new(std::io::BufWriter::with_capacity(1 << 20, f))
+    };
+    let out_name = if to_stdout {
+        PathBuf::from("<stdout>")
+    } else {
+        req.output.clone()
+    };
+    // The files being written (the temporary archive, the output it replaces, or the file
+    // stdout points to) are never archived, even when they lie inside an input directory.
+    let mut own_files: Vec<(u64, u64)> = Vec::new();
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Some(t) = &tmp
+            && let Ok(m) = t.as_file().metadata()
+        {
+            own_files.push((m.dev(), m.ino()));
+        }
+        if let Ok(m) = std::fs::metadata(&req.output) {
+            own_files.push((m.dev(), m.ino()));
+        }
+        if to_stdout && let Ok(st) = rustix::fs::fstat(std::io::stdout()) {
+            own_files.push((st.st_dev, st.st_ino));
+        }
+    }
+    let tmp_cleanup = tmp
+        .as_ref()
+        .map(|t| fs::cleanup::register(t.path().to_path_buf()))
+        .unwrap_or(0);
+    let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
+    let mut changed = 0usize;
+    rep.start(None);
+    // One walk over all filesystem inputs, so hard links are found across them and each
+    // path-rewriting note is shown once; a `-` input adds the stdin stream after them.
+    let fs_inputs: Vec<PathBuf> = req
+        .inputs
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .cloned()
+        .collect();
+    let opts = fs::walk::WalkOptions {
+        dereference: req.dereference,
+    };
+    let mut on_event = |ev: fs::walk::WalkEvent| -> Result<()> {
+        match ev {
+            fs::walk::WalkEvent::Warning(m) => {
+                rep.warn(&m);
+                Ok(())
+            }
+            fs::walk::WalkEvent::Entry(e) => {
+                if e.meta.kind != EntryKind::File {
+                    return w.add_entry(&e.meta);
+                }
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    if let Ok(m) = std::fs::metadata(&e.source)
+                        && own_files.contains(&(m.dev(), m.ino()))
+                    {
+                        rep.warn(&format!(
+                            "{}: skipped: it is the archive being written",
+                            e.source.display()
+                        ));
+                        return Ok(());
+                    }
+                }
+                let mut src = match fs::source::FileSource::open(&e.source, e.size) {
+                    Ok(s) => s,
+                    Err(err) => {
+                        // Vanished or became unreadable since the walk: skip it, say so.
+                        rep.warn(&format!("skipped: {err}"));
+                        changed += 1;
+                        return Ok(());
+                    }
+                };
+                w.add_file(&e.meta, &mut src)?;
+                if let Some(m) = src.change_warning() {
+                    rep.warn(&format!("{}: {m}", e.source.display()));
+                    changed += 1;
+                }
+                rep.progress(w.content_bytes());
+                Ok(())
+            }
+        }
+    };
+    if !fs_inputs.is_empty() {
+        fs::walk::walk(&fs_inputs, &opts, &mut on_event)?;
+    }
+    if req.inputs.iter().any(|p| p.as_os_str() == "-") {
+        let meta = EntryMeta {
+            path: b"stdin".to_vec(),
+            kind: EntryKind::File,
+            mode: 0o644,
+            mtime: now_or_epoch(),
+            uid: rustix::process::getuid().as_raw(),
+            gid: rustix::process::getgid().as_raw(),
+            link: Vec::new(),
+        };
+        let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
+        w.add_file(&meta, &mut src)?;
+    }
+    let (summary, mut out) = w.finish()?;
+    out.flush().map_err(|e| Error::io(&out_name, "write", e))?;
+    drop(out);
+    if let Some(t) = tmp {
+        fs::cleanup::unregister(tmp_cleanup);
+        t.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(&req.output, "sync", e))?;
+        if req.force {
+            t.persist(&req.output)
+                .map_err(|e| Error::io(&req.output, "rename into place", e.error))?;
+        } else {
+            t.persist_noclobber(&req.output).map_err(|e| {
+                if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                    Error::Exists {
+                        path: req.output.clone(),
+                    }
+                } else {
+                    Error::io(&req.output, "rename into place", e.error)
+                }
+            })?;
+        }
+    }
+    rep.finish();
+    if changed > 0 {
+        return Err(Error::Incomplete { count: changed });
+    }
+    Ok(summary)
+}
+
+/// The creation time to record: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
+pub fn now_or_epoch() -> Timestamp {
+    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+    {
+        return Timestamp { secs, nanos: 0 };
+    }
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp {
+        secs: d.as_secs() as i64,
+        nanos: d.subsec_nanos(),
+    }
+}
+
+/// A deterministic archive id for reproducible unencrypted archives (`SOURCE_DATE_EPOCH`).
+pub fn reproducible_archive_id(epoch: i64) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    crypto::primitives::blake3_derive_key(
+        "krypta 2026 reproducible archive id",
+        &epoch.to_le_bytes(),
+        &mut id,
+    );
+    id
+}
+
+/// What `extract` needs.
+pub struct ExtractRequest {
+    /// Output directory.
+    pub output: PathBuf,
+    /// Entries to extract (raw bytes); empty = all.
+    pub paths: Vec<Vec<u8>>,
+    /// Write file contents to stdout instead of creating files.
+    pub stdout: bool,
+    /// Filesystem options (force, strip components, mtimes, permissions, owners).
+    pub fs: fs::extract::ExtractOptions,
+}
+
+/// Extracts an archive (`-` = stdin). Every byte written was verified first; each file is
+/// written under a temporary name and renamed only once its digest matched.
+///
+/// Errors: as [`Archive::open`], plus Corrupt/AuthFailed/Integrity from the data, Io and
+/// UnsafePath from the filesystem, Usage when a requested path is not in the archive.
+pub fn extract(
+    archive: &Path,
+    open: OpenOptions,
+    req: ExtractRequest,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    let mut ar = Archive::open(archive, open)?;
+    let mut select = Selection::new(req.paths);
+    let index = if ar.seekable() {
+        Some(ar.read_index()?.1)
+    } else {
+        None
+    };
+    if let Some(ix) = &index {
+        rep.start(Some(ix.entries.iter().map(|e| e.size).sum()));
+    } else {
+        rep.start(None);
+    }
+    let mut progress = |b: u64| rep.progress(b);
+    let summary = if req.stdout {
+        let stdout = std::io::stdout();
+        let mut v = StdoutVisitor::new(
+            std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
+            &mut select,
+        );
+        let s = run_scan(&mut ar, index.as_ref(), &mut v)?;
+        v.out
+            .flush()
+            .map_err(|e| Error::io("<stdout>", "write", e))?;
+        s
+    } else {
+        let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
+        let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
+        let s = run_scan(&mut ar, index.as_ref(), &mut v);
+        let warnings = std::mem::take(&mut v.warnings);
+        let ExtractVisitor { ex, .. } = v;
+        for w in &warnings {
+            rep.warn(w);
+        }
+        let s = s?;
+        ex.finish()?;
+        s
+    };
+    rep.finish();
+    let missing = select.unmatched();
+    if !missing.is_empty() {
+        return Err(Error::Usage(format!(
+            "not found in {}: {}",
+            archive.display(),
+            missing.join(", ")
+        )));
+    }
+    Ok(summary)
+}
+
+/// Full scan, or (with an index and a selection) only the frames holding the selected
+/// entries.
+fn run_scan(
+    ar: &mut Archive,
+    index: Option<&format::index::Index>,
+    v: &mut dyn archive::Visitor,
+) -> Result<ScanSummary> {
+    match index {
+        Some(ix) => {
+            // Ask the visitor which entries it wants, then read only their frames.
+            let wanted: Vec<usize> = ix
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| v.wants(&e.meta))
+                .map(|(i, _)| i)
+                .collect();
+            if wanted.len() == ix.entries.len() {
+                ar.rewind_to_data()?;
+                ar.scan(v)
+            } else {
+                ar.scan_selected(ix, &wanted, &mut WantAll(v))
+            }
+        }
+        None => ar.scan(v),
+    }
+}
+
+/// Passes everything through, answering `wants` with true (the selection was applied when
+/// choosing frames).
+struct WantAll<'a>(&'a mut dyn archive::Visitor);
+
+impl archive::Visitor for WantAll<'_> {
+    fn wants(&mut self, _meta: &EntryMeta) -> bool {
+        true
+    }
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
+        self.0.entry(meta)
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.0.data(offset, bytes)
+    }
+    fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()> {
+        self.0.end(meta, size)
+    }
+    fn abort(&mut self) {
+        self.0.abort()
+    }
+}
+
+/// Reads and verifies everything, writing nothing (`krypta test`).
+pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
+    let mut ar = Archive::open(archive, open)?;
+    if ar.seekable() {
+        let (_, ix) = ar.read_index()?;
+        rep.start(Some(ix.entries.iter().map(|e| e.size).sum()));
+        ar.rewind_to_data()?;
+    } else {
+        rep.start(None);
+    }
+    let mut progress = |b: u64| rep.progress(b);
+    let mut v = VerifyVisitor::new(&mut progress);
+    let s = ar.scan(&mut v)?;
+    rep.finish();
+    Ok(s)
+}
+
+/// The index entries (`krypta list`): from the index of a file, or by reading a stream to its
+/// index (data frames are skipped, not decoded).
+pub fn list(archive: &Path, open: OpenOptions) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
+    let mut ar = Archive::open(archive, open)?;
+    let ix = if ar.seekable() {
+        ar.read_index()?.1
+    } else {
+        ar.read_index_streaming()?
+    };
+    Ok((ix.entries, ix.frame_body_lens))
+}

@@ -29,7 +29,10 @@ impl EntryKind {
             3 => EntryKind::Symlink,
             4 => EntryKind::Hardlink,
             other => {
-                return Err(FormatError::invalid("entry", format!("unknown entry type {other}")));
+                return Err(FormatError::invalid(
+                    "entry",
+                    format!("unknown entry type {other}"),
+                ));
             }
         })
     }
@@ -117,12 +120,18 @@ impl EntryMeta {
         r.reserved_zero(3)?;
         let mode = r.u32()?;
         if mode & !0o7777 != 0 {
-            return Err(FormatError::invalid("entry", format!("mode {mode:#o} has bits beyond 0o7777")));
+            return Err(FormatError::invalid(
+                "entry",
+                format!("mode {mode:#o} has bits beyond 0o7777"),
+            ));
         }
         let secs = r.i64()?;
         let nanos = r.u32()?;
         if nanos >= 1_000_000_000 {
-            return Err(FormatError::invalid("entry", format!("mtime nanoseconds {nanos} >= 10^9")));
+            return Err(FormatError::invalid(
+                "entry",
+                format!("mtime nanoseconds {nanos} >= 10^9"),
+            ));
         }
         let uid = r.u32()?;
         let gid = r.u32()?;
@@ -131,15 +140,31 @@ impl EntryMeta {
         let link = r.bytes_u32()?.to_vec();
         match kind {
             EntryKind::File | EntryKind::Dir if !link.is_empty() => {
-                return Err(FormatError::invalid("entry", "a file or directory has a link target"));
+                return Err(FormatError::invalid(
+                    "entry",
+                    "a file or directory has a link target",
+                ));
             }
-            EntryKind::Symlink if link.is_empty() || link.len() > MAX_PATH_LEN || link.contains(&0) => {
-                return Err(FormatError::invalid("entry", "symlink target is empty, too long or has a NUL"));
+            EntryKind::Symlink
+                if link.is_empty() || link.len() > MAX_PATH_LEN || link.contains(&0) =>
+            {
+                return Err(FormatError::invalid(
+                    "entry",
+                    "symlink target is empty, too long or has a NUL",
+                ));
             }
             EntryKind::Hardlink => check_archive_path(&link)?,
             _ => {}
         }
-        Ok(EntryMeta { path, kind, mode, mtime: Timestamp { secs, nanos }, uid, gid, link })
+        Ok(EntryMeta {
+            path,
+            kind,
+            mode,
+            mtime: Timestamp { secs, nanos },
+            uid,
+            gid,
+            link,
+        })
     }
 }
 
@@ -152,7 +177,10 @@ mod tests {
             path: b"dir/f\xffile\n".to_vec(),
             kind: EntryKind::File,
             mode: 0o4755,
-            mtime: Timestamp { secs: -86_400, nanos: 123_456_789 },
+            mtime: Timestamp {
+                secs: -86_400,
+                nanos: 123_456_789,
+            },
             uid: 1000,
             gid: 100,
             link: Vec::new(),
@@ -183,8 +211,17 @@ mod tests {
         let mut buf = Vec::new();
         sample().write(&mut buf);
         // Overwrite the path length with u32::MAX.
-        buf[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+        buf[28..32].copy_from_slice(&u32::MAX.to_le_bytes());
         let err = EntryMeta::parse(&mut Reader::new(&buf, "entry")).unwrap_err();
-        assert!(matches!(err, FormatError::Truncated { needed: 4_294_967_295, .. }), "{err:?}");
+        assert!(
+            matches!(
+                err,
+                FormatError::Truncated {
+                    needed: 4_294_967_295,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 }

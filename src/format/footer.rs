@@ -37,13 +37,23 @@ impl Footer {
         let data_frames = r.u64()?;
         let index_frames = r.u64()?;
         if r.array::<8>()? != FOOTER_MAGIC {
-            return Err(FormatError::invalid("footer", "bad footer magic (truncated or not a krypta archive)"));
+            return Err(FormatError::invalid(
+                "footer",
+                "bad footer magic (truncated or not a krypta archive)",
+            ));
         }
         if index_frames == 0 {
             return Err(FormatError::invalid("footer", "no index frames"));
         }
         let tag = r.array()?;
-        Ok((Footer { index_offset, data_frames, index_frames }, tag))
+        Ok((
+            Footer {
+                index_offset,
+                data_frames,
+                index_frames,
+            },
+            tag,
+        ))
     }
 }
 
@@ -53,7 +63,11 @@ mod tests {
 
     #[test]
     fn footer_round_trips() {
-        let f = Footer { index_offset: 123_456, data_frames: 9, index_frames: 1 };
+        let f = Footer {
+            index_offset: 123_456,
+            data_frames: 9,
+            index_frames: 1,
+        };
         let mut b = [0u8; FOOTER_LEN];
         b[..32].copy_from_slice(&f.untagged());
         b[32..].copy_from_slice(&[7; 32]);

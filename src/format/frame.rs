@@ -58,11 +58,19 @@ impl FrameHeader {
         let kind = match r.u8()? {
             1 => FrameKind::Data,
             2 => FrameKind::Index,
-            k => return Err(FormatError::invalid("frame header", format!("unknown frame kind {k}"))),
+            k => {
+                return Err(FormatError::invalid(
+                    "frame header",
+                    format!("unknown frame kind {k}"),
+                ));
+            }
         };
         let flags = r.u8()?;
         if flags > 1 {
-            return Err(FormatError::invalid("frame header", format!("unknown flags {flags:#04x}")));
+            return Err(FormatError::invalid(
+                "frame header",
+                format!("unknown flags {flags:#04x}"),
+            ));
         }
         r.reserved_zero(2)?;
         let body_len = r.u32()?;
@@ -73,7 +81,12 @@ impl FrameHeader {
             ));
         }
         let seq = r.u64()?;
-        Ok(FrameHeader { kind, last: flags == 1, body_len, seq })
+        Ok(FrameHeader {
+            kind,
+            last: flags == 1,
+            body_len,
+            seq,
+        })
     }
 
     /// Total bytes the frame occupies in the archive.
@@ -112,11 +125,13 @@ impl BlockHeader {
     pub fn parse(body: &[u8]) -> Result<Self, FormatError> {
         let mut r = Reader::new(body, "block header");
         let codec = r.u8()?;
-        let codec = Codec::from_u8(codec)
-            .ok_or_else(|| FormatError::invalid("block header", format!("unknown codec {codec}")))?;
+        let codec = Codec::from_u8(codec).ok_or_else(|| {
+            FormatError::invalid("block header", format!("unknown codec {codec}"))
+        })?;
         let filter = r.u8()?;
-        let filter = Filter::from_u8(filter)
-            .ok_or_else(|| FormatError::invalid("block header", format!("unknown filter {filter}")))?;
+        let filter = Filter::from_u8(filter).ok_or_else(|| {
+            FormatError::invalid("block header", format!("unknown filter {filter}"))
+        })?;
         r.reserved_zero(2)?;
         let raw_len = r.u32()?;
         if raw_len == 0 || raw_len as usize > MAX_BLOCK_SIZE {
@@ -142,7 +157,12 @@ impl BlockHeader {
             }
             _ => {}
         }
-        Ok(BlockHeader { codec, filter, raw_len, filter_start })
+        Ok(BlockHeader {
+            codec,
+            filter,
+            raw_len,
+            filter_start,
+        })
     }
 }
 
@@ -152,7 +172,12 @@ mod tests {
 
     #[test]
     fn frame_header_round_trips_and_rejects_bad_fields() {
-        let h = FrameHeader { kind: FrameKind::Index, last: true, body_len: 1000, seq: 1 << 40 };
+        let h = FrameHeader {
+            kind: FrameKind::Index,
+            last: true,
+            body_len: 1000,
+            seq: 1 << 40,
+        };
         let b = h.to_bytes();
         assert_eq!(b[..8], [2, 1, 0, 0, 0xe8, 0x03, 0, 0]);
         assert_eq!(FrameHeader::parse(&b).unwrap(), h);
@@ -169,17 +194,35 @@ mod tests {
 
     #[test]
     fn block_header_checks_sizes_against_payload() {
-        let h = BlockHeader { codec: Codec::Store, filter: Filter::X86, raw_len: 5, filter_start: 7 };
+        let h = BlockHeader {
+            codec: Codec::Store,
+            filter: Filter::X86,
+            raw_len: 5,
+            filter_start: 7,
+        };
         let mut body = h.to_bytes().to_vec();
         body.extend_from_slice(b"hello");
         assert_eq!(BlockHeader::parse(&body).unwrap(), h);
         body.push(0);
         assert!(BlockHeader::parse(&body).is_err());
-        let z = BlockHeader { codec: Codec::Zstd, filter: Filter::None, raw_len: 3, filter_start: 0 };
+        let z = BlockHeader {
+            codec: Codec::Zstd,
+            filter: Filter::None,
+            raw_len: 3,
+            filter_start: 0,
+        };
         let mut zb = z.to_bytes().to_vec();
         zb.extend_from_slice(b"abc");
-        assert!(BlockHeader::parse(&zb).is_err(), "zstd payload as large as raw");
-        let big = BlockHeader { codec: Codec::Zstd, filter: Filter::None, raw_len: u32::MAX, filter_start: 0 };
+        assert!(
+            BlockHeader::parse(&zb).is_err(),
+            "zstd payload as large as raw"
+        );
+        let big = BlockHeader {
+            codec: Codec::Zstd,
+            filter: Filter::None,
+            raw_len: u32::MAX,
+            filter_start: 0,
+        };
         assert!(BlockHeader::parse(&big.to_bytes()).is_err());
     }
 }

@@ -12,6 +12,8 @@ pub const VERSION: u16 = 1;
 pub const PREFIX_LEN: usize = 16;
 /// Largest header accepted, bytes (64 pq-box stanzas are about 76 KiB).
 pub const MAX_HEADER_LEN: usize = 1 << 20;
+/// Smallest header, bytes: prefix, fixed fields (32), empty comment (4) and tag (32).
+pub const MIN_HEADER_LEN: usize = PREFIX_LEN + 32 + 4 + TAG_LEN;
 /// Largest comment, bytes.
 pub const MAX_COMMENT_LEN: usize = 4096;
 /// Header tag length, bytes.
@@ -71,16 +73,23 @@ impl Prefix {
         }
         let flags = u16::from_le_bytes([b[10], b[11]]);
         if flags & !FLAG_ENCRYPTED != 0 {
-            return Err(PrefixError::Format(FormatError::invalid("header", format!("unknown flags {flags:#06x}"))));
-        }
-        let header_len = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
-        if (header_len as usize) < PREFIX_LEN + 40 + TAG_LEN || header_len as usize > MAX_HEADER_LEN {
             return Err(PrefixError::Format(FormatError::invalid(
                 "header",
-                format!("header length {header_len} outside {}..={MAX_HEADER_LEN}", PREFIX_LEN + 40 + TAG_LEN),
+                format!("unknown flags {flags:#06x}"),
             )));
         }
-        Ok(Prefix { version, flags, header_len })
+        let header_len = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
+        if (header_len as usize) < MIN_HEADER_LEN || header_len as usize > MAX_HEADER_LEN {
+            return Err(PrefixError::Format(FormatError::invalid(
+                "header",
+                format!("header length {header_len} outside {MIN_HEADER_LEN}..={MAX_HEADER_LEN}"),
+            )));
+        }
+        Ok(Prefix {
+            version,
+            flags,
+            header_len,
+        })
     }
 }
 
@@ -151,7 +160,10 @@ impl Header {
         r.reserved_zero(1)?;
         let n = r.u16()? as usize;
         if n > MAX_STANZAS {
-            return Err(FormatError::invalid("header", format!("{n} stanzas (at most {MAX_STANZAS})")));
+            return Err(FormatError::invalid(
+                "header",
+                format!("{n} stanzas (at most {MAX_STANZAS})"),
+            ));
         }
         let mut stanzas = Vec::with_capacity(n);
         for _ in 0..n {
@@ -159,16 +171,29 @@ impl Header {
         }
         let comment = r.bytes_u32()?;
         if comment.len() > MAX_COMMENT_LEN {
-            return Err(FormatError::invalid("header", format!("comment of {} bytes", comment.len())));
+            return Err(FormatError::invalid(
+                "header",
+                format!("comment of {} bytes", comment.len()),
+            ));
         }
         let comment = String::from_utf8(comment.to_vec())
             .map_err(|_| FormatError::invalid("header", "comment is not UTF-8"))?;
         r.finish()?;
         let encrypted = flags & FLAG_ENCRYPTED != 0;
-        if encrypted != !stanzas.is_empty() {
-            return Err(FormatError::invalid("header", "encrypted flag disagrees with the stanza count"));
+        if encrypted == stanzas.is_empty() {
+            return Err(FormatError::invalid(
+                "header",
+                "encrypted flag disagrees with the stanza count",
+            ));
         }
-        Ok(Header { archive_id, created, block_size, level, stanzas, comment })
+        Ok(Header {
+            archive_id,
+            created,
+            block_size,
+            level,
+            stanzas,
+            comment,
+        })
     }
 }
 
@@ -189,14 +214,33 @@ mod tests {
 
     #[test]
     fn header_parse_of_write_is_identity() {
-        for stanzas in [vec![], vec![Stanza::KeyFile { wrapped: [1; 32], tag: [2; 32] }]] {
-            let h = sample(stanzas);
+        for (stanzas, comment) in [
+            (vec![], ""),
+            (vec![], "nightly"),
+            (
+                vec![Stanza::KeyFile {
+                    wrapped: [1; 32],
+                    tag: [2; 32],
+                }],
+                "",
+            ),
+        ] {
+            let mut h = sample(stanzas);
+            h.comment = comment.into();
             let mut bytes = h.write_untagged();
             bytes.extend_from_slice(&[9u8; 32]);
             let (parsed, tag) = Header::parse(&bytes).unwrap();
             assert_eq!(parsed, h);
             assert_eq!(tag, [9u8; 32]);
-            assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize, bytes.len());
+            assert_eq!(
+                u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize,
+                bytes.len()
+            );
+            if h.stanzas.is_empty() && h.comment.is_empty() {
+                // Regression: the smallest header (no stanza, no comment) is 84 bytes and valid.
+                assert_eq!(bytes.len(), MIN_HEADER_LEN);
+                assert_eq!(MIN_HEADER_LEN, 84);
+            }
         }
     }
 
@@ -212,9 +256,15 @@ mod tests {
         assert_eq!(Header::parse(&b).unwrap_err(), PrefixError::Version(2));
         let mut b = bytes.clone();
         b[10] = 1; // encrypted flag without stanzas
-        assert!(matches!(Header::parse(&b).unwrap_err(), PrefixError::Format(_)));
+        assert!(matches!(
+            Header::parse(&b).unwrap_err(),
+            PrefixError::Format(_)
+        ));
         let mut b = bytes;
         b[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(matches!(Header::parse(&b).unwrap_err(), PrefixError::Format(_)));
+        assert!(matches!(
+            Header::parse(&b).unwrap_err(),
+            PrefixError::Format(_)
+        ));
     }
 }

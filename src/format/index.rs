@@ -73,7 +73,13 @@ impl Index {
         // Each entry takes at least 88 bytes, so n is bounded by the bytes present.
         let min_entry = 28 + 4 + 1 + 4 + 8 + 32 + 8 + 4 + 8;
         if n > (r.remaining() / min_entry) as u64 {
-            return Err(FormatError::invalid("index", format!("entry count {n} exceeds what {} bytes can hold", bytes.len())));
+            return Err(FormatError::invalid(
+                "index",
+                format!(
+                    "entry count {n} exceeds what {} bytes can hold",
+                    bytes.len()
+                ),
+            ));
         }
         let mut entries = Vec::with_capacity(n as usize);
         let mut prev = (0u64, 0u32);
@@ -85,17 +91,36 @@ impl Index {
             let first_offset = r.u32()?;
             let last_seq = r.u64()?;
             if meta.kind != EntryKind::File && (size != 0 || digest != [0; 32]) {
-                return Err(FormatError::invalid("index", format!("entry {i} is not a file but has a size or digest")));
+                return Err(FormatError::invalid(
+                    "index",
+                    format!("entry {i} is not a file but has a size or digest"),
+                ));
             }
-            if (first_seq, first_offset) < prev || (i > 0 && (first_seq, first_offset) == prev) || last_seq < first_seq {
-                return Err(FormatError::invalid("index", format!("entry {i} location is out of order")));
+            if (first_seq, first_offset) < prev
+                || (i > 0 && (first_seq, first_offset) == prev)
+                || last_seq < first_seq
+            {
+                return Err(FormatError::invalid(
+                    "index",
+                    format!("entry {i} location is out of order"),
+                ));
             }
             prev = (first_seq, first_offset);
-            entries.push(IndexEntry { meta, size, digest, first_seq, first_offset, last_seq });
+            entries.push(IndexEntry {
+                meta,
+                size,
+                digest,
+                first_seq,
+                first_offset,
+                last_seq,
+            });
         }
         let frames = r.u64()?;
         if frames > (r.remaining() / 4) as u64 {
-            return Err(FormatError::invalid("index", format!("frame count {frames} exceeds the bytes present")));
+            return Err(FormatError::invalid(
+                "index",
+                format!("frame count {frames} exceeds the bytes present"),
+            ));
         }
         let mut frame_body_lens = Vec::with_capacity(frames as usize);
         for _ in 0..frames {
@@ -105,9 +130,15 @@ impl Index {
         if let Some(last) = entries.last()
             && last.last_seq >= frames
         {
-            return Err(FormatError::invalid("index", "an entry lies beyond the last data frame"));
+            return Err(FormatError::invalid(
+                "index",
+                "an entry lies beyond the last data frame",
+            ));
         }
-        Ok(Index { entries, frame_body_lens })
+        Ok(Index {
+            entries,
+            frame_body_lens,
+        })
     }
 }
 
@@ -122,13 +153,20 @@ mod tests {
                 path: path.to_vec(),
                 kind,
                 mode: 0o755,
-                mtime: Timestamp { secs: -1, nanos: 999_999_999 },
+                mtime: Timestamp {
+                    secs: -1,
+                    nanos: 999_999_999,
+                },
                 uid: 0,
                 gid: 0,
                 link: vec![],
             },
             size: if kind == EntryKind::File { 10 } else { 0 },
-            digest: if kind == EntryKind::File { [3; 32] } else { [0; 32] },
+            digest: if kind == EntryKind::File {
+                [3; 32]
+            } else {
+                [0; 32]
+            },
             first_seq: seq,
             first_offset: off,
             last_seq: seq,
@@ -138,11 +176,17 @@ mod tests {
     #[test]
     fn index_parse_of_write_is_identity() {
         let idx = Index {
-            entries: vec![entry(b"d", EntryKind::Dir, 0, 0), entry(b"d/f", EntryKind::File, 0, 40)],
+            entries: vec![
+                entry(b"d", EntryKind::Dir, 0, 0),
+                entry(b"d/f", EntryKind::File, 0, 40),
+            ],
             frame_body_lens: vec![100],
         };
         assert_eq!(Index::parse(&idx.write()).unwrap(), idx);
-        assert_eq!(Index::parse(&Index::default().write()).unwrap(), Index::default());
+        assert_eq!(
+            Index::parse(&Index::default().write()).unwrap(),
+            Index::default()
+        );
     }
 
     #[test]
@@ -150,7 +194,10 @@ mod tests {
         let mut b = (1u64 << 63).to_le_bytes().to_vec();
         b.extend_from_slice(&[0u8; 64]);
         let err = Index::parse(&b).unwrap_err();
-        assert!(err.to_string().contains("entry count 9223372036854775808"), "{err}");
+        assert!(
+            err.to_string().contains("entry count 9223372036854775808"),
+            "{err}"
+        );
         let mut b = 0u64.to_le_bytes().to_vec();
         b.extend_from_slice(&u64::MAX.to_le_bytes());
         assert!(Index::parse(&b).is_err());
@@ -159,11 +206,17 @@ mod tests {
     #[test]
     fn out_of_order_and_dangling_locations_are_rejected() {
         let idx = Index {
-            entries: vec![entry(b"b", EntryKind::File, 0, 40), entry(b"a", EntryKind::File, 0, 0)],
+            entries: vec![
+                entry(b"b", EntryKind::File, 0, 40),
+                entry(b"a", EntryKind::File, 0, 0),
+            ],
             frame_body_lens: vec![100],
         };
         assert!(Index::parse(&idx.write()).is_err());
-        let idx = Index { entries: vec![entry(b"a", EntryKind::File, 1, 0)], frame_body_lens: vec![100] };
+        let idx = Index {
+            entries: vec![entry(b"a", EntryKind::File, 1, 0)],
+            frame_body_lens: vec![100],
+        };
         assert!(Index::parse(&idx.write()).is_err());
     }
 }

@@ -41,7 +41,10 @@ pub enum FormatError {
 impl FormatError {
     /// Shorthand for [`FormatError::Invalid`].
     pub fn invalid(what: &'static str, problem: impl Into<String>) -> Self {
-        FormatError::Invalid { what, problem: problem.into() }
+        FormatError::Invalid {
+            what,
+            problem: problem.into(),
+        }
     }
 }
 
@@ -115,7 +118,10 @@ impl<'a> Reader<'a> {
     /// Requires a zero value (reserved fields must be zero: the encoding is canonical).
     pub fn reserved_zero(&mut self, n: usize) -> Result<(), FormatError> {
         if self.take(n)?.iter().any(|&b| b != 0) {
-            return Err(FormatError::invalid(self.what, "reserved bytes are not zero"));
+            return Err(FormatError::invalid(
+                self.what,
+                "reserved bytes are not zero",
+            ));
         }
         Ok(())
     }

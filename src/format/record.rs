@@ -21,6 +21,10 @@ pub const TAG_DATA: u8 = 2;
 pub const TAG_END: u8 = 3;
 /// Largest DATA segment, bytes.
 pub const MAX_SEGMENT: u32 = 16 << 20;
+/// Largest file size (logical, holes included), bytes: 16 TiB, ext4's limit. Verifying a
+/// file's digest hashes its holes as zeros, so this also bounds the work a crafted archive
+/// can ask of a reader per file.
+pub const MAX_FILE_SIZE: u64 = 1 << 44;
 /// Length of an END record, bytes.
 pub const END_LEN: usize = 1 + 8 + 32;
 /// Length of a DATA segment's head (before the content), bytes.
@@ -90,23 +94,38 @@ pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S
         if src.fill(buf)? {
             Ok(())
         } else {
-            Err(FormatError::Truncated { what: "record", needed: buf.len() as u64, got: 0 }.into())
+            Err(FormatError::Truncated {
+                what: "record",
+                needed: buf.len() as u64,
+                got: 0,
+            }
+            .into())
         }
     };
     match tag[0] {
         TAG_ENTRY => {
             let mut buf = vec![0u8; ENTRY_FIXED + 4];
             need(src, &mut buf)?;
-            let path_len = u32::from_le_bytes(buf[ENTRY_FIXED..].try_into().expect("4 bytes")) as usize;
+            let path_len =
+                u32::from_le_bytes(buf[ENTRY_FIXED..].try_into().expect("4 bytes")) as usize;
             if path_len == 0 || path_len > MAX_PATH_LEN {
-                return Err(FormatError::invalid("entry record", format!("path length {path_len}")).into());
+                return Err(FormatError::invalid(
+                    "entry record",
+                    format!("path length {path_len}"),
+                )
+                .into());
             }
             let start = buf.len();
             buf.resize(start + path_len + 4, 0);
             need(src, &mut buf[start..])?;
-            let link_len = u32::from_le_bytes(buf[buf.len() - 4..].try_into().expect("4 bytes")) as usize;
+            let link_len =
+                u32::from_le_bytes(buf[buf.len() - 4..].try_into().expect("4 bytes")) as usize;
             if link_len > MAX_PATH_LEN {
-                return Err(FormatError::invalid("entry record", format!("link length {link_len}")).into());
+                return Err(FormatError::invalid(
+                    "entry record",
+                    format!("link length {link_len}"),
+                )
+                .into());
             }
             let start = buf.len();
             buf.resize(start + link_len, 0);
@@ -122,7 +141,11 @@ pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S
             let offset = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
             let len = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
             if len == 0 || len > MAX_SEGMENT {
-                return Err(FormatError::invalid("data record", format!("segment length {len} outside 1..={MAX_SEGMENT}")).into());
+                return Err(FormatError::invalid(
+                    "data record",
+                    format!("segment length {len} outside 1..={MAX_SEGMENT}"),
+                )
+                .into());
             }
             Ok(Some(RecordHead::Data { offset, len }))
         }
@@ -134,7 +157,11 @@ pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S
             digest.copy_from_slice(&b[8..]);
             Ok(Some(RecordHead::End { size, digest }))
         }
-        other => Err(FormatError::invalid("record stream", format!("unknown record tag {other:#04x}")).into()),
+        other => Err(FormatError::invalid(
+            "record stream",
+            format!("unknown record tag {other:#04x}"),
+        )
+        .into()),
     }
 }
 
@@ -151,18 +178,36 @@ impl ExtentCheck {
         if offset < self.end {
             return Err(FormatError::invalid(
                 "data record",
-                format!("segment at {offset} overlaps or precedes the previous one ending at {}", self.end),
+                format!(
+                    "segment at {offset} overlaps or precedes the previous one ending at {}",
+                    self.end
+                ),
             ));
         }
         self.end = offset
             .checked_add(len as u64)
             .ok_or_else(|| FormatError::invalid("data record", "segment end overflows"))?;
+        if self.end > MAX_FILE_SIZE {
+            return Err(FormatError::invalid(
+                "data record",
+                format!("segment ends beyond the {MAX_FILE_SIZE}-byte file size limit"),
+            ));
+        }
         Ok(())
     }
     /// Checks the END record's size.
     pub fn end(&self, size: u64) -> Result<(), FormatError> {
+        if size > MAX_FILE_SIZE {
+            return Err(FormatError::invalid(
+                "end record",
+                format!("size {size} exceeds the {MAX_FILE_SIZE}-byte limit"),
+            ));
+        }
         if size < self.end {
-            return Err(FormatError::invalid("end record", format!("size {size} is below the data end {}", self.end)));
+            return Err(FormatError::invalid(
+                "end record",
+                format!("size {size} is below the data end {}", self.end),
+            ));
         }
         Ok(())
     }
@@ -186,7 +231,11 @@ mod tests {
                 return Ok(false);
             }
             if self.0.len() < buf.len() {
-                return Err(FormatError::Truncated { what: "test", needed: buf.len() as u64, got: self.0.len() as u64 });
+                return Err(FormatError::Truncated {
+                    what: "test",
+                    needed: buf.len() as u64,
+                    got: self.0.len() as u64,
+                });
             }
             buf.copy_from_slice(&self.0[..buf.len()]);
             self.0 = &self.0[buf.len()..];
@@ -211,12 +260,27 @@ mod tests {
         s.extend_from_slice(b"xyz");
         write_end(&mut s, 8192, &[5; 32]);
         let mut src = Slice(&s);
-        assert_eq!(read_record(&mut src).unwrap(), Some(RecordHead::Entry(meta)));
-        assert_eq!(read_record(&mut src).unwrap(), Some(RecordHead::Data { offset: 4096, len: 3 }));
+        assert_eq!(
+            read_record(&mut src).unwrap(),
+            Some(RecordHead::Entry(meta))
+        );
+        assert_eq!(
+            read_record(&mut src).unwrap(),
+            Some(RecordHead::Data {
+                offset: 4096,
+                len: 3
+            })
+        );
         let mut c = [0u8; 3];
         assert!(src.fill(&mut c).unwrap());
         assert_eq!(&c, b"xyz");
-        assert_eq!(read_record(&mut src).unwrap(), Some(RecordHead::End { size: 8192, digest: [5; 32] }));
+        assert_eq!(
+            read_record(&mut src).unwrap(),
+            Some(RecordHead::End {
+                size: 8192,
+                digest: [5; 32]
+            })
+        );
         assert_eq!(read_record(&mut src).unwrap(), None);
     }
 
@@ -229,6 +293,8 @@ mod tests {
         assert!(c.end(10).is_err());
         c.end(11).unwrap();
         assert!(ExtentCheck::default().segment(u64::MAX, 2).is_err());
+        assert!(ExtentCheck::default().end(MAX_FILE_SIZE + 1).is_err());
+        assert!(ExtentCheck::default().segment(MAX_FILE_SIZE, 1).is_err());
     }
 
     #[test]

@@ -104,7 +104,14 @@ impl Stanza {
     pub fn body(&self) -> Vec<u8> {
         let mut b = Vec::new();
         match self {
-            Stanza::Argon2id { m_kib, t, p, salt, wrapped, tag } => {
+            Stanza::Argon2id {
+                m_kib,
+                t,
+                p,
+                salt,
+                wrapped,
+                tag,
+            } => {
                 b.extend_from_slice(&m_kib.to_le_bytes());
                 b.extend_from_slice(&t.to_le_bytes());
                 b.extend_from_slice(&p.to_le_bytes());
@@ -112,7 +119,12 @@ impl Stanza {
                 b.extend_from_slice(wrapped);
                 b.extend_from_slice(tag);
             }
-            Stanza::Pbkdf2 { iterations, salt, wrapped, tag } => {
+            Stanza::Pbkdf2 {
+                iterations,
+                salt,
+                wrapped,
+                tag,
+            } => {
                 b.extend_from_slice(&iterations.to_le_bytes());
                 b.extend_from_slice(salt);
                 b.extend_from_slice(wrapped);
@@ -122,7 +134,12 @@ impl Stanza {
                 b.extend_from_slice(wrapped);
                 b.extend_from_slice(tag);
             }
-            Stanza::PqBox { mlkem_ct, ephemeral, wrapped, tag } => {
+            Stanza::PqBox {
+                mlkem_ct,
+                ephemeral,
+                wrapped,
+                tag,
+            } => {
                 b.extend_from_slice(&mlkem_ct[..]);
                 b.extend_from_slice(ephemeral);
                 b.extend_from_slice(wrapped);
@@ -172,7 +189,10 @@ impl Stanza {
                 wrapped: b.array()?,
                 tag: b.array()?,
             },
-            kind::KEYFILE => Stanza::KeyFile { wrapped: b.array()?, tag: b.array()? },
+            kind::KEYFILE => Stanza::KeyFile {
+                wrapped: b.array()?,
+                tag: b.array()?,
+            },
             kind::PQ_BOX => Stanza::PqBox {
                 mlkem_ct: Box::new(b.array()?),
                 ephemeral: b.array()?,
@@ -180,7 +200,10 @@ impl Stanza {
                 tag: b.array()?,
             },
             other => {
-                return Err(FormatError::invalid("stanza", format!("unknown stanza kind {other}")));
+                return Err(FormatError::invalid(
+                    "stanza",
+                    format!("unknown stanza kind {other}"),
+                ));
             }
         };
         b.finish()?;
@@ -195,11 +218,40 @@ mod tests {
     #[test]
     fn every_stanza_kind_round_trips_with_documented_sizes() {
         let cases = [
-            (Stanza::Argon2id { m_kib: 262_144, t: 3, p: 1, salt: [1; 16], wrapped: [2; 32], tag: [3; 32] }, 92),
-            (Stanza::Pbkdf2 { iterations: 600_000, salt: [1; 16], wrapped: [2; 32], tag: [3; 32] }, 84),
-            (Stanza::KeyFile { wrapped: [2; 32], tag: [3; 32] }, 64),
             (
-                Stanza::PqBox { mlkem_ct: Box::new([7; 1088]), ephemeral: [9; 32], wrapped: [2; 32], tag: [3; 32] },
+                Stanza::Argon2id {
+                    m_kib: 262_144,
+                    t: 3,
+                    p: 1,
+                    salt: [1; 16],
+                    wrapped: [2; 32],
+                    tag: [3; 32],
+                },
+                92,
+            ),
+            (
+                Stanza::Pbkdf2 {
+                    iterations: 600_000,
+                    salt: [1; 16],
+                    wrapped: [2; 32],
+                    tag: [3; 32],
+                },
+                84,
+            ),
+            (
+                Stanza::KeyFile {
+                    wrapped: [2; 32],
+                    tag: [3; 32],
+                },
+                64,
+            ),
+            (
+                Stanza::PqBox {
+                    mlkem_ct: Box::new([7; 1088]),
+                    ephemeral: [9; 32],
+                    wrapped: [2; 32],
+                    tag: [3; 32],
+                },
                 1184,
             ),
         ];
@@ -217,7 +269,11 @@ mod tests {
     #[test]
     fn wrong_body_length_is_rejected() {
         let mut buf = Vec::new();
-        Stanza::KeyFile { wrapped: [2; 32], tag: [3; 32] }.write(&mut buf);
+        Stanza::KeyFile {
+            wrapped: [2; 32],
+            tag: [3; 32],
+        }
+        .write(&mut buf);
         buf.push(0);
         buf[4] = 65;
         assert!(Stanza::parse(&mut Reader::new(&buf, "stanza")).is_err());

@@ -1,0 +1,42 @@
+# krypta — the targets CI and developers run. `make ci` = fmt check, clippy, tests, kat.
+CARGO ?= cargo
+FUZZ_SECONDS ?= 60
+
+.PHONY: build test install lint fmt ci fuzz kat test-vectors verify-vectors bench fixtures clean
+
+build:
+	$(CARGO) build --release
+
+test:
+	$(CARGO) test
+
+install:
+	$(CARGO) install --path . --locked
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+ci: lint test test-vectors
+
+# Short fuzz runs of every parser target (needs nightly and cargo-fuzz:
+# `cargo install cargo-fuzz`). FUZZ_SECONDS per target.
+fuzz:
+	cd fuzz && for t in $$($(CARGO) +nightly fuzz list); do \
+		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; \
+	done
+
+# Known-answer vectors through krypta's own code paths (embedded copies), then the files.
+kat test-vectors:
+	$(CARGO) run --release --quiet -- kat
+	$(CARGO) run --release --quiet -- kat --dir test-vectors
+
+# Independent check of our vector files against PyPI's cryptography-vectors (network).
+verify-vectors:
+	python3 scripts/verify_vectors.py
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,211 @@
+//! A bounded, order-preserving parallel map: jobs are submitted in sequence, run on a fixed
+//! pool of worker threads (each with its own reusable state, e.g. a zstd context), and their
+//! results come back strictly in submission order.
+//!
+//! Memory bound: at most `max_in_flight` jobs exist at once (queued, running, or finished but
+//! waiting for an earlier one), so with blocks of B bytes the pipeline holds about
+//! `max_in_flight × (input + output)` ≈ `2 × max_in_flight × B` bytes, whatever the input size.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// The pool. `J` is a job, `R` its result.
+pub struct OrderedPool<J: Send + 'static, R: Send + 'static> {
+    job_tx: Option<SyncSender<(u64, J)>>,
+    res_rx: Receiver<(u64, Result<R, String>)>,
+    workers: Vec<JoinHandle<()>>,
+    next_submit: u64,
+    next_emit: u64,
+    pending: BTreeMap<u64, R>,
+    max_in_flight: usize,
+}
+
+/// A worker panicked: a bug in krypta, reported instead of hanging.
+#[derive(Debug, thiserror::Error)]
+#[error("internal error: a worker thread panicked: {0}")]
+pub struct WorkerPanic(pub String);
+
+impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
+    /// Starts `jobs` workers (at least 1). `init` makes each worker's state; `work` maps a job
+    /// to a result. At most `max_in_flight` (at least `jobs`) jobs are outstanding at once.
+    pub fn new<S, I, F>(jobs: usize, max_in_flight: usize, init: I, work: F) -> Self
+    where
+        I: Fn() -> S + Send + Sync + 'static,
+        F: Fn(&mut S, J) -> R + Send + Sync + 'static,
+    {
+        let jobs = jobs.max(1);
+        let max_in_flight = max_in_flight.max(jobs);
+        let (job_tx, job_rx) = sync_channel::<(u64, J)>(max_in_flight);
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let (res_tx, res_rx) = channel();
+        let init = Arc::new(init);
+        let work = Arc::new(work);
+        let workers = (0..jobs)
+            .map(|i| {
+                let job_rx = Arc::clone(&job_rx);
+                let res_tx: Sender<(u64, Result<R, String>)> = res_tx.clone();
+                let init = Arc::clone(&init);
+                let work = Arc::clone(&work);
+                std::thread::Builder::new()
+                    .name(format!("krypta-worker-{i}"))
+                    .spawn(move || {
+                        let mut state = init();
+                        loop {
+                            let next = match job_rx.lock() {
+                                Ok(rx) => rx.recv(),
+                                Err(_) => return,
+                            };
+                            let Ok((seq, job)) = next else { return };
+                            let out = catch_unwind(AssertUnwindSafe(|| work(&mut state, job)))
+                                .map_err(|p| {
+                                    p.downcast_ref::<&str>()
+                                        .map(|s| s.to_string())
+                                        .or_else(|| p.downcast_ref::<String>().cloned())
+                                        .unwrap_or_else(|| "unknown panic".into())
+                                });
+                            let failed = out.is_err();
+                            if res_tx.send((seq, out)).is_err() || failed {
+                                return;
+                            }
+                        }
+                    })
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        OrderedPool {
+            job_tx: Some(job_tx),
+            res_rx,
+            workers,
+            next_submit: 0,
+            next_emit: 0,
+            pending: BTreeMap::new(),
+            max_in_flight,
+        }
+    }
+
+    /// Jobs submitted and not yet returned by [`OrderedPool::next`].
+    pub fn in_flight(&self) -> usize {
+        (self.next_submit - self.next_emit) as usize
+    }
+
+    /// True when another job may be submitted without exceeding the bound.
+    pub fn has_capacity(&self) -> bool {
+        self.in_flight() < self.max_in_flight
+    }
+
+    /// Submits a job. The caller must have checked [`OrderedPool::has_capacity`] (or taken a
+    /// result with [`OrderedPool::next`]) so that the bound holds.
+    pub fn submit(&mut self, job: J) -> Result<(), WorkerPanic> {
+        debug_assert!(self.has_capacity());
+        let seq = self.next_submit;
+        self.next_submit += 1;
+        match &self.job_tx {
+            Some(tx) => tx
+                .send((seq, job))
+                .map_err(|_| WorkerPanic("workers stopped".into())),
+            None => Err(WorkerPanic("pool finished".into())),
+        }
+    }
+
+    /// The next result in submission order, waiting for it; `None` when nothing is in flight.
+    pub fn next_result(&mut self) -> Result<Option<R>, WorkerPanic> {
+        if self.in_flight() == 0 {
+            return Ok(None);
+        }
+        loop {
+            if let Some(r) = self.pending.remove(&self.next_emit) {
+                self.next_emit += 1;
+                return Ok(Some(r));
+            }
+            match self.res_rx.recv() {
+                Ok((seq, Ok(r))) => {
+                    self.pending.insert(seq, r);
+                }
+                Ok((_, Err(msg))) => return Err(WorkerPanic(msg)),
+                Err(_) => return Err(WorkerPanic("all workers stopped".into())),
+            }
+        }
+    }
+
+    /// The next result if it is already finished, without waiting.
+    pub fn try_next(&mut self) -> Result<Option<R>, WorkerPanic> {
+        while let Ok(msg) = self.res_rx.try_recv() {
+            match msg {
+                (seq, Ok(r)) => {
+                    self.pending.insert(seq, r);
+                }
+                (_, Err(msg)) => return Err(WorkerPanic(msg)),
+            }
+        }
+        if let Some(r) = self.pending.remove(&self.next_emit) {
+            self.next_emit += 1;
+            return Ok(Some(r));
+        }
+        Ok(None)
+    }
+}
+
+impl<J: Send + 'static, R: Send + 'static> Drop for OrderedPool<J, R> {
+    fn drop(&mut self) {
+        // Closing the job channel stops the workers once the queue is drained; results still
+        // in the channel are dropped with it.
+        self.job_tx = None;
+        while self.res_rx.try_recv().is_ok() {}
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_come_back_in_order_with_bounded_in_flight() {
+        let mut pool = OrderedPool::new(
+            4,
+            6,
+            || 0u64,
+            |calls: &mut u64, x: u64| {
+                *calls += 1;
+                // Uneven work so results finish out of order.
+                std::thread::sleep(std::time::Duration::from_micros((x % 7) * 50));
+                x * 2
+            },
+        );
+        let mut got = Vec::new();
+        for i in 0..200u64 {
+            while !pool.has_capacity() {
+                got.push(pool.next_result().unwrap().unwrap());
+            }
+            assert!(pool.in_flight() < 6);
+            pool.submit(i).unwrap();
+        }
+        while let Some(r) = pool.next_result().unwrap() {
+            got.push(r);
+        }
+        assert_eq!(got, (0..200u64).map(|x| x * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_panicking_job_is_an_error_not_a_hang() {
+        let mut pool = OrderedPool::new(
+            2,
+            2,
+            || (),
+            |_: &mut (), x: u32| {
+                assert!(x != 1, "boom");
+                x
+            },
+        );
+        pool.submit(0).unwrap();
+        pool.submit(1).unwrap();
+        assert_eq!(pool.next_result().unwrap(), Some(0));
+        let err = pool.next_result().unwrap_err();
+        assert!(err.0.contains("boom"), "{err}");
+    }
+}

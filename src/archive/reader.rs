@@ -1,0 +1,1190 @@
+//! The archive reader: opens the header (and the file key), then reads frames in order,
+//! verifies and decodes them in parallel, parses the record stream and hands entries and
+//! verified content to a [`Visitor`] (the extractor, `test`, `--stdout`).
+//!
+//! Nothing reaches a visitor before its frame's tag verified (encrypt-then-MAC: the MAC is
+//! checked before decryption), and a file's END is reported only after its BLAKE3 digest
+//! matched. The index and footer are checked against what the stream held, so an archive
+//! that scans clean is exactly the archive that was written.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::pipeline::OrderedPool;
+use crate::codec::BlockDecoder;
+use crate::crypto::frame::Protection;
+use crate::crypto::keys::{ArchiveId, Subkeys};
+use crate::crypto::stanza::{Identity, unwrap};
+use crate::error::{AuthCheck, Error, Result};
+use crate::format::entry::EntryKind;
+use crate::format::footer::{FOOTER_LEN, Footer};
+use crate::format::frame::{
+    BLOCK_HEADER_LEN, BlockHeader, FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN,
+};
+use crate::format::header::{self, Header, PREFIX_LEN, Prefix, PrefixError};
+use crate::format::index::{Index, IndexEntry, MAX_INDEX_LEN};
+use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
+use crate::format::{EntryMeta, FormatError};
+
+/// Receives what a scan finds, in stream order. Every byte given was verified first.
+pub trait Visitor {
+    /// Whether this entry is wanted (its content is then passed on). Default: all.
+    fn wants(&mut self, _meta: &EntryMeta) -> bool {
+        true
+    }
+    /// An entry (for files: before its content).
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()>;
+    /// Content of the current file at `offset` (holes are not reported; they read as zeros).
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()>;
+    /// The current file ended; its digest matched. `size` includes a trailing hole.
+    fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()>;
+    /// The current file failed (bad digest, bad block, truncated archive): discard it.
+    fn abort(&mut self);
+}
+
+/// Options for opening an archive.
+#[derive(Default)]
+pub struct OpenOptions {
+    /// Keys to try against the stanzas.
+    pub identities: Vec<Identity>,
+    /// Worker threads (0 = all cores).
+    pub jobs: usize,
+}
+
+enum Input {
+    File(BufReader<File>),
+    Stream(Box<dyn Read + Send>),
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Input::File(f) => f.read(buf),
+            Input::Stream(s) => s.read(buf),
+        }
+    }
+}
+
+/// An opened archive: header parsed and authenticated.
+pub struct Archive {
+    input: Input,
+    path: PathBuf,
+    header: Header,
+    header_len: u64,
+    protection: Arc<Protection>,
+    jobs: usize,
+    /// Bytes consumed from the input so far (sequential position).
+    pos: u64,
+    /// A frame read ahead by the data feed that belongs to the index.
+    pending_frame: Option<FrameJob>,
+}
+
+/// What went wrong with one frame, before the caller adds the archive path.
+#[derive(Debug)]
+enum FrameFault {
+    Tag,
+    Format(FormatError),
+    Codec(String),
+}
+
+/// Totals of a scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanSummary {
+    /// Entries seen in the stream.
+    pub entries: u64,
+    /// Files whose digest verified.
+    pub files: u64,
+    /// Content bytes (logical sizes).
+    pub bytes: u64,
+    /// Data frames decoded.
+    pub frames: u64,
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Reads and parses the header of `path` (`-` = stdin) without any key: for `info`, and the
+/// first step of [`Archive::open`]. Returns the header, its bytes and the input.
+fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
+    let mut input = if path == Path::new("-") {
+        Input::Stream(Box::new(std::io::stdin()))
+    } else {
+        let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+        Input::File(BufReader::with_capacity(1 << 20, f))
+    };
+    let mut prefix = [0u8; PREFIX_LEN];
+    let got = read_full(&mut input, &mut prefix).map_err(|e| Error::io(path, "read", e))?;
+    if got == 0 {
+        return Err(Error::NotAnArchive {
+            path: path.into(),
+            reason: "the file is empty",
+        });
+    }
+    if got < PREFIX_LEN {
+        if prefix[..got] == header::MAGIC[..got.min(8)] {
+            return Err(corrupt(
+                path,
+                0,
+                FormatError::Truncated {
+                    what: "header",
+                    needed: PREFIX_LEN as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        return Err(Error::NotAnArchive {
+            path: path.into(),
+            reason: "too short to be a krypta archive",
+        });
+    }
+    let p = Prefix::parse(&prefix).map_err(|e| prefix_error(path, e))?;
+    let mut bytes = prefix.to_vec();
+    bytes.resize(p.header_len as usize, 0);
+    let got =
+        read_full(&mut input, &mut bytes[PREFIX_LEN..]).map_err(|e| Error::io(path, "read", e))?;
+    if got < bytes.len() - PREFIX_LEN {
+        return Err(corrupt(
+            path,
+            0,
+            FormatError::Truncated {
+                what: "header",
+                needed: p.header_len as u64,
+                got: (PREFIX_LEN + got) as u64,
+            },
+        ));
+    }
+    let (h, _tag) = Header::parse(&bytes).map_err(|e| prefix_error(path, e))?;
+    Ok((h, bytes, input))
+}
+
+fn prefix_error(path: &Path, e: PrefixError) -> Error {
+    match e {
+        PrefixError::NotAnArchive => Error::NotAnArchive {
+            path: path.into(),
+            reason: "no krypta magic at the start",
+        },
+        PrefixError::Version(v) => Error::UnsupportedVersion {
+            path: path.into(),
+            version: v,
+            supported: header::VERSION,
+        },
+        PrefixError::Format(f) => corrupt(path, 0, f),
+    }
+}
+
+fn corrupt(path: &Path, offset: u64, source: FormatError) -> Error {
+    Error::Corrupt {
+        path: path.into(),
+        offset,
+        source,
+    }
+}
+
+/// Reads only the header (no key needed): what `info` shows.
+pub fn read_header_only(path: &Path) -> Result<Header> {
+    Ok(read_header(path)?.0)
+}
+
+/// Facts about an archive available without a key (for `info`).
+#[derive(Debug, Clone)]
+pub struct ArchiveFacts {
+    /// The header.
+    pub header: Header,
+    /// Header length, bytes.
+    pub header_len: u64,
+    /// Total size, bytes (None for a stream).
+    pub size: Option<u64>,
+    /// The footer, when the input is a file (its tag verified only for unencrypted archives).
+    pub footer: Option<Footer>,
+}
+
+/// Reads the header and (for a file) the footer without any key.
+pub fn facts(path: &Path) -> Result<ArchiveFacts> {
+    let (header, bytes, input) = read_header(path)?;
+    let header_len = bytes.len() as u64;
+    let mut footer = None;
+    let mut size = None;
+    if let Input::File(mut f) = input {
+        let len = f
+            .seek(SeekFrom::End(0))
+            .map_err(|e| Error::io(path, "seek", e))?;
+        size = Some(len);
+        if len >= header_len + FOOTER_LEN as u64 {
+            let mut fb = [0u8; FOOTER_LEN];
+            f.seek(SeekFrom::Start(len - FOOTER_LEN as u64))
+                .map_err(|e| Error::io(path, "seek", e))?;
+            f.read_exact(&mut fb)
+                .map_err(|e| Error::io(path, "read", e))?;
+            let (ft, tag) =
+                Footer::parse(&fb).map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
+            if !header.encrypted() {
+                let p = Protection::Plain;
+                p.verify_header(
+                    &bytes[..bytes.len() - 32],
+                    bytes[bytes.len() - 32..].try_into().expect("32"),
+                )
+                .map_err(|_| Error::Integrity {
+                    path: path.into(),
+                    what: "header checksum mismatch".into(),
+                })?;
+                p.verify_footer(&header.archive_id, &fb[..32], &tag)
+                    .map_err(|_| Error::Integrity {
+                        path: path.into(),
+                        what: "footer checksum mismatch".into(),
+                    })?;
+            }
+            footer = Some(ft);
+        } else {
+            return Err(corrupt(
+                path,
+                len,
+                FormatError::Truncated {
+                    what: "archive",
+                    needed: header_len + FOOTER_LEN as u64,
+                    got: len,
+                },
+            ));
+        }
+    }
+    Ok(ArchiveFacts {
+        header,
+        header_len,
+        size,
+        footer,
+    })
+}
+
+struct FrameJob {
+    header: FrameHeader,
+    header_bytes: [u8; FRAME_HEADER_LEN],
+    body: Vec<u8>,
+    tag: [u8; TAG_LEN],
+    offset: u64,
+}
+
+type FrameResult = (u64, FrameHeader, std::result::Result<Vec<u8>, FrameFault>);
+
+fn open_frame(
+    dec: &mut BlockDecoder,
+    protection: &Protection,
+    archive_id: &ArchiveId,
+    mut job: FrameJob,
+) -> FrameResult {
+    let r = (|| {
+        protection
+            .open_frame(
+                archive_id,
+                &job.header_bytes,
+                job.header.seq,
+                &mut job.body,
+                &job.tag,
+            )
+            .map_err(|_| FrameFault::Tag)?;
+        let bh = BlockHeader::parse(&job.body).map_err(FrameFault::Format)?;
+        let mut out = Vec::new();
+        dec.decode(
+            bh.codec,
+            bh.filter,
+            bh.filter_start,
+            &job.body[BLOCK_HEADER_LEN..],
+            bh.raw_len as usize,
+            &mut out,
+        )
+        .map_err(|e| FrameFault::Codec(e.to_string()))?;
+        Ok(out)
+    })();
+    (job.offset, job.header, r)
+}
+
+impl Archive {
+    /// Opens `path` (`-` = stdin): parses the header, recovers the file key from the first
+    /// stanza an identity opens (encrypted archives), and verifies the header tag.
+    ///
+    /// Errors: NotAnArchive, UnsupportedVersion, Corrupt (malformed header), KeyRequired (an
+    /// encrypted archive and no identities), KdfLimit, AuthFailed (no stanza opened or the
+    /// header MAC failed), Integrity (unencrypted header checksum), Io.
+    pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
+        let (header, bytes, input) = read_header(path)?;
+        let (body, tag) = bytes.split_at(bytes.len() - 32);
+        let tag: [u8; 32] = tag.try_into().expect("32 bytes");
+        let protection = if header.encrypted() {
+            if opts.identities.is_empty() {
+                let mut kinds: Vec<&str> = header.stanzas.iter().map(|s| s.name()).collect();
+                kinds.dedup();
+                return Err(Error::KeyRequired {
+                    path: path.into(),
+                    kinds: kinds.join(", "),
+                });
+            }
+            let key = unwrap(&opts.identities, &header.stanzas, &header.archive_id).map_err(
+                |e| match e {
+                    crate::crypto::CryptoError::KdfLimit {
+                        param,
+                        value,
+                        limit,
+                    } => Error::KdfLimit {
+                        path: path.into(),
+                        param,
+                        value,
+                        limit,
+                    },
+                    _ => Error::AuthFailed {
+                        path: path.into(),
+                        check: AuthCheck::NoStanzaOpened,
+                    },
+                },
+            )?;
+            let p = Protection::Sealed(Box::new(Subkeys::derive(&key, &header.archive_id)));
+            p.verify_header(body, &tag).map_err(|_| Error::AuthFailed {
+                path: path.into(),
+                check: AuthCheck::HeaderMac,
+            })?;
+            p
+        } else {
+            let p = Protection::Plain;
+            p.verify_header(body, &tag).map_err(|_| Error::Integrity {
+                path: path.into(),
+                what: "header checksum mismatch".into(),
+            })?;
+            p
+        };
+        let jobs = if opts.jobs == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            opts.jobs
+        };
+        let header_len = bytes.len() as u64;
+        Ok(Archive {
+            input,
+            path: path.into(),
+            header,
+            header_len,
+            protection: Arc::new(protection),
+            jobs,
+            pos: header_len,
+            pending_frame: None,
+        })
+    }
+
+    /// The verified header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// True when the input can seek (a file, not a pipe).
+    pub fn seekable(&self) -> bool {
+        matches!(self.input, Input::File(_))
+    }
+
+    fn tag_error(&self, what: String) -> Error {
+        if self.protection.is_sealed() {
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::FrameMac,
+            }
+        } else {
+            Error::Integrity {
+                path: self.path.clone(),
+                what,
+            }
+        }
+    }
+
+    fn fault(&self, offset: u64, seq: u64, f: FrameFault) -> Error {
+        match f {
+            FrameFault::Tag => {
+                self.tag_error(format!("frame {seq} at byte {offset}: checksum mismatch"))
+            }
+            FrameFault::Format(e) => corrupt(&self.path, offset, e),
+            FrameFault::Codec(m) => {
+                corrupt(&self.path, offset, FormatError::invalid("block payload", m))
+            }
+        }
+    }
+
+    /// A structural rule broken in a frame sequence: for sealed archives whose frames all
+    /// verified this can only be tampering (reordering, dropping, splicing).
+    fn sequence_error(&self, offset: u64, problem: String) -> Error {
+        if self.protection.is_sealed() {
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            corrupt(
+                &self.path,
+                offset,
+                FormatError::invalid("frame sequence", problem),
+            )
+        }
+    }
+
+    fn read_exact_at_pos(&mut self, buf: &mut [u8], what: &'static str) -> Result<()> {
+        let got = read_full(&mut self.input, buf).map_err(|e| Error::io(&self.path, "read", e))?;
+        if got < buf.len() {
+            return Err(corrupt(
+                &self.path,
+                self.pos + got as u64,
+                FormatError::Truncated {
+                    what,
+                    needed: buf.len() as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        self.pos += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Reads one frame at the current position.
+    fn read_frame(&mut self) -> Result<FrameJob> {
+        if let Some(job) = self.pending_frame.take() {
+            return Ok(job);
+        }
+        let offset = self.pos;
+        let mut hb = [0u8; FRAME_HEADER_LEN];
+        self.read_exact_at_pos(&mut hb, "frame header")?;
+        let header = FrameHeader::parse(&hb).map_err(|e| corrupt(&self.path, offset, e))?;
+        // Read the body as it arrives instead of allocating the declared length up front, so
+        // a truncated or hostile length costs no more memory than the bytes really present.
+        let want = header.body_len as usize;
+        let mut body = Vec::with_capacity(want.min(8 << 20));
+        let got = (&mut self.input)
+            .take(want as u64)
+            .read_to_end(&mut body)
+            .map_err(|e| Error::io(&self.path, "read", e))?;
+        if got < want {
+            return Err(corrupt(
+                &self.path,
+                self.pos + got as u64,
+                FormatError::Truncated {
+                    what: "frame body",
+                    needed: want as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        self.pos += want as u64;
+        let mut tag = [0u8; TAG_LEN];
+        self.read_exact_at_pos(&mut tag, "frame tag")?;
+        Ok(FrameJob {
+            header,
+            header_bytes: hb,
+            body,
+            tag,
+            offset,
+        })
+    }
+
+    fn seek_to(&mut self, offset: u64) -> Result<()> {
+        match &mut self.input {
+            Input::File(f) => {
+                f.seek(SeekFrom::Start(offset))
+                    .map_err(|e| Error::io(&self.path, "seek", e))?;
+                self.pos = offset;
+                Ok(())
+            }
+            Input::Stream(_) => Err(Error::Usage(format!(
+                "{}: cannot seek in a stream",
+                self.path.display()
+            ))),
+        }
+    }
+
+    fn new_pool(&self) -> OrderedPool<FrameJob, FrameResult> {
+        let protection = Arc::clone(&self.protection);
+        let id = self.header.archive_id;
+        OrderedPool::new(
+            self.jobs,
+            self.jobs * 2 + 2,
+            || BlockDecoder::new().expect("zstd decoder context"),
+            move |dec: &mut BlockDecoder, job: FrameJob| open_frame(dec, &protection, &id, job),
+        )
+    }
+
+    /// Seeks back to the first data frame (after [`Archive::read_index`]).
+    pub fn rewind_to_data(&mut self) -> Result<()> {
+        self.pending_frame = None;
+        self.seek_to(self.header_len)
+    }
+
+    /// Reads the index of a stream: data frames are read past (their sequence checked, not
+    /// decoded), then the index frames and the footer are verified.
+    pub fn read_index_streaming(&mut self) -> Result<Index> {
+        let mut seq = 0u64;
+        let index_offset = loop {
+            let job = self.read_frame()?;
+            if job.header.kind == FrameKind::Index {
+                let at = job.offset;
+                self.pending_frame = Some(job);
+                break at;
+            }
+            if job.header.seq != seq {
+                return Err(self.sequence_error(
+                    job.offset,
+                    format!("expected data frame seq {seq}, found {}", job.header.seq),
+                ));
+            }
+            seq += 1;
+        };
+        let index = self.read_index_frames(seq, None, u64::MAX)?;
+        let foot_at = self.pos;
+        let mut fb = [0u8; FOOTER_LEN];
+        self.read_exact_at_pos(&mut fb, "footer")?;
+        let footer = self.check_footer(foot_at, &fb)?;
+        if footer.data_frames != seq || footer.index_offset != index_offset {
+            return Err(
+                self.sequence_error(foot_at, "footer disagrees with the frames read".into())
+            );
+        }
+        self.check_frame_table(&footer, &index)?;
+        Ok(index)
+    }
+
+    /// Reads and verifies the footer and the index of a seekable archive.
+    pub fn read_index(&mut self) -> Result<(Footer, Index)> {
+        let len = match &mut self.input {
+            Input::File(f) => f
+                .seek(SeekFrom::End(0))
+                .map_err(|e| Error::io(&self.path, "seek", e))?,
+            Input::Stream(_) => {
+                return Err(Error::Usage(
+                    "reading the index needs a seekable archive".into(),
+                ));
+            }
+        };
+        if len < self.header_len + FOOTER_LEN as u64 {
+            return Err(corrupt(
+                &self.path,
+                len,
+                FormatError::Truncated {
+                    what: "archive (no footer)",
+                    needed: self.header_len + FOOTER_LEN as u64,
+                    got: len,
+                },
+            ));
+        }
+        let foot_at = len - FOOTER_LEN as u64;
+        self.seek_to(foot_at)?;
+        let mut fb = [0u8; FOOTER_LEN];
+        self.read_exact_at_pos(&mut fb, "footer")?;
+        let footer = self.check_footer(foot_at, &fb)?;
+        if footer.index_offset < self.header_len || footer.index_offset >= foot_at {
+            return Err(corrupt(
+                &self.path,
+                foot_at,
+                FormatError::invalid("footer", "index offset outside the archive"),
+            ));
+        }
+        self.seek_to(footer.index_offset)?;
+        let index =
+            self.read_index_frames(footer.data_frames, Some(footer.index_frames), foot_at)?;
+        if self.pos != foot_at {
+            return Err(
+                self.sequence_error(self.pos, "bytes between the index and the footer".into())
+            );
+        }
+        self.check_frame_table(&footer, &index)?;
+        Ok((footer, index))
+    }
+
+    fn check_footer(&self, at: u64, fb: &[u8; FOOTER_LEN]) -> Result<Footer> {
+        let (footer, tag) = Footer::parse(fb).map_err(|e| corrupt(&self.path, at, e))?;
+        self.protection
+            .verify_footer(&self.header.archive_id, &fb[..32], &tag)
+            .map_err(|_| {
+                if self.protection.is_sealed() {
+                    Error::AuthFailed {
+                        path: self.path.clone(),
+                        check: AuthCheck::FooterMac,
+                    }
+                } else {
+                    Error::Integrity {
+                        path: self.path.clone(),
+                        what: "footer checksum mismatch".into(),
+                    }
+                }
+            })?;
+        Ok(footer)
+    }
+
+    fn check_frame_table(&self, footer: &Footer, index: &Index) -> Result<()> {
+        if index.frame_body_lens.len() as u64 != footer.data_frames {
+            return Err(self.sequence_error(
+                footer.index_offset,
+                "index frame table disagrees with the footer".into(),
+            ));
+        }
+        let total: u64 = index
+            .frame_body_lens
+            .iter()
+            .map(|&l| l as u64 + (FRAME_HEADER_LEN + TAG_LEN) as u64)
+            .sum::<u64>()
+            + self.header_len;
+        if total != footer.index_offset {
+            return Err(self.sequence_error(
+                footer.index_offset,
+                "data frame lengths do not add up to the index offset".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads `count` index frames (seq data_frames..) at the current position and parses them.
+    fn read_index_frames(
+        &mut self,
+        data_frames: u64,
+        count: Option<u64>,
+        limit: u64,
+    ) -> Result<Index> {
+        let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
+        let mut bytes = Vec::new();
+        let mut i = 0u64;
+        loop {
+            if self.pos >= limit {
+                return Err(corrupt(
+                    &self.path,
+                    self.pos,
+                    FormatError::invalid("index", "index frames run into the footer"),
+                ));
+            }
+            let job = self.read_frame()?;
+            let (offset, h) = (job.offset, job.header);
+            if h.kind != FrameKind::Index || h.seq != data_frames + i {
+                return Err(self.sequence_error(
+                    offset,
+                    format!(
+                        "expected index frame seq {}, found {:?} seq {}",
+                        data_frames + i,
+                        h.kind,
+                        h.seq
+                    ),
+                ));
+            }
+            let (_, _, r) = open_frame(&mut dec, &self.protection, &self.header.archive_id, job);
+            let raw = r.map_err(|f| self.fault(offset, h.seq, f))?;
+            if bytes.len() as u64 + raw.len() as u64 > MAX_INDEX_LEN {
+                return Err(corrupt(
+                    &self.path,
+                    offset,
+                    FormatError::invalid("index", format!("larger than {MAX_INDEX_LEN} bytes")),
+                ));
+            }
+            bytes.extend_from_slice(&raw);
+            i += 1;
+            if h.last {
+                break;
+            }
+        }
+        if let Some(count) = count
+            && i != count
+        {
+            return Err(
+                self.sequence_error(self.pos, format!("{i} index frames, footer says {count}"))
+            );
+        }
+        Index::parse(&bytes).map_err(|e| corrupt(&self.path, self.pos, e))
+    }
+
+    /// Reads the whole archive front to back (works on pipes): every data frame is verified and
+    /// decoded, every record parsed, every file digest checked, then the index and footer are
+    /// checked against the stream. Entries the visitor does not want are verified but not
+    /// passed on.
+    pub fn scan(&mut self, visitor: &mut dyn Visitor) -> Result<ScanSummary> {
+        let mut pool = self.new_pool();
+        let mut feed = Feed::new(self, &mut pool, None);
+        let mut parsed = Vec::new();
+        let summary = parse_records(&mut feed, visitor, &mut parsed, None)?;
+        let (data_frames, index_offset) = feed.finish_data()?;
+        drop(pool);
+        // Then the index frames and the footer.
+        let index = self.read_index_frames(data_frames, None, u64::MAX)?;
+        let foot_at = self.pos;
+        let mut fb = [0u8; FOOTER_LEN];
+        self.read_exact_at_pos(&mut fb, "footer")?;
+        let footer = self.check_footer(foot_at, &fb)?;
+        let mut extra = [0u8; 1];
+        if read_full(&mut self.input, &mut extra).map_err(|e| Error::io(&self.path, "read", e))?
+            != 0
+        {
+            return Err(corrupt(
+                &self.path,
+                self.pos,
+                FormatError::invalid("archive", "bytes after the footer"),
+            ));
+        }
+        let index_frames = footer.index_frames;
+        if footer.data_frames != data_frames
+            || footer.index_offset != index_offset
+            || index_frames == 0
+        {
+            return Err(
+                self.sequence_error(foot_at, "footer disagrees with the frames read".into())
+            );
+        }
+        self.check_frame_table(&footer, &index)?;
+        if index.entries != parsed {
+            return Err(self.sequence_error(
+                index_offset,
+                "index disagrees with the record stream".into(),
+            ));
+        }
+        Ok(summary)
+    }
+
+    /// Extracts only the index entries at `wanted` positions (seekable archives): decodes just
+    /// the frames that hold them.
+    pub fn scan_selected(
+        &mut self,
+        index: &Index,
+        wanted: &[usize],
+        visitor: &mut dyn Visitor,
+    ) -> Result<ScanSummary> {
+        let mut offsets = Vec::with_capacity(index.frame_body_lens.len());
+        let mut off = self.header_len;
+        for &l in &index.frame_body_lens {
+            offsets.push(off);
+            off += l as u64 + (FRAME_HEADER_LEN + TAG_LEN) as u64;
+        }
+        let mut total = ScanSummary::default();
+        let mut i = 0;
+        while i < wanted.len() {
+            // A run: consecutive wanted entries whose frames overlap or touch.
+            let first = &index.entries[wanted[i]];
+            let mut last_seq = first.last_seq;
+            let mut j = i + 1;
+            while j < wanted.len() && index.entries[wanted[j]].first_seq <= last_seq + 1 {
+                last_seq = last_seq.max(index.entries[wanted[j]].last_seq);
+                j += 1;
+            }
+            let run_entries: Vec<&IndexEntry> =
+                index.entries[wanted[i]..=wanted[j - 1]].iter().collect();
+            let want_set: std::collections::HashSet<usize> = wanted[i..j].iter().copied().collect();
+            self.seek_to(offsets[first.first_seq as usize])?;
+            let mut pool = self.new_pool();
+            let mut feed = Feed::new(self, &mut pool, Some((first.first_seq, last_seq)));
+            feed.skip = first.first_offset as usize;
+            let mut filter = SelectVisitor {
+                inner: visitor,
+                base: wanted[i],
+                want: &want_set,
+                n: 0,
+            };
+            let mut parsed = Vec::new();
+            let r = parse_records(&mut feed, &mut filter, &mut parsed, Some(run_entries.len()));
+            drop(feed);
+            drop(pool);
+            let s = r?;
+            let expected: Vec<IndexEntry> = run_entries.into_iter().cloned().collect();
+            if parsed != expected {
+                return Err(self.sequence_error(
+                    offsets[first.first_seq as usize],
+                    "record stream disagrees with the index".into(),
+                ));
+            }
+            total.entries += s.entries;
+            total.files += s.files;
+            total.bytes += s.bytes;
+            total.frames += s.frames;
+            i = j;
+        }
+        Ok(total)
+    }
+}
+
+/// Passes on only the wanted entries of a run (by index position).
+struct SelectVisitor<'a> {
+    inner: &'a mut dyn Visitor,
+    base: usize,
+    want: &'a std::collections::HashSet<usize>,
+    n: usize,
+}
+
+impl Visitor for SelectVisitor<'_> {
+    fn wants(&mut self, meta: &EntryMeta) -> bool {
+        let pos = self.base + self.n;
+        self.n += 1;
+        self.want.contains(&pos) && self.inner.wants(meta)
+    }
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
+        self.inner.entry(meta)
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.inner.data(offset, bytes)
+    }
+    fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()> {
+        self.inner.end(meta, size)
+    }
+    fn abort(&mut self) {
+        self.inner.abort()
+    }
+}
+
+/// Parses records from the feed, verifying digests and passing wanted entries on. Collects
+/// what it parsed as index entries (for the comparison with the index). With `limit`, stops
+/// after that many entries.
+fn parse_records(
+    feed: &mut Feed<'_>,
+    visitor: &mut dyn Visitor,
+    parsed: &mut Vec<IndexEntry>,
+    limit: Option<usize>,
+) -> Result<ScanSummary> {
+    let mut summary = ScanSummary::default();
+    let mut chunk = Vec::new();
+    loop {
+        if limit.is_some_and(|l| parsed.len() >= l) {
+            break;
+        }
+        let (first_seq, first_offset) = feed.position();
+        let Some(rec) = next_record(feed)? else { break };
+        let meta = match rec {
+            RecordHead::Entry(m) => m,
+            _ => return Err(feed.corrupt("a DATA or END record outside a file")),
+        };
+        summary.entries += 1;
+        let wanted = visitor.wants(&meta);
+        if meta.kind != EntryKind::File {
+            if wanted {
+                visitor.entry(&meta)?;
+            }
+            parsed.push(IndexEntry {
+                meta,
+                size: 0,
+                digest: [0; 32],
+                first_seq,
+                first_offset,
+                last_seq: feed.last_byte_seq(),
+            });
+            continue;
+        }
+        if wanted {
+            visitor.entry(&meta)?;
+        }
+        let in_entry = |e: Error| Error::InEntry {
+            entry: crate::fs::escape_path(&meta.path),
+            source: Box::new(e),
+        };
+        let r = (|| -> Result<(u64, [u8; 32])> {
+            let mut hasher = blake3::Hasher::new();
+            let mut hashed_to = 0u64;
+            let mut extents = ExtentCheck::default();
+            loop {
+                let rec = next_record(feed)?
+                    .ok_or_else(|| feed.corrupt("the stream ends inside a file"))?;
+                match rec {
+                    RecordHead::Data { offset, len } => {
+                        extents
+                            .segment(offset, len)
+                            .map_err(|e| feed.corrupt_with(e))?;
+                        hash_zeros(&mut hasher, offset - hashed_to);
+                        let mut done = 0u64;
+                        while done < len as u64 {
+                            chunk.clear();
+                            feed.take_into(&mut chunk, (len as u64 - done) as usize)
+                                .map_err(in_entry)?;
+                            hasher.update(&chunk);
+                            if wanted {
+                                visitor.data(offset + done, &chunk)?;
+                            }
+                            done += chunk.len() as u64;
+                        }
+                        hashed_to = offset + len as u64;
+                    }
+                    RecordHead::End { size, digest } => {
+                        extents
+                            .end(size)
+                            .map_err(|e| in_entry(feed.corrupt_with(e)))?;
+                        hash_zeros(&mut hasher, size - hashed_to);
+                        if hasher.finalize().as_bytes() != &digest {
+                            return Err(in_entry(feed.digest_error(&meta.path)));
+                        }
+                        return Ok((size, digest));
+                    }
+                    RecordHead::Entry(_) => {
+                        return Err(feed.corrupt("an ENTRY record inside a file"));
+                    }
+                }
+            }
+        })();
+        match r {
+            Ok((size, digest)) => {
+                if wanted {
+                    visitor.end(&meta, size)?;
+                }
+                summary.files += 1;
+                summary.bytes += size;
+                parsed.push(IndexEntry {
+                    meta,
+                    size,
+                    digest,
+                    first_seq,
+                    first_offset,
+                    last_seq: feed.last_byte_seq(),
+                });
+            }
+            Err(e) => {
+                if wanted {
+                    visitor.abort();
+                }
+                return Err(e);
+            }
+        }
+    }
+    summary.frames = feed.frames_done;
+    Ok(summary)
+}
+
+fn hash_zeros(hasher: &mut blake3::Hasher, mut n: u64) {
+    static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+    while n > 0 {
+        let k = n.min(ZEROS.len() as u64) as usize;
+        hasher.update(&ZEROS[..k]);
+        n -= k as u64;
+    }
+}
+
+/// The decoded record stream: reads data frames ahead into the pool and yields their bytes
+/// in order.
+struct Feed<'a> {
+    ar: &'a mut Archive,
+    pool: &'a mut OrderedPool<FrameJob, FrameResult>,
+    block: Vec<u8>,
+    at: usize,
+    /// Seq of the current block (valid once one is loaded).
+    cur_seq: Option<u64>,
+    next_read_seq: u64,
+    /// Bytes to drop from the start of the first block (selective extraction).
+    skip: usize,
+    /// (first, last) seq to read; None = all data frames until the first index frame.
+    range: Option<(u64, u64)>,
+    /// The first index frame's header once seen (sequential mode).
+    stopped: bool,
+    index_offset: u64,
+    frames_done: u64,
+    pending_index: bool,
+}
+
+impl<'a> Feed<'a> {
+    fn new(
+        ar: &'a mut Archive,
+        pool: &'a mut OrderedPool<FrameJob, FrameResult>,
+        range: Option<(u64, u64)>,
+    ) -> Self {
+        let next_read_seq = range.map(|r| r.0).unwrap_or(0);
+        Feed {
+            ar,
+            pool,
+            block: Vec::new(),
+            at: 0,
+            cur_seq: None,
+            next_read_seq,
+            skip: 0,
+            range,
+            stopped: false,
+            index_offset: 0,
+            frames_done: 0,
+            pending_index: false,
+        }
+    }
+
+    fn corrupt(&self, problem: &str) -> Error {
+        self.corrupt_with(FormatError::invalid("record stream", problem.to_string()))
+    }
+
+    fn corrupt_with(&self, e: FormatError) -> Error {
+        if self.ar.protection.is_sealed() {
+            Error::AuthFailed {
+                path: self.ar.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            corrupt(&self.ar.path, self.ar.pos, e)
+        }
+    }
+
+    fn digest_error(&self, path: &[u8]) -> Error {
+        let p = String::from_utf8_lossy(path).into_owned();
+        if self.ar.protection.is_sealed() {
+            Error::AuthFailed {
+                path: self.ar.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            Error::Integrity {
+                path: self.ar.path.clone(),
+                what: format!("content digest of {p} does not match"),
+            }
+        }
+    }
+
+    /// (seq, offset) of the next byte.
+    fn position(&mut self) -> (u64, u32) {
+        match self.cur_seq {
+            Some(s) if self.at < self.block.len() => (s, self.at as u32),
+            Some(s) => (s + 1, 0),
+            None => (self.next_read_seq, self.skip as u32),
+        }
+    }
+
+    fn last_byte_seq(&self) -> u64 {
+        self.cur_seq.unwrap_or(0)
+    }
+
+    /// Keeps the pool busy: reads frames while it has room.
+    fn fill_pool(&mut self) -> Result<()> {
+        while !self.stopped && self.pool.has_capacity() {
+            if let Some((_, last)) = self.range
+                && self.next_read_seq > last
+            {
+                self.stopped = true;
+                break;
+            }
+            let job = self.ar.read_frame()?;
+            if job.header.kind == FrameKind::Index {
+                if self.range.is_some() {
+                    return Err(self
+                        .ar
+                        .sequence_error(job.offset, "index frame inside the data range".into()));
+                }
+                // End of the data frames: remember where, and rewind over this frame so the
+                // index reader sees it.
+                self.index_offset = job.offset;
+                self.stopped = true;
+                self.pending_index = true;
+                self.ar.pending_frame = Some(job);
+                break;
+            }
+            if job.header.seq != self.next_read_seq || job.header.last {
+                let (off, seq) = (job.offset, job.header.seq);
+                return Err(self.ar.sequence_error(
+                    off,
+                    format!(
+                        "expected data frame seq {}, found seq {seq}",
+                        self.next_read_seq
+                    ),
+                ));
+            }
+            self.next_read_seq += 1;
+            self.pool
+                .submit(job)
+                .map_err(|e| Error::Crypto(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Loads the next decoded block; false at the end of the data.
+    fn next_block(&mut self) -> Result<bool> {
+        self.fill_pool()?;
+        let Some((offset, h, r)) = self
+            .pool
+            .next_result()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        else {
+            return Ok(false);
+        };
+        let raw = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
+        self.block = raw;
+        self.at = std::mem::take(&mut self.skip).min(self.block.len());
+        self.cur_seq = Some(h.seq);
+        self.frames_done += 1;
+        self.fill_pool()?;
+        Ok(true)
+    }
+
+    /// Appends up to `max` bytes (at least 1) of the stream to `out`.
+    fn take_into(&mut self, out: &mut Vec<u8>, max: usize) -> Result<()> {
+        while self.at >= self.block.len() {
+            if !self.next_block()? {
+                return Err(self.corrupt("the stream ends inside a record"));
+            }
+        }
+        let n = max.min(self.block.len() - self.at);
+        out.extend_from_slice(&self.block[self.at..self.at + n]);
+        self.at += n;
+        Ok(())
+    }
+
+    /// Drains the pool and reads past the rest of the data frames; returns (data frame count,
+    /// offset of the first index frame). Sequential mode only.
+    fn finish_data(&mut self) -> Result<(u64, u64)> {
+        if self.at < self.block.len() {
+            return Err(self.corrupt("bytes left over after the last record"));
+        }
+        while self.next_block()? {
+            if !self.block.is_empty() {
+                return Err(self.corrupt("bytes left over after the last record"));
+            }
+        }
+        if !self.pending_index {
+            return Err(corrupt(
+                &self.ar.path,
+                self.ar.pos,
+                FormatError::invalid("archive", "no index after the data frames"),
+            ));
+        }
+        Ok((self.next_read_seq, self.index_offset))
+    }
+}
+
+/// Errors inside the feed: a record-level format error (mapped with the archive path by
+/// [`next_record`]) or any other error.
+enum FeedError {
+    Format(FormatError),
+    Other(Error),
+}
+
+impl From<FormatError> for FeedError {
+    fn from(e: FormatError) -> Self {
+        FeedError::Format(e)
+    }
+}
+
+impl From<Error> for FeedError {
+    fn from(e: Error) -> Self {
+        FeedError::Other(e)
+    }
+}
+
+fn next_record(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
+    record::read_record(feed).map_err(|e| match e {
+        FeedError::Format(f) => feed.corrupt_with(f),
+        FeedError::Other(e) => e,
+    })
+}
+
+impl StreamSource for Feed<'_> {
+    type Error = FeedError;
+    fn fill(&mut self, buf: &mut [u8]) -> std::result::Result<bool, FeedError> {
+        let mut done = 0;
+        while done < buf.len() {
+            if self.at >= self.block.len() {
+                if !self.next_block()? {
+                    if done == 0 {
+                        return Ok(false);
+                    }
+                    return Err(self.corrupt("the stream ends inside a record").into());
+                }
+                continue;
+            }
+            let n = (buf.len() - done).min(self.block.len() - self.at);
+            buf[done..done + n].copy_from_slice(&self.block[self.at..self.at + n]);
+            self.at += n;
+            done += n;
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,246 @@
+//! The visitors that consume a scan: extraction to a directory, content to stdout, and the
+//! verify-only pass of `test`.
+
+use std::io::Write;
+
+use super::reader::Visitor;
+use crate::error::{Error, Result};
+use crate::format::{EntryKind, EntryMeta};
+use crate::fs::extract::{Extractor, FileSink};
+
+/// Which entries a command asked for: paths as given (raw bytes), each matching itself and
+/// everything below it. No paths = everything.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    paths: Vec<Vec<u8>>,
+    hits: Vec<bool>,
+}
+
+impl Selection {
+    /// Builds a selection; trailing `/` and leading `/` or `./` are ignored, as names are
+    /// stored without them.
+    pub fn new(paths: Vec<Vec<u8>>) -> Self {
+        let paths: Vec<Vec<u8>> = paths
+            .into_iter()
+            .map(|mut p| {
+                while p.len() > 1 && p.ends_with(b"/") {
+                    p.pop();
+                }
+                // Stored names have no leading '/' or './' (they are dropped when archiving).
+                loop {
+                    if p.starts_with(b"./") {
+                        p.drain(..2);
+                    } else if p.len() > 1 && p.starts_with(b"/") {
+                        p.drain(..1);
+                    } else {
+                        break;
+                    }
+                }
+                p
+            })
+            .collect();
+        let hits = vec![false; paths.len()];
+        Selection { paths, hits }
+    }
+
+    /// True when no paths were given.
+    pub fn is_all(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// Whether `path` is selected (and notes which selector hit).
+    pub fn matches(&mut self, path: &[u8]) -> bool {
+        if self.paths.is_empty() {
+            return true;
+        }
+        let mut any = false;
+        for (i, p) in self.paths.iter().enumerate() {
+            if path == p.as_slice() || (path.starts_with(p) && path.get(p.len()) == Some(&b'/')) {
+                self.hits[i] = true;
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Whether `path` is selected, without noting a hit.
+    pub fn covers(&self, path: &[u8]) -> bool {
+        self.paths.is_empty()
+            || self.paths.iter().any(|p| {
+                path == p.as_slice() || (path.starts_with(p) && path.get(p.len()) == Some(&b'/'))
+            })
+    }
+
+    /// The selectors that matched nothing.
+    pub fn unmatched(&self) -> Vec<String> {
+        self.paths
+            .iter()
+            .zip(&self.hits)
+            .filter(|(_, h)| !**h)
+            .map(|(p, _)| String::from_utf8_lossy(p).into_owned())
+            .collect()
+    }
+}
+
+/// Extracts into a directory through the safe [`Extractor`].
+pub struct ExtractVisitor<'a> {
+    /// The extractor (owns the output root).
+    pub ex: Extractor,
+    /// The entries asked for.
+    pub select: &'a mut Selection,
+    sink: Option<FileSink>,
+    /// Content bytes written so far (for progress).
+    pub bytes: u64,
+    /// Warnings for the caller to report (hard links whose target was not selected).
+    pub warnings: Vec<String>,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl<'a> ExtractVisitor<'a> {
+    /// Wraps an extractor.
+    pub fn new(ex: Extractor, select: &'a mut Selection, progress: &'a mut dyn FnMut(u64)) -> Self {
+        ExtractVisitor {
+            ex,
+            select,
+            sink: None,
+            bytes: 0,
+            warnings: Vec::new(),
+            progress,
+        }
+    }
+}
+
+impl Visitor for ExtractVisitor<'_> {
+    fn wants(&mut self, meta: &EntryMeta) -> bool {
+        self.select.matches(&meta.path)
+    }
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
+        match meta.kind {
+            EntryKind::Dir => self.ex.make_dir(meta),
+            EntryKind::Symlink => self.ex.make_symlink(meta),
+            EntryKind::Hardlink if !self.select.covers(&meta.link) => {
+                // Its target was not asked for, so there is nothing to link to (GNU tar fails
+                // here); skip it and say so instead of stopping the extraction.
+                self.warnings.push(format!(
+                    "{}: skipped: hard link to {}, which was not selected",
+                    crate::fs::escape_path(&meta.path),
+                    crate::fs::escape_path(&meta.link)
+                ));
+                Ok(())
+            }
+            EntryKind::Hardlink => self.ex.make_hardlink(meta),
+            EntryKind::File => {
+                self.sink = self.ex.begin_file(meta)?;
+                Ok(())
+            }
+        }
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.bytes += bytes.len() as u64;
+        if let Some(s) = self.sink.as_mut() {
+            s.write_at(offset, bytes)?;
+        }
+        Ok(())
+    }
+    fn end(&mut self, _meta: &EntryMeta, size: u64) -> Result<()> {
+        if let Some(s) = self.sink.take() {
+            s.commit(size)?;
+        }
+        (self.progress)(self.bytes);
+        Ok(())
+    }
+    fn abort(&mut self) {
+        if let Some(s) = self.sink.take() {
+            s.abort();
+        }
+    }
+}
+
+/// Writes the content of the selected files to a writer (stdout), holes as zeros, and
+/// nothing else.
+pub struct StdoutVisitor<'a, W: Write> {
+    /// Destination.
+    pub out: W,
+    /// The entries asked for.
+    pub select: &'a mut Selection,
+    pos: u64,
+}
+
+impl<'a, W: Write> StdoutVisitor<'a, W> {
+    /// Wraps a writer.
+    pub fn new(out: W, select: &'a mut Selection) -> Self {
+        StdoutVisitor {
+            out,
+            select,
+            pos: 0,
+        }
+    }
+
+    fn zeros(&mut self, mut n: u64) -> Result<()> {
+        static Z: [u8; 64 * 1024] = [0; 64 * 1024];
+        while n > 0 {
+            let k = n.min(Z.len() as u64) as usize;
+            self.out
+                .write_all(&Z[..k])
+                .map_err(|e| Error::io("<stdout>", "write", e))?;
+            n -= k as u64;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Visitor for StdoutVisitor<'_, W> {
+    fn wants(&mut self, meta: &EntryMeta) -> bool {
+        self.select.matches(&meta.path) && meta.kind == EntryKind::File
+    }
+    fn entry(&mut self, _meta: &EntryMeta) -> Result<()> {
+        self.pos = 0;
+        Ok(())
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.zeros(offset - self.pos)?;
+        self.out
+            .write_all(bytes)
+            .map_err(|e| Error::io("<stdout>", "write", e))?;
+        self.pos = offset + bytes.len() as u64;
+        Ok(())
+    }
+    fn end(&mut self, _meta: &EntryMeta, size: u64) -> Result<()> {
+        self.zeros(size - self.pos)?;
+        self.pos = size;
+        Ok(())
+    }
+    fn abort(&mut self) {}
+}
+
+/// Verifies without writing anything (`krypta test`).
+pub struct VerifyVisitor<'a> {
+    /// Content bytes verified so far.
+    pub bytes: u64,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl<'a> VerifyVisitor<'a> {
+    /// A verify-only visitor reporting progress.
+    pub fn new(progress: &'a mut dyn FnMut(u64)) -> Self {
+        VerifyVisitor { bytes: 0, progress }
+    }
+}
+
+impl Visitor for VerifyVisitor<'_> {
+    fn wants(&mut self, _meta: &EntryMeta) -> bool {
+        true
+    }
+    fn entry(&mut self, _meta: &EntryMeta) -> Result<()> {
+        Ok(())
+    }
+    fn data(&mut self, _offset: u64, bytes: &[u8]) -> Result<()> {
+        self.bytes += bytes.len() as u64;
+        Ok(())
+    }
+    fn end(&mut self, _meta: &EntryMeta, _size: u64) -> Result<()> {
+        (self.progress)(self.bytes);
+        Ok(())
+    }
+    fn abort(&mut self) {}
+}

@@ -1,0 +1,601 @@
+//! The archive writer: entries in, archive bytes out.
+//!
+//! The caller adds entries in order; their records (ENTRY, DATA segments, END) are appended
+//! to the current block of the record stream. A full block (or a change of BCJ filter) is
+//! handed to the worker pool, which filters, compresses and seals it into a frame; frames are
+//! written strictly in sequence order. `finish` writes the index frames and the footer.
+//!
+//! Output bytes depend only on the inputs and options (level, block size, BCJ mode, keys and
+//! archive id), never on the number of workers.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::pipeline::OrderedPool;
+use crate::codec::{BlockEncoder, Codec, Filter, Level, detect::detect_filter};
+use crate::crypto::frame::Protection;
+use crate::crypto::keys::{ArchiveId, FileKey, Subkeys};
+use crate::crypto::stanza::{Recipient, wrap};
+use crate::error::{Error, Result};
+use crate::format::EntryMeta;
+use crate::format::entry::EntryKind;
+use crate::format::footer::{FOOTER_LEN, Footer};
+use crate::format::frame::{
+    BLOCK_HEADER_LEN, BlockHeader, FRAME_HEADER_LEN, FrameHeader, FrameKind,
+};
+use crate::format::header::Header;
+use crate::format::index::{Index, IndexEntry};
+use crate::format::record::{self, DATA_HEAD_LEN, MAX_SEGMENT};
+
+/// How the BCJ filter is chosen for each file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BcjMode {
+    /// Detect x86-64 / AArch64 executables (ELF, PE, Mach-O) from each file's first bytes.
+    Auto,
+    /// Never filter.
+    Off,
+    /// Apply this filter to every file.
+    Force(Filter),
+}
+
+/// Options for writing an archive.
+pub struct WriteOptions {
+    /// krypta level 1..=9, or `None` to store (`-s`).
+    pub level: Option<Level>,
+    /// Block size, bytes (MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).
+    pub block_size: usize,
+    /// Worker threads (at least 1).
+    pub jobs: usize,
+    /// BCJ filter choice.
+    pub bcj: BcjMode,
+    /// Creation time recorded in the header, seconds since the epoch.
+    pub created: i64,
+    /// Header comment (authenticated, not encrypted).
+    pub comment: String,
+    /// Recipients; empty for an unencrypted archive.
+    pub recipients: Vec<Recipient>,
+    /// Archive id; random when `None`.
+    pub archive_id: Option<ArchiveId>,
+    /// File key; random when `None` (fixed only for golden vectors and tests).
+    pub file_key: Option<FileKey>,
+}
+
+impl WriteOptions {
+    /// Defaults: level default, its block size, all cores, BCJ auto, unencrypted, now.
+    pub fn new() -> Self {
+        let level = Level::DEFAULT;
+        WriteOptions {
+            level: Some(level),
+            block_size: level.default_block_size(),
+            jobs: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            bcj: BcjMode::Auto,
+            created: 0,
+            comment: String::new(),
+            recipients: Vec::new(),
+            archive_id: None,
+            file_key: None,
+        }
+    }
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where the content of a file comes from: a sequence of data extents (holes skipped).
+pub trait ContentSource {
+    /// Appends up to `max` bytes of the next data extent to `buf` and returns its file offset
+    /// and length; `None` at the end.
+    fn next_extent(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<Option<(u64, usize)>>;
+    /// Logical size read (including a trailing hole), bytes.
+    fn final_size(&self) -> u64;
+}
+
+impl ContentSource for crate::fs::source::FileSource {
+    fn next_extent(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<Option<(u64, usize)>> {
+        crate::fs::source::FileSource::next_extent(self, buf, max)
+    }
+    fn final_size(&self) -> u64 {
+        crate::fs::source::FileSource::final_size(self)
+    }
+}
+
+/// Content from any reader (stdin), read front to back with no holes.
+pub struct ReaderSource<R> {
+    inner: R,
+    pos: u64,
+    name: PathBuf,
+}
+
+impl<R: std::io::Read> ReaderSource<R> {
+    /// Wraps a reader; `name` labels I/O errors.
+    pub fn new(inner: R, name: impl Into<PathBuf>) -> Self {
+        ReaderSource {
+            inner,
+            pos: 0,
+            name: name.into(),
+        }
+    }
+}
+
+impl<R: std::io::Read> ContentSource for ReaderSource<R> {
+    fn next_extent(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<Option<(u64, usize)>> {
+        let start = buf.len();
+        buf.resize(start + max, 0);
+        let mut got = 0;
+        while got < max {
+            match self.inner.read(&mut buf[start + got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    buf.truncate(start);
+                    return Err(Error::io(&self.name, "read", e));
+                }
+            }
+        }
+        buf.truncate(start + got);
+        if got == 0 {
+            return Ok(None);
+        }
+        let off = self.pos;
+        self.pos += got as u64;
+        Ok(Some((off, got)))
+    }
+    fn final_size(&self) -> u64 {
+        self.pos
+    }
+}
+
+struct Job {
+    header_kind: FrameKind,
+    last: bool,
+    seq: u64,
+    raw: Vec<u8>,
+    filter: Filter,
+    filter_start: u64,
+}
+
+struct WorkerState {
+    encoder: BlockEncoder,
+    payload: Vec<u8>,
+}
+
+/// Totals reported by [`ArchiveWriter::finish`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteSummary {
+    /// Entries written.
+    pub entries: u64,
+    /// Content bytes read (logical file sizes, holes included).
+    pub content_bytes: u64,
+    /// Data frames written.
+    pub data_frames: u64,
+    /// Archive size, bytes.
+    pub archive_bytes: u64,
+}
+
+/// Writes one archive. See the module documentation.
+pub struct ArchiveWriter<W: Write> {
+    out: W,
+    out_name: PathBuf,
+    offset: u64,
+    archive_id: ArchiveId,
+    protection: Arc<Protection>,
+    pool: OrderedPool<Job, Result<Vec<u8>>>,
+    block: Vec<u8>,
+    block_filter: Filter,
+    stream_pos: u64,
+    block_size: usize,
+    submitted: u64,
+    frame_lens: Vec<u32>,
+    entries: Vec<IndexEntry>,
+    bcj: BcjMode,
+    content_bytes: u64,
+    on_progress: Option<Box<dyn FnMut(u64) + Send>>,
+}
+
+impl<W: Write> ArchiveWriter<W> {
+    /// Starts an archive: generates (or takes) the archive id and file key, wraps the file key
+    /// for every recipient, and writes the header. `out_name` labels I/O errors.
+    pub fn new(out: W, out_name: impl Into<PathBuf>, opts: WriteOptions) -> Result<Self> {
+        let out_name = out_name.into();
+        let archive_id = match opts.archive_id {
+            Some(id) => id,
+            None => {
+                let mut id = [0u8; 16];
+                crate::crypto::primitives::random_bytes(&mut id)
+                    .map_err(|e| Error::Crypto(e.to_string()))?;
+                id
+            }
+        };
+        let (stanzas, protection) = if opts.recipients.is_empty() {
+            (Vec::new(), Protection::Plain)
+        } else {
+            let file_key = match opts.file_key {
+                Some(k) => k,
+                None => FileKey::generate().map_err(|e| Error::Crypto(e.to_string()))?,
+            };
+            let stanzas = opts
+                .recipients
+                .iter()
+                .map(|r| wrap(r, &file_key, &archive_id))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| Error::Crypto(e.to_string()))?;
+            (
+                stanzas,
+                Protection::Sealed(Box::new(Subkeys::derive(&file_key, &archive_id))),
+            )
+        };
+        let header = Header {
+            archive_id,
+            created: opts.created,
+            block_size: opts.block_size as u32,
+            level: opts.level.map(|l| l.get()).unwrap_or(0),
+            stanzas,
+            comment: opts.comment,
+        };
+        let mut bytes = header.write_untagged();
+        let tag = protection.header_tag(&bytes);
+        bytes.extend_from_slice(&tag);
+        let protection = Arc::new(protection);
+        let level = opts.level;
+        let worker_protection = Arc::clone(&protection);
+        let pool = OrderedPool::new(
+            opts.jobs,
+            opts.jobs * 2 + 1,
+            move || WorkerState {
+                encoder: BlockEncoder::new(level).expect("level was validated by Level::new"),
+                payload: Vec::new(),
+            },
+            move |st: &mut WorkerState, job: Job| {
+                seal_block(st, &worker_protection, &archive_id, job)
+            },
+        );
+        let mut w = ArchiveWriter {
+            out,
+            out_name,
+            offset: 0,
+            archive_id,
+            protection,
+            pool,
+            block: Vec::with_capacity(opts.block_size),
+            block_filter: Filter::None,
+            stream_pos: 0,
+            block_size: opts.block_size,
+            submitted: 0,
+            frame_lens: Vec::new(),
+            entries: Vec::new(),
+            bcj: opts.bcj,
+            content_bytes: 0,
+            on_progress: None,
+        };
+        w.write_out(&bytes)?;
+        Ok(w)
+    }
+
+    /// Calls `f` with the number of content bytes read so far, after each block.
+    pub fn set_progress(&mut self, f: Box<dyn FnMut(u64) + Send>) {
+        self.on_progress = Some(f);
+    }
+
+    /// Content bytes read so far.
+    pub fn content_bytes(&self) -> u64 {
+        self.content_bytes
+    }
+
+    /// The archive id.
+    pub fn archive_id(&self) -> ArchiveId {
+        self.archive_id
+    }
+
+    fn write_out(&mut self, b: &[u8]) -> Result<()> {
+        self.out
+            .write_all(b)
+            .map_err(|e| Error::io(&self.out_name, "write", e))?;
+        self.offset += b.len() as u64;
+        Ok(())
+    }
+
+    fn emit(&mut self, frame: Result<Vec<u8>>) -> Result<()> {
+        let frame = frame?;
+        let body_len = (frame.len() - FRAME_HEADER_LEN - crate::format::frame::TAG_LEN) as u32;
+        if frame[0] == FrameKind::Data as u8 {
+            self.frame_lens.push(body_len);
+        }
+        self.write_out(&frame)
+    }
+
+    fn submit(&mut self, job: Job) -> Result<()> {
+        while !self.pool.has_capacity() {
+            let r = self
+                .pool
+                .next_result()
+                .map_err(|e| Error::Crypto(e.to_string()))?;
+            if let Some(r) = r {
+                self.emit(r)?;
+            }
+        }
+        self.pool
+            .submit(job)
+            .map_err(|e| Error::Crypto(e.to_string()))?;
+        while let Some(r) = self
+            .pool
+            .try_next()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
+            self.emit(r)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the current block to the workers (if it holds anything).
+    fn flush_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let raw = std::mem::replace(&mut self.block, Vec::with_capacity(self.block_size));
+        let len = raw.len() as u64;
+        let job = Job {
+            header_kind: FrameKind::Data,
+            last: false,
+            seq: self.submitted,
+            raw,
+            filter: self.block_filter,
+            filter_start: self.stream_pos,
+        };
+        self.submitted += 1;
+        self.stream_pos += len;
+        self.submit(job)?;
+        if let Some(p) = self.on_progress.as_mut() {
+            p(self.content_bytes);
+        }
+        Ok(())
+    }
+
+    /// Appends record bytes, cutting blocks as they fill.
+    fn push(&mut self, mut bytes: &[u8]) -> Result<()> {
+        while !bytes.is_empty() {
+            let room = self.block_size - self.block.len();
+            let n = room.min(bytes.len());
+            self.block.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            if self.block.len() == self.block_size {
+                self.flush_block()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// (seq, offset) where the next record byte will land.
+    fn position(&self) -> (u64, u32) {
+        (self.submitted, self.block.len() as u32)
+    }
+
+    /// Seq of the block holding the last byte pushed.
+    fn last_byte_seq(&self) -> u64 {
+        if self.block.is_empty() {
+            self.submitted - 1
+        } else {
+            self.submitted
+        }
+    }
+
+    /// Switches the block's filter, starting a new block if the current one holds data.
+    fn use_filter(&mut self, filter: Filter) -> Result<()> {
+        if filter != self.block_filter {
+            self.flush_block()?;
+            self.block_filter = filter;
+        }
+        Ok(())
+    }
+
+    /// Adds an entry without content (directory, symlink, hard link).
+    pub fn add_entry(&mut self, meta: &EntryMeta) -> Result<()> {
+        debug_assert!(meta.kind != EntryKind::File);
+        let (first_seq, first_offset) = self.position();
+        let mut rec = Vec::new();
+        record::write_entry(&mut rec, meta);
+        self.push(&rec)?;
+        self.entries.push(IndexEntry {
+            meta: meta.clone(),
+            size: 0,
+            digest: [0; 32],
+            first_seq,
+            first_offset,
+            last_seq: self.last_byte_seq(),
+        });
+        Ok(())
+    }
+
+    /// Adds a regular file and its content. `meta.kind` must be File. Returns the size and
+    /// BLAKE3 digest recorded: they describe exactly the bytes stored, even when the file
+    /// changed while it was read.
+    pub fn add_file(
+        &mut self,
+        meta: &EntryMeta,
+        src: &mut dyn ContentSource,
+    ) -> Result<(u64, [u8; 32])> {
+        let chunk = self.block_size.min(MAX_SEGMENT as usize);
+        let mut buf = Vec::with_capacity(chunk);
+        let mut got = src.next_extent(&mut buf, chunk)?;
+        let filter = match (self.bcj, got) {
+            (BcjMode::Off, _) => Filter::None,
+            (BcjMode::Force(f), _) => f,
+            (BcjMode::Auto, Some((0, _))) => detect_filter(&buf),
+            (BcjMode::Auto, _) => Filter::None,
+        };
+        self.use_filter(filter)?;
+        let (first_seq, first_offset) = self.position();
+        let mut rec = Vec::with_capacity(64 + meta.path.len());
+        record::write_entry(&mut rec, meta);
+        self.push(&rec)?;
+        let mut hasher = blake3::Hasher::new();
+        let mut hashed_to = 0u64;
+        while let Some((offset, len)) = got {
+            if len > 0 {
+                // Holes before this extent hash as zeros, as the extracted file reads.
+                hash_zeros(&mut hasher, offset.saturating_sub(hashed_to));
+                hasher.update(&buf[..len]);
+                hashed_to = offset + len as u64;
+                let mut head = Vec::with_capacity(DATA_HEAD_LEN);
+                record::write_data_head(&mut head, offset, len as u32);
+                self.push(&head)?;
+                self.push(&buf[..len])?;
+                self.content_bytes += len as u64;
+            }
+            buf.clear();
+            got = src.next_extent(&mut buf, chunk)?;
+        }
+        let size = src.final_size().max(hashed_to);
+        if size > record::MAX_FILE_SIZE {
+            return Err(Error::Usage(format!(
+                "{}: {size} bytes exceeds the {}-byte file size limit",
+                String::from_utf8_lossy(&meta.path),
+                record::MAX_FILE_SIZE
+            )));
+        }
+        hash_zeros(&mut hasher, size - hashed_to);
+        let digest: [u8; 32] = *hasher.finalize().as_bytes();
+        let mut end = Vec::with_capacity(record::END_LEN);
+        record::write_end(&mut end, size, &digest);
+        self.push(&end)?;
+        self.entries.push(IndexEntry {
+            meta: meta.clone(),
+            size,
+            digest,
+            first_seq,
+            first_offset,
+            last_seq: self.last_byte_seq(),
+        });
+        Ok((size, digest))
+    }
+
+    /// Writes the last data block, the index frames and the footer; returns the totals and
+    /// the inner writer (flushed).
+    pub fn finish(mut self) -> Result<(WriteSummary, W)> {
+        self.flush_block()?;
+        while let Some(r) = self
+            .pool
+            .next_result()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
+            self.emit(r)?;
+        }
+        let data_frames = self.submitted;
+        let index_offset = self.offset;
+        let index = Index {
+            entries: std::mem::take(&mut self.entries),
+            frame_body_lens: std::mem::take(&mut self.frame_lens),
+        };
+        let entries = index.entries.len() as u64;
+        let bytes = index.write();
+        let chunk = self.block_size.min(crate::codec::DEFAULT_BLOCK_SIZE);
+        let chunks: Vec<&[u8]> = bytes.chunks(chunk).collect();
+        let n = chunks.len() as u64;
+        for (i, c) in chunks.into_iter().enumerate() {
+            let job = Job {
+                header_kind: FrameKind::Index,
+                last: i as u64 + 1 == n,
+                seq: self.submitted,
+                raw: c.to_vec(),
+                filter: Filter::None,
+                filter_start: 0,
+            };
+            self.submitted += 1;
+            self.submit(job)?;
+        }
+        while let Some(r) = self
+            .pool
+            .next_result()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
+            self.emit(r)?;
+        }
+        let footer = Footer {
+            index_offset,
+            data_frames,
+            index_frames: n,
+        };
+        let untagged = footer.untagged();
+        let tag = self.protection.footer_tag(&self.archive_id, &untagged);
+        let mut fb = [0u8; FOOTER_LEN];
+        fb[..32].copy_from_slice(&untagged);
+        fb[32..].copy_from_slice(&tag);
+        self.write_out(&fb)?;
+        self.out
+            .flush()
+            .map_err(|e| Error::io(&self.out_name, "write", e))?;
+        let summary = WriteSummary {
+            entries,
+            content_bytes: self.content_bytes,
+            data_frames,
+            archive_bytes: self.offset,
+        };
+        Ok((summary, self.out))
+    }
+}
+
+/// Feeds `n` zero bytes to the hasher (a hole), 64 KiB at a time.
+fn hash_zeros(hasher: &mut blake3::Hasher, mut n: u64) {
+    static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+    while n > 0 {
+        let k = n.min(ZEROS.len() as u64) as usize;
+        hasher.update(&ZEROS[..k]);
+        n -= k as u64;
+    }
+}
+
+/// Worker: filter + compress + seal one block into a complete frame.
+fn seal_block(
+    st: &mut WorkerState,
+    protection: &Protection,
+    archive_id: &ArchiveId,
+    job: Job,
+) -> Result<Vec<u8>> {
+    let (codec, filter) = st
+        .encoder
+        .encode(&job.raw, job.filter, job.filter_start, &mut st.payload)
+        .map_err(|e| Error::Crypto(format!("compressing block {}: {e}", job.seq)))?;
+    let (payload, codec): (&[u8], Codec) = match codec {
+        Codec::Store => (
+            if filter == Filter::None {
+                &job.raw
+            } else {
+                &st.payload
+            },
+            Codec::Store,
+        ),
+        Codec::Zstd => (&st.payload, Codec::Zstd),
+    };
+    let bh = BlockHeader {
+        codec,
+        filter,
+        raw_len: job.raw.len() as u32,
+        filter_start: job.filter_start,
+    };
+    let body_len = BLOCK_HEADER_LEN + payload.len();
+    let fh = FrameHeader {
+        kind: job.header_kind,
+        last: job.last,
+        body_len: body_len as u32,
+        seq: job.seq,
+    };
+    let fh_bytes = fh.to_bytes();
+    let mut frame = Vec::with_capacity(FRAME_HEADER_LEN + body_len + crate::format::frame::TAG_LEN);
+    frame.extend_from_slice(&fh_bytes);
+    frame.extend_from_slice(&bh.to_bytes());
+    frame.extend_from_slice(payload);
+    let tag = protection.seal_frame(
+        archive_id,
+        &fh_bytes,
+        job.seq,
+        &mut frame[FRAME_HEADER_LEN..],
+    );
+    frame.extend_from_slice(&tag);
+    Ok(frame)
+}

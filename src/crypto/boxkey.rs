@@ -1,0 +1,239 @@
+//! Box key files: writing a new pq-box key pair (`NAME`, secret, mode 0600; `NAME.pub`,
+//! public) and reading secret and public box keys back from files or key text.
+//!
+//! Both files are text in the typed, checksummed key-text format of `crypto::keytext`; lines
+//! starting with `#` are comments. A secret key file holds three lines:
+//!
+//! ```text
+//! # created: 2026-11-30T08:50:00Z
+//! # public key: KRYPTA-BOX-PUBLIC-1-...
+//! KRYPTA-BOX-SECRET-1-...
+//! ```
+//!
+//! and `NAME.pub` holds the public key line alone. A key of another kind, one changed
+//! character or a truncated line gives a [`Error::BadKeyFile`] naming the file and the
+//! problem; nothing here panics on any file content.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use zeroize::Zeroizing;
+
+use super::pqbox::{PublicKey, SECRET_KEY_LEN, SecretKey};
+use crate::Error;
+
+use super::keytext::{KeyKind, decode, encode};
+
+/// Suffix appended to a secret key's path to name its public key file.
+pub const PUBLIC_KEY_SUFFIX: &str = ".pub";
+/// Largest key file read, bytes (a public key line is about 1.7 KB; anything far larger is
+/// not a key file, and reading stops there).
+pub const MAX_KEY_FILE_LEN: u64 = 64 * 1024;
+/// The prefix every krypta key text starts with; an argument starting with it is key text,
+/// not a path.
+pub const KEY_TEXT_PREFIX: &str = "KRYPTA-";
+/// Path shown in errors about key text given inline as an argument.
+pub const INLINE_KEY_PATH: &str = "<argument>";
+
+/// Writes a fresh box key pair: the secret key to `path` (created new with mode 0600, never
+/// overwriting: [`Error::Exists`]) with `# created:` and `# public key:` comment lines, and
+/// the public key to `path` + ".pub" (created new, never overwriting). Both are flushed to
+/// disk. If the public file cannot be written, the new secret file is removed again.
+/// Returns the public key.
+pub fn generate_box_keypair(path: &Path) -> Result<PublicKey, Error> {
+    let pub_path = public_key_path(path);
+    for p in [path, pub_path.as_path()] {
+        if fs::symlink_metadata(p).is_ok() {
+            return Err(Error::Exists {
+                path: p.to_path_buf(),
+            });
+        }
+    }
+    let sk = SecretKey::generate().map_err(|e| Error::Crypto(e.to_string()))?;
+    let pk = sk.public_key();
+    let pub_text = public_key_text(&pk);
+    let secret_text = Zeroizing::new(format!(
+        "# created: {}\n# public key: {pub_text}\n{}\n",
+        utc_timestamp(SystemTime::now()),
+        *secret_key_text(&sk),
+    ));
+    write_new(path, 0o600, secret_text.as_bytes())?;
+    if let Err(e) = write_new(&pub_path, 0o644, format!("{pub_text}\n").as_bytes()) {
+        let _ = fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(pk)
+}
+
+/// The public key file that belongs to the secret key file `path`: `path` + ".pub".
+pub fn public_key_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_os_string();
+    p.push(PUBLIC_KEY_SUFFIX);
+    PathBuf::from(p)
+}
+
+/// Reads a box secret key from the key file `path_or_text`. Secret key text given inline is
+/// refused (an argument is visible to other local users in the process list): the error asks
+/// for a file. Errors name the file: not found / unreadable ([`Error::Io`]), a public key or a
+/// key of another kind, a bad checksum, truncation ([`Error::BadKeyFile`]). Whether the file is
+/// readable by others is a separate check: [`secret_key_mode_warning`].
+pub fn load_secret(path_or_text: &str) -> Result<SecretKey, Error> {
+    let path = Path::new(path_or_text);
+    if looks_like_key_text(path_or_text) && fs::symlink_metadata(path).is_err() {
+        return Err(Error::BadKeyFile {
+            path: PathBuf::from(INLINE_KEY_PATH),
+            problem: "key text given as an argument; a secret key must be read from a file \
+                      (give the path of the key file written by `krypta keygen --box`)"
+                .to_string(),
+        });
+    }
+    let text = read_key_file(path)?;
+    let bytes = Zeroizing::new(decode(&text, KeyKind::BoxSecret).map_err(|e| bad_key(path, e))?);
+    let arr: &[u8; SECRET_KEY_LEN] =
+        bytes.as_slice().try_into().map_err(|_| Error::BadKeyFile {
+            path: path.to_path_buf(),
+            problem: format!(
+                "a box secret key is {SECRET_KEY_LEN} bytes, this one {}",
+                bytes.len()
+            ),
+        })?;
+    Ok(SecretKey::from_bytes(arr))
+}
+
+/// Reads a box public key from `path_or_text`: the key text itself (an argument starting with
+/// "KRYPTA-" that is not an existing file; errors then name `<argument>`), or the path of a
+/// file holding it (such as `NAME.pub`). Errors: [`Error::Io`] for an unreadable file,
+/// [`Error::BadKeyFile`] for a secret key or a key of another kind, a bad checksum, truncation
+/// or an ML-KEM key failing the FIPS 203 §7.2 modulus check.
+pub fn load_public(path_or_text: &str) -> Result<PublicKey, Error> {
+    let path = Path::new(path_or_text);
+    let (shown, text) = if looks_like_key_text(path_or_text) && fs::symlink_metadata(path).is_err()
+    {
+        (
+            Path::new(INLINE_KEY_PATH),
+            Zeroizing::new(path_or_text.to_string()),
+        )
+    } else {
+        (path, read_key_file(path)?)
+    };
+    let bytes = decode(&text, KeyKind::BoxPublic).map_err(|e| bad_key(shown, e))?;
+    PublicKey::from_bytes(&bytes).map_err(|e| bad_key(shown, e))
+}
+
+/// `Some(warning)` when the secret key file `path` is readable by group or others, e.g.
+/// "id.key is readable by group/others (mode 0644); chmod 600 id.key"; `None` when it is
+/// private or its metadata cannot be read (reading it will report that).
+pub fn secret_key_mode_warning(path: &Path) -> Option<String> {
+    let mode = fs::metadata(path).ok()?.permissions().mode() & 0o7777;
+    if mode & 0o044 == 0 {
+        return None;
+    }
+    let name = path.display();
+    Some(format!(
+        "{name} is readable by group/others (mode {mode:04o}); chmod 600 {name}"
+    ))
+}
+
+/// The one-line key text of a box public key ("KRYPTA-BOX-PUBLIC-1-...", no newline), as
+/// written to `NAME.pub` and printed by `krypta keygen --pub`.
+pub fn public_key_text(pk: &PublicKey) -> String {
+    encode(KeyKind::BoxPublic, &pk.to_bytes())
+}
+
+/// The one-line key text of a box secret key ("KRYPTA-BOX-SECRET-1-...", no newline).
+pub fn secret_key_text(sk: &SecretKey) -> Zeroizing<String> {
+    Zeroizing::new(encode(KeyKind::BoxSecret, &sk.to_bytes()[..]))
+}
+
+fn looks_like_key_text(arg: &str) -> bool {
+    arg.trim_start().starts_with(KEY_TEXT_PREFIX)
+}
+
+fn bad_key(path: &Path, e: super::CryptoError) -> Error {
+    Error::BadKeyFile {
+        path: path.to_path_buf(),
+        problem: e.to_string(),
+    }
+}
+
+/// Reads at most [`MAX_KEY_FILE_LEN`] bytes of UTF-8 text; the buffer is zeroized on drop.
+fn read_key_file(path: &Path) -> Result<Zeroizing<String>, Error> {
+    let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let mut buf = Zeroizing::new(Vec::new());
+    file.take(MAX_KEY_FILE_LEN + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(path, "read", e))?;
+    if buf.len() as u64 > MAX_KEY_FILE_LEN {
+        return Err(Error::BadKeyFile {
+            path: path.to_path_buf(),
+            problem: format!("larger than {MAX_KEY_FILE_LEN} bytes: not a krypta key file"),
+        });
+    }
+    match std::str::from_utf8(&buf) {
+        Ok(s) => Ok(Zeroizing::new(s.to_string())),
+        Err(_) => Err(Error::BadKeyFile {
+            path: path.to_path_buf(),
+            problem: "not a text file: not a krypta key file".to_string(),
+        }),
+    }
+}
+
+/// Creates `path` new (O_EXCL: an existing file or link is never followed or replaced) with
+/// `mode`, writes `data` and syncs it.
+fn write_new(path: &Path, mode: u32, data: &[u8]) -> Result<(), Error> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                Error::Exists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                Error::io(path, "create", e)
+            }
+        })?;
+    let written = f.write_all(data).and_then(|()| f.sync_all());
+    if let Err(e) = written {
+        drop(f);
+        let _ = fs::remove_file(path);
+        return Err(Error::io(path, "write", e));
+    }
+    Ok(())
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) for `t`; times before 1970 print as the epoch.
+pub fn utc_timestamp(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
+/// (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms", `civil_from_days`).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}

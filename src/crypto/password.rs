@@ -1,0 +1,312 @@
+//! Passwords: the zeroizing [`Secret`] type and reading a password from the terminal, a
+//! file, an inherited file descriptor or the `KRYPTA_PASSWORD` environment variable.
+//!
+//! A password is the exact bytes given — UTF-8 as the terminal or file supplies it — with no
+//! Unicode normalisation: "é" typed as U+00E9 and as "e" + U+0301 are different passwords.
+//! From a file or descriptor the password is the first line: everything before the first
+//! "\n", with one "\r" before that "\n" removed (so "pw\n", "pw\r\n", "pw\n\n" and "pw" all
+//! give "pw"); a password therefore never contains a newline. The environment variable is
+//! taken whole. At most [`MAX_PASSWORD_LEN`] bytes are read.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use subtle::ConstantTimeEq;
+use zeroize::Zeroizing;
+
+use crate::Error;
+
+/// Environment variable read by [`PasswordSource::Env`].
+pub const PASSWORD_ENV: &str = "KRYPTA_PASSWORD";
+/// Longest password accepted, bytes; a longer first line is refused rather than cut.
+pub const MAX_PASSWORD_LEN: usize = 4096;
+
+/// A secret byte string (password or passphrase), zeroized on drop; `Debug` does not show it.
+/// No `PartialEq`: compare secrets only in constant time (`subtle`), as [`read_password`] does.
+#[derive(Clone, Default)]
+pub struct Secret(Zeroizing<Vec<u8>>);
+
+impl Secret {
+    /// Takes ownership of the bytes (no copy is left behind).
+    pub fn new(bytes: Vec<u8>) -> Secret {
+        Secret(Zeroizing::new(bytes))
+    }
+
+    /// The secret bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// True for the empty password.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(s: &str) -> Secret {
+        Secret::new(s.as_bytes().to_vec())
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// Where a password comes from. There is deliberately no variant for a password given as a
+/// command-line argument (visible in `ps` and shell history).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PasswordSource {
+    /// Ask on the terminal without echo (twice when creating).
+    Prompt,
+    /// The first line of this file (`--pass-file`).
+    File(PathBuf),
+    /// The first line read from this inherited file descriptor (`--pass-fd`).
+    Fd(i32),
+    /// The `KRYPTA_PASSWORD` environment variable, whole.
+    Env,
+}
+
+/// Reads a password. `confirm` is true when creating an archive: the prompt then asks twice
+/// and both must match, and an empty password is refused from every source. Errors name
+/// the file (or `/dev/fd/N`, or the variable) and say what went wrong.
+pub fn read_password(src: &PasswordSource, confirm: bool) -> Result<Secret, Error> {
+    let secret = match src {
+        PasswordSource::Prompt => prompt(confirm)?,
+        PasswordSource::File(path) => read_first_line(path)?,
+        PasswordSource::Fd(fd) => {
+            if *fd < 0 {
+                return Err(Error::Usage(format!(
+                    "--pass-fd {fd}: not a file descriptor"
+                )));
+            }
+            // Reopening through /dev/fd avoids unsafe code (taking ownership of a raw fd);
+            // it works for pipes, sockets' fd entries on Linux and inherited files alike.
+            read_first_line(Path::new(&format!("/dev/fd/{fd}")))?
+        }
+        PasswordSource::Env => match std::env::var_os(PASSWORD_ENV) {
+            None => return Err(Error::Usage(format!("{PASSWORD_ENV} is not set"))),
+            Some(v) => {
+                let bytes = Secret::new(std::os::unix::ffi::OsStringExt::into_vec(v));
+                if bytes.as_bytes().len() > MAX_PASSWORD_LEN {
+                    return Err(Error::Usage(format!(
+                        "{PASSWORD_ENV} is longer than {MAX_PASSWORD_LEN} bytes"
+                    )));
+                }
+                bytes
+            }
+        },
+    };
+    if confirm && secret.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: empty password refused",
+            describe(src)
+        )));
+    }
+    Ok(secret)
+}
+
+/// The source as a user would name it, for messages.
+fn describe(src: &PasswordSource) -> String {
+    match src {
+        PasswordSource::Prompt => "password prompt".to_string(),
+        PasswordSource::File(p) => p.display().to_string(),
+        PasswordSource::Fd(fd) => format!("/dev/fd/{fd}"),
+        PasswordSource::Env => PASSWORD_ENV.to_string(),
+    }
+}
+
+/// Prompts on the controlling terminal without echo (rpassword reads `/dev/tty`).
+fn prompt(confirm: bool) -> Result<Secret, Error> {
+    let tty = |e| Error::io("/dev/tty", "read password", e);
+    let first = Secret::new(
+        rpassword::prompt_password("Password: ")
+            .map_err(tty)?
+            .into_bytes(),
+    );
+    if confirm {
+        if first.is_empty() {
+            return Err(Error::Usage("empty password refused".to_string()));
+        }
+        let again = Secret::new(
+            rpassword::prompt_password("Repeat password: ")
+                .map_err(tty)?
+                .into_bytes(),
+        );
+        if !bool::from(first.as_bytes().ct_eq(again.as_bytes())) {
+            return Err(Error::Usage("the two passwords do not match".to_string()));
+        }
+    }
+    Ok(first)
+}
+
+/// Reads the first line of `path` (see the module doc), at most [`MAX_PASSWORD_LEN`] bytes
+/// before the newline.
+fn read_first_line(path: &Path) -> Result<Secret, Error> {
+    let file = File::open(path).map_err(|e| Error::io(path, "open password file", e))?;
+    first_line(file).map_err(|e| match e {
+        LineError::Io(e) => Error::io(path, "read password file", e),
+        LineError::TooLong => Error::Usage(format!(
+            "{}: first line is longer than {MAX_PASSWORD_LEN} bytes",
+            path.display()
+        )),
+    })
+}
+
+/// Why a first line could not be read.
+#[derive(Debug)]
+enum LineError {
+    Io(io::Error),
+    TooLong,
+}
+
+/// The first line of `reader` with its line ending removed. Reads in pieces and stops at
+/// the piece holding the first "\n" (or at EOF, or past the limit), so a pipe left open by
+/// its writer does not block once the line has arrived.
+fn first_line(mut reader: impl Read) -> Result<Secret, LineError> {
+    // Room for the limit plus the "\r\n" that is removed, plus one byte to tell "exactly the
+    // limit" from "too long".
+    let cap = MAX_PASSWORD_LEN + 3;
+    let mut buf = Zeroizing::new(Vec::with_capacity(256));
+    let mut piece = Zeroizing::new([0u8; 256]);
+    while buf.len() < cap {
+        let n = match reader.read(&mut piece[..]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(LineError::Io(e)),
+        };
+        buf.extend_from_slice(&piece[..n]);
+        if piece[..n].contains(&b'\n') {
+            break;
+        }
+    }
+    let line_end = buf.iter().position(|&b| b == b'\n');
+    let mut len = line_end.unwrap_or(buf.len());
+    if line_end.is_some() && len > 0 && buf[len - 1] == b'\r' {
+        len -= 1;
+    }
+    if len > MAX_PASSWORD_LEN {
+        return Err(LineError::TooLong);
+    }
+    Ok(Secret::new(buf[..len].to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn line(input: &[u8]) -> Vec<u8> {
+        first_line(input).unwrap().as_bytes().to_vec()
+    }
+
+    #[test]
+    fn first_line_removes_one_line_ending_and_ignores_later_lines() {
+        assert_eq!(line(b"pw\n"), b"pw");
+        assert_eq!(line(b"pw\r\n"), b"pw");
+        assert_eq!(line(b"pw\n\n"), b"pw");
+        assert_eq!(line(b"pw"), b"pw");
+        assert_eq!(
+            line(b"pw\r"),
+            b"pw\r",
+            "a lone CR without LF is part of the password"
+        );
+        assert_eq!(line(b"pw\r\r\n"), b"pw\r");
+        assert_eq!(line(b" pw \nsecond"), b" pw ", "spaces are kept");
+        assert_eq!(line(b"\n"), b"");
+        assert_eq!(line(b""), b"");
+    }
+
+    #[test]
+    fn first_line_limit_is_exact() {
+        let mut ok = vec![b'a'; MAX_PASSWORD_LEN];
+        ok.extend_from_slice(b"\r\n");
+        assert_eq!(line(&ok).len(), MAX_PASSWORD_LEN);
+        let long = vec![b'a'; MAX_PASSWORD_LEN + 1];
+        assert!(matches!(first_line(&long[..]), Err(LineError::TooLong)));
+        let huge = vec![b'a'; 1 << 20];
+        assert!(matches!(first_line(&huge[..]), Err(LineError::TooLong)));
+    }
+
+    #[test]
+    fn pass_file_keeps_non_ascii_bytes_unnormalised() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all("pässwörd-密码\r\n".as_bytes())
+            .unwrap();
+        let s = read_password(&PasswordSource::File(path), true).unwrap();
+        assert_eq!(s.as_bytes(), "pässwörd-密码".as_bytes());
+        let decomposed = "pa\u{308}sswo\u{308}rd-密码";
+        assert_ne!(
+            s.as_bytes(),
+            decomposed.as_bytes(),
+            "no NFC/NFD normalisation"
+        );
+    }
+
+    #[test]
+    fn empty_password_is_refused_only_when_creating() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, b"\n").unwrap();
+        let e = read_password(&PasswordSource::File(path.clone()), true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{}: empty password refused", path.display())
+        );
+        assert!(
+            read_password(&PasswordSource::File(path), false)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn missing_pass_file_error_names_the_file() {
+        let e = read_password(
+            &PasswordSource::File("/nonexistent/krypta-pw".into()),
+            false,
+        )
+        .unwrap_err();
+        assert!(matches!(
+            &e,
+            Error::Io {
+                op: "open password file",
+                ..
+            }
+        ));
+        assert!(
+            e.to_string()
+                .starts_with("/nonexistent/krypta-pw: open password file: ")
+        );
+    }
+
+    #[test]
+    fn pass_fd_reads_an_inherited_descriptor() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, b"from-fd\nrest").unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let s = read_password(&PasswordSource::Fd(f.as_raw_fd()), false).unwrap();
+        assert_eq!(s.as_bytes(), b"from-fd");
+        assert!(matches!(
+            read_password(&PasswordSource::Fd(-1), false),
+            Err(Error::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn secret_debug_is_redacted() {
+        assert_eq!(
+            format!("{:?}", Secret::from("hunter2")),
+            "Secret(<redacted>)"
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! Keeping extraction inside the output directory: entry paths split and checked, parent
+//! directories resolved one component at a time from the root's descriptor with
+//! `openat(O_NOFOLLOW | O_DIRECTORY)`, temporary names, and the final no-replace/replace rename.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{
+    AtFlags, FileType, Mode, OFlags, RenameFlags, mkdirat, openat, renameat, renameat_with, statat,
+    unlinkat,
+};
+use rustix::io::Errno;
+
+use crate::format::entry::check_archive_path;
+use crate::{Error, Result};
+
+/// Mode of directories created only because an entry below them needed them (before umask).
+const IMPLIED_DIR_MODE: u32 = 0o777;
+
+/// An entry path after `--strip-components`, split into parent components and final name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target<'a> {
+    /// Directory components between the root and the final name (may be empty).
+    pub parents: Vec<&'a [u8]>,
+    /// The final component.
+    pub name: &'a [u8],
+    /// The stripped path, `/`-joined (the key for hard-link targets).
+    pub rel: Vec<u8>,
+}
+
+/// Re-checks an archive path (defence in depth: the format refused these at parse time too)
+/// and strips `strip` leading components. `Ok(None)` when nothing is left.
+pub(crate) fn split_entry(path: &[u8], strip: usize) -> Result<Option<Target<'_>>> {
+    if check_archive_path(path).is_err() {
+        let reason = if path.first() == Some(&b'/') {
+            "absolute path"
+        } else if path.split(|&b| b == b'/').any(|c| c == b"..") {
+            "'..' component"
+        } else {
+            "empty, '.' or NUL-containing component, or bad length"
+        };
+        return Err(Error::UnsafePath {
+            path: shown(path),
+            reason,
+        });
+    }
+    let comps: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    if comps.len() <= strip {
+        return Ok(None);
+    }
+    let kept = &comps[strip..];
+    let (name, parents) = match kept.split_last() {
+        Some((name, parents)) => (*name, parents.to_vec()),
+        None => return Ok(None),
+    };
+    Ok(Some(Target {
+        parents,
+        name,
+        rel: kept.join(&b'/'),
+    }))
+}
+
+/// The entry path as a `PathBuf` for messages (bytes kept as they are).
+pub(crate) fn shown(path: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(path))
+}
+
+/// `root/rel` for messages naming the file on disk.
+pub(crate) fn on_disk(root: &Path, rel: &[u8]) -> PathBuf {
+    root.join(OsStr::from_bytes(rel))
+}
+
+/// Opens the directory `parents` below `root` without following any symbolic link, creating
+/// missing components (mode 0o777 minus umask) when `create`. A component that is a symbolic
+/// link is refused ([`Error::UnsafePath`]); one that is not a directory is an I/O error.
+/// Returns an `O_PATH` descriptor, usable as the `dirfd` of the `*at` calls.
+pub(crate) fn open_dir(
+    root: BorrowedFd<'_>,
+    root_path: &Path,
+    parents: &[&[u8]],
+    create: bool,
+) -> Result<OwnedFd> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut cur = openat(root, ".", flags, Mode::empty())
+        .map_err(|e| Error::io(root_path, "open", e.into()))?;
+    for (i, comp) in parents.iter().enumerate() {
+        let here = || on_disk(root_path, &parents[..=i].join(&b'/'));
+        let next = match openat(&cur, *comp, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if create => {
+                match mkdirat(&cur, *comp, Mode::from_raw_mode(IMPLIED_DIR_MODE)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(Error::io(here(), "create directory", e.into())),
+                }
+                openat(&cur, *comp, flags, Mode::empty())
+                    .map_err(|e| refuse_non_dir(&cur, comp, here(), e))?
+            }
+            Err(e) => return Err(refuse_non_dir(&cur, comp, here(), e)),
+        };
+        cur = next;
+    }
+    Ok(cur)
+}
+
+/// Turns a failed directory open into the right error: a symbolic link is an unsafe path.
+fn refuse_non_dir(dir: &OwnedFd, comp: &[u8], path: PathBuf, e: Errno) -> Error {
+    if matches!(e, Errno::LOOP | Errno::NOTDIR)
+        && matches!(lstat_type(dir.as_fd(), comp), Ok(Some(FileType::Symlink)))
+    {
+        return Error::UnsafePath {
+            path,
+            reason: "a parent directory in the output is a symbolic link (never followed)",
+        };
+    }
+    Error::io(path, "open directory", e.into())
+}
+
+/// The type of `name` in `dir` without following a link, or `None` if it does not exist.
+pub(crate) fn lstat_type(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<Option<FileType>> {
+    match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(FileType::from_raw_mode(st.st_mode))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A fresh temporary name in the target directory: `.krypta-` + 16 hex digits + `.tmp`
+/// (8 bytes from the OS random source; the caller creates it with `O_EXCL` and retries).
+pub(crate) fn temp_name() -> Result<Vec<u8>> {
+    let mut r = [0u8; 8];
+    getrandom::fill(&mut r).map_err(|e| Error::Crypto(format!("random temporary name: {e}")))?;
+    let hex: String = r.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(".krypta-{hex}.tmp").into_bytes())
+}
+
+/// Creates something under a fresh temporary name with `make(name)` (which must fail with
+/// `EEXIST` when the name is taken), retrying on collisions. Returns the name used.
+pub(crate) fn create_temp<T>(
+    path: &Path,
+    mut make: impl FnMut(&[u8]) -> std::result::Result<T, Errno>,
+) -> Result<(Vec<u8>, T)> {
+    for _ in 0..16 {
+        let name = temp_name()?;
+        match make(&name) {
+            Ok(v) => return Ok((name, v)),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(Error::io(path, "create temporary file", e.into())),
+        }
+    }
+    Err(Error::io(
+        path,
+        "create temporary file",
+        io::Error::from(io::ErrorKind::AlreadyExists),
+    ))
+}
+
+/// Fails with [`Error::Exists`] if `name` exists and `force` is off, or with an I/O error if it
+/// is a directory (never replaced by a non-directory). Early check; [`place`] is the race-free
+/// one.
+pub(crate) fn check_free(dir: BorrowedFd<'_>, name: &[u8], force: bool, path: &Path) -> Result<()> {
+    match lstat_type(dir, name).map_err(|e| Error::io(path, "stat", e))? {
+        None => Ok(()),
+        Some(_) if !force => Err(Error::Exists {
+            path: path.to_path_buf(),
+        }),
+        Some(FileType::Directory) => Err(Error::io(path, "replace", Errno::ISDIR.into())),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Renames `tmp` to `name` in `dir`. Without `force` an existing name is never replaced
+/// (`RENAME_NOREPLACE`; [`Error::Exists`]); with it, an existing file or symbolic link is
+/// replaced atomically (the link itself, never what it points to). On error `tmp` is left for
+/// the caller to remove.
+pub(crate) fn place(
+    dir: BorrowedFd<'_>,
+    tmp: &[u8],
+    name: &[u8],
+    force: bool,
+    path: &Path,
+) -> Result<()> {
+    let res = if force {
+        renameat(dir, tmp, dir, name)
+    } else {
+        match renameat_with(dir, tmp, dir, name, RenameFlags::NOREPLACE) {
+            Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
+                // Filesystem without RENAME_NOREPLACE: check, then rename (a small race).
+                match lstat_type(dir, name) {
+                    Ok(None) => renameat(dir, tmp, dir, name),
+                    Ok(Some(_)) => Err(Errno::EXIST),
+                    Err(e) => return Err(Error::io(path, "stat", e)),
+                }
+            }
+            other => other,
+        }
+    };
+    match res {
+        Ok(()) => Ok(()),
+        Err(Errno::EXIST) => Err(Error::Exists {
+            path: path.to_path_buf(),
+        }),
+        Err(e) => Err(Error::io(path, "rename into place", e.into())),
+    }
+}
+
+/// Removes `name` (not a directory) from `dir`, ignoring "already gone".
+pub(crate) fn remove(dir: BorrowedFd<'_>, name: &[u8]) {
+    let _ = unlinkat(dir, name, AtFlags::empty());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_entry_strips_components_and_keeps_the_rest() {
+        let t = split_entry(b"a/b/c", 1).unwrap().unwrap();
+        assert_eq!(t.parents, vec![&b"b"[..]]);
+        assert_eq!(t.name, b"c");
+        assert_eq!(t.rel, b"b/c".to_vec());
+        assert_eq!(split_entry(b"a/b", 2).unwrap(), None);
+        let t = split_entry(b"f", 0).unwrap().unwrap();
+        assert!(t.parents.is_empty());
+    }
+
+    #[test]
+    fn split_entry_refuses_absolute_dotdot_and_empty_components() {
+        let reason = |p: &[u8]| match split_entry(p, 0) {
+            Err(Error::UnsafePath { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(reason(b"/etc/passwd"), "absolute path");
+        assert_eq!(reason(b"a/../../x"), "'..' component");
+        assert_eq!(
+            reason(b"a//b"),
+            "empty, '.' or NUL-containing component, or bad length"
+        );
+        assert_eq!(
+            reason(b""),
+            "empty, '.' or NUL-containing component, or bad length"
+        );
+    }
+}

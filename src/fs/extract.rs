@@ -1,0 +1,370 @@
+//! Extracting entries into an output directory, confined to it, never through a symbolic link,
+//! never overwriting without force, never leaving a partial file under a final name.
+//!
+//! Choices (copied into the README and docs/SECURITY.md):
+//! - **Confinement**: every entry path is re-checked (absolute paths, `..`, empty and `.`
+//!   components and NUL bytes are refused with [`Error::UnsafePath`], although the format
+//!   refuses them at parse time too). Parent directories are opened one component at a time
+//!   from the output root's descriptor with `openat(O_NOFOLLOW | O_DIRECTORY)`; missing ones
+//!   are created. No symbolic link is ever followed while extracting, so an archive holding
+//!   `d -> /tmp/x` and then `d/file` gets `d/file` refused (unsafe path), and a symbolic link
+//!   already present in the output as a parent directory is refused the same way. Symlink
+//!   targets are stored as they are (absolute ones too): they are data, never followed here.
+//! - **Existing names**: without force, an existing file, link or other non-directory at an
+//!   entry's name is an [`Error::Exists`] and is left untouched (checked early, and again
+//!   race-free with `renameat2(RENAME_NOREPLACE)`). With force it is replaced atomically: the
+//!   new file is written under a temporary name in the same directory and renamed over it, so
+//!   the old inode is never truncated or written through, and an existing symbolic link is
+//!   replaced by the entry itself, never followed. An existing directory is reused for a
+//!   directory entry and never replaced by a non-directory (I/O error "Is a directory"). With
+//!   force, a non-directory where a directory entry goes is removed first.
+//! - **Atomicity**: data goes to `.krypta-<16 hex>.tmp` in the target directory; only
+//!   [`FileSink::commit`] renames it to the final name, after length, owner, mode and mtime are
+//!   set. An error or a dropped sink removes the temporary file. Files are not `fsync`ed.
+//! - **Permissions**: setuid, setgid and sticky bits are restored only with `same_permissions`
+//!   or `as_root`, like tar; otherwise the mode is masked with `0o777` and the process umask.
+//!   Directories are created `0o700` and get their stored mode and mtime in
+//!   [`Extractor::finish`], deepest first, so a read-only directory can still be filled and
+//!   writing children does not disturb its mtime. Owners (uid/gid, numeric) are restored with
+//!   `restore_owner` (default when running as root), before the mode (chown clears setuid).
+//! - **Hard links** are made with `linkat` to a file committed earlier in this run (never to a
+//!   file that merely exists in the output), via a temporary name and the same rename rules.
+//! - **Mtimes** are restored to the nanosecond (also before 1970) unless `no_mtime`; access
+//!   times are left alone. Symbolic links get their owner and mtime with `AT_SYMLINK_NOFOLLOW`.
+
+use std::collections::HashSet;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rustix::fs::{
+    AtFlags, FileType, Gid, Mode, OFlags, Uid, chownat, linkat, mkdirat, openat, symlinkat,
+    unlinkat, utimensat,
+};
+use rustix::io::Errno;
+
+use super::confine::{self, Target};
+pub use super::sink::FileSink;
+use super::sink::{Extracted, Policy, extracted_key};
+use crate::format::entry::{EntryKind, EntryMeta};
+use crate::{Error, Result};
+
+/// Mode of a directory entry's directory until [`Extractor::finish`] sets the stored one.
+const DIR_MODE_WHILE_EXTRACTING: u32 = 0o700;
+
+/// How to extract. `ExtractOptions::default()` gives the defaults for the current user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractOptions {
+    /// Replace existing files and links (atomically); without it they are an error.
+    pub force: bool,
+    /// Leading path components to drop (`--strip-components`); entries left with no name
+    /// are skipped.
+    pub strip_components: usize,
+    /// Do not restore modification times (`--touch` in tar).
+    pub no_mtime: bool,
+    /// Restore setuid/setgid/sticky and ignore the umask (`-p/--same-permissions`).
+    pub same_permissions: bool,
+    /// Restore numeric uid/gid (default: effective uid is 0).
+    pub restore_owner: bool,
+    /// Behave as the superuser for permission bits, i.e. as if `same_permissions` were given
+    /// (default: effective uid is 0).
+    pub as_root: bool,
+    /// Test hook simulating a full disk: a sink fails with `ENOSPC` once the bytes passed to
+    /// its [`FileSink::write_at`] would exceed this many. `None` (the default) in real use.
+    pub fail_write_after: Option<u64>,
+}
+
+impl Default for ExtractOptions {
+    fn default() -> Self {
+        let root = rustix::process::geteuid().is_root();
+        ExtractOptions {
+            force: false,
+            strip_components: 0,
+            no_mtime: false,
+            same_permissions: false,
+            restore_owner: root,
+            as_root: root,
+            fail_write_after: None,
+        }
+    }
+}
+
+/// A directory whose stored mode and mtime are applied in [`Extractor::finish`].
+#[derive(Debug)]
+struct PendingDir {
+    rel: Vec<u8>,
+    depth: usize,
+    meta: EntryMeta,
+}
+
+/// Extracts entries below one output directory. Entries may come in any order that puts a
+/// hard link after its target; [`FileSink`]s are independent and may be written on other
+/// threads.
+#[derive(Debug)]
+pub struct Extractor {
+    root: OwnedFd,
+    root_path: PathBuf,
+    policy: Policy,
+    strip: usize,
+    fail_after: Option<u64>,
+    /// The parent directory used last (stripped path, descriptor): entries arrive depth first.
+    last_parent: Option<(Vec<u8>, OwnedFd)>,
+    dirs: Vec<PendingDir>,
+    extracted: Extracted,
+}
+
+impl Extractor {
+    /// Creates `root` (like `mkdir -p`) if it is missing and opens it. The root itself may be
+    /// a symbolic link (the user named it); nothing below it is followed.
+    pub fn new(root: &Path, opts: ExtractOptions) -> Result<Extractor> {
+        std::fs::create_dir_all(root).map_err(|e| Error::io(root, "create directory", e))?;
+        let fd = openat(
+            rustix::fs::CWD,
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::io(root, "open", e.into()))?;
+        let keep_special = opts.same_permissions || opts.as_root;
+        Ok(Extractor {
+            root: fd,
+            root_path: root.to_path_buf(),
+            policy: Policy {
+                force: opts.force,
+                no_mtime: opts.no_mtime,
+                keep_special,
+                umask: if keep_special { 0 } else { process_umask() },
+                restore_owner: opts.restore_owner,
+            },
+            strip: opts.strip_components,
+            fail_after: opts.fail_write_after,
+            last_parent: None,
+            dirs: Vec::new(),
+            extracted: Arc::new(Mutex::new(HashSet::new())),
+        })
+    }
+
+    /// Starts a regular file: returns a sink writing a temporary file in the target directory,
+    /// or `None` when `--strip-components` removes the entry. Fails early with
+    /// [`Error::Exists`] when the name exists and force is off.
+    pub fn begin_file(&mut self, meta: &EntryMeta) -> Result<Option<FileSink>> {
+        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+            return Ok(None);
+        };
+        let path = confine::on_disk(&self.root_path, &t.rel);
+        let dir = self.parent(&t)?;
+        confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let (tmp, fd) = confine::create_temp(&path, |name| {
+            openat(&dir, name, flags, Mode::from_raw_mode(0o600))
+        })?;
+        let cleanup_id = super::cleanup::register(
+            path.parent()
+                .map(|p| p.join(std::ffi::OsStr::from_bytes(&tmp)))
+                .unwrap_or_default(),
+        );
+        Ok(Some(FileSink {
+            file: std::fs::File::from(fd),
+            dir,
+            cleanup_id,
+            tmp,
+            name: t.name.to_vec(),
+            path,
+            rel_key: extracted_key(&t.rel),
+            meta: meta.clone(),
+            policy: self.policy,
+            extracted: Arc::clone(&self.extracted),
+            pos: 0,
+            accepted: 0,
+            fail_after: self.fail_after,
+            done: false,
+        }))
+    }
+
+    /// Creates a directory entry's directory (mode 0o700 for now) or reuses an existing
+    /// directory; its stored mode and mtime are applied by [`Extractor::finish`]. A symbolic
+    /// link or file in its place is an [`Error::Exists`] without force and removed with it.
+    pub fn make_dir(&mut self, meta: &EntryMeta) -> Result<()> {
+        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+            return Ok(());
+        };
+        let path = confine::on_disk(&self.root_path, &t.rel);
+        let dir = self.parent(&t)?;
+        let mode = Mode::from_raw_mode(DIR_MODE_WHILE_EXTRACTING);
+        match mkdirat(&dir, t.name, mode) {
+            Ok(()) => {}
+            Err(Errno::EXIST) => match confine::lstat_type(dir.as_fd(), t.name)
+                .map_err(|e| Error::io(&path, "stat", e))?
+            {
+                Some(FileType::Directory) => {}
+                Some(_) if self.policy.force => {
+                    unlinkat(&dir, t.name, AtFlags::empty())
+                        .map_err(|e| Error::io(&path, "remove", e.into()))?;
+                    mkdirat(&dir, t.name, mode)
+                        .map_err(|e| Error::io(&path, "create directory", e.into()))?;
+                }
+                _ => return Err(Error::Exists { path }),
+            },
+            Err(e) => return Err(Error::io(&path, "create directory", e.into())),
+        }
+        let depth = t.parents.len() + 1;
+        self.dirs.push(PendingDir {
+            rel: t.rel,
+            depth,
+            meta: meta.clone(),
+        });
+        Ok(())
+    }
+
+    /// Creates a symbolic link with the stored target (not checked, never followed), owner
+    /// and mtime, under a temporary name renamed into place like a file.
+    pub fn make_symlink(&mut self, meta: &EntryMeta) -> Result<()> {
+        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+            return Ok(());
+        };
+        let path = confine::on_disk(&self.root_path, &t.rel);
+        if meta.kind != EntryKind::Symlink || meta.link.is_empty() {
+            return Err(Error::UnsafePath {
+                path,
+                reason: "symbolic link entry without a target",
+            });
+        }
+        let dir = self.parent(&t)?;
+        confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let (tmp, ()) =
+            confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &dir, name))?;
+        let nofollow = AtFlags::SYMLINK_NOFOLLOW;
+        let res = (|| {
+            if self.policy.restore_owner {
+                chownat(
+                    &dir,
+                    tmp.as_slice(),
+                    Some(Uid::from_raw(meta.uid)),
+                    Some(Gid::from_raw(meta.gid)),
+                    nofollow,
+                )
+                .map_err(|e| Error::io(&path, "chown", e.into()))?;
+            }
+            if let Some(times) = self.policy.times(meta.mtime) {
+                utimensat(&dir, tmp.as_slice(), &times, nofollow)
+                    .map_err(|e| Error::io(&path, "set mtime", e.into()))?;
+            }
+            confine::place(dir.as_fd(), &tmp, t.name, self.policy.force, &path)
+        })();
+        if res.is_err() {
+            confine::remove(dir.as_fd(), &tmp);
+        }
+        res
+    }
+
+    /// Creates a hard link to `meta.link`, which must be a file committed earlier in this run
+    /// (after stripping the same number of components); otherwise [`Error::UnsafePath`].
+    pub fn make_hardlink(&mut self, meta: &EntryMeta) -> Result<()> {
+        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+            return Ok(());
+        };
+        let path = confine::on_disk(&self.root_path, &t.rel);
+        let target = confine::split_entry(&meta.link, self.strip)?;
+        let Some(target) = target.filter(|tt| self.was_extracted(&tt.rel)) else {
+            return Err(Error::UnsafePath {
+                path,
+                reason: "hard link target was not extracted in this run",
+            });
+        };
+        if target.rel == t.rel {
+            return Err(Error::UnsafePath {
+                path,
+                reason: "hard link to itself",
+            });
+        }
+        let target_dir =
+            confine::open_dir(self.root.as_fd(), &self.root_path, &target.parents, false)?;
+        let dir = self.parent(&t)?;
+        confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let (tmp, ()) = confine::create_temp(&path, |name| {
+            linkat(&target_dir, target.name, &dir, name, AtFlags::empty())
+        })?;
+        let res = confine::place(dir.as_fd(), &tmp, t.name, self.policy.force, &path);
+        if res.is_err() {
+            confine::remove(dir.as_fd(), &tmp);
+        } else if let Ok(mut set) = self.extracted.lock() {
+            set.insert(extracted_key(&t.rel));
+        }
+        res
+    }
+
+    /// Applies the stored owner, mode and mtime of every directory entry, deepest first, each
+    /// reopened component by component without following links. Tries them all; returns the
+    /// first error.
+    pub fn finish(mut self) -> Result<()> {
+        self.last_parent = None;
+        let mut dirs = std::mem::take(&mut self.dirs);
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.depth));
+        let mut first_err = None;
+        for d in &dirs {
+            if let Err(e) = self.apply_dir(d)
+                && first_err.is_none()
+            {
+                first_err = Some(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn apply_dir(&self, d: &PendingDir) -> Result<()> {
+        let comps: Vec<&[u8]> = d.rel.split(|&b| b == b'/').collect();
+        let Some((name, parents)) = comps.split_last() else {
+            return Ok(());
+        };
+        let path = confine::on_disk(&self.root_path, &d.rel);
+        let parent = confine::open_dir(self.root.as_fd(), &self.root_path, parents, false)?;
+        let fd = openat(
+            &parent,
+            *name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::io(&path, "open directory", e.into()))?;
+        self.policy.apply_fd(&fd, &d.meta, &path)
+    }
+
+    fn was_extracted(&self, rel: &[u8]) -> bool {
+        self.extracted
+            .lock()
+            .map(|s| s.contains(&extracted_key(rel)))
+            .unwrap_or(false)
+    }
+
+    /// The parent directory of `t` (created if missing), reusing the last one when it matches.
+    fn parent(&mut self, t: &Target<'_>) -> Result<OwnedFd> {
+        let key = t.parents.join(&b'/');
+        if let Some((k, fd)) = &self.last_parent
+            && *k == key
+        {
+            return fd
+                .try_clone()
+                .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e));
+        }
+        let fd = confine::open_dir(self.root.as_fd(), &self.root_path, &t.parents, true)?;
+        let copy = fd
+            .try_clone()
+            .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))?;
+        self.last_parent = Some((key, copy));
+        Ok(fd)
+    }
+}
+
+/// The process umask, read from `/proc/self/status` (`Umask:` line) without changing it;
+/// 0o022 when that is unavailable.
+fn process_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}

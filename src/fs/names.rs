@@ -1,0 +1,121 @@
+//! Showing archive paths (raw bytes) as text: an unambiguous escape for `list`, and its inverse.
+//!
+//! Paths are bytes on Unix and in the archive. [`escape_path`] prints printable UTF-8 as it is
+//! and escapes everything else, so that two different paths never print the same and a name
+//! holding a newline or a terminal control sequence cannot forge another line of output.
+
+use std::fmt::Write as _;
+
+/// Escapes a raw path for display: printable UTF-8 characters as they are, `\` as `\\`,
+/// newline as `\n`, tab as `\t`, and every other byte of a control character (C0, DEL, C1),
+/// a bidirectional-formatting character (U+202A..U+202E, U+2066..U+2069) or invalid UTF-8 as
+/// `\xHH` (two lowercase hex digits). The mapping is injective: [`unescape_path`] inverts it.
+pub fn escape_path(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() || is_bidi_control(c) => {
+                    let mut buf = [0u8; 4];
+                    for b in c.encode_utf8(&mut buf).bytes() {
+                        push_hex(&mut out, b);
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        for &b in chunk.invalid() {
+            push_hex(&mut out, b);
+        }
+    }
+    out
+}
+
+/// Inverts [`escape_path`]: `\\`, `\n`, `\t` and `\xHH` are decoded, other characters taken as
+/// their UTF-8 bytes. Returns `None` for a malformed escape (a lone `\` or bad hex digits).
+pub fn unescape_path(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut it = text.bytes();
+    while let Some(b) = it.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match it.next()? {
+            b'\\' => out.push(b'\\'),
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'x' => {
+                let hi = hex_val(it.next()?)?;
+                let lo = hex_val(it.next()?)?;
+                out.push(hi << 4 | lo);
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn push_hex(out: &mut String, b: u8) {
+    // Writing to a String cannot fail.
+    let _ = write!(out, "\\x{b:02x}");
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn escape_keeps_printable_utf8_and_escapes_the_rest() {
+        assert_eq!(escape_path(b"dir/caf\xc3\xa9.txt"), "dir/café.txt");
+        assert_eq!(escape_path(b"a\\b"), "a\\\\b");
+        assert_eq!(escape_path(b"line1\nline2\tx"), "line1\\nline2\\tx");
+        assert_eq!(escape_path(b"bad\xff\xfe"), "bad\\xff\\xfe");
+        assert_eq!(escape_path(b"esc\x1b[31m\r\x7f"), "esc\\x1b[31m\\x0d\\x7f");
+        assert_eq!(escape_path("c1\u{85}".as_bytes()), "c1\\xc2\\x85");
+        assert_eq!(
+            escape_path("rtl\u{202e}x".as_bytes()),
+            "rtl\\xe2\\x80\\xaex"
+        );
+        assert_eq!(escape_path(b"\xc3"), "\\xc3");
+    }
+
+    #[test]
+    fn literal_backslash_x_does_not_collide_with_an_escaped_byte() {
+        assert_ne!(escape_path(b"\\xff"), escape_path(b"\xff"));
+        assert_eq!(escape_path(b"\\xff"), "\\\\xff");
+    }
+
+    #[test]
+    fn malformed_escapes_are_rejected() {
+        for bad in ["\\", "\\q", "\\x4", "\\xzz"] {
+            assert_eq!(unescape_path(bad), None, "{bad:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn unescape_inverts_escape(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let text = escape_path(&bytes);
+            prop_assert!(!text.contains('\n'));
+            prop_assert_eq!(unescape_path(&text), Some(bytes));
+        }
+    }
+}

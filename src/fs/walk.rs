@@ -1,0 +1,433 @@
+//! Walking the command-line inputs into archive entries, in a deterministic order.
+//!
+//! Choices (copied into the README):
+//! - **Archive paths** are the inputs as given, made relative: a leading `/` is dropped (one
+//!   warning per input, like tar), empty and `.` components are dropped, and everything up to
+//!   and including the last `..` component is dropped with a warning (`../x` is stored as `x`,
+//!   `a/../b` as `b`). An input that reduces to nothing (`.`, `/`, `..`) contributes its
+//!   children only, stored under their own names; its own directory entry is not stored.
+//! - **Order**: inputs in command-line order; inside a directory, entries sorted by name bytes,
+//!   depth first, each directory before its children. The same tree always gives the same
+//!   entry sequence, so archives are reproducible.
+//! - **Symbolic links** are stored as links (target bytes as `readlink` returns them) and never
+//!   followed, except with [`WalkOptions::dereference`] (`-L`), where the object pointed to is
+//!   stored; a dangling link is then stored as a link with a warning. Inputs named on the
+//!   command line are treated like every other path (not followed without `-L`).
+//! - **Hard links**: the second and later paths to an inode with `st_nlink > 1` become
+//!   `EntryKind::Hardlink` entries whose `link` is the archive path of the first one.
+//! - **FIFOs, sockets, character and block devices** are skipped with a warning naming the file
+//!   and its type. Device nodes hold no data worth a backup and restoring them needs root; a
+//!   FIFO is never opened, so the walk can not hang on one.
+//! - **Loops**: a directory already walked in this run (same device and inode, reached again
+//!   through `-L` or a bind mount) is stored but not descended into again, with a warning.
+//! - **Errors**: an input that can not be `lstat`ed is an error ([`crate::Error::Io`] naming it);
+//!   anything deeper that vanishes or can not be read is a [`WalkEvent::Warning`] and skipped (an
+//!   unreadable directory is still stored, empty). An input `-` is not walked (stdin).
+//! - **Deep trees**: directories are opened by path in pieces (see `longpath`), children are
+//!   `lstat`ed relative to their directory's descriptor, so paths longer than `PATH_MAX` work;
+//!   the walk keeps one directory descriptor open at a time, whatever the depth.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Dir, Mode, OFlags, Stat, fstat, readlinkat, statat};
+
+use super::longpath;
+use super::meta::{StatKind, identity, kind_of, mode_of, mtime_of, size_of};
+use super::names::escape_path;
+use crate::format::entry::{EntryKind, EntryMeta, MAX_PATH_LEN};
+use crate::{Error, Result};
+
+/// How the walk treats symbolic links.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkOptions {
+    /// Follow symbolic links (`-L/--dereference`) and store what they point to.
+    pub dereference: bool,
+}
+
+/// One entry found by the walk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputEntry {
+    /// The entry's metadata; `path` is the archive path, `link` the symlink target or the
+    /// archive path of the first hard link.
+    pub meta: EntryMeta,
+    /// Where to read it on disk (input path joined with the names below it; may be longer than
+    /// `PATH_MAX`, which [`super::source::FileSource::open`] handles).
+    pub source: PathBuf,
+    /// `st_size` in bytes at walk time for files; 0 for every other kind.
+    pub size: u64,
+}
+
+/// What the walk reports, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WalkEvent {
+    /// An entry to archive.
+    Entry(InputEntry),
+    /// Something skipped or changed; the text names the file (escaped with `escape_path`).
+    Warning(String),
+}
+
+/// A path waiting on the walk's stack: its stat was taken when its directory was listed.
+struct Pending {
+    source: PathBuf,
+    arch: Vec<u8>,
+    st: Stat,
+    /// Symlink target when `st` is a symlink (read while the parent was open).
+    link: Vec<u8>,
+}
+
+/// Walks `inputs` and calls `on_event` for every entry and warning, in the order described in
+/// the module documentation. Stops at the first error `on_event` returns.
+pub fn walk(
+    inputs: &[PathBuf],
+    opts: &WalkOptions,
+    on_event: &mut dyn FnMut(WalkEvent) -> Result<()>,
+) -> Result<()> {
+    let mut w = Walker {
+        opts: *opts,
+        links: HashMap::new(),
+        dirs_seen: HashSet::new(),
+        notes_shown: HashSet::new(),
+        on_event,
+    };
+    for input in inputs {
+        if input.as_os_str() == "-" {
+            continue;
+        }
+        w.walk_input(input)?;
+    }
+    Ok(())
+}
+
+struct Walker<'a> {
+    opts: WalkOptions,
+    /// (dev, ino) of files with st_nlink > 1 → archive path of the first one stored.
+    links: HashMap<(u64, u64), Vec<u8>>,
+    /// (dev, ino) of directories already descended into.
+    dirs_seen: HashSet<(u64, u64)>,
+    /// Path-rewriting notes already shown (each is shown once per walk, like tar).
+    notes_shown: HashSet<String>,
+    on_event: &'a mut dyn FnMut(WalkEvent) -> Result<()>,
+}
+
+impl Walker<'_> {
+    fn warn(&mut self, path: &Path, what: impl std::fmt::Display) -> Result<()> {
+        let shown = escape_path(path.as_os_str().as_bytes());
+        (self.on_event)(WalkEvent::Warning(format!("{shown}: {what}")))
+    }
+
+    fn walk_input(&mut self, input: &Path) -> Result<()> {
+        let (arch, note) = archive_path_of(input.as_os_str().as_bytes());
+        if let Some(note) = note
+            && self.notes_shown.insert(note.clone())
+        {
+            (self.on_event)(WalkEvent::Warning(note))?;
+        }
+        let deref = self.opts.dereference;
+        let (st, via_link) = longpath::with_parent(input, |dir, name| stat_child(dir, name, deref))
+            .map_err(|e| Error::io(input, "stat", e))?;
+        let mut source = input.to_path_buf();
+        if via_link && kind_of(&st) == StatKind::File {
+            source = std::fs::canonicalize(input)
+                .map_err(|e| Error::io(input, "resolve symbolic link", e))?;
+        }
+        let link = if kind_of(&st) == StatKind::Symlink {
+            longpath::with_parent(input, |dir, name| Ok(readlinkat(dir, name, Vec::new())?))
+                .map_err(|e| Error::io(input, "readlink", e))?
+                .into_bytes()
+        } else {
+            Vec::new()
+        };
+        if arch.is_empty() && kind_of(&st) != StatKind::Dir {
+            return self.warn(
+                input,
+                "names no file once '.', '..' and '/' are removed; skipped",
+            );
+        }
+        let mut stack = vec![Pending {
+            source,
+            arch,
+            st,
+            link,
+        }];
+        while let Some(p) = stack.pop() {
+            self.visit(p, &mut stack)?;
+        }
+        Ok(())
+    }
+
+    fn visit(&mut self, p: Pending, stack: &mut Vec<Pending>) -> Result<()> {
+        if p.arch.len() > MAX_PATH_LEN {
+            return self.warn(
+                &p.source,
+                format!("path is longer than {MAX_PATH_LEN} bytes; skipped"),
+            );
+        }
+        let kind = match kind_of(&p.st) {
+            StatKind::Special(noun) => return self.warn(&p.source, format!("skipping {noun}")),
+            StatKind::File => EntryKind::File,
+            StatKind::Dir => EntryKind::Dir,
+            StatKind::Symlink => EntryKind::Symlink,
+        };
+        let mut meta = EntryMeta {
+            path: p.arch,
+            kind,
+            mode: mode_of(&p.st),
+            mtime: mtime_of(&p.st),
+            uid: p.st.st_uid,
+            gid: p.st.st_gid,
+            link: p.link,
+        };
+        let mut size = 0;
+        match kind {
+            EntryKind::File => {
+                size = size_of(&p.st);
+                if p.st.st_nlink > 1 {
+                    let id = identity(&p.st);
+                    if let Some(first) = self.links.get(&id) {
+                        if *first == meta.path {
+                            return self.warn(&p.source, "named twice in the inputs; stored once");
+                        }
+                        meta.kind = EntryKind::Hardlink;
+                        meta.link = first.clone();
+                        size = 0;
+                    } else {
+                        self.links.insert(id, meta.path.clone());
+                    }
+                }
+            }
+            EntryKind::Dir => {
+                let children = self.list_dir(&p.source, &p.st, &meta.path)?;
+                stack.extend(children.into_iter().rev());
+            }
+            _ => {}
+        }
+        if meta.path.is_empty() {
+            return Ok(());
+        }
+        (self.on_event)(WalkEvent::Entry(InputEntry {
+            meta,
+            source: p.source,
+            size,
+        }))
+    }
+
+    /// Reads a directory's children, sorted by name bytes, with their stats. Problems become
+    /// warnings and an empty list.
+    fn list_dir(&mut self, source: &Path, st: &Stat, arch: &[u8]) -> Result<Vec<Pending>> {
+        if !self.dirs_seen.insert(identity(st)) {
+            self.warn(
+                source,
+                "directory already stored (symbolic link loop or bind mount); not descending",
+            )?;
+            return Ok(Vec::new());
+        }
+        let follow = if self.opts.dereference {
+            OFlags::empty()
+        } else {
+            OFlags::NOFOLLOW
+        };
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | follow;
+        let fd = match longpath::open(source, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.warn(source, format!("cannot open directory: {e}; stored empty"))?;
+                return Ok(Vec::new());
+            }
+        };
+        match fstat(&fd) {
+            Ok(now) if identity(&now) == identity(st) => {}
+            _ => {
+                self.warn(
+                    source,
+                    "directory was replaced while being archived; stored empty",
+                )?;
+                return Ok(Vec::new());
+            }
+        }
+        let mut dir = match Dir::new(fd) {
+            Ok(d) => d,
+            Err(e) => {
+                self.warn(source, format!("cannot read directory: {e}; stored empty"))?;
+                return Ok(Vec::new());
+            }
+        };
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        while let Some(ent) = dir.read() {
+            match ent {
+                Ok(ent) => {
+                    let name = ent.file_name().to_bytes();
+                    if name != b"." && name != b".." {
+                        names.push(name.to_vec());
+                    }
+                }
+                Err(e) => {
+                    self.warn(
+                        source,
+                        format!("error while reading directory: {e}; listing cut short"),
+                    )?;
+                    break;
+                }
+            }
+        }
+        names.sort_unstable();
+        let dirfd = match dir.fd() {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.warn(source, format!("cannot read directory: {e}; stored empty"))?;
+                return Ok(Vec::new());
+            }
+        };
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let mut child = source.join(OsStr::from_bytes(&name));
+            let (st, via_link) = match stat_child(dirfd.as_fd(), &name, self.opts.dereference) {
+                Ok(found) => found,
+                Err(e) => {
+                    self.warn(&child, format!("cannot stat ({e}); skipped"))?;
+                    continue;
+                }
+            };
+            if self.opts.dereference && !via_link && kind_of(&st) == StatKind::Symlink {
+                self.warn(&child, "dangling symbolic link stored as a link")?;
+            }
+            if via_link && kind_of(&st) == StatKind::File {
+                // FileSource::open refuses a symlink in the last component; give it the target.
+                match std::fs::canonicalize(&child) {
+                    Ok(real) => child = real,
+                    Err(e) => {
+                        self.warn(
+                            &child,
+                            format!("cannot resolve symbolic link ({e}); skipped"),
+                        )?;
+                        continue;
+                    }
+                }
+            }
+            let link = if kind_of(&st) == StatKind::Symlink {
+                match readlinkat(dirfd.as_fd(), name.as_slice(), Vec::new()) {
+                    Ok(t) => t.into_bytes(),
+                    Err(e) => {
+                        self.warn(
+                            &child,
+                            format!("cannot read link ({}); skipped", io::Error::from(e)),
+                        )?;
+                        continue;
+                    }
+                }
+            } else {
+                Vec::new()
+            };
+            if kind_of(&st) == StatKind::File
+                && let Err(e) = rustix::fs::accessat(
+                    dirfd.as_fd(),
+                    name.as_slice(),
+                    rustix::fs::Access::READ_OK,
+                    AtFlags::EACCESS,
+                )
+            {
+                self.warn(
+                    &child,
+                    format!("cannot read ({}); skipped", io::Error::from(e)),
+                )?;
+                continue;
+            }
+            let mut child_arch = Vec::with_capacity(arch.len() + 1 + name.len());
+            if !arch.is_empty() {
+                child_arch.extend_from_slice(arch);
+                child_arch.push(b'/');
+            }
+            child_arch.extend_from_slice(&name);
+            out.push(Pending {
+                source: child,
+                arch: child_arch,
+                st,
+                link,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// `lstat` of `name` in `dir`; with `deref`, a symbolic link is followed and the result is
+/// `(stat of the target, true)`, or `(lstat of the link, false)` when it dangles or loops.
+fn stat_child(dir: BorrowedFd<'_>, name: &[u8], deref: bool) -> io::Result<(Stat, bool)> {
+    let lst = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    if !deref || kind_of(&lst) != StatKind::Symlink {
+        return Ok((lst, false));
+    }
+    match statat(dir, name, AtFlags::empty()) {
+        Ok(st) => Ok((st, true)),
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::LOOP) => Ok((lst, false)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The archive path for a command-line input (see the module docs), and the warning to print
+/// once for it if anything was removed.
+pub fn archive_path_of(input: &[u8]) -> (Vec<u8>, Option<String>) {
+    let comps: Vec<&[u8]> = input
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+        .collect();
+    let mut note = None;
+    let start = match comps.iter().rposition(|c| *c == b"..") {
+        Some(last) => {
+            let mut removed = comps[..=last].join(&b'/');
+            removed.push(b'/');
+            if input.starts_with(b"/") {
+                removed.insert(0, b'/');
+            }
+            note = Some(format!(
+                "removing leading '{}' from member names",
+                escape_path(&removed)
+            ));
+            last + 1
+        }
+        None => {
+            if input.starts_with(b"/") {
+                note = Some("removing leading '/' from member names".to_string());
+            }
+            0
+        }
+    };
+    (comps[start..].join(&b'/'), note)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archive_path_drops_root_dots_and_dotdot_prefixes() {
+        assert_eq!(archive_path_of(b"a/b"), (b"a/b".to_vec(), None));
+        assert_eq!(archive_path_of(b"./a//./b/"), (b"a/b".to_vec(), None));
+        assert_eq!(
+            archive_path_of(b"/etc/passwd"),
+            (
+                b"etc/passwd".to_vec(),
+                Some("removing leading '/' from member names".to_string())
+            )
+        );
+        assert_eq!(
+            archive_path_of(b"../x/y"),
+            (
+                b"x/y".to_vec(),
+                Some("removing leading '../' from member names".to_string())
+            )
+        );
+        assert_eq!(
+            archive_path_of(b"a/../b"),
+            (
+                b"b".to_vec(),
+                Some("removing leading 'a/../' from member names".to_string())
+            )
+        );
+        assert_eq!(archive_path_of(b"."), (Vec::new(), None));
+        assert_eq!(archive_path_of(b"/").0, Vec::<u8>::new());
+    }
+}

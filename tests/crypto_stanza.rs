@@ -1,0 +1,382 @@
+//! Behaviour of recipient stanzas through the public API: every kind round trips, several
+//! stanzas each open alone, and wrong keys, tampering, moving and hostile KDF parameters all
+//! fail the way `docs/SECURITY.md` says.
+
+use std::time::Instant;
+
+use krypta::crypto::keyfile::SymmetricKey;
+use krypta::crypto::password::Secret;
+use krypta::crypto::stanza::{unwrap, wrap, wrap_keyfile, wrap_password_with_salt};
+use krypta::crypto::{ArchiveId, CryptoError, FileKey, Identity, Kdf, Recipient};
+use krypta::format::Reader;
+use krypta::format::Stanza;
+
+const ID: ArchiveId = *b"archive-id-0001!";
+/// The cheapest Argon2id a writer accepts (8 MiB, one pass).
+const WRITER_MIN_ARGON: Kdf = Kdf::Argon2id {
+    m_kib: 8192,
+    t: 1,
+    p: 1,
+};
+/// Costs far below the writer minimum, for tests that run the KDF many times.
+const CHEAP_ARGON: Kdf = Kdf::Argon2id {
+    m_kib: 64,
+    t: 1,
+    p: 1,
+};
+
+fn file_key() -> FileKey {
+    FileKey::from_bytes(*b"0123456789abcdef0123456789abcdef")
+}
+
+fn pw(s: &str) -> Secret {
+    Secret::from(s)
+}
+
+fn opened(
+    identities: &[Identity],
+    stanzas: &[Stanza],
+    id: &ArchiveId,
+) -> Result<[u8; 32], CryptoError> {
+    unwrap(identities, stanzas, id).map(|k| *k.as_bytes())
+}
+
+#[test]
+fn every_stanza_kind_round_trips() {
+    let fk = file_key();
+    let key = SymmetricKey::from_bytes([5; 32]);
+    let cases = [
+        (
+            Recipient::Password {
+                password: pw("correct horse"),
+                kdf: WRITER_MIN_ARGON,
+            },
+            Identity::Password(pw("correct horse")),
+        ),
+        (
+            Recipient::Password {
+                password: pw("battery staple"),
+                kdf: Kdf::Pbkdf2 {
+                    iterations: 100_000,
+                },
+            },
+            Identity::Password(pw("battery staple")),
+        ),
+        (Recipient::KeyFile(key.clone()), Identity::KeyFile(key)),
+    ];
+    for (recipient, identity) in cases {
+        let stanza = wrap(&recipient, &fk, &ID).unwrap();
+        assert_eq!(opened(&[identity], &[stanza], &ID).unwrap(), *fk.as_bytes());
+    }
+}
+
+#[test]
+fn password_stanzas_get_a_fresh_salt_each_time() {
+    let r = Recipient::Password {
+        password: pw("pw"),
+        kdf: Kdf::Pbkdf2 {
+            iterations: 100_000,
+        },
+    };
+    let a = wrap(&r, &file_key(), &ID).unwrap();
+    let b = wrap(&r, &file_key(), &ID).unwrap();
+    let (
+        Stanza::Pbkdf2 {
+            salt: sa,
+            wrapped: wa,
+            ..
+        },
+        Stanza::Pbkdf2 {
+            salt: sb,
+            wrapped: wb,
+            ..
+        },
+    ) = (&a, &b)
+    else {
+        panic!("not pbkdf2 stanzas");
+    };
+    assert_ne!(sa, sb);
+    assert_ne!(wa, wb);
+}
+
+#[test]
+fn several_stanzas_each_open_alone() {
+    let fk = file_key();
+    let k1 = SymmetricKey::from_bytes([1; 32]);
+    let k2 = SymmetricKey::from_bytes([2; 32]);
+    let stanzas = vec![
+        wrap_password_with_salt(b"alpha", &CHEAP_ARGON, [1; 16], &fk, &ID).unwrap(),
+        wrap_password_with_salt(
+            b"beta",
+            &Kdf::Pbkdf2 { iterations: 1000 },
+            [2; 16],
+            &fk,
+            &ID,
+        )
+        .unwrap(),
+        wrap_keyfile(&k1, &fk, &ID),
+        wrap_keyfile(&k2, &fk, &ID),
+    ];
+    for identity in [
+        Identity::Password(pw("alpha")),
+        Identity::Password(pw("beta")),
+        Identity::KeyFile(k1),
+        Identity::KeyFile(k2),
+    ] {
+        assert_eq!(opened(&[identity], &stanzas, &ID).unwrap(), *fk.as_bytes());
+    }
+}
+
+#[test]
+fn wrong_password_or_key_gives_no_stanza_opened() {
+    let fk = file_key();
+    let stanzas = vec![
+        wrap_password_with_salt(b"alpha", &CHEAP_ARGON, [1; 16], &fk, &ID).unwrap(),
+        wrap_password_with_salt(
+            b"alpha",
+            &Kdf::Pbkdf2 { iterations: 1000 },
+            [2; 16],
+            &fk,
+            &ID,
+        )
+        .unwrap(),
+        wrap_keyfile(&SymmetricKey::from_bytes([1; 32]), &fk, &ID),
+    ];
+    for wrong in [
+        vec![Identity::Password(pw("alphA"))],
+        vec![Identity::Password(pw("alpha "))],
+        vec![Identity::KeyFile(SymmetricKey::from_bytes([3; 32]))],
+        vec![],
+    ] {
+        assert!(matches!(
+            opened(&wrong, &stanzas, &ID),
+            Err(CryptoError::NoStanzaOpened)
+        ));
+    }
+    // A key file is never tried as a password or the other way round.
+    let only_password = [stanzas[0].clone()];
+    let key_as_identity = Identity::KeyFile(SymmetricKey::from_bytes(
+        *b"alpha\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+    ));
+    assert!(matches!(
+        opened(&[key_as_identity], &only_password, &ID),
+        Err(CryptoError::NoStanzaOpened)
+    ));
+}
+
+#[test]
+fn a_later_identity_opens_when_earlier_ones_do_not() {
+    let fk = file_key();
+    let stanzas = vec![wrap_password_with_salt(b"right", &CHEAP_ARGON, [1; 16], &fk, &ID).unwrap()];
+    let ids = [
+        Identity::Password(pw("wrong")),
+        Identity::Password(pw("right")),
+    ];
+    assert_eq!(opened(&ids, &stanzas, &ID).unwrap(), *fk.as_bytes());
+}
+
+/// Re-parses framed stanza bytes; None when the format layer already refuses them.
+fn reparse(bytes: &[u8]) -> Option<Stanza> {
+    let mut r = Reader::new(bytes, "stanza");
+    let s = Stanza::parse(&mut r).ok()?;
+    r.finish().ok()?;
+    Some(s)
+}
+
+#[test]
+fn any_flipped_bit_in_any_stanza_field_fails_to_open() {
+    let fk = file_key();
+    let key = SymmetricKey::from_bytes([9; 32]);
+    let cases = [
+        (
+            wrap_password_with_salt(b"pw", &CHEAP_ARGON, [1; 16], &fk, &ID).unwrap(),
+            Identity::Password(pw("pw")),
+        ),
+        (
+            wrap_password_with_salt(b"pw", &Kdf::Pbkdf2 { iterations: 3 }, [1; 16], &fk, &ID)
+                .unwrap(),
+            Identity::Password(pw("pw")),
+        ),
+        (wrap_keyfile(&key, &fk, &ID), Identity::KeyFile(key.clone())),
+    ];
+    for (stanza, identity) in cases {
+        let mut framed = Vec::new();
+        stanza.write(&mut framed);
+        assert_eq!(
+            opened(
+                std::slice::from_ref(&identity),
+                &[reparse(&framed).unwrap()],
+                &ID
+            )
+            .unwrap(),
+            *fk.as_bytes()
+        );
+        for byte in 0..framed.len() {
+            // The lowest and highest bit of every byte. (Bit 4 of the third memory byte would
+            // ask for 1 GiB: a valid but slow cost, left out to keep the test light.)
+            for bit in [0, 7] {
+                let mut bad = framed.clone();
+                bad[byte] ^= 1 << bit;
+                let Some(s) = reparse(&bad) else { continue };
+                let r = opened(std::slice::from_ref(&identity), &[s], &ID);
+                assert!(
+                    r.is_err(),
+                    "{} byte {byte} bit {bit} still opens",
+                    stanza.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn stanza_moved_to_another_archive_fails() {
+    let fk = file_key();
+    let key = SymmetricKey::from_bytes([9; 32]);
+    let stanzas = [
+        wrap_password_with_salt(b"pw", &CHEAP_ARGON, [1; 16], &fk, &ID).unwrap(),
+        wrap_keyfile(&key, &fk, &ID),
+    ];
+    let other: ArchiveId = *b"archive-id-0002!";
+    let ids = [Identity::Password(pw("pw")), Identity::KeyFile(key)];
+    assert!(matches!(
+        opened(&ids, &stanzas, &other),
+        Err(CryptoError::NoStanzaOpened)
+    ));
+    assert!(opened(&ids, &stanzas, &ID).is_ok());
+}
+
+#[test]
+fn hostile_kdf_parameters_are_refused_before_any_kdf_runs() {
+    let fk = file_key();
+    let key = SymmetricKey::from_bytes([9; 32]);
+    let hostile = [
+        (
+            Stanza::Argon2id {
+                m_kib: u32::MAX,
+                t: 3,
+                p: 1,
+                salt: [0; 16],
+                wrapped: [0; 32],
+                tag: [0; 32],
+            },
+            "argon2id memory KiB",
+        ),
+        (
+            Stanza::Argon2id {
+                m_kib: 65_536,
+                t: u32::MAX,
+                p: 1,
+                salt: [0; 16],
+                wrapped: [0; 32],
+                tag: [0; 32],
+            },
+            "argon2id iterations",
+        ),
+        (
+            Stanza::Argon2id {
+                m_kib: 65_536,
+                t: 1,
+                p: 1 << 20,
+                salt: [0; 16],
+                wrapped: [0; 32],
+                tag: [0; 32],
+            },
+            "argon2id lanes",
+        ),
+        (
+            Stanza::Pbkdf2 {
+                iterations: u32::MAX,
+                salt: [0; 16],
+                wrapped: [0; 32],
+                tag: [0; 32],
+            },
+            "pbkdf2 iterations",
+        ),
+    ];
+    for (stanza, expected_param) in hostile {
+        // Even a valid key-file stanza next to it does not get tried first: the archive is refused.
+        let stanzas = [wrap_keyfile(&key, &fk, &ID), stanza];
+        let start = Instant::now();
+        let r = opened(
+            &[Identity::KeyFile(key.clone()), Identity::Password(pw("pw"))],
+            &stanzas,
+            &ID,
+        );
+        assert!(
+            start.elapsed().as_millis() < 50,
+            "took {:?}",
+            start.elapsed()
+        );
+        match r {
+            Err(CryptoError::KdfLimit { param, .. }) => assert_eq!(param, expected_param),
+            other => panic!("expected KdfLimit for {expected_param}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn non_ascii_password_round_trips_as_exact_utf8_bytes() {
+    let fk = file_key();
+    let nfc = "pässwörd-密码-🔑";
+    let stanza = wrap(
+        &Recipient::Password {
+            password: pw(nfc),
+            kdf: WRITER_MIN_ARGON,
+        },
+        &fk,
+        &ID,
+    )
+    .unwrap();
+    assert_eq!(
+        opened(
+            &[Identity::Password(pw(nfc))],
+            std::slice::from_ref(&stanza),
+            &ID
+        )
+        .unwrap(),
+        *fk.as_bytes()
+    );
+    let nfd = "pa\u{308}sswo\u{308}rd-密码-🔑";
+    assert!(matches!(
+        opened(&[Identity::Password(pw(nfd))], &[stanza], &ID),
+        Err(CryptoError::NoStanzaOpened)
+    ));
+}
+
+#[test]
+fn empty_password_is_refused_when_wrapping() {
+    let r = Recipient::Password {
+        password: pw(""),
+        kdf: WRITER_MIN_ARGON,
+    };
+    assert!(matches!(
+        wrap(&r, &file_key(), &ID),
+        Err(CryptoError::EmptyPassword)
+    ));
+}
+
+#[test]
+fn many_expensive_stanzas_are_refused_before_any_kdf_runs() {
+    // Each stanza alone is within the ceilings; together they would cost hours.
+    let expensive = Stanza::Argon2id {
+        m_kib: 4 << 20,
+        t: 16,
+        p: 1,
+        salt: [0; 16],
+        wrapped: [0; 32],
+        tag: [0; 32],
+    };
+    let stanzas = vec![expensive; 64];
+    let start = Instant::now();
+    let r = opened(&[Identity::Password(pw("pw"))], &stanzas, &ID);
+    assert!(start.elapsed().as_millis() < 50);
+    assert!(matches!(
+        r,
+        Err(CryptoError::KdfLimit {
+            param: "argon2id memory KiB × iterations, all stanzas",
+            value: 4_294_967_296,
+            ..
+        })
+    ));
+}
