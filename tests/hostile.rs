@@ -215,6 +215,7 @@ fn assert_refused(run: &Run, code: i32, path: &Path, needle: &str) {
     let expected_start = format!("krypta: {}: ", path.display());
     assert!(lines[0].starts_with(&expected_start), "{}", lines[0]);
     assert!(lines[0].contains(needle), "{}", lines[0]);
+    eprintln!("exit {code} in {:?}: {}", run.elapsed, lines[0]);
 }
 
 /// `t FILE` and `l FILE` both refused with exit 3 and `needle` in the message.
