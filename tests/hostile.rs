@@ -456,3 +456,51 @@ fn end_size_at_the_file_size_cap_is_refused_quickly() {
     let run = krypta(&["t", path.to_str().expect("utf-8")]);
     assert_refused(&run, 5, &path, "");
 }
+
+#[test]
+#[ignore = "measurement: peak memory of `t`/`l` on a tiny archive of 256 MiB zero blocks"]
+fn tiny_archive_of_max_size_zero_blocks_peak_memory() {
+    use krypta::codec::{BlockEncoder, Level};
+    let zeros = vec![0u8; MAX_BLOCK_SIZE];
+    let mut z = Vec::new();
+    let mut enc = BlockEncoder::new(Some(Level::MIN)).expect("encoder");
+    let (codec, filter) = enc.encode(&zeros, Filter::None, 0, &mut z).expect("encode");
+    let block = |start: u64| {
+        let mut b = BlockHeader {
+            codec,
+            filter,
+            raw_len: MAX_BLOCK_SIZE as u32,
+            filter_start: start,
+        }
+        .to_bytes()
+        .to_vec();
+        b.extend_from_slice(&z);
+        b
+    };
+    // Eight data frames of zeros (the record stream is invalid from its first byte) and an
+    // index frame of zeros: the reader decodes ahead before it looks at the records.
+    let mut b = header(vec![], &Protection::Plain);
+    for seq in 0..8u64 {
+        b.extend(frame(FrameKind::Data, false, seq, block(seq << 28)));
+    }
+    let at = b.len() as u64;
+    b.extend(frame(FrameKind::Index, true, 8, block(0)));
+    b.extend(footer(at, 8, &Protection::Plain));
+    let (_d, path) = write("zeros.kry", &b);
+    eprintln!("archive of {} bytes", b.len());
+    for cmd in ["t", "l"] {
+        let out = Command::new("/usr/bin/time")
+            .args(["-f", "%M KiB peak RSS, %e s"])
+            .arg(env!("CARGO_BIN_EXE_krypta"))
+            .args([cmd, "-j", "2", path.to_str().expect("utf-8")])
+            .output()
+            .expect("run /usr/bin/time");
+        eprintln!(
+            "{cmd}: exit {:?}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = krypta(&[cmd, "-j", "2", path.to_str().expect("utf-8")]);
+        eprintln!("{cmd} under 512 MiB: exit {:?}: {}", run.code, run.stderr);
+    }
+}
