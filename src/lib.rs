@@ -290,7 +290,7 @@ pub fn extract(
         None
     };
     if let Some(ix) = &index {
-        rep.start(Some(ix.entries.iter().map(|e| e.size).sum()));
+        rep.start(Some(total_size(&ix.entries)));
     } else {
         rep.start(None);
     }
@@ -381,12 +381,18 @@ impl archive::Visitor for WantAll<'_> {
     }
 }
 
+/// Sum of the entries' sizes, bytes, for a progress total. Saturating: the sizes come from
+/// the index, which a crafted archive may fill with values whose sum overflows a u64.
+fn total_size(entries: &[IndexEntry]) -> u64 {
+    entries.iter().fold(0u64, |t, e| t.saturating_add(e.size))
+}
+
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
     let mut ar = Archive::open(archive, open)?;
     if ar.seekable() {
         let (_, ix) = ar.read_index()?;
-        rep.start(Some(ix.entries.iter().map(|e| e.size).sum()));
+        rep.start(Some(total_size(&ix.entries)));
         ar.rewind_to_data()?;
     } else {
         rep.start(None);
