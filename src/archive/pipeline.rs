@@ -210,7 +210,7 @@ mod tests {
         assert_eq!(max_in_flight(2, 128 << 20), 4);
         assert_eq!(max_in_flight(2, 256 << 20), 3);
         assert_eq!(max_in_flight(8, 256 << 20), 9);
-        assert_eq!(max_in_flight(0, 0), 3);
+        assert_eq!(max_in_flight(0, 0), 4);
     }
 
     #[test]
