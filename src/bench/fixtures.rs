@@ -3,7 +3,7 @@
 //!
 //! | fixture | bytes | made from |
 //! |---|---|---|
-//! | `text` | 10,000,000 | the Rust books shipped with the toolchain's `rust-docs` (HTML, tags stripped) |
+//! | `text` | 10,000,000 | the Rust books and std docs shipped with the toolchain's `rust-docs` (HTML, tags stripped) |
 //! | `source` | 10,000,000 | the `.rs` files of the crates pinned in krypta's `Cargo.lock`, from the cargo registry |
 //! | `binary` | 10,000,000 | x86-64 code of the toolchain's `librustc_driver-*.so` |
 //! | `redundant` | 10,000,000 | seeded, highly repetitive log lines |
@@ -29,9 +29,9 @@ pub const MANIFEST: &str = "MANIFEST.txt";
 /// The Cargo.lock krypta was built with: it pins the crates whose sources make `source`.
 const CARGO_LOCK: &str = include_str!("../../Cargo.lock");
 /// Seed of the `random` fixture (BLAKE3 XOF input).
-const RANDOM_SEED: &[u8] = b"krypta bench fixture: random, v1";
+const RANDOM_SEED: &str = "krypta bench fixture: random, v1";
 /// The books (under `share/doc/rust/html/`) whose text makes `text`, in order.
-const BOOKS: [&str; 9] = [
+const BOOKS: [&str; 13] = [
     "book",
     "reference",
     "nomicon",
@@ -41,6 +41,10 @@ const BOOKS: [&str; 9] = [
     "rustc",
     "rustdoc",
     "style-guide",
+    "unstable-book",
+    "error_codes",
+    "rust-by-example",
+    "std",
 ];
 
 /// One benchmark input, in memory.
@@ -213,9 +217,17 @@ fn text(sysroot: &Path) -> Result<Fixture> {
     let mut out = Vec::with_capacity(FIXTURE_LEN);
     let mut pages = 0usize;
     'books: for book in BOOKS {
-        for page in files_with_ext(&html.join(book), "html") {
+        let root = html.join(book);
+        for page in files_with_ext(&root, "html") {
             let name = page.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if matches!(name, "print.html" | "toc.html" | "404.html") {
+            if matches!(name, "print.html" | "toc.html" | "404.html")
+                || page
+                    .strip_prefix(&root)
+                    .ok()
+                    .and_then(|r| r.components().next())
+                    .and_then(|c| c.as_os_str().to_str())
+                    .is_some_and(is_skipped_dir)
+            {
                 continue;
             }
             let Ok(bytes) = std::fs::read(&page) else {
@@ -252,6 +264,15 @@ fn text(sysroot: &Path) -> Result<Fixture> {
             BOOKS.join(", ")
         ),
     ))
+}
+
+/// Book subdirectories left out of `text`: old-edition redirect stubs and translations
+/// (`es`, `ja`, `zh-CN`, …), so the fixture is one language's prose.
+fn is_skipped_dir(first: &str) -> bool {
+    let lang = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_lowercase());
+    matches!(first, "2018-edition" | "first-edition" | "second-edition")
+        || lang(first)
+        || (first.len() == 5 && first.as_bytes()[2] == b'-' && lang(&first[..2]))
 }
 
 /// The text inside `<main>` (the whole page when absent), without tags, scripts or styles,
@@ -395,22 +416,27 @@ fn le<const N: usize>(b: &[u8], at: usize) -> Option<u64> {
     )
 }
 
-/// (file offset, size) of the first executable `PT_LOAD` segment of a 64-bit little-endian
-/// ELF file whose first bytes are `head` (System V gABI: program header table at `e_phoff`,
-/// `e_phnum` entries of `e_phentsize` bytes; `p_flags & PF_X`).
-pub fn exec_segment(head: &[u8]) -> Option<(u64, u64)> {
-    if !head.starts_with(b"\x7fELF\x02\x01") {
+/// Where the program header table of a 64-bit little-endian ELF file lies, given its
+/// 64-byte ELF header: (file offset `e_phoff`, length `e_phnum · e_phentsize`, entry size),
+/// at most 64 KiB (System V gABI, "ELF header").
+pub fn program_headers(ehdr: &[u8]) -> Option<(u64, usize, usize)> {
+    if !ehdr.starts_with(b"\x7fELF\x02\x01") {
         return None;
     }
-    let phoff = usize::try_from(le::<8>(head, 0x20)?).ok()?;
-    let entsize = usize::try_from(le::<2>(head, 0x36)?).ok()?;
-    let count = usize::try_from(le::<2>(head, 0x38)?).ok()?;
-    (0..count).find_map(|i| {
-        let ph = phoff.checked_add(i.checked_mul(entsize)?)?;
-        let p_type = le::<4>(head, ph)?;
-        let p_flags = le::<4>(head, ph + 4)?;
-        (p_type == 1 && p_flags & 1 == 1)
-            .then_some((le::<8>(head, ph + 8)?, le::<8>(head, ph + 32)?))
+    let phoff = le::<8>(ehdr, 0x20)?;
+    let entsize = usize::try_from(le::<2>(ehdr, 0x36)?).ok()?;
+    let count = usize::try_from(le::<2>(ehdr, 0x38)?).ok()?;
+    let len = entsize.checked_mul(count).filter(|&l| l <= 64 * 1024)?;
+    (entsize >= 56).then_some((phoff, len, entsize))
+}
+
+/// (file offset, size) of the first executable `PT_LOAD` segment in a program header table
+/// of `entsize`-byte entries (`p_type` 1, `p_flags & PF_X`).
+pub fn exec_segment(phdrs: &[u8], entsize: usize) -> Option<(u64, u64)> {
+    phdrs.chunks_exact(entsize.max(1)).find_map(|ph| {
+        let p_type = le::<4>(ph, 0)?;
+        let p_flags = le::<4>(ph, 4)?;
+        (p_type == 1 && p_flags & 1 == 1).then_some((le::<8>(ph, 8)?, le::<8>(ph, 32)?))
     })
 }
 
@@ -434,10 +460,17 @@ fn binary(sysroot: &Path) -> Result<Fixture> {
         ))
     })?;
     let mut f = std::fs::File::open(&path).map_err(|e| Error::io(&path, "open", e))?;
-    let mut head = vec![0u8; 64 * 1024];
-    let n = read_up_to(&mut f, &mut head).map_err(|e| Error::io(&path, "read", e))?;
-    head.truncate(n);
-    let (offset, size) = exec_segment(&head)
+    const EHDR: usize = 64;
+    let mut head = [0u8; EHDR];
+    f.read_exact(&mut head)
+        .map_err(|e| Error::io(&path, "read", e))?;
+    let segment = program_headers(&head).and_then(|(phoff, len, entsize)| {
+        let mut phdrs = vec![0u8; len];
+        f.seek(SeekFrom::Start(phoff)).ok()?;
+        f.read_exact(&mut phdrs).ok()?;
+        exec_segment(&phdrs, entsize)
+    });
+    let (offset, size) = segment
         .filter(|&(_, size)| size >= FIXTURE_LEN as u64)
         .ok_or_else(|| {
             Error::Usage(format!(
@@ -445,8 +478,7 @@ fn binary(sysroot: &Path) -> Result<Fixture> {
                 path.display()
             ))
         })?;
-    const EHDR: usize = 64;
-    let mut out = head[..EHDR.min(head.len())].to_vec();
+    let mut out = head.to_vec();
     let start = out.len();
     out.resize(FIXTURE_LEN, 0);
     f.seek(SeekFrom::Start(offset))
@@ -463,17 +495,6 @@ fn binary(sysroot: &Path) -> Result<Fixture> {
             path.display()
         ),
     ))
-}
-
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    Ok(got)
 }
 
 /// SplitMix64 (Steele, Lea, Flood 2014): the fixtures' seeded generator.
@@ -547,7 +568,7 @@ pub fn redundant(len: usize) -> Vec<u8> {
 pub fn random(len: usize) -> Vec<u8> {
     let mut out = vec![0u8; len];
     blake3::Hasher::new()
-        .update(RANDOM_SEED)
+        .update(RANDOM_SEED.as_bytes())
         .finalize_xof()
         .fill(&mut out);
     out
@@ -562,6 +583,16 @@ mod tests {
         let page = "<html><nav>menu</nav><main><h1>Title</h1>\n<script>x()</script>\
                     <p>a &lt;b&gt; &amp; c</p>\n\n\n<p>d</p></main><footer>f</footer></html>";
         assert_eq!(strip_html(page), "Title\na <b> & c\n\nd");
+    }
+
+    #[test]
+    fn translations_and_old_editions_are_left_out_of_text() {
+        for d in ["ja", "zh-CN", "2018-edition", "second-edition"] {
+            assert!(is_skipped_dir(d), "{d}");
+        }
+        for d in ["ch01-00-getting-started.html", "std", "attributes", "fn"] {
+            assert!(!is_skipped_dir(d), "{d}");
+        }
     }
 
     #[test]
@@ -581,22 +612,23 @@ mod tests {
 
     #[test]
     fn exec_segment_finds_the_first_executable_load() {
-        let mut h = vec![0u8; 64 + 2 * 56];
-        h[..6].copy_from_slice(b"\x7fELF\x02\x01");
-        h[0x20] = 64; // e_phoff
-        h[0x36] = 56; // e_phentsize
-        h[0x38] = 2; // e_phnum
-        // First PT_LOAD: read-only (flags 4).
-        h[64] = 1;
-        h[68] = 4;
-        // Second PT_LOAD: R+X (flags 5), offset 0x1000, size 0x2000.
-        h[120] = 1;
-        h[124] = 5;
-        h[128..136].copy_from_slice(&0x1000u64.to_le_bytes());
-        h[152..160].copy_from_slice(&0x2000u64.to_le_bytes());
-        assert_eq!(exec_segment(&h), Some((0x1000, 0x2000)));
-        assert_eq!(exec_segment(&h[..100]), None);
-        assert_eq!(exec_segment(b"not an elf"), None);
+        let mut ehdr = [0u8; 64];
+        ehdr[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        ehdr[0x20..0x28].copy_from_slice(&0x500_0000u64.to_le_bytes()); // e_phoff
+        ehdr[0x36] = 56; // e_phentsize
+        ehdr[0x38] = 2; // e_phnum
+        assert_eq!(program_headers(&ehdr), Some((0x500_0000, 112, 56)));
+        assert_eq!(program_headers(b"not an elf"), None);
+        let mut ph = vec![0u8; 112];
+        // First PT_LOAD: read-only (flags 4). Second: R+X (5), offset 0x1000, size 0x2000.
+        ph[0] = 1;
+        ph[4] = 4;
+        ph[56] = 1;
+        ph[60] = 5;
+        ph[64..72].copy_from_slice(&0x1000u64.to_le_bytes());
+        ph[88..96].copy_from_slice(&0x2000u64.to_le_bytes());
+        assert_eq!(exec_segment(&ph, 56), Some((0x1000, 0x2000)));
+        assert_eq!(exec_segment(&ph[..56], 56), None);
     }
 
     #[test]
