@@ -4,10 +4,12 @@
 //!
 //! Tables: 1 codec (ratio, compress and extract MB/s per input × level), 2 BCJ gain, 3
 //! hashing, 4 encryption overhead (per MB and one-time), 5 stage cost, 6 compute tax end to
-//! end, 7 peers (zstd, xz, gzip, 7z, age when installed). MB = 10^6 bytes.
+//! end, 7 peers (zstd, xz, gzip, 7z, age when installed); then, when tables 1, 3, 4 and 6
+//! ran, 8: the side-by-side with VaptVupt's published figures. MB = 10^6 bytes.
 
 mod archive_tables;
 mod codec_tables;
+mod compare;
 mod crypto_tables;
 pub mod fixtures;
 mod measure;
@@ -176,6 +178,9 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
             .cloned()
             .collect();
         report.tables.push(peers::table7(&peers, &plan, progress)?);
+    }
+    if let Some(t) = compare::side_by_side(&report.tables) {
+        report.tables.push(t);
     }
     Ok(report)
 }
