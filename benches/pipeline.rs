@@ -38,8 +38,12 @@ fn input(name: &str, len: usize) -> Vec<u8> {
 
 fn block_path(c: &mut Criterion) {
     let mut g = c.benchmark_group("block-path-4MiB");
-    g.throughput(Throughput::Bytes(BLOCK as u64)).sample_size(10);
-    let sealed = Protection::Sealed(Box::new(Subkeys::derive(&FileKey::from_bytes([1; 32]), &ID)));
+    g.throughput(Throughput::Bytes(BLOCK as u64))
+        .sample_size(10);
+    let sealed = Protection::Sealed(Box::new(Subkeys::derive(
+        &FileKey::from_bytes([1; 32]),
+        &ID,
+    )));
     for (name, filter) in [("source", Filter::None), ("binary", Filter::X86)] {
         let data = input(name, BLOCK);
         let mut enc = BlockEncoder::new(Some(Level::DEFAULT)).expect("encoder");
@@ -48,7 +52,8 @@ fn block_path(c: &mut Criterion) {
         let mut out = Vec::new();
         g.bench_function(format!("{name}/encode+seal"), |b| {
             b.iter(|| {
-                enc.encode(black_box(&data), filter, 0, &mut payload).expect("encode");
+                enc.encode(black_box(&data), filter, 0, &mut payload)
+                    .expect("encode");
                 sealed.seal_frame(&ID, &HEADER, 7, &mut payload)
             })
         });
@@ -62,7 +67,8 @@ fn block_path(c: &mut Criterion) {
                 sealed
                     .open_frame(&ID, &HEADER, 7, black_box(&mut payload), &tag)
                     .expect("open");
-                dec.decode(codec, f, 0, &payload, data.len(), &mut out).expect("decode")
+                dec.decode(codec, f, 0, &payload, data.len(), &mut out)
+                    .expect("decode")
             })
         });
         assert_eq!(payload, clear);
@@ -87,13 +93,15 @@ fn write_archive(path: &std::path::Path, data: &[u8], key: Option<&SymmetricKey>
         gid: 0,
         link: Vec::new(),
     };
-    w.add_file(&meta, &mut ReaderSource::new(data, "data")).expect("add");
+    w.add_file(&meta, &mut ReaderSource::new(data, "data"))
+        .expect("add");
     w.finish().expect("finish");
 }
 
 fn archive(c: &mut Criterion) {
     let mut g = c.benchmark_group("archive-16MiB");
-    g.throughput(Throughput::Bytes(ARCHIVE as u64)).sample_size(10);
+    g.throughput(Throughput::Bytes(ARCHIVE as u64))
+        .sample_size(10);
     let data = input("source", ARCHIVE);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("b.kry");
@@ -106,7 +114,9 @@ fn archive(c: &mut Criterion) {
         g.bench_function(format!("{name}/test"), |b| {
             b.iter(|| {
                 let opts = OpenOptions {
-                    identities: k.map(|k| vec![Identity::KeyFile(k.clone())]).unwrap_or_default(),
+                    identities: k
+                        .map(|k| vec![Identity::KeyFile(k.clone())])
+                        .unwrap_or_default(),
                     jobs: 0,
                 };
                 krypta::test(&path, opts, &mut krypta::Collect::default()).expect("test")

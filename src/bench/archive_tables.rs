@@ -324,10 +324,11 @@ pub fn table6(
         ]);
     }
     if let [store, enc, comp, both] = speeds.as_slice() {
-        let pct = |a: f64, b: f64| (1.0 - b / a.max(1e-9)) * 100.0;
+        let pct = |a: f64, b: f64| (b / a.max(1e-9) - 1.0) * 100.0;
         t.reading.push(format!(
-            "On one thread, encryption takes {:.0}% off store-mode write speed and {:.0}% off \
-             read speed; on compressed archives it takes {:.0}% (write) and {:.0}% (read).",
+            "On one thread, encryption changes store-mode speed by {:+.0}% (write) and {:+.0}% \
+             (read), and compressed-archive speed by {:+.0}% (write) and {:+.0}% (read); \
+             differences within a few percent are noise on a busy machine.",
             pct(store.1[0], enc.1[0]),
             pct(store.1[2], enc.1[2]),
             pct(comp.1[0], both.1[0]),

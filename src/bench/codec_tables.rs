@@ -115,7 +115,10 @@ pub fn table1(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str))
                 Cell::auto(r.compress),
                 Cell::auto(r.extract),
             ]);
-            if level.is_some() && best_extract.as_ref().is_none_or(|(v, _)| r.extract > *v) {
+            if level.is_some()
+                && r.ratio > 1.05
+                && best_extract.as_ref().is_none_or(|(v, _)| r.extract > *v)
+            {
                 best_extract = Some((r.extract, format!("{} at {name}", f.name)));
             }
         }

@@ -46,7 +46,12 @@ pub fn side_by_side(tables: &[Table]) -> Option<Table> {
          from tables 1, 3, 4 and 6 of this run. Different machines: compare orders of \
          magnitude and shapes, not digits."
             .into(),
-        &["figure", "VaptVupt (published)", "krypta (this machine)", "from"],
+        &[
+            "figure",
+            "VaptVupt (published)",
+            "krypta (this machine)",
+            "from",
+        ],
     );
     // Decode range: extract MB/s of compressed settings on compressible inputs.
     let (ratio, extract, setting) = (col(t1, "ratio")?, col(t1, "extract")?, col(t1, "setting")?);
@@ -84,7 +89,8 @@ pub fn side_by_side(tables: &[Table]) -> Option<Table> {
             fmt(store_r1),
             fmt(store_wn),
             fmt(store_rn),
-            cols.get(3).map_or("all threads", |c| c.trim_start_matches("compress MB/s, "))
+            cols.get(3)
+                .map_or("all threads", |c| c.trim_start_matches("compress MB/s, "))
         )),
         Cell::text("table 6, encrypt only"),
     ]);

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use crate::codec::{Filter, detect_filter};
 use crate::error::{Error, Result};
 
+pub use super::synth::{RANDOM_SEED, random, redundant};
+
 /// Size of the `text`, `source`, `binary` and `redundant` fixtures, bytes.
 pub const FIXTURE_LEN: usize = 10_000_000;
 /// Size of the `random` fixture, bytes.
@@ -28,8 +30,6 @@ pub const MANIFEST: &str = "MANIFEST.txt";
 
 /// The Cargo.lock krypta was built with: it pins the crates whose sources make `source`.
 const CARGO_LOCK: &str = include_str!("../../Cargo.lock");
-/// Seed of the `random` fixture (BLAKE3 XOF input).
-const RANDOM_SEED: &str = "krypta bench fixture: random, v1";
 /// The books (under `share/doc/rust/html/`) whose text makes `text`, in order.
 const BOOKS: [&str; 13] = [
     "book",
@@ -497,83 +497,6 @@ fn binary(sysroot: &Path) -> Result<Fixture> {
     ))
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): the fixtures' seeded generator.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-/// `len` bytes of log lines from 8 templates with counters and a seeded choice of template.
-pub fn redundant(len: usize) -> Vec<u8> {
-    const HOSTS: [&str; 4] = ["alpha", "beta", "gamma", "delta"];
-    const FILES: [&str; 8] = [
-        "/srv/data/db/base.sqlite",
-        "/srv/data/mail/inbox.mbox",
-        "/srv/data/photos/2025/index.json",
-        "/home/ada/notes.md",
-        "/home/ada/projects/krypta/Cargo.toml",
-        "/var/log/syslog",
-        "/etc/nginx/nginx.conf",
-        "/opt/app/config.yaml",
-    ];
-    let mut rng = SplitMix(0x6b72_7970_7461); // "krypta"
-    let mut out = Vec::with_capacity(len + 256);
-    let mut seq = 0u64;
-    while out.len() < len {
-        let r = rng.next();
-        let host = HOSTS[(r & 3) as usize];
-        let file = FILES[((r >> 2) & 7) as usize];
-        let secs = seq / 4;
-        let line = match (r >> 5) % 4 {
-            0 => format!(
-                "2026-01-01T{:02}:{:02}:{:02}Z {host} backup[1234]: INFO wrote block {seq} of {file} (4194304 bytes, ok)\n",
-                (secs / 3600) % 24,
-                (secs / 60) % 60,
-                secs % 60
-            ),
-            1 => format!(
-                "2026-01-01T{:02}:{:02}:{:02}Z {host} backup[1234]: INFO verified block {seq} of {file}: digest ok\n",
-                (secs / 3600) % 24,
-                (secs / 60) % 60,
-                secs % 60
-            ),
-            2 => format!(
-                "2026-01-01T{:02}:{:02}:{:02}Z {host} backup[1234]: DEBUG queue depth 3, workers 8, block {seq}\n",
-                (secs / 3600) % 24,
-                (secs / 60) % 60,
-                secs % 60
-            ),
-            _ => format!(
-                "2026-01-01T{:02}:{:02}:{:02}Z {host} backup[1234]: INFO skipped unchanged {file}\n",
-                (secs / 3600) % 24,
-                (secs / 60) % 60,
-                secs % 60
-            ),
-        };
-        out.extend_from_slice(line.as_bytes());
-        seq += 1;
-    }
-    out.truncate(len);
-    out
-}
-
-/// `len` bytes of BLAKE3 XOF output of the fixed seed: incompressible, reproducible.
-pub fn random(len: usize) -> Vec<u8> {
-    let mut out = vec![0u8; len];
-    blake3::Hasher::new()
-        .update(RANDOM_SEED.as_bytes())
-        .finalize_xof()
-        .fill(&mut out);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -629,17 +552,5 @@ mod tests {
         ph[88..96].copy_from_slice(&0x2000u64.to_le_bytes());
         assert_eq!(exec_segment(&ph, 56), Some((0x1000, 0x2000)));
         assert_eq!(exec_segment(&ph[..56], 56), None);
-    }
-
-    #[test]
-    fn generated_fixtures_are_deterministic() {
-        assert_eq!(redundant(1000), redundant(1000));
-        assert_eq!(redundant(1000).len(), 1000);
-        assert_eq!(
-            blake3::hash(&random(64)).to_hex().as_str(),
-            blake3::hash(&random(64)).to_hex().as_str()
-        );
-        assert_eq!(&random(100)[..64], &random(64)[..]);
-        assert!(redundant(300).starts_with(b"2026-01-01T00:00:00Z "));
     }
 }

@@ -16,6 +16,7 @@ mod measure;
 mod peers;
 mod report;
 mod sha256_scalar;
+mod synth;
 
 use std::path::{Path, PathBuf};
 
