@@ -129,21 +129,37 @@ pub fn table3(
     Ok(t)
 }
 
-/// Per-thread scratch state of the stage benchmarks.
+/// Per-thread scratch state of the stage benchmarks; the zstd contexts are made on first
+/// use, so stages that do not need them pay nothing per task.
+#[derive(Default)]
 struct Scratch {
-    enc: BlockEncoder,
-    dec: BlockDecoder,
+    enc: Option<BlockEncoder>,
+    dec: Option<BlockDecoder>,
     out: Vec<u8>,
 }
 
+fn codec_err(e: crate::codec::CodecError) -> Error {
+    Error::Usage(format!("bench codec: {e}"))
+}
+
 impl Scratch {
-    fn new() -> Result<Scratch> {
-        let e = |e: crate::codec::CodecError| Error::Usage(format!("bench codec: {e}"));
-        Ok(Scratch {
-            enc: BlockEncoder::new(Some(Level::DEFAULT)).map_err(e)?,
-            dec: BlockDecoder::new().map_err(e)?,
-            out: Vec::new(),
-        })
+    fn encoder(&mut self) -> Result<(&mut BlockEncoder, &mut Vec<u8>)> {
+        if self.enc.is_none() {
+            self.enc = Some(BlockEncoder::new(Some(Level::DEFAULT)).map_err(codec_err)?);
+        }
+        match &mut self.enc {
+            Some(e) => Ok((e, &mut self.out)),
+            None => Err(Error::Usage("bench codec: no encoder".into())),
+        }
+    }
+    fn decoder(&mut self) -> Result<(&mut BlockDecoder, &mut Vec<u8>)> {
+        if self.dec.is_none() {
+            self.dec = Some(BlockDecoder::new().map_err(codec_err)?);
+        }
+        match &mut self.dec {
+            Some(d) => Ok((d, &mut self.out)),
+            None => Err(Error::Usage("bench codec: no decoder".into())),
+        }
     }
 }
 
@@ -180,13 +196,13 @@ pub fn table5(
     // zstd payloads for the decode stage, made once.
     let mut compressed = Vec::new();
     {
-        let mut s = Scratch::new()?;
+        let mut s = Scratch::default();
+        let (enc, _) = s.encoder()?;
         for (i, b) in bufs.iter().enumerate() {
             let mut out = Vec::new();
-            let r = s
-                .enc
+            let r = enc
                 .encode(b, Filter::None, (i * DEFAULT_BLOCK_SIZE) as u64, &mut out)
-                .map_err(|e| Error::Usage(format!("bench codec: {e}")))?;
+                .map_err(codec_err)?;
             compressed.push((r.0, out, b.len()));
         }
     }
@@ -202,7 +218,6 @@ pub fn table5(
             .map_err(|_| Error::Crypto("ring key".into()))?,
     );
     let ring_err = |_| Error::Crypto("ring seal failed".into());
-    let codec_err = |e: crate::codec::CodecError| Error::Usage(format!("bench codec: {e}"));
     let stages: Vec<(&str, &str, StageFn)> = vec![
         (
             "BCJ x86 encode",
@@ -224,7 +239,7 @@ pub fn table5(
             "zstd -3 compress",
             "yes",
             Box::new(|i, b, s| {
-                let Scratch { enc, out, .. } = s;
+                let (enc, out) = s.encoder()?;
                 enc.encode(b, Filter::None, (i * DEFAULT_BLOCK_SIZE) as u64, out)
                     .map(|_| ())
                     .map_err(codec_err)
@@ -235,8 +250,8 @@ pub fn table5(
             "yes",
             Box::new(|i, _, s| {
                 let (codec, payload, len): &(Codec, Vec<u8>, usize) = &compressed[i];
-                s.dec
-                    .decode(*codec, Filter::None, 0, payload, *len, &mut s.out)
+                let (dec, out) = s.decoder()?;
+                dec.decode(*codec, Filter::None, 0, payload, *len, out)
                     .map_err(codec_err)
             }),
         ),
@@ -306,7 +321,9 @@ pub fn table5(
     let mut results = Vec::new();
     for (name, used, f) in &stages {
         progress(&format!("table 5: {name}"));
-        let mut one = Scratch::new()?;
+        let mut one = Scratch::default();
+        one.encoder()?;
+        one.decoder()?;
         let s1 = median_secs(plan.runs, || {
             for (i, b) in bufs.iter_mut().enumerate() {
                 f(i, b, &mut one)?;
@@ -317,10 +334,7 @@ pub fn table5(
             workers.install(|| {
                 bufs.par_iter_mut()
                     .enumerate()
-                    .try_for_each_init(Scratch::new, |s, (i, b)| match s {
-                        Ok(s) => f(i, b, s),
-                        Err(e) => Err(Error::Usage(e.to_string())),
-                    })
+                    .try_for_each_init(Scratch::default, |s, (i, b)| f(i, b, s))
             })
         })?;
         let one_core = mb_per_sec(data.len(), s1);
