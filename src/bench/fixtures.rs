@@ -83,10 +83,25 @@ impl Fixture {
 }
 
 /// Writes the five fixtures and `MANIFEST.txt` into `dir` (created if missing).
-/// Errors: Io naming the file; Usage when a toolchain input is missing.
+/// Errors: Io naming the file; Usage naming each fixture whose toolchain input is missing
+/// (the others are still written).
 pub fn make_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
+    let skipped = write_fixtures(dir, progress)?;
+    if skipped.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "some fixtures could not be made: {}",
+            skipped.join("; ")
+        )))
+    }
+}
+
+/// Writes the fixtures that can be made, and the manifest; returns one line per fixture that
+/// could not be made.
+fn write_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create", e))?;
-    let fixtures = generate(progress)?;
+    let (fixtures, skipped) = generate(progress);
     let mut manifest = String::from("# name  bytes  blake3  origin\n");
     for f in &fixtures {
         let path = dir.join(&f.name);
@@ -99,24 +114,35 @@ pub fn make_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
             f.origin
         ));
     }
+    for s in &skipped {
+        manifest.push_str(&format!("# {s}\n"));
+    }
     let path = dir.join(MANIFEST);
     std::fs::write(&path, manifest).map_err(|e| Error::io(&path, "write", e))?;
     progress(&format!("fixtures written to {}", dir.display()));
-    Ok(())
+    Ok(skipped)
 }
 
-/// The fixtures: read from `dir` when it holds all five (origins from its manifest), made
-/// there first when it does not, or made in memory when `dir` is None.
-pub fn load_fixtures(dir: Option<&Path>, progress: &mut dyn FnMut(&str)) -> Result<Vec<Fixture>> {
+/// The fixtures, and one line per fixture that could not be made: read from `dir` when it
+/// holds all five (origins from its manifest), made there first when it does not, or made
+/// in memory when `dir` is None. A fixture whose toolchain input is missing (no `rust-docs`,
+/// no cargo registry) is left out and named, so the other tables still run.
+pub fn load_fixtures(
+    dir: Option<&Path>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Vec<Fixture>, Vec<String>)> {
     let Some(dir) = dir else {
-        return generate(progress);
+        return Ok(generate(progress));
     };
-    if !NAMES.iter().all(|n| dir.join(n).is_file()) {
-        make_fixtures(dir, progress)?;
-    }
+    let skipped = if NAMES.iter().all(|n| dir.join(n).is_file()) {
+        Vec::new()
+    } else {
+        write_fixtures(dir, progress)?
+    };
     let manifest = std::fs::read_to_string(dir.join(MANIFEST)).unwrap_or_default();
-    NAMES
+    let fixtures = NAMES
         .iter()
+        .filter(|name| dir.join(name).is_file())
         .map(|name| {
             let path = dir.join(name);
             let data = std::fs::read(&path).map_err(|e| Error::io(&path, "read", e))?;
@@ -129,7 +155,8 @@ pub fn load_fixtures(dir: Option<&Path>, progress: &mut dyn FnMut(&str)) -> Resu
                 .unwrap_or_else(|| format!("read from {}", path.display()));
             Ok(Fixture::new(name, data, origin))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok((fixtures, skipped))
 }
 
 /// A user's file as a fixture (table 1 on `krypta bench FILE...`).
@@ -146,27 +173,41 @@ pub fn user_file(path: &Path) -> Result<Fixture> {
     ))
 }
 
-/// Makes all five fixtures in memory.
-pub fn generate(progress: &mut dyn FnMut(&str)) -> Result<Vec<Fixture>> {
+/// Makes the five fixtures in memory; returns those made and one line per fixture that
+/// could not be made (its toolchain input is missing).
+pub fn generate(progress: &mut dyn FnMut(&str)) -> (Vec<Fixture>, Vec<String>) {
+    let mut made = Vec::new();
+    let mut skipped = Vec::new();
     progress("fixtures: locating the Rust toolchain");
-    let sysroot = sysroot()?;
-    progress("fixtures: text");
-    let text = text(&sysroot)?;
-    progress("fixtures: source");
-    let source = source()?;
-    progress("fixtures: binary");
-    let binary = binary(&sysroot)?;
-    let redundant = Fixture::new(
+    match sysroot() {
+        Ok(sysroot) => {
+            progress("fixtures: text");
+            keep(text(&sysroot), "text", &mut made, &mut skipped);
+            progress("fixtures: source");
+            keep(source(), "source", &mut made, &mut skipped);
+            progress("fixtures: binary");
+            keep(binary(&sysroot), "binary", &mut made, &mut skipped);
+        }
+        Err(e) => skipped.push(format!("text, source, binary: not made: {e}")),
+    }
+    made.push(Fixture::new(
         "redundant",
         redundant(FIXTURE_LEN),
         format!("{FIXTURE_LEN} bytes of seeded log lines (8 templates, counters), generated"),
-    );
-    let random = Fixture::new(
+    ));
+    made.push(Fixture::new(
         "random",
         random(RANDOM_LEN),
         format!("{RANDOM_LEN} bytes of BLAKE3 XOF output of the seed {RANDOM_SEED:?}"),
-    );
-    Ok(vec![text, source, binary, redundant, random])
+    ));
+    (made, skipped)
+}
+
+fn keep(r: Result<Fixture>, name: &str, made: &mut Vec<Fixture>, skipped: &mut Vec<String>) {
+    match r {
+        Ok(f) => made.push(f),
+        Err(e) => skipped.push(format!("{name}: not made: {e}")),
+    }
 }
 
 /// The active toolchain's sysroot (`rustc --print sysroot`, else the first rustup toolchain).

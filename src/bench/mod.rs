@@ -130,15 +130,16 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
         return Ok(report);
     }
     let needs_fixtures = [1, 2, 3, 5, 6, 7].iter().any(|&n| wants(n));
-    let all = if needs_fixtures {
+    let (all, skipped) = if needs_fixtures {
         load_fixtures(opts.fixtures_dir.as_deref(), progress)?
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let fx: Vec<Fixture> = all.iter().map(|f| f.truncated(plan.fixture_len)).collect();
     report.fixtures = fx
         .iter()
         .map(|f| format!("`{}`: {} bytes ({})", f.name, f.data.len(), f.origin))
+        .chain(skipped)
         .collect();
     let mixed: Vec<u8> = fx.iter().flat_map(|f| f.data.iter().copied()).collect();
     if wants(1) {
