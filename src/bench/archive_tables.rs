@@ -220,6 +220,28 @@ pub fn table4(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Table> {
          archives and vanishes in large ones (compare the one-time columns with ms/MB)."
             .into(),
     );
+    let noisy: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| {
+            r[1..5]
+                .iter()
+                .any(|c| matches!(c, Cell::Num { value, .. } if *value < 0.0))
+        })
+        .filter_map(|r| match &r[0] {
+            Cell::Text(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    if !noisy.is_empty() {
+        t.reading.push(format!(
+            "Negative values ({}) mean the run-to-run noise (other load on the machine, or a \
+             KDF whose time varies by more than the bulk work) exceeded the quantity: read \
+             them as \"too small to measure here\". All encrypted rows share one bulk path \
+             (AES-256-CTR + HMAC-SHA256 per frame); only the key setup differs.",
+            noisy.join("; ")
+        ));
+    }
     Ok(t)
 }
 

@@ -308,6 +308,7 @@ fn read_table7(rel: &[(&str, &str, [f64; 3])], inputs: usize) -> Vec<String> {
             let rows: Vec<&(&str, &str, [f64; 3])> = rel.iter().filter(|r| r.0 == name).collect();
             let versus = rows.first().map_or("", |r| r.1);
             let smaller = rows.iter().filter(|r| r.2[0] < 0.995).count();
+            let best = rows.iter().map(|r| r.2[0]).fold(f64::INFINITY, f64::min);
             let col = |i: usize| median(&mut rows.iter().map(|r| r.2[i]).collect::<Vec<_>>());
             let (size, comp, ext) = (col(0), col(1), col(2));
             let verdict = |x: f64, what: &str| {
@@ -324,9 +325,9 @@ fn read_table7(rel: &[(&str, &str, [f64; 3])], inputs: usize) -> Vec<String> {
                  {size:.3}x krypta's); {}, {} (medians over {inputs} inputs).",
                 rows.len(),
                 if smaller > 0 {
-                    " (peer wins there)"
+                    format!(" (peer wins there, by up to {:.1}%)", (1.0 - best) * 100.0)
                 } else {
-                    ""
+                    String::new()
                 },
                 verdict(comp, "compresses"),
                 verdict(ext, "extracts"),
