@@ -19,7 +19,7 @@ use crate::format::{EntryKind, EntryMeta, Timestamp};
 
 use super::Plan;
 use super::fixtures::{self, Fixture};
-use super::measure::{MB, mb_per_sec, median_secs};
+use super::measure::{MB, mb_per_sec, median_secs, median_secs_exact};
 use super::report::{Cell, Table};
 
 /// Password used for the password rows (the KDF cost does not depend on it).
@@ -130,22 +130,30 @@ fn temp_dir() -> Result<tempfile::TempDir> {
         .map_err(|e| Error::io(std::env::temp_dir(), "create a directory in", e))
 }
 
-/// Median (write secs, read secs, archive bytes) of archiving `files`.
+/// Median (write secs, read secs, archive bytes) of archiving `files`; `exact` times every
+/// run even when slow (see [`median_secs_exact`]).
 pub fn time_archive(
     dir: &Path,
     files: &[(&str, &[u8])],
     level: Option<Level>,
     protect: &Protect,
     jobs: usize,
-    runs: usize,
+    (runs, exact): (usize, bool),
 ) -> Result<(f64, f64, u64)> {
     let path = dir.join("bench.kry");
     let mut size = 0;
-    let w = median_secs(runs, || {
+    let time = |f: &mut dyn FnMut() -> Result<()>| {
+        if exact {
+            median_secs_exact(runs, f)
+        } else {
+            median_secs(runs, f)
+        }
+    };
+    let w = time(&mut || {
         size = write_archive(&path, files, level, protect, jobs)?;
         Ok(())
     })?;
-    let r = median_secs(runs, || read_archive(&path, protect, jobs).map(|_| ()))?;
+    let r = time(&mut || read_archive(&path, protect, jobs).map(|_| ()))?;
     Ok((w, r, size))
 }
 
@@ -162,7 +170,7 @@ pub fn table4(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Table> {
             "archives of 1 MB and {big_mb} MB of random bytes written (store, -j 1) and read \
              back with `krypta test` (verify + decrypt, no files written); per-MB = (t({big_mb} \
              MB) − t(1 MB)) / {}; one-time = t(1 MB) − per-MB. Key setup alone: the KDF (or \
-             pq-box seal / open) timed directly. Median of {} run(s).",
+             pq-box seal / open) timed directly. Median of {} run(s), every run timed.",
             big_mb - 1,
             plan.runs
         ),
@@ -191,8 +199,9 @@ pub fn table4(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Table> {
     let mut plain_per_mb = None;
     for (name, p) in rows {
         progress(&format!("table 4: {name}"));
-        let (w1, r1, _) = time_archive(dir.path(), &[("f", small)], None, &p, 1, plan.runs)?;
-        let (wb, rb, _) = time_archive(dir.path(), &[("f", &big)], None, &p, 1, plan.runs)?;
+        let (w1, r1, _) =
+            time_archive(dir.path(), &[("f", small)], None, &p, 1, (plan.runs, true))?;
+        let (wb, rb, _) = time_archive(dir.path(), &[("f", &big)], None, &p, 1, (plan.runs, true))?;
         let per = |a: f64, b: f64| (b - a) / (big_mb as f64 - 1.0) * 1000.0;
         let (wpm, rpm) = (per(w1, wb), per(r1, rb));
         let setup = key_setup(&p, plan.runs)?;
@@ -251,7 +260,7 @@ fn key_setup(p: &Protect, runs: usize) -> Result<Cell> {
     Ok(match p {
         Protect::Plain | Protect::KeyFile(_) => Cell::Missing,
         Protect::Password(kdf) => {
-            let s = median_secs(runs, || {
+            let s = median_secs_exact(runs, || {
                 kdf.derive_kek(PASSWORD, &[7; 16])
                     .map(|_| ())
                     .map_err(crypto)
@@ -327,8 +336,8 @@ pub fn table6(
     let mut speeds = Vec::new();
     for (name, level, p) in modes {
         progress(&format!("table 6: {name}"));
-        let (w1, r1, size) = time_archive(dir.path(), &files, level, &p, 1, plan.runs)?;
-        let (wn, rn, _) = time_archive(dir.path(), &files, level, &p, jobs, plan.runs)?;
+        let (w1, r1, size) = time_archive(dir.path(), &files, level, &p, 1, (plan.runs, false))?;
+        let (wn, rn, _) = time_archive(dir.path(), &files, level, &p, jobs, (plan.runs, false))?;
         let row = [
             mb_per_sec(total, w1),
             mb_per_sec(total, wn),

@@ -13,14 +13,23 @@ pub const SLOW_RUN_SECS: f64 = 1.5;
 
 /// Median wall time of `runs` calls of `f`, seconds (at least one call; a first call slower
 /// than [`SLOW_RUN_SECS`] is not repeated).
-pub fn median_secs(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+pub fn median_secs(runs: usize, f: impl FnMut() -> Result<()>) -> Result<f64> {
+    timed(runs, true, f)
+}
+
+/// Median wall time of exactly `runs` calls of `f` (at least one), seconds, however slow.
+pub fn median_secs_exact(runs: usize, f: impl FnMut() -> Result<()>) -> Result<f64> {
+    timed(runs, false, f)
+}
+
+fn timed(runs: usize, cut_slow: bool, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     let mut times = Vec::with_capacity(runs.max(1));
     for i in 0..runs.max(1) {
         let t = Instant::now();
         f()?;
         let secs = t.elapsed().as_secs_f64();
         times.push(secs);
-        if i == 0 && secs > SLOW_RUN_SECS {
+        if cut_slow && i == 0 && secs > SLOW_RUN_SECS {
             break;
         }
     }

@@ -226,8 +226,14 @@ pub fn table7(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str))
                 Setting::L3PqBox => (Level::DEFAULT, pq.clone()),
             };
             let files = [(f.name.as_str(), f.data.as_slice())];
-            let (w, r, size) =
-                time_archive(dir.path(), &files, Some(level), &protect, 1, plan.runs)?;
+            let (w, r, size) = time_archive(
+                dir.path(),
+                &files,
+                Some(level),
+                &protect,
+                1,
+                (plan.runs, false),
+            )?;
             let m = (
                 f.data.len() as f64 / size.max(1) as f64,
                 mb_per_sec(f.data.len(), w),
