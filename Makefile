@@ -29,6 +29,15 @@ fuzz:
 		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; \
 	done
 
+# Known-answer vectors through krypta's own code paths (embedded copies), then the files.
+kat test-vectors:
+	$(CARGO) run --release --quiet -- kat
+	$(CARGO) run --release --quiet -- kat --dir test-vectors
+
+# Independent check of our vector files against PyPI's cryptography-vectors (network).
+verify-vectors:
+	python3 scripts/verify_vectors.py
+
 clean:
 	$(CARGO) clean
 
