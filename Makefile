@@ -40,3 +40,12 @@ verify-vectors:
 
 clean:
 	$(CARGO) clean
+
+# Benchmark fixtures (deterministic; see fixtures/README.md) into fixtures/data.
+fixtures:
+	$(CARGO) run --release --bin krypta -- bench --make-fixtures fixtures/data
+
+# Regenerates BENCHMARKS.md from `krypta bench` (release build). BENCH_ARGS=--quick for a
+# one-minute indicative run.
+bench:
+	CARGO="$(CARGO)" BENCH_ARGS="$(BENCH_ARGS)" ./scripts/bench_md.sh

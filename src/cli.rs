@@ -56,6 +56,8 @@ enum Command {
     Keygen(KeygenArgs),
     /// Run the known-answer vectors of every primitive through krypta's own code paths
     Kat(KatArgs),
+    /// Measure the benchmark tables on this machine (markdown on stdout; see BENCHMARKS.md)
+    Bench(BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -63,6 +65,32 @@ struct KatArgs {
     /// Run the vector files in DIR instead of the copies built into the binary
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Your own files: run table 1 (codec ratio and speed) on them instead
+    files: Vec<PathBuf>,
+    /// Small inputs, one run each: under a minute on 2 cores (indicative numbers)
+    #[arg(long)]
+    quick: bool,
+    /// Run only table N (1..7; repeatable)
+    #[arg(long = "table", value_name = "N")]
+    tables: Vec<u8>,
+    /// Print JSON instead of markdown
+    #[arg(long)]
+    json: bool,
+    /// Write the fixtures into DIR and stop
+    #[arg(long, value_name = "DIR")]
+    make_fixtures: Option<PathBuf>,
+    /// Read the fixtures from DIR (made there first if missing)
+    #[arg(long, value_name = "DIR")]
+    fixtures: Option<PathBuf>,
+    /// Threads of the all-cores columns (default: all cores)
+    #[arg(short = 'j', long, value_name = "N")]
+    jobs: Option<usize>,
     #[command(flatten)]
     common: Common,
 }
@@ -264,6 +292,7 @@ impl Cli {
             Command::Info(a) => &a.common,
             Command::Keygen(a) => &a.common,
             Command::Kat(a) => &a.common,
+            Command::Bench(a) => &a.common,
         }
     }
     /// `-v` given.
@@ -430,7 +459,48 @@ pub fn run(cli: Cli) -> Result<u8> {
             print!("{}", report.to_table());
             Ok(if report.all_passed() { 0 } else { 1 })
         }
+        Command::Bench(a) => bench(a, quiet),
     }
+}
+
+/// `krypta bench`: tables on stdout, one status line on stderr when it is a terminal.
+fn bench(a: BenchArgs, quiet: bool) -> Result<u8> {
+    use std::io::IsTerminal;
+    let tty = !quiet && std::io::stderr().is_terminal();
+    let mut progress = |m: &str| {
+        if tty {
+            eprint!("\r\x1b[2Kkrypta bench: {m}");
+        }
+    };
+    if let Some(dir) = &a.make_fixtures {
+        krypta::bench::make_fixtures(dir, &mut progress)?;
+        if tty {
+            eprintln!();
+        }
+        return Ok(0);
+    }
+    let opts = krypta::bench::BenchOptions {
+        quick: a.quick,
+        tables: a.tables,
+        files: a.files,
+        fixtures_dir: a.fixtures,
+        jobs: a.jobs.unwrap_or(0),
+    };
+    let report = krypta::bench::run(&opts, &mut progress);
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let report = report?;
+    let text = if a.json {
+        format!("{:#}\n", report.to_json())
+    } else {
+        report.to_markdown()
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::io("<stdout>", "write", e))?;
+    Ok(0)
 }
 
 fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
