@@ -175,7 +175,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
                         return Ok(());
                     }
                 };
-                w.add_file(&e.meta, &mut src)?;
+                w.add_file_with_progress(&e.meta, &mut src, &mut |b| rep.progress(b))?;
                 if let Some(m) = src.change_warning() {
                     rep.warn(&format!("{}: {m}", e.source.display()));
                     changed += 1;
@@ -199,7 +199,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             link: Vec::new(),
         };
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
-        w.add_file(&meta, &mut src)?;
+        w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
     }
     let (summary, mut out) = w.finish()?;
     out.flush().map_err(|e| Error::io(&out_name, "write", e))?;
