@@ -320,6 +320,7 @@ pub fn extract(
         s
     };
     rep.finish();
+    warn_unverified(&summary, rep);
     let missing = select.unmatched();
     if !missing.is_empty() {
         return Err(Error::Usage(format!(
@@ -401,7 +402,18 @@ pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result
     let mut v = VerifyVisitor::new(&mut progress);
     let s = ar.scan(&mut v)?;
     rep.finish();
+    warn_unverified(&s, rep);
     Ok(s)
+}
+
+/// Names the files whose whole-content digest was skipped (holes beyond the hashing budget).
+fn warn_unverified(s: &ScanSummary, rep: &mut dyn Reporter) {
+    for p in &s.unverified {
+        rep.warn(&format!(
+            "{p}: content digest not checked: its holes exceed the {} GiB hashing budget (every stored byte was verified)",
+            archive::reader::HOLE_HASH_BUDGET >> 30
+        ));
+    }
 }
 
 /// The index entries (`krypta list`): from the index of a file, or by reading a stream to its
