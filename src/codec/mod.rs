@@ -4,8 +4,8 @@
 //! own by a [`BlockEncoder`]: optional BCJ filter ([`bcj`], chosen by [`detect`] or `--bcj`),
 //! then one zstd frame (RFC 8878) at the zstd level that [`Level`] maps to, or the raw bytes
 //! ([`Codec::Store`]) when the frame would not be smaller. [`BlockDecoder`] reverses it into a
-//! buffer of exactly the declared size, so decode memory per worker is one block plus a fixed
-//! ~0.25 MiB (zstd context and BCJ scratch).
+//! buffer of exactly the declared size, so decode memory per worker is one block plus the
+//! ~0.2 MiB zstd context (two blocks for the BCJ filters other than x86 and ARM64).
 //!
 //! # Levels
 //!
@@ -16,7 +16,7 @@
 //!
 //! Levels 1..=8 cap the window at 2^22 (one default block). Decoding any level needs the
 //! block buffer only: zstd decodes single-shot into it, so the window costs the decoder
-//! nothing; decode memory per worker is the block size (4 MiB; 128 MiB at level 9) + ~0.3 MiB.
+//! nothing; decode memory per worker is the block size (4 MiB; 128 MiB at level 9) + ~0.2 MiB.
 //!
 //! Why this map (measurements below): each step costs roughly 1.5–2× the CPU of the one
 //! before for a visible gain in ratio. zstd 4 is skipped (no gain over 3 on text), zstd 13–16
@@ -37,13 +37,13 @@
 //!
 //! (a) text: `tar cf /tmp/inc.tar -C /usr include`, 121,036,800 bytes.
 //!
-//! | `-l` (zstd) | krypta bytes | ratio | comp MB/s | dec MB/s | `zstd -T1 -N` bytes (ratio) |
+//! | `-l` (zstd) | krypta bytes | ratio | comp MB/s | dec MB/s | `zstd -T1 -#` bytes (ratio) |
 //! |---|---|---|---|---|---|
 //! TEXT_ROWS
 //!
 //! (b) binary: `librustc_driver-6108105cd7e839cf.so` (Rust 1.95.0), 153,621,360 bytes.
 //!
-//! | `-l` (zstd) | krypta bytes | ratio | comp MB/s | dec MB/s | `zstd -T1 -N` bytes (ratio) | CLI comp MB/s |
+//! | `-l` (zstd) | krypta bytes | ratio | comp MB/s | dec MB/s | `zstd -T1 -#` bytes (ratio) | CLI comp MB/s |
 //! |---|---|---|---|---|---|---|
 //! BIN_ROWS
 //!
