@@ -16,7 +16,7 @@
 //! x86 and AArch64, the filters auto-detection picks, run here in one in-place pass with no
 //! scratch memory (xz's algorithms, checked byte for byte against `lzma-rust2` and `xz`).
 //! For the others `lzma-rust2` only offers streaming adapters (`BcjWriter` to encode,
-//! `BcjReader` to decode): encoding drives the writer chunk by chunk (about [`CHUNK`] bytes of
+//! `BcjReader` to decode): encoding drives the writer chunk by chunk (about 64 KiB of
 //! scratch), decoding reads from one copy of the block (the block size in scratch).
 
 use std::io::{self, Read, Write};
