@@ -344,3 +344,27 @@ fn measure_level9_variants() {
         );
     }
 }
+
+/// BCJ x86 throughput on 64 MiB of the binary: `bcj::encode`/`decode` (in place, chunked)
+/// against one plain `lzma-rust2` `BcjWriter` pass into a `Vec` (CPU MB/s).
+#[test]
+#[ignore = "measurement; run in release with --nocapture"]
+fn measure_bcj_speed() {
+    use std::io::Write;
+    let data = std::fs::read(so_path().expect("librustc_driver .so")).expect("input");
+    let data = &data[..data.len().min(64 * MIB)];
+    let mut buf = data.to_vec();
+    let c = thread_cpu();
+    krypta::codec::bcj::encode(Filter::X86, &mut buf, 0);
+    println!("bcj::encode x86: {:.0} MB/s", mbps(data.len(), thread_cpu() - c));
+    let c = thread_cpu();
+    krypta::codec::bcj::decode(Filter::X86, &mut buf, 0);
+    println!("bcj::decode x86: {:.0} MB/s", mbps(data.len(), thread_cpu() - c));
+    assert!(buf == data);
+    let c = thread_cpu();
+    let mut w = lzma_rust2::filter::bcj::BcjWriter::new_x86(Vec::with_capacity(data.len()), 0);
+    w.write_all(data).expect("write");
+    let out = w.finish().expect("finish");
+    println!("BcjWriter x86, one write: {:.0} MB/s", mbps(data.len(), thread_cpu() - c));
+    assert_eq!(out.len(), data.len());
+}

@@ -105,7 +105,8 @@ impl BlockEncoder {
 
 /// Block decoder, one per worker thread: reuses the zstd decompression context (~160 KiB).
 /// Decoding a block allocates `raw_len` bytes of output (when `out` is not already that big)
-/// plus a fixed ~70 KiB for the BCJ filter, nothing that depends on the payload.
+/// and nothing that depends on the payload; undoing the x86 or ARM64 filter needs no more,
+/// the other filters (only ever set with `--bcj`) take one more copy of the block.
 pub struct BlockDecoder {
     dctx: Decompressor<'static>,
 }
