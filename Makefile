@@ -29,5 +29,23 @@ fuzz:
 		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; \
 	done
 
+# Known-answer vectors through krypta's own code paths (embedded copies), then the files.
+kat test-vectors:
+	$(CARGO) run --release --quiet -- kat
+	$(CARGO) run --release --quiet -- kat --dir test-vectors
+
+# Independent check of our vector files against PyPI's cryptography-vectors (network).
+verify-vectors:
+	python3 scripts/verify_vectors.py
+
 clean:
 	$(CARGO) clean
+
+# Benchmark fixtures (deterministic; see fixtures/README.md) into fixtures/data.
+fixtures:
+	$(CARGO) run --release --bin krypta -- bench --make-fixtures fixtures/data
+
+# Regenerates BENCHMARKS.md from `krypta bench` (release build). BENCH_ARGS=--quick for a
+# one-minute indicative run.
+bench:
+	CARGO="$(CARGO)" BENCH_ARGS="$(BENCH_ARGS)" ./scripts/bench_md.sh

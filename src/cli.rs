@@ -56,6 +56,8 @@ enum Command {
     Keygen(KeygenArgs),
     /// Run the known-answer vectors of every primitive through krypta's own code paths
     Kat(KatArgs),
+    /// Measure the benchmark tables on this machine (markdown on stdout; see BENCHMARKS.md)
+    Bench(BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -63,6 +65,32 @@ struct KatArgs {
     /// Run the vector files in DIR instead of the copies built into the binary
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Your own files: run table 1 (codec ratio and speed) on them instead
+    files: Vec<PathBuf>,
+    /// Small inputs, one run each: under a minute on 2 cores (indicative numbers)
+    #[arg(long)]
+    quick: bool,
+    /// Run only table N (1..7; repeatable)
+    #[arg(long = "table", value_name = "N")]
+    tables: Vec<u8>,
+    /// Print JSON instead of markdown
+    #[arg(long)]
+    json: bool,
+    /// Write the fixtures into DIR and stop
+    #[arg(long, value_name = "DIR")]
+    make_fixtures: Option<PathBuf>,
+    /// Read the fixtures from DIR (made there first if missing)
+    #[arg(long, value_name = "DIR")]
+    fixtures: Option<PathBuf>,
+    /// Threads of the all-cores columns (default: all cores)
+    #[arg(short = 'j', long, value_name = "N")]
+    jobs: Option<usize>,
     #[command(flatten)]
     common: Common,
 }
@@ -148,9 +176,9 @@ struct CompressArgs {
     /// Encrypt with the password read from file descriptor N
     #[arg(long, value_name = "N")]
     pass_fd: Option<i32>,
-    /// Password KDF
-    #[arg(long, value_enum, default_value = "argon2id")]
-    kdf: KdfName,
+    /// Password KDF (default argon2id)
+    #[arg(long, value_enum)]
+    kdf: Option<KdfName>,
     /// Argon2id memory in MiB
     #[arg(long, value_name = "MiB")]
     kdf_memory: Option<u32>,
@@ -264,6 +292,7 @@ impl Cli {
             Command::Info(a) => &a.common,
             Command::Keygen(a) => &a.common,
             Command::Kat(a) => &a.common,
+            Command::Bench(a) => &a.common,
         }
     }
     /// `-v` given.
@@ -303,41 +332,62 @@ pub fn parse_size(s: &str) -> Result<usize> {
         .ok_or_else(|| Error::Usage(format!("size '{s}' is too large")))
 }
 
-fn password_source(flag: bool, file: &Option<PathBuf>, fd: Option<i32>) -> Option<PasswordSource> {
+/// The password source the flags ask for; `KRYPTA_PASSWORD` counts only when `use_env`.
+fn password_source(
+    flag: bool,
+    file: &Option<PathBuf>,
+    fd: Option<i32>,
+    use_env: bool,
+) -> Option<PasswordSource> {
     if let Some(f) = file {
         Some(PasswordSource::File(f.clone()))
     } else if let Some(fd) = fd {
         Some(PasswordSource::Fd(fd))
     } else if flag {
         Some(PasswordSource::Prompt)
-    } else if std::env::var_os("KRYPTA_PASSWORD").is_some() {
+    } else if use_env && std::env::var_os("KRYPTA_PASSWORD").is_some() {
         Some(PasswordSource::Env)
     } else {
         None
     }
 }
 
+/// `--pass-fd 0` reads the password from stdin; with a `-` stream on stdin too, the password
+/// reader could consume stream bytes, so that combination is refused.
+fn check_pass_fd(fd: Option<i32>, stdin_in_use: bool) -> Result<()> {
+    if fd == Some(0) && stdin_in_use {
+        return Err(Error::Usage(
+            "--pass-fd 0 reads the password from stdin, which also carries the data here; use another descriptor or --pass-file".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
     let mut ids = Vec::new();
-    if let Some(src) = password_source(k.password, &k.pass_file, k.pass_fd) {
+    if let Some(src) = password_source(k.password, &k.pass_file, k.pass_fd, true) {
         ids.push(Identity::Password(read_password(&src, false)?));
     }
+    // Mode warnings come after a key loaded, so a key of the wrong kind gets only its error.
     for f in &k.keyfiles {
+        let key = krypta::crypto::keyfile::load_keyfile(f)?;
         if let Some(w) = krypta::crypto::keyfile::mode_warning(f) {
             eprintln!("krypta: warning: {w}");
         }
-        ids.push(Identity::KeyFile(krypta::crypto::keyfile::load_keyfile(f)?));
+        ids.push(Identity::KeyFile(key));
     }
     for s in &k.identities {
+        let key = krypta::crypto::boxkey::load_secret(s)?;
         if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(std::path::Path::new(s)) {
             eprintln!("krypta: warning: {w}");
         }
-        ids.push(Identity::PqBox(krypta::crypto::boxkey::load_secret(s)?));
+        ids.push(Identity::PqBox(key));
     }
     Ok(ids)
 }
 
-fn open_options(k: &KeyArgs) -> Result<OpenOptions> {
+fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<OpenOptions> {
+    check_pass_fd(k.pass_fd, archive == std::path::Path::new("-"))?;
     Ok(OpenOptions {
         identities: identities(k)?,
         jobs: k.jobs.unwrap_or(0),
@@ -352,7 +402,7 @@ pub fn run(cli: Cli) -> Result<u8> {
     match cli.cmd {
         Command::Compress(a) => compress(a, &mut term, verbose),
         Command::Extract(a) => {
-            let open = open_options(&a.keys)?;
+            let open = open_options(&a.keys, &a.archive)?;
             let req = krypta::ExtractRequest {
                 output: a.output,
                 paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
@@ -375,13 +425,13 @@ pub fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::List(a) => {
-            let open = open_options(&a.keys)?;
+            let open = open_options(&a.keys, &a.archive)?;
             let (entries, frames) = krypta::list(&a.archive, open)?;
             crate::cli::print_list(&entries, &frames, a.b3, verbose)?;
             Ok(0)
         }
         Command::Test(a) => {
-            let open = open_options(&a.keys)?;
+            let open = open_options(&a.keys, &a.archive)?;
             let s = krypta::test(&a.archive, open, &mut term)?;
             if !quiet {
                 eprintln!(
@@ -409,7 +459,48 @@ pub fn run(cli: Cli) -> Result<u8> {
             print!("{}", report.to_table());
             Ok(if report.all_passed() { 0 } else { 1 })
         }
+        Command::Bench(a) => bench(a, quiet),
     }
+}
+
+/// `krypta bench`: tables on stdout, one status line on stderr when it is a terminal.
+fn bench(a: BenchArgs, quiet: bool) -> Result<u8> {
+    use std::io::IsTerminal;
+    let tty = !quiet && std::io::stderr().is_terminal();
+    let mut progress = |m: &str| {
+        if tty {
+            eprint!("\r\x1b[2Kkrypta bench: {m}");
+        }
+    };
+    if let Some(dir) = &a.make_fixtures {
+        krypta::bench::make_fixtures(dir, &mut progress)?;
+        if tty {
+            eprintln!();
+        }
+        return Ok(0);
+    }
+    let opts = krypta::bench::BenchOptions {
+        quick: a.quick,
+        tables: a.tables,
+        files: a.files,
+        fixtures_dir: a.fixtures,
+        jobs: a.jobs.unwrap_or(0),
+    };
+    let report = krypta::bench::run(&opts, &mut progress);
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let report = report?;
+    let text = if a.json {
+        format!("{:#}\n", report.to_json())
+    } else {
+        report.to_markdown()
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::io("<stdout>", "write", e))?;
+    Ok(0)
 }
 
 fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
@@ -440,8 +531,33 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
         other => BcjMode::Force(other.parse::<Filter>().map_err(Error::Usage)?),
     };
     let mut recipients = Vec::new();
-    if let Some(src) = password_source(a.password, &a.pass_file, a.pass_fd) {
-        let kdf = match a.kdf {
+    let stdin_in_use = a.inputs.iter().any(|p| p.as_os_str() == "-");
+    check_pass_fd(a.pass_fd, stdin_in_use)?;
+    if a.output.as_os_str() == "-" && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return Err(Error::Usage(
+            "refusing to write an archive to a terminal; redirect stdout or give an OUTPUT file"
+                .into(),
+        ));
+    }
+    // KRYPTA_PASSWORD is used for a new archive only when no key option was given, so a
+    // variable left in the environment never adds a password to a key-file or box archive.
+    let explicit_keys = !a.keyfiles.is_empty() || !a.recipients.is_empty();
+    let src = password_source(a.password, &a.pass_file, a.pass_fd, !explicit_keys);
+    if matches!(src, Some(PasswordSource::Env)) && !term.is_quiet() {
+        eprintln!("krypta: encrypting with the password in KRYPTA_PASSWORD");
+    }
+    if let Some(src) = src {
+        if let Some(mib) = a.kdf_memory
+            && !(kdf::ARGON2ID_CREATE_MIN_M_KIB / 1024..=kdf::ARGON2ID_MAX_M_KIB / 1024)
+                .contains(&mib)
+        {
+            return Err(Error::Usage(format!(
+                "--kdf-memory {mib} MiB is outside {}..={} MiB",
+                kdf::ARGON2ID_CREATE_MIN_M_KIB / 1024,
+                kdf::ARGON2ID_MAX_M_KIB / 1024
+            )));
+        }
+        let kdf = match a.kdf.unwrap_or(KdfName::Argon2id) {
             KdfName::Argon2id => Kdf::Argon2id {
                 m_kib: a
                     .kdf_memory
@@ -465,9 +581,10 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
             password: read_password(&src, true)?,
             kdf,
         });
-    } else if a.kdf_memory.is_some() || a.kdf_iterations.is_some() {
+    } else if a.kdf.is_some() || a.kdf_memory.is_some() || a.kdf_iterations.is_some() {
         return Err(Error::Usage(
-            "--kdf-memory/--kdf-iterations need a password (-p, --pass-file or --pass-fd)".into(),
+            "--kdf, --kdf-memory and --kdf-iterations need a password (-p, --pass-file or --pass-fd)"
+                .into(),
         ));
     }
     for f in &a.keyfiles {
@@ -538,7 +655,7 @@ fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
         .output
         .ok_or_else(|| Error::Usage("keygen needs -o FILE".into()))?;
     if a.box_key {
-        let pk = krypta::crypto::boxkey::generate_box_keypair(&out)?;
+        let pk = krypta::crypto::boxkey::generate_box_keypair(&out).map_err(no_force_hint)?;
         if !quiet {
             eprintln!(
                 "krypta: wrote secret key {} and public key {}.pub",
@@ -548,7 +665,7 @@ fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             println!("{}", krypta::crypto::boxkey::public_key_text(&pk));
         }
     } else {
-        krypta::crypto::keyfile::generate_keyfile(&out)?;
+        krypta::crypto::keyfile::generate_keyfile(&out).map_err(no_force_hint)?;
         if !quiet {
             eprintln!(
                 "krypta: wrote key file {} (mode 0600); keep a copy: without it the archives cannot be opened",
@@ -557,6 +674,17 @@ fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// keygen never overwrites and has no `--force`: say so instead of suggesting one.
+fn no_force_hint(e: Error) -> Error {
+    match e {
+        Error::Exists { path } => Error::Usage(format!(
+            "{}: already exists; keygen never overwrites a key (move it away first)",
+            path.display()
+        )),
+        e => e,
+    }
 }
 
 fn print_info(path: &std::path::Path, f: &krypta::archive::reader::ArchiveFacts) {

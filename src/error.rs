@@ -151,6 +151,16 @@ pub enum Error {
     /// Something went wrong in a cryptographic primitive (e.g. the OS random source failed).
     #[error("crypto: {0}")]
     Crypto(String),
+    /// An error met while reading the content of one entry: names the entry (the file being
+    /// extracted or verified) as well as the archive. The exit code is the inner error's.
+    #[error("{source} (while reading {entry})")]
+    InEntry {
+        /// The entry's path as stored (undecodable bytes escaped).
+        entry: String,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
+    },
     /// The archive was written, but some inputs changed or vanished while being read.
     #[error(
         "archive written, but {count} input(s) changed or vanished while being read (see warnings)"
@@ -165,6 +175,7 @@ impl Error {
     /// The process exit code for this error (documented in README.md and `--help`).
     pub fn exit_code(&self) -> i32 {
         match self {
+            Error::InEntry { source, .. } => source.exit_code(),
             Error::Usage(_)
             | Error::Exists { .. }
             | Error::KeyRequired { .. }
@@ -179,6 +190,14 @@ impl Error {
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::Incomplete { .. } => 6,
+        }
+    }
+
+    /// The innermost error (through [`Error::InEntry`]).
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::InEntry { source, .. } => source.root(),
+            e => e,
         }
     }
 

@@ -90,8 +90,11 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        // 0o666 minus the umask, as `tar` and `zstd` create their outputs (tempfile's own
+        // default would be 0o600).
         let t = tempfile::Builder::new()
             .prefix(".krypta-tmp-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(&dir)
             .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
         let f = t
@@ -106,6 +109,27 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     } else {
         req.output.clone()
     };
+    // The files being written (the temporary archive, the output it replaces, or the file
+    // stdout points to) are never archived, even when they lie inside an input directory.
+    let mut own_files: Vec<(u64, u64)> = Vec::new();
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Some(t) = &tmp
+            && let Ok(m) = t.as_file().metadata()
+        {
+            own_files.push((m.dev(), m.ino()));
+        }
+        if let Ok(m) = std::fs::metadata(&req.output) {
+            own_files.push((m.dev(), m.ino()));
+        }
+        if to_stdout && let Ok(st) = rustix::fs::fstat(std::io::stdout()) {
+            own_files.push((st.st_dev, st.st_ino));
+        }
+    }
+    let tmp_cleanup = tmp
+        .as_ref()
+        .map(|t| fs::cleanup::register(t.path().to_path_buf()))
+        .unwrap_or(0);
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
     let mut changed = 0usize;
     rep.start(None);
@@ -130,6 +154,18 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
                 if e.meta.kind != EntryKind::File {
                     return w.add_entry(&e.meta);
                 }
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    if let Ok(m) = std::fs::metadata(&e.source)
+                        && own_files.contains(&(m.dev(), m.ino()))
+                    {
+                        rep.warn(&format!(
+                            "{}: skipped: it is the archive being written",
+                            e.source.display()
+                        ));
+                        return Ok(());
+                    }
+                }
                 let mut src = match fs::source::FileSource::open(&e.source, e.size) {
                     Ok(s) => s,
                     Err(err) => {
@@ -139,7 +175,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
                         return Ok(());
                     }
                 };
-                w.add_file(&e.meta, &mut src)?;
+                w.add_file_with_progress(&e.meta, &mut src, &mut |b| rep.progress(b))?;
                 if let Some(m) = src.change_warning() {
                     rep.warn(&format!("{}: {m}", e.source.display()));
                     changed += 1;
@@ -163,12 +199,13 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             link: Vec::new(),
         };
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
-        w.add_file(&meta, &mut src)?;
+        w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
     }
     let (summary, mut out) = w.finish()?;
     out.flush().map_err(|e| Error::io(&out_name, "write", e))?;
     drop(out);
     if let Some(t) = tmp {
+        fs::cleanup::unregister(tmp_cleanup);
         t.as_file()
             .sync_all()
             .map_err(|e| Error::io(&req.output, "sync", e))?;

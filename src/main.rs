@@ -34,6 +34,13 @@ impl Term {
     }
 }
 
+impl Term {
+    /// `-q` was given.
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
+    }
+}
+
 impl Reporter for Term {
     fn warn(&mut self, message: &str) {
         if !self.quiet {
@@ -83,6 +90,12 @@ impl Reporter for Term {
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    // On SIGINT/SIGTERM, remove the temporary files of an unfinished extraction or archive
+    // (completed files are already in place) and exit as a shell reports an interrupt.
+    let _ = ctrlc::set_handler(|| {
+        krypta::fs::cleanup::remove_all();
+        std::process::exit(130);
+    });
     let verbose = args.verbose();
     let quiet = args.quiet();
     match cli::run(args) {
@@ -93,10 +106,16 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let mut stderr = std::io::stderr().lock();
+            // An authentication failure reads the same whatever failed (wrong key or tampering,
+            // and in which entry); `-v` adds the detail.
+            let shown: &Error = match (&e, e.root()) {
+                (Error::InEntry { .. }, root @ Error::AuthFailed { .. }) if !verbose => root,
+                _ => &e,
+            };
             if !(quiet && matches!(e, Error::Incomplete { .. })) {
-                let _ = writeln!(stderr, "krypta: {e}");
+                let _ = writeln!(stderr, "krypta: {shown}");
             }
-            if verbose && let Error::AuthFailed { check, .. } = &e {
+            if verbose && let Error::AuthFailed { check, .. } = e.root() {
                 let _ = writeln!(stderr, "krypta: (verbose) failed check: {check}");
             }
             ExitCode::from(e.exit_code() as u8)
@@ -105,5 +124,5 @@ fn main() -> ExitCode {
 }
 
 fn is_broken_stdout(e: &Error) -> bool {
-    matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    matches!(e.root(), Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
 }

@@ -355,3 +355,28 @@ fn empty_password_is_refused_when_wrapping() {
         Err(CryptoError::EmptyPassword)
     ));
 }
+
+#[test]
+fn many_expensive_stanzas_are_refused_before_any_kdf_runs() {
+    // Each stanza alone is within the ceilings; together they would cost hours.
+    let expensive = Stanza::Argon2id {
+        m_kib: 4 << 20,
+        t: 16,
+        p: 1,
+        salt: [0; 16],
+        wrapped: [0; 32],
+        tag: [0; 32],
+    };
+    let stanzas = vec![expensive; 64];
+    let start = Instant::now();
+    let r = opened(&[Identity::Password(pw("pw"))], &stanzas, &ID);
+    assert!(start.elapsed().as_millis() < 50);
+    assert!(matches!(
+        r,
+        Err(CryptoError::KdfLimit {
+            param: "argon2id memory KiB × iterations, all stanzas",
+            value: 4_294_967_296,
+            ..
+        })
+    ));
+}

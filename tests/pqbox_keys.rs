@@ -266,3 +266,14 @@ fn creation_timestamps_are_rfc3339_utc() {
     assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
     assert_eq!(at(4_102_444_799), "2099-12-31T23:59:59Z");
 }
+
+#[test]
+fn a_public_key_with_a_low_order_x25519_part_is_refused_when_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, pub_path) = keypair(dir.path());
+    let mut bytes = load_public(s(&pub_path)).unwrap().to_bytes();
+    bytes[1184..].copy_from_slice(&[0; 32]);
+    let text = krypta::crypto::keytext::encode(krypta::crypto::keytext::KeyKind::BoxPublic, &bytes);
+    let problem = bad_key_file(load_public(&text), Path::new(INLINE_KEY_PATH));
+    assert!(problem.contains("low-order"), "{problem}");
+}

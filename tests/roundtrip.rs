@@ -309,3 +309,27 @@ fn closed_stdout_pipe_ends_quietly() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn archive_is_created_with_the_umask_mode_not_0600() {
+    // Regression: the temporary file the archive is written to had tempfile's 0600 mode.
+    use std::os::unix::fs::PermissionsExt;
+    let src = tempfile::tempdir().unwrap();
+    write(&src.path().join("f"), b"x");
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask 027 && exec '{}' c a.kry f",
+            env!("CARGO_BIN_EXE_krypta")
+        ))
+        .current_dir(src.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mode = std::fs::metadata(src.path().join("a.kry"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o640);
+}

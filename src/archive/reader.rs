@@ -459,8 +459,26 @@ impl Archive {
         let mut hb = [0u8; FRAME_HEADER_LEN];
         self.read_exact_at_pos(&mut hb, "frame header")?;
         let header = FrameHeader::parse(&hb).map_err(|e| corrupt(&self.path, offset, e))?;
-        let mut body = vec![0u8; header.body_len as usize];
-        self.read_exact_at_pos(&mut body, "frame body")?;
+        // Read the body as it arrives instead of allocating the declared length up front, so
+        // a truncated or hostile length costs no more memory than the bytes really present.
+        let want = header.body_len as usize;
+        let mut body = Vec::with_capacity(want.min(8 << 20));
+        let got = (&mut self.input)
+            .take(want as u64)
+            .read_to_end(&mut body)
+            .map_err(|e| Error::io(&self.path, "read", e))?;
+        if got < want {
+            return Err(corrupt(
+                &self.path,
+                self.pos + got as u64,
+                FormatError::Truncated {
+                    what: "frame body",
+                    needed: want as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        self.pos += want as u64;
         let mut tag = [0u8; TAG_LEN];
         self.read_exact_at_pos(&mut tag, "frame tag")?;
         Ok(FrameJob {
@@ -492,7 +510,7 @@ impl Archive {
         let id = self.header.archive_id;
         OrderedPool::new(
             self.jobs,
-            self.jobs * 2 + 2,
+            super::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
             || BlockDecoder::new().expect("zstd decoder context"),
             move |dec: &mut BlockDecoder, job: FrameJob| open_frame(dec, &protection, &id, job),
         )
@@ -856,6 +874,10 @@ fn parse_records(
         if wanted {
             visitor.entry(&meta)?;
         }
+        let in_entry = |e: Error| Error::InEntry {
+            entry: crate::fs::escape_path(&meta.path),
+            source: Box::new(e),
+        };
         let r = (|| -> Result<(u64, [u8; 32])> {
             let mut hasher = blake3::Hasher::new();
             let mut hashed_to = 0u64;
@@ -872,7 +894,8 @@ fn parse_records(
                         let mut done = 0u64;
                         while done < len as u64 {
                             chunk.clear();
-                            feed.take_into(&mut chunk, (len as u64 - done) as usize)?;
+                            feed.take_into(&mut chunk, (len as u64 - done) as usize)
+                                .map_err(in_entry)?;
                             hasher.update(&chunk);
                             if wanted {
                                 visitor.data(offset + done, &chunk)?;
@@ -882,10 +905,12 @@ fn parse_records(
                         hashed_to = offset + len as u64;
                     }
                     RecordHead::End { size, digest } => {
-                        extents.end(size).map_err(|e| feed.corrupt_with(e))?;
+                        extents
+                            .end(size)
+                            .map_err(|e| in_entry(feed.corrupt_with(e)))?;
                         hash_zeros(&mut hasher, size - hashed_to);
                         if hasher.finalize().as_bytes() != &digest {
-                            return Err(feed.digest_error(&meta.path));
+                            return Err(in_entry(feed.digest_error(&meta.path)));
                         }
                         return Ok((size, digest));
                     }

@@ -17,7 +17,8 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// Builds a selection; trailing `/` and leading `./` are ignored, as tar does.
+    /// Builds a selection; trailing `/` and leading `/` or `./` are ignored, as names are
+    /// stored without them.
     pub fn new(paths: Vec<Vec<u8>>) -> Self {
         let paths: Vec<Vec<u8>> = paths
             .into_iter()
@@ -25,8 +26,15 @@ impl Selection {
                 while p.len() > 1 && p.ends_with(b"/") {
                     p.pop();
                 }
-                while p.starts_with(b"./") {
-                    p.drain(..2);
+                // Stored names have no leading '/' or './' (they are dropped when archiving).
+                loop {
+                    if p.starts_with(b"./") {
+                        p.drain(..2);
+                    } else if p.len() > 1 && p.starts_with(b"/") {
+                        p.drain(..1);
+                    } else {
+                        break;
+                    }
                 }
                 p
             })
@@ -132,6 +140,7 @@ impl Visitor for ExtractVisitor<'_> {
         if let Some(s) = self.sink.as_mut() {
             s.write_at(offset, bytes)?;
         }
+        (self.progress)(self.bytes);
         Ok(())
     }
     fn end(&mut self, _meta: &EntryMeta, size: u64) -> Result<()> {
@@ -228,6 +237,7 @@ impl Visitor for VerifyVisitor<'_> {
     }
     fn data(&mut self, _offset: u64, bytes: &[u8]) -> Result<()> {
         self.bytes += bytes.len() as u64;
+        (self.progress)(self.bytes);
         Ok(())
     }
     fn end(&mut self, _meta: &EntryMeta, _size: u64) -> Result<()> {

@@ -247,7 +247,7 @@ impl<W: Write> ArchiveWriter<W> {
         let worker_protection = Arc::clone(&protection);
         let pool = OrderedPool::new(
             opts.jobs,
-            opts.jobs * 2 + 1,
+            super::pipeline::max_in_flight(opts.jobs, opts.block_size),
             move || WorkerState {
                 encoder: BlockEncoder::new(level).expect("level was validated by Level::new"),
                 payload: Vec::new(),
@@ -420,6 +420,17 @@ impl<W: Write> ArchiveWriter<W> {
         meta: &EntryMeta,
         src: &mut dyn ContentSource,
     ) -> Result<(u64, [u8; 32])> {
+        self.add_file_with_progress(meta, src, &mut |_| {})
+    }
+
+    /// [`ArchiveWriter::add_file`], calling `progress` with the content bytes read so far
+    /// (whole archive) after each extent, so a large file shows progress while it is read.
+    pub fn add_file_with_progress(
+        &mut self,
+        meta: &EntryMeta,
+        src: &mut dyn ContentSource,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(u64, [u8; 32])> {
         let chunk = self.block_size.min(MAX_SEGMENT as usize);
         let mut buf = Vec::with_capacity(chunk);
         let mut got = src.next_extent(&mut buf, chunk)?;
@@ -447,6 +458,7 @@ impl<W: Write> ArchiveWriter<W> {
                 self.push(&head)?;
                 self.push(&buf[..len])?;
                 self.content_bytes += len as u64;
+                progress(self.content_bytes);
             }
             buf.clear();
             got = src.next_extent(&mut buf, chunk)?;

@@ -1,1 +1,221 @@
-//! bench
+//! `krypta bench`: the benchmark tables of `BENCHMARKS.md` (codec, BCJ, hashing, encryption
+//! overhead, stage cost, compute tax, peers), measured through krypta's real code paths on
+//! deterministic fixtures, and the fixture generator (`--make-fixtures`).
+//!
+//! Tables: 1 codec (ratio, compress and extract MB/s per input × level), 2 BCJ gain, 3
+//! hashing, 4 encryption overhead (per MB and one-time), 5 stage cost, 6 compute tax end to
+//! end, 7 peers (zstd, xz, gzip, 7z, age when installed); then, when tables 1, 3, 4 and 6
+//! ran, 8: the side-by-side with VaptVupt's published figures. MB = 10^6 bytes.
+
+mod archive_tables;
+mod codec_tables;
+mod compare;
+mod crypto_tables;
+pub mod fixtures;
+mod measure;
+mod peers;
+mod report;
+mod sha256_scalar;
+mod synth;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+pub use fixtures::{Fixture, load_fixtures};
+pub use measure::Machine;
+pub use report::{BenchReport, Cell, Table};
+
+/// What `krypta bench` should run.
+#[derive(Debug, Clone, Default)]
+pub struct BenchOptions {
+    /// Small inputs and one run per measurement: finishes in under a minute on 2 cores.
+    pub quick: bool,
+    /// Table numbers 1..=7 to run; empty = all.
+    pub tables: Vec<u8>,
+    /// The user's own files: when given, table 1 runs on them (and nothing else).
+    pub files: Vec<PathBuf>,
+    /// Read fixtures from (or make them in) this directory; None = make them in memory.
+    pub fixtures_dir: Option<PathBuf>,
+    /// Threads of the "all cores" columns; 0 = all cores.
+    pub jobs: usize,
+}
+
+/// Sizes and repetitions of one run (full or `--quick`).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Runs per measurement (the median is reported).
+    pub runs: usize,
+    /// Bytes of each fixture used (fixtures are cut to this).
+    pub fixture_len: usize,
+    /// Buffer hashed by table 3, bytes.
+    pub hash_len: usize,
+    /// The large archive of table 4, MB (the small one is 1 MB).
+    pub overhead_mb: usize,
+    /// Levels of table 2.
+    pub bcj_levels: Vec<u8>,
+    /// Fixtures of table 7.
+    pub peer_fixtures: Vec<&'static str>,
+}
+
+impl Plan {
+    /// The full plan (median of 3, whole fixtures) or the quick one (1 MB inputs, one run).
+    pub fn new(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                runs: 1,
+                fixture_len: 1_000_000,
+                hash_len: 8_000_000,
+                overhead_mb: 8,
+                bcj_levels: vec![1, 3, 9],
+                peer_fixtures: vec!["text", "binary"],
+            }
+        } else {
+            Plan {
+                runs: 3,
+                fixture_len: usize::MAX,
+                hash_len: 64_000_000,
+                overhead_mb: 40,
+                bcj_levels: (1..=9).collect(),
+                peer_fixtures: fixtures::NAMES.to_vec(),
+            }
+        }
+    }
+}
+
+/// Writes the five fixtures and their manifest into `dir` (see [`fixtures`]).
+pub fn make_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
+    fixtures::make_fixtures(dir, progress)
+}
+
+/// Runs the selected tables and returns their numbers. `progress` receives one line per
+/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 or missing
+/// fixture inputs, Io for files.
+pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchReport> {
+    if let Some(bad) = opts.tables.iter().find(|t| !(1..=7).contains(*t)) {
+        return Err(Error::Usage(format!(
+            "there is no table {bad}: tables are 1 to 7"
+        )));
+    }
+    let plan = Plan::new(opts.quick);
+    let jobs = if opts.jobs == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    } else {
+        opts.jobs
+    };
+    let machine = Machine::detect(jobs);
+    let wants = |n: u8| opts.tables.is_empty() || opts.tables.contains(&n);
+    let mut report = BenchReport {
+        machine,
+        quick: opts.quick,
+        runs: plan.runs,
+        fixtures: Vec::new(),
+        tables: Vec::new(),
+    };
+    if !opts.files.is_empty() {
+        let files = opts
+            .files
+            .iter()
+            .map(|p| fixtures::user_file(p))
+            .collect::<Result<Vec<_>>>()?;
+        report.fixtures = files
+            .iter()
+            .map(|f| format!("`{}`: {} bytes, {}", f.name, f.data.len(), f.origin))
+            .collect();
+        report
+            .tables
+            .push(codec_tables::table1(&files, &plan, progress)?);
+        return Ok(report);
+    }
+    let needs_fixtures = [1, 2, 3, 5, 6, 7].iter().any(|&n| wants(n));
+    let (all, skipped) = if needs_fixtures {
+        load_fixtures(opts.fixtures_dir.as_deref(), progress)?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let fx: Vec<Fixture> = all.iter().map(|f| f.truncated(plan.fixture_len)).collect();
+    report.fixtures = fx
+        .iter()
+        .map(|f| format!("`{}`: {} bytes ({})", f.name, f.data.len(), f.origin))
+        .chain(skipped)
+        .collect();
+    let mixed: Vec<u8> = fx.iter().flat_map(|f| f.data.iter().copied()).collect();
+    if wants(1) {
+        report
+            .tables
+            .push(codec_tables::table1(&fx, &plan, progress)?);
+    }
+    if wants(2)
+        && let Some(bin) = fx.iter().find(|f| f.name == "binary")
+    {
+        report
+            .tables
+            .push(codec_tables::table2(bin, &plan, progress)?);
+    }
+    if wants(3) {
+        let buf = fixtures::random(plan.hash_len);
+        report
+            .tables
+            .push(crypto_tables::table3(&buf, &plan, jobs, progress)?);
+    }
+    if wants(4) {
+        report.tables.push(archive_tables::table4(&plan, progress)?);
+    }
+    if wants(5) {
+        report
+            .tables
+            .push(crypto_tables::table5(&mixed, &plan, jobs, progress)?);
+    }
+    if wants(6) {
+        report
+            .tables
+            .push(archive_tables::table6(&fx, &plan, jobs, progress)?);
+    }
+    if wants(7) {
+        let peers: Vec<Fixture> = fx
+            .iter()
+            .filter(|f| plan.peer_fixtures.contains(&f.name.as_str()))
+            .cloned()
+            .collect();
+        report.tables.push(peers::table7(&peers, &plan, progress)?);
+    }
+    if let Some(t) = compare::side_by_side(&report.tables) {
+        report.tables.push(t);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_numbers_outside_one_to_seven_are_usage_errors() {
+        let opts = BenchOptions {
+            tables: vec![8],
+            ..Default::default()
+        };
+        let err = run(&opts, &mut |_| {}).unwrap_err();
+        assert_eq!(err.to_string(), "there is no table 8: tables are 1 to 7");
+    }
+
+    #[test]
+    fn user_files_get_table_one_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(&path, b"hello hello hello hello\n".repeat(1000)).unwrap();
+        let opts = BenchOptions {
+            quick: true,
+            files: vec![path],
+            ..Default::default()
+        };
+        let report = run(&opts, &mut |_| {}).unwrap();
+        assert_eq!(report.tables.len(), 1);
+        assert_eq!(report.tables[0].number, 1);
+        assert_eq!(report.tables[0].rows.len(), 4);
+        assert_eq!(report.tables[0].rows[0][0], Cell::text("notes.txt"));
+        assert_eq!(report.tables[0].rows[0][4], Cell::num(1.0, 3));
+    }
+}

@@ -17,7 +17,6 @@
 //! this module drives them chunk by chunk so that the transform is in place with a bounded
 //! scratch buffer (about [`CHUNK`] + 4 KiB bytes), whatever the block size.
 
-use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 
 use lzma_rust2::filter::bcj::{BcjReader, BcjWriter};
@@ -26,13 +25,15 @@ use super::Filter;
 
 /// Bytes moved per step between the block and the streaming adapter, bytes.
 const CHUNK: usize = 64 << 10;
-/// Read-ahead of `lzma-rust2`'s `BcjReader` (its internal buffer), bytes.
-const READER_LOOKAHEAD: usize = 4096;
 
 /// Applies the BCJ encoder of `filter` to `buf` in place, as if `buf` started at stream position
 /// `start` (mod 2^32). `Filter::None` leaves `buf` unchanged.
 pub fn encode(filter: Filter, buf: &mut [u8], start: u64) {
     if filter == Filter::None || buf.is_empty() {
+        return;
+    }
+    if filter == Filter::X86 {
+        x86_in_place(buf, start_pos(filter, start) as u32, true);
         return;
     }
     let result = match new_writer(
@@ -53,15 +54,94 @@ pub fn decode(filter: Filter, buf: &mut [u8], start: u64) {
     if filter == Filter::None || buf.is_empty() {
         return;
     }
-    let feed = Feed {
-        data: VecDeque::with_capacity(CHUNK + READER_LOOKAHEAD + 16),
-    };
-    let result = match new_reader(filter, feed, start_pos(filter, start)) {
-        Some(reader) => decode_with(reader, buf),
+    if filter == Filter::X86 {
+        x86_in_place(buf, start_pos(filter, start) as u32, false);
+        return;
+    }
+    // The reader consumes a copy of the block (one memcpy, at most the block size) and writes
+    // the decoded bytes straight back over it in one call: measured about twice as fast as
+    // topping up a queue chunk by chunk.
+    let source = io::Cursor::new(buf.to_vec());
+    let result = match new_reader(filter, source, start_pos(filter, start)) {
+        Some(mut reader) => reader.read_exact(buf),
         None => Ok(()),
     };
-    // The feed always holds enough bytes for the reader, so reading cannot fail or stop short.
+    // The source holds exactly the block, so reading cannot fail or stop short.
     debug_assert!(result.is_ok(), "in-memory BCJ decode failed: {result:?}");
+}
+
+/// The x86 BCJ filter over a whole block in one pass, in place: xz's `simple/x86.c` (as
+/// `lzma-rust2` implements it), with the stream positions of a fresh filter starting at
+/// `start`. x86 is the filter nearly every executable gets, so it runs here without the
+/// streaming adapter's copies through a 4 KiB buffer (about 3× faster); the other filters go
+/// through `lzma-rust2`. `tests` check both paths give identical bytes, and
+/// `tests/codec_xz.rs` checks the result against `xz --x86`.
+fn x86_in_place(buf: &mut [u8], start: u32, encoder: bool) {
+    const ALLOWED: [bool; 8] = [true, true, true, false, true, false, false, false];
+    const BIT: [u8; 8] = [0, 1, 2, 2, 3, 3, 3, 3];
+    let ms = |b: u8| b == 0x00 || b == 0xFF;
+    let len = buf.len();
+    if len < 5 {
+        return;
+    }
+    // xz's position is that of the byte after the 5-byte instruction.
+    let pos = start.wrapping_add(5);
+    let end = len - 5;
+    let mut prev_pos: isize = -1;
+    let mut prev_mask: u32 = 0;
+    let mut i = 0usize;
+    while i <= end {
+        let b = buf[i];
+        if b != 0xE8 && b != 0xE9 {
+            i += 1;
+            continue;
+        }
+        let dist = i as isize - prev_pos;
+        if dist & !3 != 0 {
+            prev_mask = 0;
+        } else {
+            prev_mask = (prev_mask << (dist - 1)) & 7;
+            if prev_mask != 0
+                && (!ALLOWED[prev_mask as usize]
+                    || ms(buf[i + 4 - BIT[prev_mask as usize] as usize]))
+            {
+                prev_pos = i as isize;
+                prev_mask = (prev_mask << 1) | 1;
+                i += 1;
+                continue;
+            }
+        }
+        prev_pos = i as isize;
+        if ms(buf[i + 4]) {
+            let mut src =
+                u32::from_le_bytes([buf[i + 1], buf[i + 2], buf[i + 3], buf[i + 4]]) as i32;
+            let here = pos.wrapping_add(i as u32) as i32;
+            let mut dest;
+            loop {
+                dest = if encoder {
+                    src.wrapping_add(here)
+                } else {
+                    src.wrapping_sub(here)
+                };
+                if prev_mask == 0 {
+                    break;
+                }
+                let index = BIT[prev_mask as usize] as u32 * 8;
+                if !ms(((dest >> (24 - index)) & 0xFF) as u8) {
+                    break;
+                }
+                src = dest ^ ((1i32 << (32 - index)) - 1);
+            }
+            buf[i + 1] = dest as u8;
+            buf[i + 2] = (dest >> 8) as u8;
+            buf[i + 3] = (dest >> 16) as u8;
+            buf[i + 4] = (!(((dest >> 24) & 1) - 1)) as u8;
+            i += 5;
+        } else {
+            prev_mask = (prev_mask << 1) | 1;
+            i += 1;
+        }
+    }
 }
 
 /// Instruction alignment of each filter, bytes: liblzma refuses a `start` that is not a
@@ -120,39 +200,6 @@ fn drain_into(out: &mut Vec<u8>, buf: &mut [u8], at: usize) -> io::Result<usize>
     Ok(end)
 }
 
-/// The byte source of the decoding `BcjReader`: a queue that this module refills from the block
-/// before every read, so that it only runs dry at the real end of the block.
-struct Feed {
-    data: VecDeque<u8>,
-}
-
-impl Read for Feed {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.data.read(buf)
-    }
-}
-
-/// Reads the decoded block out of `reader` in chunks, each time first topping up the feed so
-/// that it holds every input byte the reader may consume while producing the chunk (the chunk
-/// plus the reader's look-ahead). Every output position has been copied into the feed before
-/// it is overwritten.
-fn decode_with(mut reader: BcjReader<Feed>, buf: &mut [u8]) -> io::Result<()> {
-    let len = buf.len();
-    let mut fed = 0;
-    let mut out = 0;
-    while out < len {
-        let want = (len - out).min(CHUNK);
-        let feed_to = (out + want + READER_LOOKAHEAD).min(len);
-        if feed_to > fed {
-            reader.inner_mut().data.extend(&buf[fed..feed_to]);
-            fed = feed_to;
-        }
-        reader.read_exact(&mut buf[out..out + want])?;
-        out += want;
-    }
-    Ok(())
-}
-
 fn new_writer<W: Write>(filter: Filter, inner: W, pos: usize) -> Option<BcjWriter<W>> {
     Some(match filter {
         Filter::None => return None,
@@ -184,6 +231,61 @@ fn new_reader<R: Read>(filter: Filter, inner: R, pos: usize) -> Option<BcjReader
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The x86 filter through `lzma-rust2`'s streaming adapters (the reference).
+    fn x86_streaming(buf: &mut [u8], start: u64, encoder: bool) {
+        let pos = start_pos(Filter::X86, start);
+        if encoder {
+            let w = new_writer(Filter::X86, Vec::with_capacity(CHUNK + 16), pos).unwrap();
+            encode_with(w, buf).unwrap();
+        } else {
+            let mut r = new_reader(Filter::X86, io::Cursor::new(buf.to_vec()), pos).unwrap();
+            r.read_exact(buf).unwrap();
+        }
+    }
+
+    #[test]
+    fn in_place_x86_matches_the_streaming_reference_both_ways() {
+        // Dense E8/E9 opcodes with 00/FF high bytes at every alignment, plus real code.
+        let mut data = Vec::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..200_000usize {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            data.push(match (x % 9, i % 7) {
+                (0..=2, _) => 0xE8,
+                (3, _) => 0xE9,
+                (4 | 5, _) => 0x00,
+                (6, _) => 0xFF,
+                _ => x as u8,
+            });
+        }
+        if let Ok(real) = std::fs::read("/usr/bin/ls") {
+            data.extend_from_slice(&real);
+        }
+        for (len, start) in [
+            (0usize, 0u64),
+            (4, 3),
+            (5, 0),
+            (6, 1),
+            (4096, 7),
+            (65_537, 1 << 32),
+            (data.len(), 123_456_789),
+        ] {
+            for encoder in [true, false] {
+                let mut a = data[..len].to_vec();
+                let mut b = a.clone();
+                if encoder {
+                    encode(Filter::X86, &mut a, start);
+                } else {
+                    decode(Filter::X86, &mut a, start);
+                }
+                x86_streaming(&mut b, start, encoder);
+                assert!(a == b, "len {len} start {start} encoder {encoder}");
+            }
+        }
+    }
 
     #[test]
     fn x86_call_becomes_absolute_and_back() {

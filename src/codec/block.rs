@@ -30,10 +30,11 @@ impl BlockEncoder {
                 let mut c = Compressor::new(level.zstd_level()).map_err(CodecError::Zstd)?;
                 c.set_parameter(CParameter::WindowLog(level.window_log()))
                     .map_err(CodecError::Zstd)?;
-                c.set_parameter(CParameter::EnableLongDistanceMatching(
-                    level.long_distance_matching(),
-                ))
-                .map_err(CodecError::Zstd)?;
+                if level.long_distance_matching() {
+                    // `false` would mean "auto" to libzstd, so only ever set it on.
+                    c.set_parameter(CParameter::EnableLongDistanceMatching(true))
+                        .map_err(CodecError::Zstd)?;
+                }
                 c.set_parameter(CParameter::ContentSizeFlag(true))
                     .map_err(CodecError::Zstd)?;
                 c.set_parameter(CParameter::ChecksumFlag(false))

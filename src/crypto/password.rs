@@ -23,7 +23,8 @@ pub const PASSWORD_ENV: &str = "KRYPTA_PASSWORD";
 pub const MAX_PASSWORD_LEN: usize = 4096;
 
 /// A secret byte string (password or passphrase), zeroized on drop; `Debug` does not show it.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// No `PartialEq`: compare secrets only in constant time (`subtle`), as [`read_password`] does.
+#[derive(Clone, Default)]
 pub struct Secret(Zeroizing<Vec<u8>>);
 
 impl Secret {

@@ -3,8 +3,8 @@
 //!
 //! Sealing, for a recipient public key `(ek, pk_x)`:
 //!
-//! 1. `(ct, ss_k) = ML-KEM-768.Encaps(ek; m)` with fresh random `m` (FIPS 203 §7.2,
-//!    Algorithm 17 with the input check of §7.2);
+//! 1. `(ct, ss_k) = ML-KEM-768.Encaps_internal(ek, m)` with a fresh random 32-byte `m`
+//!    (FIPS 203 Algorithm 17; `ek` passed the §7.2 input check when it was parsed);
 //! 2. `eph = X25519(e, 9)`, `ss_x = X25519(e, pk_x)` with a fresh random ephemeral scalar `e`
 //!    (RFC 7748 §5, §6.1); an all-zero `ss_x` (a low-order `pk_x`) is refused;
 //! 3. `kek = HKDF-SHA256(salt = "", ikm = ss_k || ss_x,
@@ -27,7 +27,7 @@ use ml_kem::array::Array;
 use ml_kem::ExpandedKeyEncoding;
 use ml_kem::{B32, Decapsulate, DecapsulationKey768, EncapsulationKey768, KeyExport, Seed};
 use subtle::ConstantTimeEq;
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::format::stanza::{MLKEM768_CT_LEN, Stanza, TAG_LEN, WRAPPED_LEN, X25519_LEN, kind};
 
@@ -42,7 +42,8 @@ pub const SECRET_KEY_LEN: usize = 96;
 /// Length of a box public key, bytes: ML-KEM-768 encapsulation key (1184, FIPS 203 Table 3)
 /// followed by the X25519 public key (32, RFC 7748 §5).
 pub const PUBLIC_KEY_LEN: usize = MLKEM768_EK_LEN + X25519_LEN;
-/// ML-KEM-768 seed length `d || z`, bytes (FIPS 203 §7.1, Algorithm 19 inputs).
+/// ML-KEM-768 seed length `d || z`, bytes (the two random 32-byte values of FIPS 203
+/// Algorithm 19, §7.1).
 pub const MLKEM768_SEED_LEN: usize = 64;
 /// ML-KEM-768 encapsulation key length, bytes (FIPS 203 Table 3: 384·k + 32, k = 3).
 pub const MLKEM768_EK_LEN: usize = 1184;
@@ -91,7 +92,7 @@ impl SecretKey {
         seed.copy_from_slice(&bytes[..MLKEM768_SEED_LEN]);
         let mut x = Zeroizing::new([0u8; X25519_LEN]);
         x.copy_from_slice(&bytes[MLKEM768_SEED_LEN..]);
-        let dk = Box::new(DecapsulationKey768::from_seed(Seed::from(*seed)));
+        let dk = Box::new(dk_from_seed(&seed));
         let x25519_public = x25519(&x, &X25519_BASE);
         SecretKey {
             seed,
@@ -129,8 +130,9 @@ impl std::fmt::Debug for SecretKey {
 }
 
 impl PublicKey {
-    /// Parses the 1216-byte form `ek || x25519_public`. Errors on a wrong length or an
-    /// encapsulation key that fails the FIPS 203 §7.2 modulus check (a coefficient ≥ q).
+    /// Parses the 1216-byte form `ek || x25519_public`. Errors on a wrong length, an
+    /// encapsulation key that fails the FIPS 203 §7.2 modulus check (a coefficient ≥ q), or an
+    /// X25519 key of small order (every sender would derive the all-zero shared secret).
     pub fn from_bytes(bytes: &[u8]) -> Result<PublicKey, CryptoError> {
         if bytes.len() != PUBLIC_KEY_LEN {
             return Err(CryptoError::BadKeyText {
@@ -146,6 +148,11 @@ impl PublicKey {
         ek_bytes.copy_from_slice(ek_part);
         let mut x = [0u8; X25519_LEN];
         x.copy_from_slice(x_part);
+        if is_low_order(&x) {
+            return Err(CryptoError::BadKeyText {
+                problem: "the X25519 part of this box public key is a low-order point".to_string(),
+            });
+        }
         Ok(PublicKey {
             ek: Box::new(ek),
             ek_bytes,
@@ -290,6 +297,23 @@ fn is_all_zero(v: &[u8; 32]) -> bool {
     bool::from(v.ct_eq(&[0u8; 32]))
 }
 
+/// True when `u` is a point of small order (or encodes one): then `X25519(s, u)` is all-zero
+/// for every clamped scalar `s`, since clamping makes `s` a multiple of the cofactor 8 and no
+/// clamped `s` (< 2^255) is a multiple of the prime subgroup orders (RFC 7748 §5, §7).
+fn is_low_order(u: &[u8; 32]) -> bool {
+    is_all_zero(&x25519(&[0x55; 32], u))
+}
+
+/// ML-KEM-768 decapsulation key from the seed `d || z` (FIPS 203 Algorithm 16); the
+/// intermediate seed copy is zeroized.
+fn dk_from_seed(seed: &[u8; MLKEM768_SEED_LEN]) -> DecapsulationKey768 {
+    let mut s = Seed::default();
+    s.copy_from_slice(seed);
+    let dk = DecapsulationKey768::from_seed(s);
+    s.zeroize();
+    dk
+}
+
 /// Parses an encapsulation key with the FIPS 203 §7.2 type and modulus checks.
 fn parse_ek(ek: &[u8]) -> Result<EncapsulationKey768, CryptoError> {
     let arr = Array::try_from(ek).map_err(|_| CryptoError::BadKeyText {
@@ -308,20 +332,24 @@ fn encaps(
     ek: &EncapsulationKey768,
     m: &[u8; 32],
 ) -> (Box<[u8; MLKEM768_CT_LEN]>, Zeroizing<[u8; 32]>) {
-    let (ct, ss) = ek.encapsulate_deterministic(&B32::from(*m));
+    let mut m = B32::from(*m);
+    let (ct, mut ss) = ek.encapsulate_deterministic(&m);
+    m.zeroize();
     let mut ct_out = Box::new([0u8; MLKEM768_CT_LEN]);
     ct_out.copy_from_slice(ct.as_slice());
     let mut ss_out = Zeroizing::new([0u8; 32]);
     ss_out.copy_from_slice(ss.as_slice());
+    ss.zeroize();
     (ct_out, ss_out)
 }
 
 /// ML-KEM-768.Decaps_internal(dk, c) (FIPS 203 Algorithm 18), with implicit rejection.
 fn decaps(dk: &DecapsulationKey768, ct: &[u8; MLKEM768_CT_LEN]) -> Zeroizing<[u8; 32]> {
     let ct = Array::from(*ct);
-    let ss = dk.decapsulate(&ct);
+    let mut ss = dk.decapsulate(&ct);
     let mut out = Zeroizing::new([0u8; 32]);
     out.copy_from_slice(ss.as_slice());
+    ss.zeroize();
     out
 }
 
@@ -332,7 +360,7 @@ pub fn mlkem768_keygen_from_seed(d: &[u8; 32], z: &[u8; 32]) -> (Vec<u8>, Vec<u8
     let mut seed = Zeroizing::new([0u8; MLKEM768_SEED_LEN]);
     seed[..32].copy_from_slice(d);
     seed[32..].copy_from_slice(z);
-    let dk = DecapsulationKey768::from_seed(Seed::from(*seed));
+    let dk = dk_from_seed(&seed);
     let ek = dk.encapsulation_key().to_bytes().as_slice().to_vec();
     let dk_bytes = dk.to_expanded_bytes().as_slice().to_vec();
     (ek, dk_bytes)
@@ -366,7 +394,7 @@ pub fn mlkem768_decaps(dk: &[u8], ct: &[u8]) -> Result<[u8; 32], CryptoError> {
         MLKEM768_SEED_LEN => {
             let mut seed = Zeroizing::new([0u8; MLKEM768_SEED_LEN]);
             seed.copy_from_slice(dk);
-            DecapsulationKey768::from_seed(Seed::from(*seed))
+            dk_from_seed(&seed)
         }
         MLKEM768_DK_LEN => {
             let arr = Array::try_from(dk).map_err(|_| bad_dk(dk.len()))?;
@@ -451,14 +479,29 @@ mod tests {
     }
 
     #[test]
-    fn sealing_to_a_low_order_x25519_key_is_refused() {
+    fn a_low_order_x25519_key_is_refused_when_parsed_and_when_sealed_to() {
         let pk = secret(7).public_key();
         for point in LOW_ORDER {
             let mut bytes = pk.to_bytes();
             bytes[MLKEM768_EK_LEN..].copy_from_slice(&unhex32(point));
-            let bad = PublicKey::from_bytes(&bytes).unwrap();
+            assert!(PublicKey::from_bytes(&bytes).is_err(), "{point}");
+            let bad = PublicKey {
+                x25519: unhex32(point),
+                ..pk.clone()
+            };
             let r = seal(&bad, &FileKey::from_bytes([1; 32]), &[0; 16]);
             assert!(r.is_err(), "{point}");
+        }
+    }
+
+    #[test]
+    fn the_low_order_probe_accepts_ordinary_keys_and_the_base_point() {
+        assert!(!is_low_order(&X25519_BASE));
+        for fill in 0..=255u8 {
+            assert!(
+                !is_low_order(secret(fill).public_key().x25519_public()),
+                "{fill}"
+            );
         }
     }
 

@@ -26,6 +26,7 @@ use crate::format::stanza::{SALT_LEN, Stanza, TAG_LEN, WRAPPED_LEN, kind};
 
 use super::CryptoError;
 pub use super::kdf::Kdf;
+use super::kdf::check_total_work;
 use super::keyfile::SymmetricKey;
 use super::keys::{ArchiveId, FileKey};
 use super::password::Secret;
@@ -269,7 +270,8 @@ fn try_open(
 
 /// Recovers the file key. First checks every password stanza's KDF parameters against the
 /// reader's ceilings ([`Kdf::check_limits`]: [`CryptoError::KdfLimit`] or
-/// [`CryptoError::KdfTooWeak`] before any KDF runs), then tries each identity, in order,
+/// [`CryptoError::KdfTooWeak`] before any KDF runs) and their summed cost
+/// ([`check_total_work`]), then tries each identity, in order,
 /// against each stanza of a matching kind and returns the first file key that opens.
 /// [`CryptoError::NoStanzaOpened`] when none does — the same for a wrong password, a wrong
 /// key and a tampered stanza.
@@ -283,6 +285,11 @@ pub fn unwrap(
             kdf.check_limits()?;
         }
     }
+    check_total_work(
+        stanzas
+            .iter()
+            .filter_map(|s| stanza_kdf(s).map(|(kdf, _)| kdf)),
+    )?;
     for identity in identities {
         for stanza in stanzas {
             if let Some(key) = try_open(identity, stanza, archive_id)? {

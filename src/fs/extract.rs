@@ -34,6 +34,7 @@
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -159,9 +160,15 @@ impl Extractor {
         let (tmp, fd) = confine::create_temp(&path, |name| {
             openat(&dir, name, flags, Mode::from_raw_mode(0o600))
         })?;
+        let cleanup_id = super::cleanup::register(
+            path.parent()
+                .map(|p| p.join(std::ffi::OsStr::from_bytes(&tmp)))
+                .unwrap_or_default(),
+        );
         Ok(Some(FileSink {
             file: std::fs::File::from(fd),
             dir,
+            cleanup_id,
             tmp,
             name: t.name.to_vec(),
             path,

@@ -2,6 +2,7 @@
 //! hole-aware ([`source`]), confined and atomic extraction ([`extract`]), and showing raw path
 //! bytes as text ([`names`]). Each module's documentation states its choices.
 
+pub mod cleanup;
 mod confine;
 pub mod extract;
 mod longpath;

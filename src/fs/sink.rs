@@ -107,6 +107,8 @@ impl Policy {
 pub struct FileSink {
     pub(crate) file: File,
     pub(crate) dir: OwnedFd,
+    /// Registration in [`super::cleanup`] (removed on interrupt).
+    pub(crate) cleanup_id: u64,
     pub(crate) tmp: Vec<u8>,
     pub(crate) name: Vec<u8>,
     /// `root/stripped path`, for messages.
@@ -203,6 +205,7 @@ impl FileSink {
             &self.path,
         )?;
         self.done = true;
+        super::cleanup::unregister(self.cleanup_id);
         if let Ok(mut set) = self.extracted.lock() {
             set.insert(self.rel_key);
         }
@@ -223,6 +226,7 @@ impl Drop for FileSink {
     fn drop(&mut self) {
         if !self.done {
             confine::remove(self.dir.as_fd(), &self.tmp);
+            super::cleanup::unregister(self.cleanup_id);
         }
     }
 }

@@ -10,6 +10,7 @@
 
 use super::parse::{Block, encode_hex, parse_file};
 use super::{KatError, expect, expect_true};
+use super::{golden_archive, golden_stanza};
 use crate::codec::{Codec, Filter};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, FileKey, Subkeys};
@@ -20,13 +21,16 @@ use crate::format::frame::{BlockHeader, FrameHeader, FrameKind};
 /// BLAKE3 derive-key context of the seeded input generator.
 pub const SEED_CONTEXT: &str = "krypta 2026-11-30 known-answer vector generator";
 
-/// A golden vector generator: builds one file's text.
+/// A generator: returns the whole text of one golden vector file.
 pub type Generator = fn() -> Result<String, KatError>;
 
-/// The golden vector files: (file name, generator). Each generator returns the whole file.
+/// The golden vector files: (file name, generator).
 pub const FILES: &[(&str, Generator)] = &[
     ("krypta_frame_seal.txt", frame_seal_file),
     ("krypta_pqbox_stanza.txt", pqbox_stanza_file),
+    ("krypta_password_stanza.txt", golden_stanza::password_file),
+    ("krypta_keyfile_stanza.txt", golden_stanza::keyfile_file),
+    ("krypta_archive.txt", golden_archive::archive_file),
 ];
 
 /// `n` bytes of the seeded generator for `label`.
@@ -36,7 +40,8 @@ pub fn seeded(label: &str, n: usize) -> Vec<u8> {
     out
 }
 
-fn seeded_array<const N: usize>(label: &str) -> [u8; N] {
+/// `N` bytes of the seeded generator for `label`.
+pub fn seeded_array<const N: usize>(label: &str) -> [u8; N] {
     let mut out = [0u8; N];
     blake3_derive_key(SEED_CONTEXT, label.as_bytes(), &mut out);
     out
@@ -57,6 +62,9 @@ pub fn compute(kind: &str, v: &Block) -> Result<Vec<(&'static str, Vec<u8>)>, Ka
     match kind {
         "krypta_frame_seal" => frame_seal(v),
         "krypta_pqbox_stanza" => pqbox_stanza(v),
+        "krypta_password_stanza" => golden_stanza::password_stanza(v),
+        "krypta_keyfile_stanza" => golden_stanza::keyfile_stanza(v),
+        "krypta_archive" => golden_archive::archive(v),
         other => Err(KatError::UnknownKind {
             kind: other.to_string(),
         }),
@@ -177,6 +185,9 @@ fn check_properties(kind: &str, v: &Block) -> Result<(), KatError> {
                 opened.is_some_and(|k| *k.as_bytes() == file_key),
             )
         }
+        "krypta_password_stanza" => golden_stanza::check_password(v),
+        "krypta_keyfile_stanza" => golden_stanza::check_keyfile(v),
+        "krypta_archive" => golden_archive::check_archive(v),
         _ => Ok(()),
     }
 }
@@ -314,7 +325,7 @@ cite = krypta format v1 (generated)
 // --- shared ----------------------------------------------------------------------------------
 
 /// Appends one vector (a comment, its inputs, then the outputs [`compute`] gives) to `text`.
-fn append_vector(
+pub(super) fn append_vector(
     text: &mut String,
     comment: &str,
     kind: &str,

@@ -24,11 +24,14 @@
 //! regenerating them reproduces the committed files byte for byte.
 
 pub mod golden;
+mod golden_archive;
+mod golden_stanza;
 pub mod parse;
 pub mod standard;
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::crypto::CryptoError;
 use parse::{Block, encode_hex};
@@ -91,13 +94,15 @@ pub enum KatError {
         kind: String,
     },
     /// krypta computed something other than the expected value.
-    #[error("`{field}` differs: expected {expected}, got {got}")]
+    #[error("`{field}` differs from byte {at}: expected {expected}, got {got}")]
     Mismatch {
         /// The field compared.
         field: String,
-        /// Expected value, hex (shortened past 64 digits).
+        /// Offset of the first differing byte (or the shorter length).
+        at: usize,
+        /// Expected bytes from `at`, hex (at most 32 bytes shown), and the total length.
         expected: String,
-        /// Computed value, hex (shortened past 64 digits).
+        /// Computed bytes from `at`, hex (at most 32 bytes shown), and the total length.
         got: String,
     },
     /// A property check failed (e.g. a verifier accepted a modified tag).
@@ -115,6 +120,15 @@ pub enum KatError {
         #[source]
         source: CryptoError,
     },
+    /// The archive writer returned an error (golden archive vectors).
+    #[error("{call} failed: {source}")]
+    Archive {
+        /// The call.
+        call: &'static str,
+        /// Its error.
+        #[source]
+        source: Box<crate::Error>,
+    },
     /// A file of the set could not be read (`--dir` mode).
     #[error("cannot read {file}: {source}")]
     Read {
@@ -126,23 +140,31 @@ pub enum KatError {
     },
 }
 
-/// Compares an expected byte string with a computed one.
+/// Compares an expected byte string with a computed one; on a difference, reports the first
+/// differing byte offset and up to 32 bytes from there on each side.
 pub(crate) fn expect(field: &str, expected: &[u8], got: &[u8]) -> Result<(), KatError> {
     if expected == got {
         return Ok(());
     }
-    let short = |b: &[u8]| {
-        let hex = encode_hex(b);
-        if hex.len() > 64 {
-            format!("{}… ({} bytes)", &hex[..64], b.len())
-        } else {
-            hex
-        }
+    let at = expected
+        .iter()
+        .zip(got)
+        .position(|(a, b)| a != b)
+        .unwrap_or(expected.len().min(got.len()));
+    let window = |b: &[u8]| {
+        let end = b.len().min(at + 32);
+        let more = if end < b.len() { "…" } else { "" };
+        format!(
+            "{}{more} ({} bytes)",
+            encode_hex(&b[at.min(b.len())..end]),
+            b.len()
+        )
     };
     Err(KatError::Mismatch {
         field: field.to_string(),
-        expected: short(expected),
-        got: short(got),
+        at,
+        expected: window(expected),
+        got: window(got),
     })
 }
 
@@ -211,6 +233,18 @@ pub const SETS: &[(&str, &str)] = &[
         "krypta_pqbox_stanza.txt",
         include_str!("../../test-vectors/krypta_pqbox_stanza.txt"),
     ),
+    (
+        "krypta_password_stanza.txt",
+        include_str!("../../test-vectors/krypta_password_stanza.txt"),
+    ),
+    (
+        "krypta_keyfile_stanza.txt",
+        include_str!("../../test-vectors/krypta_keyfile_stanza.txt"),
+    ),
+    (
+        "krypta_archive.txt",
+        include_str!("../../test-vectors/krypta_archive.txt"),
+    ),
 ];
 
 /// The outcome of one vector set.
@@ -230,6 +264,8 @@ pub struct SetResult {
     pub failures: Vec<(String, KatError)>,
     /// Why the whole set failed before any vector ran (unreadable file, bad header).
     pub error: Option<KatError>,
+    /// Wall time spent parsing and running the set.
+    pub elapsed: Duration,
 }
 
 impl SetResult {
@@ -254,17 +290,29 @@ impl KatReport {
 
     /// A markdown table (set, source, passed/total, status), then one line per failure.
     pub fn to_table(&self) -> String {
-        let mut out = String::from("| set | source | passed | status |\n|---|---|---|---|\n");
+        let mut out =
+            String::from("| set | source | passed | status | ms |\n|---|---|---|---|---:|\n");
         for s in &self.sets {
             let status = if s.passed_all() { "ok" } else { "FAIL" };
             let _ = writeln!(
                 out,
-                "| {} | {} | {}/{} | {} |",
-                s.name, s.source, s.passed, s.total, status
+                "| {} | {} | {}/{} | {} | {} |",
+                s.name,
+                s.source,
+                s.passed,
+                s.total,
+                status,
+                s.elapsed.as_millis()
             );
         }
         let passed_sets = self.sets.iter().filter(|s| s.passed_all()).count();
-        let _ = writeln!(out, "\n{passed_sets}/{} sets passed", self.sets.len());
+        let total: Duration = self.sets.iter().map(|s| s.elapsed).sum();
+        let _ = writeln!(
+            out,
+            "\n{passed_sets}/{} sets passed in {:.2} s",
+            self.sets.len(),
+            total.as_secs_f64()
+        );
         for s in &self.sets {
             if let Some(e) = &s.error {
                 let _ = writeln!(out, "FAIL {} ({}): {e}", s.name, s.file);
@@ -306,6 +354,7 @@ pub fn run_dir(dir: &Path) -> Result<KatReport, crate::Error> {
                     file: file.to_string(),
                     source,
                 }),
+                elapsed: Duration::ZERO,
             },
         })
         .collect();
@@ -329,6 +378,13 @@ fn read_capped(path: &Path) -> std::io::Result<String> {
 
 /// Parses and runs one vector file.
 pub fn run_set(file: &str, text: &str) -> SetResult {
+    let start = Instant::now();
+    let mut result = run_set_untimed(file, text);
+    result.elapsed = start.elapsed();
+    result
+}
+
+fn run_set_untimed(file: &str, text: &str) -> SetResult {
     let mut result = SetResult {
         file: file.to_string(),
         name: file.to_string(),
@@ -337,6 +393,7 @@ pub fn run_set(file: &str, text: &str) -> SetResult {
         total: 0,
         failures: Vec::new(),
         error: None,
+        elapsed: Duration::ZERO,
     };
     let parsed = match parse::parse_file(text) {
         Ok(parsed) => parsed,

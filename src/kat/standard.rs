@@ -174,7 +174,8 @@ pub fn x25519(v: &Block) -> Result<(), KatError> {
 }
 
 /// ML-KEM-768 (FIPS 203): KeyGen_internal(`d`, `z`) → (`pk`, `sk`); Encaps_internal(`pk`,
-/// `m`) → (`ct`, `ss`); Decaps(`sk`, `ct`) = `ss`; and, when present, implicit rejection:
+/// `m`) → (`ct`, `ss`); Decaps(`sk`, `ct`) = `ss`, also from the seed `d ‖ z` (the form
+/// krypta stores); and, when present, implicit rejection:
 /// Decaps(`sk`, `ct_n`) = `ss_n` and Decaps(`sk`, `ct_mod`) = `ss_mod`.
 pub fn mlkem768(v: &Block) -> Result<(), KatError> {
     let crypto = |call| move |source| KatError::Crypto { call, source };
@@ -191,6 +192,10 @@ pub fn mlkem768(v: &Block) -> Result<(), KatError> {
     expect("ss", &expected_ss, &ss)?;
     let decapsulated = pqbox::mlkem768_decaps(&dk, &ct).map_err(crypto("mlkem768_decaps"))?;
     expect("ss (decapsulated)", &expected_ss, &decapsulated)?;
+    // krypta stores the 64-byte seed d || z, not the expanded key: decapsulate from it too.
+    let seed = [d, z].concat();
+    let from_seed = pqbox::mlkem768_decaps(&seed, &ct).map_err(crypto("mlkem768_decaps"))?;
+    expect("ss (decapsulated from the seed)", &expected_ss, &from_seed)?;
     for (ct_key, ss_key) in [("ct_n", "ss_n"), ("ct_mod", "ss_mod")] {
         if let Some(bad_ct) = v.opt_hex(ct_key)? {
             let rejected =

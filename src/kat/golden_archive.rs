@@ -1,0 +1,200 @@
+//! krypta's golden whole-archive vectors: a small fixed tree written by the archive writer
+//! with a fixed file key, archive id and creation time, compared byte for byte.
+
+use super::golden::{append_vector, seeded, seeded_array};
+use super::parse::{Block, encode_hex};
+use super::{KatError, expect_true};
+use crate::archive::{ArchiveWriter, BcjMode, ReaderSource, WriteOptions};
+use crate::codec::{Filter, Level, MIN_BLOCK_SIZE};
+use crate::crypto::keyfile::SymmetricKey;
+use crate::crypto::keys::FileKey;
+use crate::crypto::stanza::Recipient;
+use crate::format::entry::{EntryKind, EntryMeta, Timestamp};
+
+/// Largest file content a vector may carry, bytes.
+const MAX_CONTENT: usize = 1 << 20;
+
+fn archive_err(call: &'static str) -> impl Fn(crate::Error) -> KatError {
+    move |source| KatError::Archive {
+        call,
+        source: Box::new(source),
+    }
+}
+
+fn meta(path: &str, kind: EntryKind, mode: u32, secs: i64, link: &str) -> EntryMeta {
+    EntryMeta {
+        path: path.as_bytes().to_vec(),
+        kind,
+        mode,
+        mtime: Timestamp {
+            secs,
+            nanos: 500_000_000,
+        },
+        uid: 1000,
+        gid: 1000,
+        link: link.as_bytes().to_vec(),
+    }
+}
+
+/// Writes the fixed tree (see the file header) with the vector's parameters: `archive_id`, `created` (seconds), `level` (0 = store, else 1..=9), `bcj` (off or a
+/// filter name), optional `keyfile_recipient` (32 bytes) with `file_key` (absent =
+/// unencrypted), and the
+/// contents `readme` and `tool`.
+pub(super) fn archive(v: &Block) -> Result<Vec<(&'static str, Vec<u8>)>, KatError> {
+    let created = i64::try_from(v.number("created", i64::MAX as u64)?).unwrap_or(i64::MAX);
+    let level = match v.number("level", 9)? {
+        0 => None,
+        n => Some(Level::new(n as u8).map_err(|_| KatError::BadValue {
+            key: "level".to_string(),
+            line: v.line,
+            expected: "0 (store) or 1..=9",
+        })?),
+    };
+    let bcj = match v.text("bcj")? {
+        "off" => BcjMode::Off,
+        name => BcjMode::Force(name.parse::<Filter>().map_err(|_| KatError::BadValue {
+            key: "bcj".to_string(),
+            line: v.line,
+            expected: "off or a BCJ filter name",
+        })?),
+    };
+    let mut opts = WriteOptions::new();
+    opts.level = level;
+    opts.block_size = MIN_BLOCK_SIZE;
+    opts.jobs = 1;
+    opts.bcj = bcj;
+    opts.created = created;
+    opts.comment = "krypta known-answer archive".to_string();
+    opts.archive_id = Some(v.array::<16>("archive_id")?);
+    if v.opt("keyfile_recipient").is_some() {
+        let key = SymmetricKey::from_bytes(v.array::<32>("keyfile_recipient")?);
+        opts.recipients = vec![Recipient::KeyFile(key)];
+        opts.file_key = Some(FileKey::from_bytes(v.array::<32>("file_key")?));
+    }
+    let readme = v.hex("readme")?;
+    let tool = v.hex("tool")?;
+    if readme.len().max(tool.len()) > MAX_CONTENT {
+        return Err(KatError::TooLarge {
+            what: "file content",
+            len: readme.len().max(tool.len()),
+            limit: MAX_CONTENT,
+        });
+    }
+    let mut w = ArchiveWriter::new(Vec::new(), "<kat archive>", opts)
+        .map_err(archive_err("ArchiveWriter::new"))?;
+    let t = created - 3600;
+    let add = archive_err("ArchiveWriter::add_entry");
+    w.add_entry(&meta("bin", EntryKind::Dir, 0o755, t, ""))
+        .map_err(&add)?;
+    let add_file = archive_err("ArchiveWriter::add_file");
+    w.add_file(
+        &meta("bin/tool", EntryKind::File, 0o755, t + 1, ""),
+        &mut ReaderSource::new(tool.as_slice(), "bin/tool"),
+    )
+    .map_err(&add_file)?;
+    w.add_entry(&meta("docs", EntryKind::Dir, 0o750, t + 2, ""))
+        .map_err(&add)?;
+    w.add_file(
+        &meta("docs/readme.txt", EntryKind::File, 0o644, t + 3, ""),
+        &mut ReaderSource::new(readme.as_slice(), "docs/readme.txt"),
+    )
+    .map_err(&add_file)?;
+    w.add_entry(&meta(
+        "docs/readme-link.txt",
+        EntryKind::Hardlink,
+        0o644,
+        t + 3,
+        "docs/readme.txt",
+    ))
+    .map_err(&add)?;
+    w.add_entry(&meta(
+        "latest",
+        EntryKind::Symlink,
+        0o777,
+        t + 4,
+        "docs/readme.txt",
+    ))
+    .map_err(&add)?;
+    let (_, bytes) = w.finish().map_err(archive_err("ArchiveWriter::finish"))?;
+    Ok(vec![("archive", bytes)])
+}
+
+/// The archive starts with krypta's magic bytes.
+pub(super) fn check_archive(v: &Block) -> Result<(), KatError> {
+    let bytes = v.hex("archive")?;
+    expect_true(
+        "the archive starts with the krypta magic",
+        bytes.starts_with(&crate::format::header::MAGIC),
+    )
+}
+
+/// The whole `krypta_archive.txt`.
+pub(super) fn archive_file() -> Result<String, KatError> {
+    let mut text = String::from(
+        "# krypta complete small archives: a fixed tree written with a fixed file key, archive id
+# and creation time -> the exact archive bytes.
+# File format: see the top of src/kat/mod.rs. GENERATED by src/kat/golden_archive.rs; do
+# not edit: regenerate with `KRYPTA_REGENERATE_VECTORS=1 cargo test --test kat_golden`.
+# The tree (uid = gid = 1000, mtime = created - 3600 + i seconds and 0.5 s, in this order):
+#   bin/ (0755), bin/tool (0755, content `tool`), docs/ (0750),
+#   docs/readme.txt (0644, content `readme`), docs/readme-link.txt (hard link to
+#   docs/readme.txt), latest (symlink to docs/readme.txt).
+# Block size 64 KiB, one worker, comment \"krypta known-answer archive\". Compressed vectors
+# depend on the bundled zstd library producing the same frames (it is pinned by Cargo.lock).
+[set]
+name = krypta archive
+kind = krypta_archive
+source = krypta docs/FORMAT.md (whole archive: header, stanzas, frames, index, footer) and src/archive/writer.rs
+section = archive format version 1
+licence = MIT OR Apache-2.0 (krypta)
+cite = krypta format v1 (generated)
+",
+    );
+    let readme = b"krypta known-answer archive: this file is stored twice (hard link).\n";
+    let mut tool = seeded("archive/tool", 1024);
+    for off in (0..1000).step_by(40) {
+        // x86 near calls with small displacements, which the BCJ filter rewrites.
+        tool[off] = 0xe8;
+        tool[off + 4] = 0x00;
+    }
+    let cases: [(&str, u64, &str, bool); 3] = [
+        ("plain-stored", 0, "off", false),
+        ("plain-zstd1-x86", 1, "x86", false),
+        ("keyfile-zstd3", 3, "off", true),
+    ];
+    for (id, level, bcj, encrypted) in cases {
+        let mut inputs = vec![
+            ("id", id.to_string()),
+            (
+                "archive_id",
+                encode_hex(&seeded_array::<16>("archive/archive-id")),
+            ),
+            ("created", "1798675200".to_string()),
+            ("level", level.to_string()),
+            ("bcj", bcj.to_string()),
+        ];
+        if encrypted {
+            inputs.push((
+                "file_key",
+                encode_hex(&seeded_array::<32>("archive/file-key")),
+            ));
+            inputs.push((
+                "keyfile_recipient",
+                encode_hex(&seeded_array::<32>("archive/keyfile")),
+            ));
+        }
+        inputs.push(("readme", encode_hex(readme)));
+        inputs.push(("tool", encode_hex(&tool)));
+        let comment = format!(
+            "created = 2027-01-01T00:00:00Z; inputs: seeded(\"archive/archive-id\", 16){}; tool = seeded(\"archive/tool\", 1024) with \
+             E8 xx xx xx 00 every 40 bytes",
+            if encrypted {
+                ", seeded(\"archive/file-key\", 32), seeded(\"archive/keyfile\", 32)"
+            } else {
+                ""
+            }
+        );
+        append_vector(&mut text, &comment, "krypta_archive", inputs)?;
+    }
+    Ok(text)
+}

@@ -1,0 +1,244 @@
+//! Issue 4, passwords through the `krypta` binary: `--pass-file` newline handling,
+//! `--pass-fd` (a pipe), `KRYPTA_PASSWORD`, a non-ASCII password (UTF-8 bytes, not
+//! normalised), and what is refused when creating (an empty password, costs out of bounds).
+
+mod common;
+mod enc_common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{code, krypta};
+use enc_common::{ARGON, Fx, auth_line, stderr, with};
+
+#[test]
+fn pass_file_drops_one_trailing_newline_or_crlf_and_reads_the_first_line() {
+    let fx = Fx::new();
+    fx.file("plain", b"pw");
+    fx.ok(&with(
+        &["c", "--pass-file", "plain"],
+        &with(&ARGON, &["a.kry", "src"]),
+    ));
+    for (name, content, want) in [
+        ("lf", &b"pw\n"[..], 0),
+        ("crlf", b"pw\r\n", 0),
+        ("second-line", b"pw\nsomething else\n", 0),
+        ("trailing-space", b"pw \n", 2),
+        ("cr-only", b"pw\r", 2),
+        ("leading-space", b" pw\n", 2),
+    ] {
+        fx.file(name, content);
+        let o = fx.run(&["t", "-q", "--pass-file", name, "a.kry"]);
+        assert_eq!(code(&o), want, "{name}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn pass_fd_reads_the_password_from_an_inherited_pipe() {
+    let fx = Fx::new();
+    fx.ok(&with(
+        &["c", "--pass-file", "pw"],
+        &with(&ARGON, &["a.kry", "src"]),
+    ));
+    let k = env!("CARGO_BIN_EXE_krypta");
+    // fd 3 is a dup of a pipe whose writer sends "correct horse\n".
+    for (pw, want) in [("correct horse", 0), ("wrong", 2)] {
+        let o = Command::new("sh")
+            .current_dir(fx.dir.path())
+            .env_remove("KRYPTA_PASSWORD")
+            .args([
+                "-c",
+                &format!("printf '%s\\n' '{pw}' | '{k}' t -q --pass-fd 3 a.kry 3<&0 0</dev/null"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), want, "{pw}: {}", stderr(&o));
+    }
+    // fd 0 itself as the pipe.
+    let mut c = krypta()
+        .current_dir(fx.dir.path())
+        .args(["t", "-q", "--pass-fd", "0", "a.kry"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(b"correct horse\n")
+        .unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // A descriptor that is not open is an error naming it, not a hang.
+    let o = fx.run(&["t", "--pass-fd", "47", "a.kry"]);
+    assert_ne!(code(&o), 0);
+    assert!(stderr(&o).contains("/dev/fd/47"), "{}", stderr(&o));
+}
+
+#[test]
+fn krypta_password_environment_variable_creates_and_opens() {
+    let fx = Fx::new();
+    let run_env = |args: &[&str], pw: &str| {
+        krypta()
+            .current_dir(fx.dir.path())
+            .env("KRYPTA_PASSWORD", pw)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run_env(
+        &with(&["c"], &with(&ARGON, &["e.kry", "src"])),
+        "correct horse",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&run_env(&["t", "-q", "e.kry"], "correct horse")), 0);
+    let bad = run_env(&["t", "e.kry"], "correct horsE");
+    assert_eq!(
+        (code(&bad), stderr(&bad)),
+        (2, auth_line(Path::new("e.kry")))
+    );
+    // The same password from a file opens it: the variable's value is taken whole.
+    fx.assert_restores("e.kry", &["--pass-file", "pw"]);
+}
+
+#[test]
+fn non_ascii_password_is_its_utf8_bytes_without_normalisation() {
+    let fx = Fx::new();
+    let nfc = "p\u{e4}ssw\u{f6}rd\u{1f511}"; // pässwörd🔑, precomposed
+    let nfd = "pa\u{308}sswo\u{308}rd\u{1f511}"; // the same text, decomposed
+    fx.file("nfc", format!("{nfc}\n").as_bytes());
+    fx.file("nfd", format!("{nfd}\n").as_bytes());
+    fx.ok(&with(
+        &["c", "--pass-file", "nfc"],
+        &with(&ARGON, &["u.kry", "src"]),
+    ));
+    fx.assert_restores("u.kry", &["--pass-file", "nfc"]);
+    let o = krypta()
+        .current_dir(fx.dir.path())
+        .env("KRYPTA_PASSWORD", nfc)
+        .args(["t", "-q", "u.kry"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = fx.run(&["t", "--pass-file", "nfd", "u.kry"]);
+    assert_eq!((code(&o), stderr(&o)), (2, auth_line(Path::new("u.kry"))));
+}
+
+#[test]
+fn empty_password_is_refused_when_creating_and_no_archive_is_left() {
+    let fx = Fx::new();
+    fx.file("empty", b"");
+    fx.file("newline", b"\n");
+    for src in ["empty", "newline"] {
+        let o = fx.run(&with(
+            &["c", "--pass-file", src],
+            &with(&ARGON, &["e.kry", "src"]),
+        ));
+        assert_eq!(
+            (code(&o), stderr(&o)),
+            (1, format!("krypta: {src}: empty password refused\n"))
+        );
+        assert!(!fx.p("e.kry").exists());
+    }
+    let o = krypta()
+        .current_dir(fx.dir.path())
+        .env("KRYPTA_PASSWORD", "")
+        .args(with(&["c"], &with(&ARGON, &["e.kry", "src"])))
+        .output()
+        .unwrap();
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            1,
+            // The note says where the password comes from (a variable is easy to forget).
+            "krypta: encrypting with the password in KRYPTA_PASSWORD\nkrypta: KRYPTA_PASSWORD: empty password refused\n"
+                .to_string()
+        )
+    );
+    assert_eq!(std::fs::read_dir(fx.dir.path()).unwrap().count(), 5);
+}
+
+#[test]
+fn kdf_costs_below_the_writer_minimum_are_refused_with_exit_1() {
+    let fx = Fx::new();
+    // --kdf-memory is checked in the unit the user typed (MiB).
+    let o = fx.run(&[
+        "c",
+        "--pass-file",
+        "pw",
+        "--kdf-memory",
+        "4",
+        "--kdf-iterations",
+        "1",
+        "e.kry",
+        "src",
+    ]);
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            1,
+            "krypta: --kdf-memory 4 MiB is outside 8..=4096 MiB\n".to_string()
+        )
+    );
+    for (args, msg) in [
+        (
+            &["--kdf-memory", "8", "--kdf-iterations", "17"][..],
+            "argon2id iterations = 17 exceeds the limit 16",
+        ),
+        (
+            &["--kdf", "pbkdf2", "--kdf-iterations", "99999"],
+            "pbkdf2 iterations = 99999 is below the minimum 100000",
+        ),
+    ] {
+        let o = fx.run(&[&["c", "--pass-file", "pw"], args, &["e.kry", "src"]].concat());
+        assert_eq!(
+            (code(&o), stderr(&o)),
+            (1, format!("krypta: {msg} (see README: KDF bounds)\n")),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn kdf_choice_without_a_password_is_a_usage_error_not_an_unencrypted_archive() {
+    // `--kdf-memory` alone is refused; `--kdf pbkdf2` alone must be too, or the user who
+    // asked for a password KDF silently gets an unencrypted archive.
+    let fx = Fx::new();
+    for args in [&["--kdf-memory", "8"][..], &["--kdf", "pbkdf2"]] {
+        let o = fx.run(&[&["c"], args, &["plain.kry", "src"]].concat());
+        assert_eq!(code(&o), 1, "{args:?}: {}", stderr(&o));
+        assert!(!fx.p("plain.kry").exists(), "{args:?} wrote an archive");
+    }
+}
+
+#[test]
+fn pass_fd_0_with_the_stdin_stream_loses_no_input_byte() {
+    // `--pass-fd 0` and the input `-` share stdin: the password reader must not swallow
+    // stream bytes past the first line (or the combination must be refused).
+    let fx = Fx::new();
+    let data = common::bytes(10_000, 14, false);
+    let mut c = krypta()
+        .current_dir(fx.dir.path())
+        .args(with(
+            &["c", "--pass-fd", "0"],
+            &with(&ARGON, &["s.kry", "-"]),
+        ))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    stdin
+        .write_all(&[&b"correct horse\n"[..], &data].concat())
+        .unwrap();
+    drop(stdin);
+    let o = c.wait_with_output().unwrap();
+    if code(&o) != 0 {
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        return;
+    }
+    let x = fx.ok(&["x", "--stdout", "--pass-file", "pw", "s.kry"]);
+    assert_eq!(x.stdout.len(), data.len(), "bytes of the stream were lost");
+    assert!(x.stdout == data);
+}
