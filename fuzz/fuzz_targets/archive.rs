@@ -71,10 +71,16 @@ fn header_len(b: &[u8]) -> Option<usize> {
 fn seal_frames(b: &mut [u8], start: usize, end: usize, id: &[u8; 16], prot: &Protection) {
     let mut pos = start;
     while pos + FRAME_HEADER_LEN <= end {
-        let Some(body_len) = u32_at(b, pos + 4) else { return };
-        let Some(seq) = u64_at(b, pos + 8) else { return };
+        let Some(body_len) = u32_at(b, pos + 4) else {
+            return;
+        };
+        let Some(seq) = u64_at(b, pos + 8) else {
+            return;
+        };
         let body_start = pos + FRAME_HEADER_LEN;
-        let Some(tag_start) = body_start.checked_add(body_len as usize) else { return };
+        let Some(tag_start) = body_start.checked_add(body_len as usize) else {
+            return;
+        };
         if tag_start + TAG_LEN > end {
             return;
         }

@@ -6,8 +6,7 @@
 #![no_main]
 
 use krypta::format::record::{
-    ExtentCheck, RecordHead, StreamSource, read_record, write_data_head, write_end,
-    write_entry,
+    ExtentCheck, RecordHead, StreamSource, read_record, write_data_head, write_end, write_entry,
 };
 use krypta::format::{EntryMeta, FormatError, Reader};
 use libfuzzer_sys::fuzz_target;
@@ -47,7 +46,10 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(meta) = EntryMeta::parse(&mut r) {
             let mut again = Vec::new();
             meta.write(&mut again);
-            assert!(again == rest[..r.position()], "entry re-serialises differently");
+            assert!(
+                again == rest[..r.position()],
+                "entry re-serialises differently"
+            );
         }
         return;
     }
@@ -74,7 +76,10 @@ fuzz_target!(|data: &[u8]| {
                 let _ = extents.end(*size);
             }
         }
-        assert!(again == rest[start..src.pos], "record head re-serialises differently");
+        assert!(
+            again == rest[start..src.pos],
+            "record head re-serialises differently"
+        );
         if let RecordHead::Data { len, .. } = head {
             let len = len as usize;
             if src.buf.len() - src.pos < len {

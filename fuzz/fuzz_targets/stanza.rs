@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
         let used = r.position();
         let mut again = Vec::new();
         s.write(&mut again);
-        assert!(again == data[..used], "stanza re-serialises to different bytes");
+        assert!(
+            again == data[..used],
+            "stanza re-serialises to different bytes"
+        );
         // `params` slices the body: it must not panic for any parsed stanza.
         assert_eq!(s.params()[0], s.kind());
     }
