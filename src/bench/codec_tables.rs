@@ -205,7 +205,7 @@ pub fn table2(binary: &Fixture, plan: &Plan, progress: &mut dyn FnMut(&str)) -> 
             "zstd level",
             "ratio, no BCJ",
             "ratio, x86 BCJ",
-            "BCJ gain",
+            "BCJ gain %",
         ],
     );
     let mut gains = Vec::new();
@@ -221,7 +221,7 @@ pub fn table2(binary: &Fixture, plan: &Plan, progress: &mut dyn FnMut(&str)) -> 
             Cell::num(f64::from(level.zstd_level()), 0),
             Cell::num(off.ratio, 3),
             Cell::num(on.ratio, 3),
-            Cell::text(format!("{gain:+.1}%")),
+            Cell::num(gain, 1),
         ]);
     }
     if let (Some(lo), Some(hi)) = (
