@@ -12,6 +12,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::hash_zeros;
 use super::pipeline::OrderedPool;
 use crate::codec::BlockDecoder;
 use crate::crypto::frame::Protection;
@@ -1004,15 +1005,6 @@ fn parse_records(
     }
     summary.frames = feed.frames_done;
     Ok(summary)
-}
-
-fn hash_zeros(hasher: &mut blake3::Hasher, mut n: u64) {
-    static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
-    while n > 0 {
-        let k = n.min(ZEROS.len() as u64) as usize;
-        hasher.update(&ZEROS[..k]);
-        n -= k as u64;
-    }
 }
 
 /// The decoded record stream: reads data frames ahead into the pool and yields their bytes

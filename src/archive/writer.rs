@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::hash_zeros;
 use super::pipeline::OrderedPool;
 use crate::codec::{BlockEncoder, Codec, Filter, Level, detect::detect_filter};
 use crate::crypto::frame::Protection;
@@ -549,16 +550,6 @@ impl<W: Write> ArchiveWriter<W> {
             archive_bytes: self.offset,
         };
         Ok((summary, self.out))
-    }
-}
-
-/// Feeds `n` zero bytes to the hasher (a hole), 64 KiB at a time.
-fn hash_zeros(hasher: &mut blake3::Hasher, mut n: u64) {
-    static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
-    while n > 0 {
-        let k = n.min(ZEROS.len() as u64) as usize;
-        hasher.update(&ZEROS[..k]);
-        n -= k as u64;
     }
 }
 
