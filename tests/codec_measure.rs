@@ -356,15 +356,24 @@ fn measure_bcj_speed() {
     let mut buf = data.to_vec();
     let c = thread_cpu();
     krypta::codec::bcj::encode(Filter::X86, &mut buf, 0);
-    println!("bcj::encode x86: {:.0} MB/s", mbps(data.len(), thread_cpu() - c));
+    println!(
+        "bcj::encode x86: {:.0} MB/s",
+        mbps(data.len(), thread_cpu() - c)
+    );
     let c = thread_cpu();
     krypta::codec::bcj::decode(Filter::X86, &mut buf, 0);
-    println!("bcj::decode x86: {:.0} MB/s", mbps(data.len(), thread_cpu() - c));
+    println!(
+        "bcj::decode x86: {:.0} MB/s",
+        mbps(data.len(), thread_cpu() - c)
+    );
     assert!(buf == data);
     let c = thread_cpu();
     let mut w = lzma_rust2::filter::bcj::BcjWriter::new_x86(Vec::with_capacity(data.len()), 0);
     w.write_all(data).expect("write");
     let out = w.finish().expect("finish");
-    println!("BcjWriter x86, one write: {:.0} MB/s", mbps(data.len(), thread_cpu() - c));
+    println!(
+        "BcjWriter x86, one write: {:.0} MB/s",
+        mbps(data.len(), thread_cpu() - c)
+    );
     assert_eq!(out.len(), data.len());
 }
