@@ -1,6 +1,8 @@
 //! Criterion benchmarks of the end-to-end block path and of a whole archive: one 4 MiB block
 //! through BCJ + zstd (-l 3) + seal and back (open + decode), and a 16 MiB archive written
-//! and verified through `ArchiveWriter` / `krypta::test`, plain and encrypted (key file).
+//! and verified through `ArchiveWriter` / `krypta::test`, plain and encrypted (key file);
+//! plus the hashes and AEADs of `krypta bench` table 5 that `benches/crypto.rs` does not
+//! cover (BLAKE3, SHA-256, ring's AES-256-GCM and ChaCha20-Poly1305) on 4 MiB.
 //! Input: the `source` and `binary` fixtures when `KRYPTA_FIXTURES` names a `make fixtures`
 //! directory, else seeded repetitive text.
 //!
@@ -126,5 +128,33 @@ fn archive(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, block_path, archive);
+fn alternatives(c: &mut Criterion) {
+    use ring::aead::{AES_256_GCM, Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
+    let mut g = c.benchmark_group("alternatives-4MiB");
+    g.throughput(Throughput::Bytes(BLOCK as u64));
+    let mut buf = input("source", BLOCK);
+    g.bench_function("blake3", |b| {
+        b.iter(|| krypta::crypto::primitives::blake3_hash(black_box(&buf)))
+    });
+    g.bench_function("sha256", |b| {
+        b.iter(|| krypta::crypto::primitives::sha256(black_box(&buf)))
+    });
+    for (name, alg) in [
+        ("aes256-gcm-ring", &AES_256_GCM),
+        ("chacha20-poly1305-ring", &CHACHA20_POLY1305),
+    ] {
+        let key = LessSafeKey::new(UnboundKey::new(alg, &[7; 32]).expect("key"));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                // A fixed nonce: a speed test only, never a pattern for real sealing.
+                let nonce = Nonce::assume_unique_for_key([0; 12]);
+                key.seal_in_place_separate_tag(nonce, Aad::empty(), black_box(&mut buf))
+                    .expect("seal")
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, block_path, archive, alternatives);
 criterion_main!(benches);

@@ -11,6 +11,7 @@ mod archive_tables;
 mod codec_tables;
 mod compare;
 mod crypto_tables;
+mod elf;
 pub mod fixtures;
 mod measure;
 mod peers;
