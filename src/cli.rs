@@ -752,27 +752,9 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// `YYYY-MM-DD HH:MM:SS` in UTC for seconds since the epoch (proleptic Gregorian, also before
-/// 1970; Howard Hinnant's civil_from_days).
+/// `YYYY-MM-DD HH:MM:SS` in UTC for seconds since the epoch (also before 1970).
 pub fn fmt_time(secs: i64, _nanos: u32) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    krypta::timefmt::datetime(secs)
 }
 
 fn mode_string(kind: krypta::format::EntryKind, mode: u32) -> String {

@@ -14,6 +14,7 @@ pub mod error;
 pub mod format;
 pub mod fs;
 pub mod kat;
+pub mod timefmt;
 
 pub use error::{Error, Result};
 
@@ -175,7 +176,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
                         return Ok(());
                     }
                 };
-                w.add_file(&e.meta, &mut src)?;
+                w.add_file_with_progress(&e.meta, &mut src, &mut |b| rep.progress(b))?;
                 if let Some(m) = src.change_warning() {
                     rep.warn(&format!("{}: {m}", e.source.display()));
                     changed += 1;
@@ -199,7 +200,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             link: Vec::new(),
         };
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
-        w.add_file(&meta, &mut src)?;
+        w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
     }
     let (summary, mut out) = w.finish()?;
     out.flush().map_err(|e| Error::io(&out_name, "write", e))?;
@@ -290,7 +291,7 @@ pub fn extract(
         None
     };
     if let Some(ix) = &index {
-        rep.start(Some(ix.entries.iter().map(|e| e.size).sum()));
+        rep.start(Some(total_size(&ix.entries)));
     } else {
         rep.start(None);
     }
@@ -320,6 +321,7 @@ pub fn extract(
         s
     };
     rep.finish();
+    warn_unverified(&summary, rep);
     let missing = select.unmatched();
     if !missing.is_empty() {
         return Err(Error::Usage(format!(
@@ -381,12 +383,18 @@ impl archive::Visitor for WantAll<'_> {
     }
 }
 
+/// Sum of the entries' sizes, bytes, for a progress total. Saturating: the sizes come from
+/// the index, which a crafted archive may fill with values whose sum overflows a u64.
+fn total_size(entries: &[IndexEntry]) -> u64 {
+    entries.iter().fold(0u64, |t, e| t.saturating_add(e.size))
+}
+
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
     let mut ar = Archive::open(archive, open)?;
     if ar.seekable() {
         let (_, ix) = ar.read_index()?;
-        rep.start(Some(ix.entries.iter().map(|e| e.size).sum()));
+        rep.start(Some(total_size(&ix.entries)));
         ar.rewind_to_data()?;
     } else {
         rep.start(None);
@@ -395,7 +403,18 @@ pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result
     let mut v = VerifyVisitor::new(&mut progress);
     let s = ar.scan(&mut v)?;
     rep.finish();
+    warn_unverified(&s, rep);
     Ok(s)
+}
+
+/// Names the files whose whole-content digest was skipped (holes beyond the hashing budget).
+fn warn_unverified(s: &ScanSummary, rep: &mut dyn Reporter) {
+    for p in &s.unverified {
+        rep.warn(&format!(
+            "{p}: content digest not checked: its holes exceed the {} GiB hashing budget (every stored byte was verified)",
+            archive::reader::HOLE_HASH_BUDGET >> 30
+        ));
+    }
 }
 
 /// The index entries (`krypta list`): from the index of a file, or by reading a stream to its

@@ -35,10 +35,11 @@ fn children_cpu() -> f64 {
     };
     // Fields after the ")" of the command name: state is field 3; cutime/cstime are 16/17.
     let rest = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<u64> = rest
+    // Every field must keep its index: some are negative (tpgid -1), so parse as i64.
+    let f: Vec<i64> = rest
         .split_whitespace()
         .skip(1)
-        .filter_map(|x| x.parse().ok())
+        .map(|x| x.parse().unwrap_or(0))
         .collect();
     f.get(12..14).map_or(0.0, |c| (c[0] + c[1]) as f64 / 100.0)
 }
@@ -228,13 +229,19 @@ fn measure_level9_block_sizes() {
         path.display(),
         data.len()
     ));
-    row(
-        "zstd CLI -19 --long=27 (whole)",
-        data.len(),
-        &cli(&path, &["-19", "--long=27"]),
-    );
     let nine = Level::new(9).expect("level");
-    for mib in [4, 16, 32, 64] {
+    let sizes: Vec<usize> = std::env::var("KRYPTA_MEASURE_MIB")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![4, 16, 32, 64, 128]);
+    if std::env::var_os("KRYPTA_MEASURE_NO_CLI").is_none() {
+        row(
+            "zstd CLI -19 --long=27 (whole)",
+            data.len(),
+            &cli(&path, &["-19", "--long=27"]),
+        );
+    }
+    for mib in sizes {
         row(
             &format!("krypta -l 9, {mib} MiB blocks"),
             data.len(),
@@ -296,18 +303,23 @@ fn measure_zstd_level_menu() {
     }
 }
 
-/// Level 9 variants at 32 MiB blocks: long-distance matching on/off, window 2^25 vs 2^27.
+/// Level 9 variants on 128 MiB blocks (`KRYPTA_MEASURE_MIB` to change): long-distance
+/// matching on/off, window 2^25 vs 2^27.
 #[test]
 #[ignore = "measurement; run in release with --nocapture"]
 fn measure_level9_variants() {
     use zstd::zstd_safe::CParameter;
     let path = tar_path();
     let data = std::fs::read(&path).expect("input");
+    let mib: usize = std::env::var("KRYPTA_MEASURE_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128);
     header(&format!(
-        "level 9 variants, 32 MiB blocks: {}",
+        "level 9 variants, {mib} MiB blocks: {}",
         path.display()
     ));
-    for (wlog, ldm) in [(25, false), (25, true), (27, false), (27, true)] {
+    for (wlog, ldm) in [(27, false), (25, true), (27, true)] {
         let mut c = zstd::bulk::Compressor::new(19).expect("cctx");
         c.set_parameter(CParameter::WindowLog(wlog))
             .expect("window");
@@ -315,13 +327,14 @@ fn measure_level9_variants() {
             .expect("ldm");
         let (c0, w0) = (thread_cpu(), Instant::now());
         let size: usize = data
-            .chunks(32 * MIB)
+            .chunks(mib * MIB)
             .map(|b| c.compress(b).expect("compress").len())
             .sum();
+        let (comp_cpu, comp_wall) = (thread_cpu() - c0, w0.elapsed().as_secs_f64());
         let run = Run {
             size,
-            comp_cpu: thread_cpu() - c0,
-            comp_wall: w0.elapsed().as_secs_f64(),
+            comp_cpu,
+            comp_wall,
             dec_cpu: 0.0,
         };
         row(
@@ -330,4 +343,37 @@ fn measure_level9_variants() {
             &run,
         );
     }
+}
+
+/// BCJ x86 throughput on 64 MiB of the binary: `bcj::encode`/`decode` (in place, chunked)
+/// against one plain `lzma-rust2` `BcjWriter` pass into a `Vec` (CPU MB/s).
+#[test]
+#[ignore = "measurement; run in release with --nocapture"]
+fn measure_bcj_speed() {
+    use std::io::Write;
+    let data = std::fs::read(so_path().expect("librustc_driver .so")).expect("input");
+    let data = &data[..data.len().min(64 * MIB)];
+    let mut buf = data.to_vec();
+    let c = thread_cpu();
+    krypta::codec::bcj::encode(Filter::X86, &mut buf, 0);
+    println!(
+        "bcj::encode x86: {:.0} MB/s",
+        mbps(data.len(), thread_cpu() - c)
+    );
+    let c = thread_cpu();
+    krypta::codec::bcj::decode(Filter::X86, &mut buf, 0);
+    println!(
+        "bcj::decode x86: {:.0} MB/s",
+        mbps(data.len(), thread_cpu() - c)
+    );
+    assert!(buf == data);
+    let c = thread_cpu();
+    let mut w = lzma_rust2::filter::bcj::BcjWriter::new_x86(Vec::with_capacity(data.len()), 0);
+    w.write_all(data).expect("write");
+    let out = w.finish().expect("finish");
+    println!(
+        "BcjWriter x86, one write: {:.0} MB/s",
+        mbps(data.len(), thread_cpu() - c)
+    );
+    assert_eq!(out.len(), data.len());
 }

@@ -213,8 +213,12 @@ fn truncation_at_every_offset_is_rejected_as_corrupt() {
 
 fn expect_auth(p: &Path, bytes: &[u8], check_kind: AuthCheck, what: &str) {
     std::fs::write(p, bytes).unwrap();
+    // A failure inside a file's content is wrapped with the entry's name (Error::InEntry).
     match check(p) {
-        Err(Error::AuthFailed { check, .. }) => assert_eq!(check, check_kind, "{what}"),
+        Err(e) => match e.root() {
+            Error::AuthFailed { check, .. } => assert_eq!(*check, check_kind, "{what}"),
+            other => panic!("{what}: expected AuthFailed, got {other:?}"),
+        },
         other => panic!("{what}: expected AuthFailed, got {other:?}"),
     }
 }

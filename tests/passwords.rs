@@ -151,7 +151,9 @@ fn empty_password_is_refused_when_creating_and_no_archive_is_left() {
         (code(&o), stderr(&o)),
         (
             1,
-            "krypta: KRYPTA_PASSWORD: empty password refused\n".to_string()
+            // The note says where the password comes from (a variable is easy to forget).
+            "krypta: encrypting with the password in KRYPTA_PASSWORD\nkrypta: KRYPTA_PASSWORD: empty password refused\n"
+                .to_string()
         )
     );
     assert_eq!(std::fs::read_dir(fx.dir.path()).unwrap().count(), 5);
@@ -160,13 +162,28 @@ fn empty_password_is_refused_when_creating_and_no_archive_is_left() {
 #[test]
 fn kdf_costs_below_the_writer_minimum_are_refused_with_exit_1() {
     let fx = Fx::new();
+    // --kdf-memory is checked in the unit the user typed (MiB).
+    let o = fx.run(&[
+        "c",
+        "--pass-file",
+        "pw",
+        "--kdf-memory",
+        "4",
+        "--kdf-iterations",
+        "1",
+        "e.kry",
+        "src",
+    ]);
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            1,
+            "krypta: --kdf-memory 4 MiB is outside 8..=4096 MiB\n".to_string()
+        )
+    );
     for (args, msg) in [
         (
-            &["--kdf-memory", "4", "--kdf-iterations", "1"][..],
-            "argon2id memory KiB = 4096 is below the minimum 8192",
-        ),
-        (
-            &["--kdf-memory", "8", "--kdf-iterations", "17"],
+            &["--kdf-memory", "8", "--kdf-iterations", "17"][..],
             "argon2id iterations = 17 exceeds the limit 16",
         ),
         (

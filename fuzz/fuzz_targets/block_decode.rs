@@ -10,7 +10,9 @@ use krypta::codec::{BlockDecoder, BlockEncoder, Codec, Filter, Level};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((head, payload)) = data.split_first_chunk::<14>() else { return };
+    let Some((head, payload)) = data.split_first_chunk::<14>() else {
+        return;
+    };
     let (Some(codec), Some(filter)) = (Codec::from_u8(head[0] & 1), Filter::from_u8(head[1] % 9))
     else {
         return;
@@ -19,9 +21,14 @@ fuzz_target!(|data: &[u8]| {
     let start = u64::from_le_bytes([
         head[6], head[7], head[8], head[9], head[10], head[11], head[12], head[13],
     ]);
-    let Ok(mut dec) = BlockDecoder::new() else { return };
+    let Ok(mut dec) = BlockDecoder::new() else {
+        return;
+    };
     let mut out = Vec::new();
-    if dec.decode(codec, filter, start, payload, raw_len, &mut out).is_err() {
+    if dec
+        .decode(codec, filter, start, payload, raw_len, &mut out)
+        .is_err()
+    {
         assert!(out.is_empty());
         return;
     }
@@ -29,10 +36,13 @@ fuzz_target!(|data: &[u8]| {
     if out.is_empty() {
         return;
     }
-    let Ok(mut enc) = BlockEncoder::new(Some(Level::MIN)) else { return };
+    let Ok(mut enc) = BlockEncoder::new(Some(Level::MIN)) else {
+        return;
+    };
     let mut again = Vec::new();
     let (c, f) = enc.encode(&out, filter, start, &mut again).expect("encode");
     let mut back = Vec::new();
-    dec.decode(c, f, start, &again, out.len(), &mut back).expect("decode own output");
+    dec.decode(c, f, start, &again, out.len(), &mut back)
+        .expect("decode own output");
     assert!(back == out);
 });

@@ -12,6 +12,19 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+/// Raw bytes of blocks the pipeline aims to keep in flight at most, bytes (512 MiB).
+pub const IN_FLIGHT_BUDGET: usize = 512 << 20;
+
+/// How many blocks may be in flight for `jobs` workers and blocks of `block_size` bytes:
+/// `2 × jobs + 2` (each worker busy with one block while the next waits) unless that
+/// exceeds [`IN_FLIGHT_BUDGET`], and never fewer than `jobs + 1` (so every worker has work).
+/// With 4 MiB blocks this is `2 × jobs + 2`; with level 9's 128 MiB blocks, `jobs + 1`
+/// upward.
+pub fn max_in_flight(jobs: usize, block_size: usize) -> usize {
+    let jobs = jobs.max(1);
+    (IN_FLIGHT_BUDGET / block_size.max(1)).clamp(jobs + 1, 2 * jobs + 2)
+}
+
 /// The pool. `J` is a job, `R` its result.
 pub struct OrderedPool<J: Send + 'static, R: Send + 'static> {
     job_tx: Option<SyncSender<(u64, J)>>,
@@ -189,6 +202,15 @@ mod tests {
             got.push(r);
         }
         assert_eq!(got, (0..200u64).map(|x| x * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn in_flight_bound_shrinks_for_big_blocks_but_keeps_workers_busy() {
+        assert_eq!(max_in_flight(2, 4 << 20), 6);
+        assert_eq!(max_in_flight(2, 128 << 20), 4);
+        assert_eq!(max_in_flight(2, 256 << 20), 3);
+        assert_eq!(max_in_flight(8, 256 << 20), 9);
+        assert_eq!(max_in_flight(0, 0), 4);
     }
 
     #[test]

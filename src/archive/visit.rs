@@ -140,6 +140,7 @@ impl Visitor for ExtractVisitor<'_> {
         if let Some(s) = self.sink.as_mut() {
             s.write_at(offset, bytes)?;
         }
+        (self.progress)(self.bytes);
         Ok(())
     }
     fn end(&mut self, _meta: &EntryMeta, size: u64) -> Result<()> {
@@ -236,6 +237,7 @@ impl Visitor for VerifyVisitor<'_> {
     }
     fn data(&mut self, _offset: u64, bytes: &[u8]) -> Result<()> {
         self.bytes += bytes.len() as u64;
+        (self.progress)(self.bytes);
         Ok(())
     }
     fn end(&mut self, _meta: &EntryMeta, _size: u64) -> Result<()> {

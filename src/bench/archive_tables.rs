@@ -183,13 +183,16 @@ pub fn table4(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Table> {
             "key setup alone ms",
         ],
     );
+    let argon_label = format!(
+        "argon2id (default: {} MiB, t={}, p={})",
+        crate::crypto::kdf::ARGON2ID_DEFAULT_M_KIB / 1024,
+        crate::crypto::kdf::ARGON2ID_DEFAULT_T,
+        crate::crypto::kdf::ARGON2ID_DEFAULT_P
+    );
     let rows: Vec<(&str, Protect)> = vec![
         ("plain (BLAKE3 checksums)", Protect::Plain),
         ("keyfile", keyfile()?),
-        (
-            "argon2id (default: 256 MiB, t=3, p=1)",
-            Protect::Password(Kdf::default()),
-        ),
+        (argon_label.as_str(), Protect::Password(Kdf::default())),
         (
             "pbkdf2 (default: 600,000 iterations)",
             Protect::Password(Kdf::default_pbkdf2()),

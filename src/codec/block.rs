@@ -30,10 +30,11 @@ impl BlockEncoder {
                 let mut c = Compressor::new(level.zstd_level()).map_err(CodecError::Zstd)?;
                 c.set_parameter(CParameter::WindowLog(level.window_log()))
                     .map_err(CodecError::Zstd)?;
-                c.set_parameter(CParameter::EnableLongDistanceMatching(
-                    level.long_distance_matching(),
-                ))
-                .map_err(CodecError::Zstd)?;
+                if level.long_distance_matching() {
+                    // `false` would mean "auto" to libzstd, so only ever set it on.
+                    c.set_parameter(CParameter::EnableLongDistanceMatching(true))
+                        .map_err(CodecError::Zstd)?;
+                }
                 c.set_parameter(CParameter::ContentSizeFlag(true))
                     .map_err(CodecError::Zstd)?;
                 c.set_parameter(CParameter::ChecksumFlag(false))
@@ -104,7 +105,8 @@ impl BlockEncoder {
 
 /// Block decoder, one per worker thread: reuses the zstd decompression context (~160 KiB).
 /// Decoding a block allocates `raw_len` bytes of output (when `out` is not already that big)
-/// plus a fixed ~70 KiB for the BCJ filter, nothing that depends on the payload.
+/// and nothing that depends on the payload; undoing the x86 or ARM64 filter needs no more,
+/// the other filters (only ever set with `--bcj`) take one more copy of the block.
 pub struct BlockDecoder {
     dctx: Decompressor<'static>,
 }

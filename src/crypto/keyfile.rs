@@ -72,7 +72,7 @@ pub fn generate_keyfile(path: &Path) -> Result<(), Error> {
     let key = SymmetricKey::generate().map_err(|e| Error::Crypto(e.to_string()))?;
     let text = Zeroizing::new(format!(
         "# krypta key file, created {}\n# Keep it secret: it opens every archive made with it.\n{}\n",
-        utc_timestamp(std::time::SystemTime::now()),
+        crate::timefmt::rfc3339(std::time::SystemTime::now()),
         key.to_text().as_str()
     ));
     let mut file = OpenOptions::new()
@@ -138,40 +138,12 @@ pub fn mode_warning(path: &Path) -> Option<String> {
     })
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for `t` (UTC; times before 1970 print as the epoch).
-fn utc_timestamp(t: std::time::SystemTime) -> String {
-    let secs = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Gregorian (year, month, day) of `days` since 1970-01-01 (H. Hinnant's `civil_from_days`).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    use crate::timefmt::rfc3339 as utc_timestamp;
 
     #[test]
     fn timestamps_are_utc_calendar_dates() {

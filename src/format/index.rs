@@ -13,6 +13,7 @@
 //! Non-file entries have size 0 and an all-zero digest.
 
 use super::entry::{EntryKind, EntryMeta};
+use super::record::MAX_FILE_SIZE;
 use super::{FormatError, Reader};
 
 /// Largest index (decoded) a reader accepts, bytes: 2 GiB, about 20 million entries.
@@ -90,6 +91,12 @@ impl Index {
             let first_seq = r.u64()?;
             let first_offset = r.u32()?;
             let last_seq = r.u64()?;
+            if size > MAX_FILE_SIZE {
+                return Err(FormatError::invalid(
+                    "index",
+                    format!("entry {i} size {size} exceeds the {MAX_FILE_SIZE}-byte limit"),
+                ));
+            }
             if meta.kind != EntryKind::File && (size != 0 || digest != [0; 32]) {
                 return Err(FormatError::invalid(
                     "index",
