@@ -26,7 +26,7 @@ ci: lint test test-vectors
 # `cargo install cargo-fuzz`). FUZZ_SECONDS per target.
 fuzz:
 	cd fuzz && for t in $$($(CARGO) +nightly fuzz list); do \
-		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; \
+		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 || exit 1; \
 	done
 
 # Known-answer vectors through krypta's own code paths (embedded copies), then the files.
