@@ -565,12 +565,29 @@ impl Archive {
             }
             seq += 1;
         };
-        let index = self.read_index_frames(seq, None, u64::MAX)?;
+        self.read_index_and_footer(seq, index_offset)
+    }
+
+    /// After the data frames of a stream: reads the index frames and the footer, requires the
+    /// end of the input after it, and checks the footer and frame table against what was
+    /// read (`data_frames` frames, the first index frame at `index_offset`).
+    fn read_index_and_footer(&mut self, data_frames: u64, index_offset: u64) -> Result<Index> {
+        let index = self.read_index_frames(data_frames, None, u64::MAX)?;
         let foot_at = self.pos;
         let mut fb = [0u8; FOOTER_LEN];
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
-        if footer.data_frames != seq || footer.index_offset != index_offset {
+        let mut extra = [0u8; 1];
+        if read_full(&mut self.input, &mut extra).map_err(|e| Error::io(&self.path, "read", e))?
+            != 0
+        {
+            return Err(corrupt(
+                &self.path,
+                self.pos,
+                FormatError::invalid("archive", "bytes after the footer"),
+            ));
+        }
+        if footer.data_frames != data_frames || footer.index_offset != index_offset {
             return Err(
                 self.sequence_error(foot_at, "footer disagrees with the frames read".into())
             );
@@ -708,7 +725,12 @@ impl Archive {
                     FormatError::invalid("index", format!("larger than {MAX_INDEX_LEN} bytes")),
                 ));
             }
-            bytes.extend_from_slice(&raw);
+            if bytes.is_empty() {
+                // The usual single index frame: keep its buffer instead of copying it.
+                bytes = raw;
+            } else {
+                bytes.extend_from_slice(&raw);
+            }
             i += 1;
             if h.last {
                 break;
@@ -736,31 +758,7 @@ impl Archive {
         let (data_frames, index_offset) = feed.finish_data()?;
         drop(pool);
         // Then the index frames and the footer.
-        let index = self.read_index_frames(data_frames, None, u64::MAX)?;
-        let foot_at = self.pos;
-        let mut fb = [0u8; FOOTER_LEN];
-        self.read_exact_at_pos(&mut fb, "footer")?;
-        let footer = self.check_footer(foot_at, &fb)?;
-        let mut extra = [0u8; 1];
-        if read_full(&mut self.input, &mut extra).map_err(|e| Error::io(&self.path, "read", e))?
-            != 0
-        {
-            return Err(corrupt(
-                &self.path,
-                self.pos,
-                FormatError::invalid("archive", "bytes after the footer"),
-            ));
-        }
-        let index_frames = footer.index_frames;
-        if footer.data_frames != data_frames
-            || footer.index_offset != index_offset
-            || index_frames == 0
-        {
-            return Err(
-                self.sequence_error(foot_at, "footer disagrees with the frames read".into())
-            );
-        }
-        self.check_frame_table(&footer, &index)?;
+        let index = self.read_index_and_footer(data_frames, index_offset)?;
         if index.entries != parsed {
             return Err(self.sequence_error(
                 index_offset,

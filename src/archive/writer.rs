@@ -334,6 +334,18 @@ impl<W: Write> ArchiveWriter<W> {
         Ok(())
     }
 
+    /// Waits for every block in flight and writes them in order.
+    fn drain(&mut self) -> Result<()> {
+        while let Some(r) = self
+            .pool
+            .next_result()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
+            self.emit(r)?;
+        }
+        Ok(())
+    }
+
     /// Hands the current block to the workers (if it holds anything).
     fn flush_block(&mut self) -> Result<()> {
         if self.block.is_empty() {
@@ -499,13 +511,7 @@ impl<W: Write> ArchiveWriter<W> {
     /// the inner writer (flushed).
     pub fn finish(mut self) -> Result<(WriteSummary, W)> {
         self.flush_block()?;
-        while let Some(r) = self
-            .pool
-            .next_result()
-            .map_err(|e| Error::Crypto(e.to_string()))?
-        {
-            self.emit(r)?;
-        }
+        self.drain()?;
         let data_frames = self.submitted;
         let index_offset = self.offset;
         let index = Index {
@@ -529,13 +535,7 @@ impl<W: Write> ArchiveWriter<W> {
             self.submitted += 1;
             self.submit(job)?;
         }
-        while let Some(r) = self
-            .pool
-            .next_result()
-            .map_err(|e| Error::Crypto(e.to_string()))?
-        {
-            self.emit(r)?;
-        }
+        self.drain()?;
         let footer = Footer {
             index_offset,
             data_frames,
