@@ -146,3 +146,29 @@ fn other_formats_and_empty_files_are_not_archives() {
         assert!(matches!(e, krypta::Error::NotAnArchive { .. }), "{e:?}");
     }
 }
+
+#[test]
+fn bytes_after_the_footer_are_refused_by_every_reader_including_a_streamed_list() {
+    use std::io::Write;
+    let mut a = small_archive();
+    a.extend_from_slice(b"trailing garbage");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.kry");
+    std::fs::write(&p, &a).unwrap();
+    for args in [&["t", "-"][..], &["l", "-"]] {
+        let mut c = common::krypta()
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(&a).unwrap();
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(3), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("bytes after the footer"),
+            "{args:?}"
+        );
+    }
+}
