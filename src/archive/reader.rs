@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::hash_zeros;
-use super::pipeline::OrderedPool;
-use crate::codec::BlockDecoder;
+use super::pipeline::{Buffers, OrderedPool};
+use crate::codec::{BlockDecoder, Codec, decode_stored_in_place};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, Subkeys};
 use crate::crypto::stanza::{Identity, unwrap};
@@ -80,6 +80,8 @@ pub struct Archive {
     pos: u64,
     /// A frame read ahead by the data feed that belongs to the index.
     pending_frame: Option<FrameJob>,
+    /// Recycled frame bodies and decoded blocks, shared with the workers.
+    buffers: Buffers,
 }
 
 /// What went wrong with one frame, before the caller adds the archive path.
@@ -298,12 +300,29 @@ struct FrameJob {
     offset: u64,
 }
 
-type FrameResult = (u64, FrameHeader, std::result::Result<Vec<u8>, FrameFault>);
+/// A decoded block: its raw bytes are `buf[start..]` (a stored block is decoded in place,
+/// after its block header).
+struct Decoded {
+    buf: Vec<u8>,
+    start: usize,
+}
 
+impl Decoded {
+    fn raw(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, FrameFault>);
+
+/// Worker: verifies (and decrypts) one frame, then decodes its block. A stored block is
+/// unfiltered in place in the body; a zstd block is decoded into a buffer from `buffers`, and
+/// the body goes back to `buffers`.
 fn open_frame(
     dec: &mut BlockDecoder,
     protection: &Protection,
     archive_id: &ArchiveId,
+    buffers: &Buffers,
     mut job: FrameJob,
 ) -> FrameResult {
     let r = (|| {
@@ -317,18 +336,36 @@ fn open_frame(
             )
             .map_err(|_| FrameFault::Tag)?;
         let bh = BlockHeader::parse(&job.body).map_err(FrameFault::Format)?;
-        let mut out = Vec::new();
-        dec.decode(
+        let codec_fault = |e: crate::codec::CodecError| FrameFault::Codec(e.to_string());
+        if bh.codec == Codec::Store {
+            decode_stored_in_place(
+                bh.filter,
+                bh.filter_start,
+                &mut job.body[BLOCK_HEADER_LEN..],
+                bh.raw_len as usize,
+            )
+            .map_err(codec_fault)?;
+            return Ok(Decoded {
+                buf: std::mem::take(&mut job.body),
+                start: BLOCK_HEADER_LEN,
+            });
+        }
+        let mut out = buffers.take();
+        let r = dec.decode(
             bh.codec,
             bh.filter,
             bh.filter_start,
             &job.body[BLOCK_HEADER_LEN..],
             bh.raw_len as usize,
             &mut out,
-        )
-        .map_err(|e| FrameFault::Codec(e.to_string()))?;
-        Ok(out)
+        );
+        if let Err(e) = r {
+            buffers.give(out);
+            return Err(codec_fault(e));
+        }
+        Ok(Decoded { buf: out, start: 0 })
     })();
+    buffers.give(std::mem::take(&mut job.body));
     (job.offset, job.header, r)
 }
 
@@ -401,6 +438,7 @@ impl Archive {
             jobs,
             pos: header_len,
             pending_frame: None,
+            buffers: Buffers::new(jobs + 2),
         })
     }
 
@@ -485,12 +523,19 @@ impl Archive {
         let header = FrameHeader::parse(&hb).map_err(|e| corrupt(&self.path, offset, e))?;
         // Read the body as it arrives instead of allocating the declared length up front, so
         // a truncated or hostile length costs no more memory than the bytes really present.
+        // A recycled buffer already that long is overwritten in place (no zero-fill, no new
+        // pages); otherwise the body grows as bytes arrive.
         let want = header.body_len as usize;
-        let mut body = Vec::with_capacity(want.min(8 << 20));
-        let got = (&mut self.input)
-            .take(want as u64)
-            .read_to_end(&mut body)
-            .map_err(|e| Error::io(&self.path, "read", e))?;
+        let mut body = self.buffers.take();
+        let got = if body.len() >= want {
+            body.truncate(want);
+            read_full(&mut self.input, &mut body)
+        } else {
+            body.clear();
+            body.reserve(want.min(8 << 20));
+            (&mut self.input).take(want as u64).read_to_end(&mut body)
+        }
+        .map_err(|e| Error::io(&self.path, "read", e))?;
         if got < want {
             return Err(corrupt(
                 &self.path,
@@ -532,11 +577,14 @@ impl Archive {
     fn new_pool(&self) -> OrderedPool<FrameJob, FrameResult> {
         let protection = Arc::clone(&self.protection);
         let id = self.header.archive_id;
+        let buffers = self.buffers.clone();
         OrderedPool::new(
             self.jobs,
             super::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
             || BlockDecoder::new().expect("zstd decoder context"),
-            move |dec: &mut BlockDecoder, job: FrameJob| open_frame(dec, &protection, &id, job),
+            move |dec: &mut BlockDecoder, job: FrameJob| {
+                open_frame(dec, &protection, &id, &buffers, job)
+            },
         )
     }
 
@@ -716,8 +764,15 @@ impl Archive {
                     ),
                 ));
             }
-            let (_, _, r) = open_frame(&mut dec, &self.protection, &self.header.archive_id, job);
-            let raw = r.map_err(|f| self.fault(offset, h.seq, f))?;
+            let (_, _, r) = open_frame(
+                &mut dec,
+                &self.protection,
+                &self.header.archive_id,
+                &self.buffers,
+                job,
+            );
+            let decoded = r.map_err(|f| self.fault(offset, h.seq, f))?;
+            let raw = decoded.raw();
             if bytes.len() as u64 + raw.len() as u64 > MAX_INDEX_LEN {
                 return Err(corrupt(
                     &self.path,
@@ -725,11 +780,11 @@ impl Archive {
                     FormatError::invalid("index", format!("larger than {MAX_INDEX_LEN} bytes")),
                 ));
             }
-            if bytes.is_empty() {
-                // The usual single index frame: keep its buffer instead of copying it.
-                bytes = raw;
+            if bytes.is_empty() && decoded.start == 0 {
+                // The usual single compressed index frame: keep its buffer, no copy.
+                bytes = decoded.buf;
             } else {
-                bytes.extend_from_slice(&raw);
+                bytes.extend_from_slice(raw);
             }
             i += 1;
             if h.last {
@@ -878,7 +933,6 @@ fn parse_records(
         hole_budget,
         ..ScanSummary::default()
     };
-    let mut chunk = Vec::new();
     loop {
         if limit.is_some_and(|l| parsed.len() >= l) {
             break;
@@ -944,16 +998,15 @@ fn parse_records(
                         zeros(&mut hasher, offset - hashed_to);
                         let mut done = 0u64;
                         while done < len as u64 {
-                            chunk.clear();
-                            feed.take_into(&mut chunk, (len as u64 - done) as usize)
-                                .map_err(in_entry)?;
+                            let bytes =
+                                feed.take((len as u64 - done) as usize).map_err(in_entry)?;
                             if let Some(h) = hasher.as_mut() {
-                                h.update(&chunk);
+                                h.update(bytes);
                             }
                             if wanted {
-                                visitor.data(offset + done, &chunk)?;
+                                visitor.data(offset + done, bytes)?;
                             }
-                            done += chunk.len() as u64;
+                            done += bytes.len() as u64;
                         }
                         hashed_to = offset + len as u64;
                     }
@@ -1010,7 +1063,10 @@ fn parse_records(
 struct Feed<'a> {
     ar: &'a mut Archive,
     pool: &'a mut OrderedPool<FrameJob, FrameResult>,
+    /// The current block's buffer: its raw bytes are `block[base..]`, the next unread one is
+    /// `block[at]`.
     block: Vec<u8>,
+    base: usize,
     at: usize,
     /// Seq of the current block (valid once one is loaded).
     cur_seq: Option<u64>,
@@ -1037,6 +1093,7 @@ impl<'a> Feed<'a> {
             ar,
             pool,
             block: Vec::new(),
+            base: 0,
             at: 0,
             cur_seq: None,
             next_read_seq,
@@ -1082,7 +1139,7 @@ impl<'a> Feed<'a> {
     /// (seq, offset) of the next byte.
     fn position(&mut self) -> (u64, u32) {
         match self.cur_seq {
-            Some(s) if self.at < self.block.len() => (s, self.at as u32),
+            Some(s) if self.at < self.block.len() => (s, (self.at - self.base) as u32),
             Some(s) => (s + 1, 0),
             None => (self.next_read_seq, self.skip as u32),
         }
@@ -1144,26 +1201,30 @@ impl<'a> Feed<'a> {
         else {
             return Ok(false);
         };
-        let raw = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
-        self.block = raw;
-        self.at = std::mem::take(&mut self.skip).min(self.block.len());
+        let decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
+        let old = std::mem::replace(&mut self.block, decoded.buf);
+        self.ar.buffers.give(old);
+        self.base = decoded.start;
+        let skip = std::mem::take(&mut self.skip);
+        self.at = self.base + skip.min(self.block.len() - self.base);
         self.cur_seq = Some(h.seq);
         self.frames_done += 1;
         self.fill_pool()?;
         Ok(true)
     }
 
-    /// Appends up to `max` bytes (at least 1) of the stream to `out`.
-    fn take_into(&mut self, out: &mut Vec<u8>, max: usize) -> Result<()> {
+    /// The next up to `max` bytes (at least 1) of the stream, borrowed from the current
+    /// block (no copy): fewer than `max` where the block ends.
+    fn take(&mut self, max: usize) -> Result<&[u8]> {
         while self.at >= self.block.len() {
             if !self.next_block()? {
                 return Err(self.corrupt("the stream ends inside a record"));
             }
         }
         let n = max.min(self.block.len() - self.at);
-        out.extend_from_slice(&self.block[self.at..self.at + n]);
+        let start = self.at;
         self.at += n;
-        Ok(())
+        Ok(&self.block[start..start + n])
     }
 
     /// Drains the pool and reads past the rest of the data frames; returns (data frame count,
@@ -1173,7 +1234,7 @@ impl<'a> Feed<'a> {
             return Err(self.corrupt("bytes left over after the last record"));
         }
         while self.next_block()? {
-            if !self.block.is_empty() {
+            if self.block.len() > self.base {
                 return Err(self.corrupt("bytes left over after the last record"));
             }
         }

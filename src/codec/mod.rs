@@ -109,7 +109,7 @@ mod block;
 pub mod detect;
 mod level;
 
-pub use block::{BlockDecoder, BlockEncoder};
+pub use block::{BlockDecoder, BlockEncoder, decode_stored_in_place};
 pub use detect::detect_filter;
 pub use level::Level;
 
