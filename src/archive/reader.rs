@@ -429,6 +429,9 @@ impl Archive {
             opts.jobs
         };
         let header_len = bytes.len() as u64;
+        // Enough spare buffers for every block in flight (see the writer).
+        let in_flight = super::pipeline::max_in_flight(jobs, header.block_size as usize);
+        let buffers = Buffers::new(in_flight + 2);
         Ok(Archive {
             input,
             path: path.into(),
@@ -438,7 +441,7 @@ impl Archive {
             jobs,
             pos: header_len,
             pending_frame: None,
-            buffers: Buffers::new(jobs + 2),
+            buffers,
         })
     }
 

@@ -55,6 +55,9 @@ pub struct Plan {
     pub overhead_mb: usize,
     /// Levels of table 2.
     pub bcj_levels: Vec<u8>,
+    /// Table 6 input, MB at least: the fixtures repeated until they reach it, so the
+    /// pipeline's start and drain (a block or two each) weigh little.
+    pub tax_mb: usize,
     /// Fixtures of table 7.
     pub peer_fixtures: Vec<&'static str>,
 }
@@ -69,6 +72,7 @@ impl Plan {
                 hash_len: 8_000_000,
                 overhead_mb: 8,
                 bcj_levels: vec![1, 3, 9],
+                tax_mb: 8,
                 peer_fixtures: vec!["text", "binary"],
             }
         } else {
@@ -78,6 +82,7 @@ impl Plan {
                 hash_len: 64_000_000,
                 overhead_mb: 40,
                 bcj_levels: (1..=9).collect(),
+                tax_mb: 200,
                 peer_fixtures: fixtures::NAMES.to_vec(),
             }
         }

@@ -50,6 +50,12 @@ impl BlockEncoder {
         })
     }
 
+    /// True when this encoder stores every block (`-s`): then [`BlockEncoder::encode`] only
+    /// copies, and a caller that owns the block may use it as the payload directly.
+    pub fn stores(&self) -> bool {
+        self.cctx.is_none()
+    }
+
     /// Memory this encoder holds now, bytes: the zstd context (`ZSTD_sizeof_CCtx`, which grows
     /// to its working size on the first block) plus the filter scratch buffer.
     pub fn memory_bytes(&mut self) -> usize {

@@ -103,6 +103,28 @@ impl FileSource {
         if max == 0 {
             return Err(Error::Usage("FileSource::next_extent needs max > 0".into()));
         }
+        let old = buf.len();
+        buf.resize(old + max, 0);
+        let r = self.read_extent(&mut buf[old..]);
+        let got = match &r {
+            Ok(Some((_, n))) => *n,
+            _ => 0,
+        };
+        buf.truncate(old + got);
+        r
+    }
+
+    /// [`FileSource::next_extent`] into a slice: reads up to `buf.len()` (> 0) bytes of the
+    /// next data extent into the front of `buf` and returns its file offset and length (the
+    /// bytes after it are left as they were); `None` at the end. Lets the archive writer read
+    /// straight into its block.
+    pub fn read_extent(&mut self, buf: &mut [u8]) -> Result<Option<(u64, usize)>> {
+        let max = buf.len();
+        if max == 0 {
+            return Err(Error::Usage(
+                "FileSource::read_extent needs a buffer".into(),
+            ));
+        }
         loop {
             if self.final_size.is_some() {
                 return Ok(None);
@@ -121,10 +143,7 @@ impl FileSource {
                 }
             };
             let want = usize::try_from(end - start).unwrap_or(usize::MAX).min(max);
-            let old = buf.len();
-            buf.resize(old + want, 0);
-            let got = self.read_fully(start, &mut buf[old..])?;
-            buf.truncate(old + got);
+            let got = self.read_fully(start, &mut buf[..want])?;
             if got < want {
                 // The file shrank under us: what was read is all there is.
                 self.finish(start + got as u64)?;
