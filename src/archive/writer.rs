@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::hash_zeros;
 use super::pipeline::{Buffers, OrderedPool};
-use crate::codec::{BlockEncoder, Codec, Filter, Level, detect::detect_filter};
+use crate::codec::{BlockEncoder, Codec, Filter, Level, bcj, detect::detect_filter};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, FileKey, Subkeys};
 use crate::crypto::stanza::{Recipient, wrap};
@@ -430,19 +430,57 @@ impl<W: Write> ArchiveWriter<W> {
     }
 
     /// Switches the block's filter, starting a new block if the current one holds data.
-    ///
-    /// A filtered file's content starts after its ENTRY record and a 13-byte DATA head, so
-    /// its bytes are not aligned to the block start. That costs x86 nothing (alignment 1);
-    /// for ARM64 and the other 4-byte-aligned filters it means most instructions are not
-    /// converted (still exactly invertible, just less gain). Aligning the content would mean
-    /// moving part of the ENTRY record into the previous block and keeping segment heads on
-    /// aligned positions — not done yet.
+    /// (Content of grid-aligned filters such as ARM64 is put on the block's instruction grid
+    /// by [`ArchiveWriter::place_data`].)
     fn use_filter(&mut self, filter: Filter) -> Result<()> {
         if filter != self.block_filter {
             self.flush_block()?;
             self.block_filter = filter;
         }
         Ok(())
+    }
+
+    /// Writes the DATA record(s) of `len` content bytes (file offset `offset`) that sit at
+    /// `data_at` in the block, with heads from `head_at` on, and moves `fill` past them.
+    ///
+    /// A BCJ filter with an instruction grid (ARM64, PowerPC, SPARC and ARM: 4 bytes; IA64:
+    /// 16; RISC-V, ARM Thumb: 2) converts only the words that lie on the grid of the block,
+    /// so a file's instructions must sit on it: its content bytes must be at block offsets
+    /// congruent to their file offsets modulo the grid. Each DATA head is 13 bytes, which
+    /// shifts that congruence, so the first `k < align` bytes go out as one-byte records
+    /// (each moves it by 13) before one record carries the rest. x86 (grid 1) gets one record.
+    /// `data_at` was chosen for the extent continuing the file; when it does not (a hole
+    /// before it), the bytes are moved to where the real offset needs them (rare: holes in
+    /// executables). The caller reserved `DATA_HEAD_LEN * align` bytes in front of the data.
+    fn place_data(
+        &mut self,
+        head_at: usize,
+        data_at: usize,
+        offset: u64,
+        len: usize,
+        align: usize,
+    ) {
+        let k = grid_splits(head_at - PREFIX, offset, align).min(len - 1);
+        let main_head = head_at + (DATA_HEAD_LEN + 1) * k;
+        let main_data = main_head + DATA_HEAD_LEN;
+        let mut split_bytes = [0u8; 16];
+        split_bytes[..k].copy_from_slice(&self.block[data_at..data_at + k]);
+        if data_at + k != main_data {
+            self.block
+                .copy_within(data_at + k..data_at + len, main_data);
+        }
+        let mut head = Vec::with_capacity(DATA_HEAD_LEN);
+        for (i, &b) in split_bytes[..k].iter().enumerate() {
+            let at = head_at + (DATA_HEAD_LEN + 1) * i;
+            head.clear();
+            record::write_data_head(&mut head, offset + i as u64, 1);
+            self.block[at..at + DATA_HEAD_LEN].copy_from_slice(&head);
+            self.block[at + DATA_HEAD_LEN] = b;
+        }
+        head.clear();
+        record::write_data_head(&mut head, offset + k as u64, (len - k) as u32);
+        self.block[main_head..main_data].copy_from_slice(&head);
+        self.fill = main_data + len - k;
     }
 
     /// Adds an entry without content (directory, symlink, hard link).
@@ -500,44 +538,48 @@ impl<W: Write> ArchiveWriter<W> {
         self.push(&rec)?;
         let mut hasher = blake3::Hasher::new();
         let mut hashed_to = 0u64;
-        let mut head = Vec::with_capacity(DATA_HEAD_LEN);
-        if let Some((offset, len)) = got {
+        // Room kept in front of the data of each DATA record: its head plus the heads of up
+        // to align - 1 one-byte records that put the data on the filter's grid (`place_data`).
+        let align = bcj::alignment(filter) as usize;
+        let reserve = DATA_HEAD_LEN * align;
+        // The first extent's bytes not yet placed.
+        let (mut first_off, mut first_rest) = match got {
+            Some((offset, len)) => (offset, &first[..len]),
+            None => (0, &first[..0]),
+        };
+        while got.is_some() {
+            if self.block_size - self.used() <= reserve {
+                self.flush_block()?;
+            }
+            // The extent's bytes go to the block where they land when the extent continues
+            // the file (the common case), then `place_data` writes the heads around them.
+            let head_at = self.fill;
+            let room = self.block_size - self.used() - reserve;
+            let splits = grid_splits(head_at - PREFIX, hashed_to, align);
+            let data_at = head_at + DATA_HEAD_LEN * (splits + 1);
+            let (offset, len) = if !first_rest.is_empty() {
+                let n = first_rest.len().min(room);
+                self.block[data_at..data_at + n].copy_from_slice(&first_rest[..n]);
+                let piece = (first_off, n);
+                first_off += n as u64;
+                first_rest = &first_rest[n..];
+                piece
+            } else {
+                let max = room.min(READ_STEP).min(MAX_SEGMENT as usize);
+                match src.read_extent(&mut self.block[data_at..data_at + max])? {
+                    Some(piece) => piece,
+                    None => break,
+                }
+            };
             // Holes before an extent hash as zeros, as the extracted file reads.
-            hash_zeros(&mut hasher, offset);
-            hasher.update(&first[..len]);
+            hash_zeros(&mut hasher, offset.saturating_sub(hashed_to));
+            hasher.update(&self.block[data_at..data_at + len]);
             hashed_to = offset + len as u64;
-            head.clear();
-            record::write_data_head(&mut head, offset, len as u32);
-            self.push(&head)?;
-            self.push(&first[..len])?;
+            self.place_data(head_at, data_at, offset, len, align);
             self.content_bytes += len as u64;
             progress(self.content_bytes);
-            loop {
-                if self.block_size - self.used() <= DATA_HEAD_LEN {
-                    self.flush_block()?;
-                }
-                // DATA head, then the extent read into the block behind it.
-                let head_at = self.fill;
-                let room = self.block_size - self.used() - DATA_HEAD_LEN;
-                let max = room.min(READ_STEP).min(MAX_SEGMENT as usize);
-                let data_at = head_at + DATA_HEAD_LEN;
-                let Some((offset, len)) =
-                    src.read_extent(&mut self.block[data_at..data_at + max])?
-                else {
-                    break;
-                };
-                self.fill = data_at + len;
-                hash_zeros(&mut hasher, offset.saturating_sub(hashed_to));
-                hasher.update(&self.block[data_at..self.fill]);
-                hashed_to = offset + len as u64;
-                head.clear();
-                record::write_data_head(&mut head, offset, len as u32);
-                self.block[head_at..data_at].copy_from_slice(&head);
-                self.content_bytes += len as u64;
-                progress(self.content_bytes);
-                if self.used() == self.block_size {
-                    self.flush_block()?;
-                }
+            if self.used() == self.block_size {
+                self.flush_block()?;
             }
         }
         let size = src.final_size().max(hashed_to);
@@ -618,6 +660,20 @@ impl<W: Write> ArchiveWriter<W> {
         };
         Ok((summary, self.out))
     }
+}
+
+/// How many one-byte DATA records must come first so that the content of a DATA record
+/// whose head is at block offset `head_at` and whose first byte has file offset `offset`
+/// lands on a filter grid of `align` bytes (a power of two, at most 16): the smallest `k` in
+/// `0..align` with `head_at + 14k + 13 ≡ offset + k (mod align)`. 13 is odd, so it exists.
+fn grid_splits(head_at: usize, offset: u64, align: usize) -> usize {
+    let mask = align as u64 - 1;
+    (0..align)
+        .find(|&k| {
+            let data = (head_at + (DATA_HEAD_LEN + 1) * k + DATA_HEAD_LEN) as u64;
+            data.wrapping_sub(offset + k as u64) & mask == 0
+        })
+        .unwrap_or(0)
 }
 
 /// A block buffer from `buffers`, `PREFIX + capacity` bytes long (stale bytes of an earlier
