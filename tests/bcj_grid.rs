@@ -52,20 +52,24 @@ fn meta(path: &str) -> EntryMeta {
     }
 }
 
-/// Archives `lead` (a small file that shifts where the code lands) and `code` under `path`.
-fn archive(path: &str, lead: &[u8], code: &[u8], bcj: BcjMode) -> Vec<u8> {
-    let opts = WriteOptions {
-        level: Some(Level::DEFAULT),
+/// Unencrypted, 64 KiB blocks, a fixed archive id.
+fn options(level: Level, jobs: usize, bcj: BcjMode) -> WriteOptions {
+    WriteOptions {
+        level: Some(level),
         block_size: 64 << 10,
-        jobs: 1,
+        jobs,
         bcj,
         created: 0,
         comment: String::new(),
         recipients: vec![],
         archive_id: Some([3; 16]),
         file_key: None,
-    };
-    let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
+    }
+}
+
+/// Archives `lead` (a small file that shifts where the code lands) and `code` under `path`.
+fn archive(path: &str, lead: &[u8], code: &[u8], bcj: BcjMode) -> Vec<u8> {
+    let mut w = ArchiveWriter::new(Vec::new(), "mem", options(Level::DEFAULT, 1, bcj)).unwrap();
     w.add_file(&meta("lead"), &mut ReaderSource::new(lead, "lead"))
         .unwrap();
     w.add_file(&meta(path), &mut ReaderSource::new(code, "code"))
@@ -179,17 +183,7 @@ fn extents_after_holes_round_trip_under_every_grid() {
         want[*off as usize..*off as usize + d.len()].copy_from_slice(d);
     }
     for filter in [Filter::Arm64, Filter::Ia64, Filter::RiscV, Filter::X86] {
-        let opts = WriteOptions {
-            level: Some(Level::new(1).unwrap()),
-            block_size: 64 << 10,
-            jobs: 2,
-            bcj: BcjMode::Force(filter),
-            created: 0,
-            comment: String::new(),
-            recipients: vec![],
-            archive_id: Some([4; 16]),
-            file_key: None,
-        };
+        let opts = options(Level::new(1).unwrap(), 2, BcjMode::Force(filter));
         let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
         let mut src = Sparse {
             extents: extents.clone(),
