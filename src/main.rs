@@ -89,7 +89,19 @@ impl Reporter for Term {
 }
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    // clap exits with 2 on a usage error, but 2 means "authentication failed" here: a bad
+    // option is a usage error, exit 1 (README, `--help`). Help and version stay 0.
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     // On SIGINT/SIGTERM, remove the temporary files of an unfinished extraction or archive
     // (completed files are already in place) and exit as a shell reports an interrupt.
     let _ = ctrlc::set_handler(|| {

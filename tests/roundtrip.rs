@@ -333,3 +333,38 @@ fn archive_is_created_with_the_umask_mode_not_0600() {
         & 0o777;
     assert_eq!(mode, 0o640);
 }
+
+#[test]
+fn usage_errors_exit_1_not_2_and_help_exits_0() {
+    // Regression: clap's own exit code for a bad command line is 2, which krypta reserves
+    // for authentication failures; a script must not read a typo as a wrong password.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.kry");
+    for args in [
+        &["c", "-j", "1", "-j", "2", s(&out), "in"][..],
+        &["c", "--no-such-option", s(&out), "in"],
+        &["c", "-l", "10", s(&out), "in"],
+        &["x"],
+        &["frobnicate"],
+        &[],
+    ] {
+        let o = run(args);
+        assert_eq!(
+            code(&o),
+            1,
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!o.stderr.is_empty(), "{args:?}: no message");
+        assert!(o.stdout.is_empty(), "{args:?}: wrote to stdout");
+        assert!(!out.exists(), "{args:?}: wrote an archive");
+    }
+    for args in [&["--help"][..], &["-V"], &["c", "--help"]] {
+        let o = run(args);
+        assert_eq!(code(&o), 0, "{args:?}");
+        assert!(
+            !o.stdout.is_empty(),
+            "{args:?}: help or version goes to stdout"
+        );
+    }
+}

@@ -81,7 +81,17 @@ pub struct Archive {
     /// A frame read ahead by the data feed that belongs to the index.
     pending_frame: Option<FrameJob>,
     /// Recycled frame bodies and decoded blocks, shared with the workers.
-    buffers: Buffers,
+    buffers: ReadBuffers,
+}
+
+/// The reader's recycled buffers, in two lists so that a small compressed body never holds
+/// a block-sized buffer's pages (mixing them doubled peak memory with 128 MiB blocks).
+#[derive(Clone)]
+struct ReadBuffers {
+    /// Frame bodies as read (a stored block is decoded in its body, so those come back here).
+    bodies: Buffers,
+    /// Decoded zstd blocks.
+    blocks: Buffers,
 }
 
 /// What went wrong with one frame, before the caller adds the archive path.
@@ -316,13 +326,13 @@ impl Decoded {
 type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, FrameFault>);
 
 /// Worker: verifies (and decrypts) one frame, then decodes its block. A stored block is
-/// unfiltered in place in the body; a zstd block is decoded into a buffer from `buffers`, and
-/// the body goes back to `buffers`.
+/// unfiltered in place in the body; a zstd block is decoded into a buffer from
+/// `buffers.blocks`, and the body goes back to `buffers.bodies`.
 fn open_frame(
     dec: &mut BlockDecoder,
     protection: &Protection,
     archive_id: &ArchiveId,
-    buffers: &Buffers,
+    buffers: &ReadBuffers,
     mut job: FrameJob,
 ) -> FrameResult {
     let r = (|| {
@@ -350,7 +360,7 @@ fn open_frame(
                 start: BLOCK_HEADER_LEN,
             });
         }
-        let mut out = buffers.take();
+        let mut out = buffers.blocks.take();
         let r = dec.decode(
             bh.codec,
             bh.filter,
@@ -360,12 +370,12 @@ fn open_frame(
             &mut out,
         );
         if let Err(e) = r {
-            buffers.give(out);
+            buffers.blocks.give(out);
             return Err(codec_fault(e));
         }
         Ok(Decoded { buf: out, start: 0 })
     })();
-    buffers.give(std::mem::take(&mut job.body));
+    buffers.bodies.give(std::mem::take(&mut job.body));
     (job.offset, job.header, r)
 }
 
@@ -429,9 +439,13 @@ impl Archive {
             opts.jobs
         };
         let header_len = bytes.len() as u64;
-        // Enough spare buffers for every block in flight (see the writer).
+        // Spare buffers for the blocks in flight, within the recycling budget (see the writer).
         let in_flight = super::pipeline::max_in_flight(jobs, header.block_size as usize);
-        let buffers = Buffers::new(in_flight + 2);
+        let keep = super::pipeline::recycle_count(in_flight, header.block_size as usize);
+        let buffers = ReadBuffers {
+            bodies: Buffers::new(keep),
+            blocks: Buffers::new(keep),
+        };
         Ok(Archive {
             input,
             path: path.into(),
@@ -529,7 +543,7 @@ impl Archive {
         // A recycled buffer already that long is overwritten in place (no zero-fill, no new
         // pages); otherwise the body grows as bytes arrive.
         let want = header.body_len as usize;
-        let mut body = self.buffers.take();
+        let mut body = self.buffers.bodies.take();
         let got = if body.len() >= want {
             body.truncate(want);
             read_full(&mut self.input, &mut body)
@@ -1206,7 +1220,11 @@ impl<'a> Feed<'a> {
         };
         let decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
         let old = std::mem::replace(&mut self.block, decoded.buf);
-        self.ar.buffers.give(old);
+        if self.base == 0 {
+            self.ar.buffers.blocks.give(old);
+        } else {
+            self.ar.buffers.bodies.give(old);
+        }
         self.base = decoded.start;
         let skip = std::mem::take(&mut self.skip);
         self.at = self.base + skip.min(self.block.len() - self.base);

@@ -194,11 +194,12 @@ pub struct ArchiveWriter<W: Write> {
     offset: u64,
     archive_id: ArchiveId,
     protection: Arc<Protection>,
-    pool: OrderedPool<Job, Result<Vec<u8>>>,
+    pool: OrderedPool<Job, Result<Sealed>>,
     /// Block and frame buffers, recycled between this thread and the workers.
-    buffers: Buffers,
+    buffers: WriteBuffers,
     /// `PREFIX` bytes of room, then the record bytes of the block being filled, up to
-    /// `fill`. The buffer's length stays at its full size (initialised once, when new), so
+    /// `fill`. The buffer's length is how much of it is initialised: it grows only as bytes
+    /// arrive (memory follows the bytes buffered), and a recycled buffer keeps its length, so
     /// reading content into it costs no zero-fill.
     block: Vec<u8>,
     fill: usize,
@@ -259,10 +260,14 @@ impl<W: Write> ArchiveWriter<W> {
         let protection = Arc::new(protection);
         let level = opts.level;
         let worker_protection = Arc::clone(&protection);
-        // Enough spare buffers to cover every block in flight, so none is freed and
-        // reallocated (with -j 1, too few kept cost 0.4 s of page faults per 400 MB).
+        // Enough spare buffers to cover the blocks in flight (within a 64 MiB budget), so none
+        // is freed and reallocated (with -j 1, too few cost 0.4 s of page faults per 400 MB).
         let in_flight = super::pipeline::max_in_flight(opts.jobs, opts.block_size);
-        let buffers = Buffers::new(in_flight + 2);
+        let keep = super::pipeline::recycle_count(in_flight, opts.block_size);
+        let buffers = WriteBuffers {
+            blocks: Buffers::new(keep),
+            frames: Buffers::new(keep),
+        };
         let worker_buffers = buffers.clone();
         let pool = OrderedPool::new(
             opts.jobs,
@@ -282,7 +287,7 @@ impl<W: Write> ArchiveWriter<W> {
             archive_id,
             protection,
             pool,
-            block: new_block(&buffers, opts.block_size),
+            block: new_block(&buffers.blocks, opts.block_size),
             fill: PREFIX,
             buffers,
             block_filter: Filter::None,
@@ -322,20 +327,43 @@ impl<W: Write> ArchiveWriter<W> {
         Ok(())
     }
 
-    fn emit(&mut self, frame: Result<Vec<u8>>) -> Result<()> {
-        let frame = frame?;
+    fn emit(&mut self, sealed: Result<Sealed>) -> Result<()> {
+        let Sealed { frame, in_block } = sealed?;
         let body_len = (frame.len() - FRAME_HEADER_LEN - TAG_LEN) as u32;
         if frame[0] == FrameKind::Data as u8 {
             self.frame_lens.push(body_len);
         }
         self.write_out(&frame)?;
-        self.buffers.give(frame);
+        if in_block {
+            self.buffers.blocks.give(frame);
+        } else {
+            self.buffers.frames.give(frame);
+        }
         Ok(())
     }
 
     /// Record bytes in the current block.
     fn used(&self) -> usize {
         self.fill - PREFIX
+    }
+
+    /// Copies `bytes` to `block[fill..]` (the caller checked the room) and moves `fill`:
+    /// over the initialised part, then appended (the buffer's length is never below `fill`).
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.fill + bytes.len();
+        let init = self.block.len().clamp(self.fill, end);
+        let (over, tail) = bytes.split_at(init - self.fill);
+        self.block[self.fill..init].copy_from_slice(over);
+        self.block.extend_from_slice(tail);
+        self.fill = end;
+    }
+
+    /// Makes `block[..end]` initialised (zero-filling only what never was) so content can be
+    /// read into it.
+    fn ensure_init(&mut self, end: usize) {
+        if self.block.len() < end {
+            self.block.resize(end, 0);
+        }
     }
 
     fn submit(&mut self, job: Job) -> Result<()> {
@@ -379,8 +407,10 @@ impl<W: Write> ArchiveWriter<W> {
             return Ok(());
         }
         let len = self.used() as u64;
-        let mut block =
-            std::mem::replace(&mut self.block, new_block(&self.buffers, self.block_size));
+        let mut block = std::mem::replace(
+            &mut self.block,
+            new_block(&self.buffers.blocks, self.block_size),
+        );
         block.truncate(self.fill);
         self.fill = PREFIX;
         let job = Job {
@@ -405,8 +435,7 @@ impl<W: Write> ArchiveWriter<W> {
         while !bytes.is_empty() {
             let room = self.block_size - self.used();
             let n = room.min(bytes.len());
-            self.block[self.fill..self.fill + n].copy_from_slice(&bytes[..n]);
-            self.fill += n;
+            self.put(&bytes[..n]);
             bytes = &bytes[n..];
             if self.used() == self.block_size {
                 self.flush_block()?;
@@ -465,6 +494,7 @@ impl<W: Write> ArchiveWriter<W> {
         let main_data = main_head + DATA_HEAD_LEN;
         let mut split_bytes = [0u8; 16];
         split_bytes[..k].copy_from_slice(&self.block[data_at..data_at + k]);
+        self.ensure_init(main_data + len - k);
         if data_at + k != main_data {
             self.block
                 .copy_within(data_at + k..data_at + len, main_data);
@@ -559,6 +589,7 @@ impl<W: Write> ArchiveWriter<W> {
             let data_at = head_at + DATA_HEAD_LEN * (splits + 1);
             let (offset, len) = if !first_rest.is_empty() {
                 let n = first_rest.len().min(room);
+                self.ensure_init(data_at + n);
                 self.block[data_at..data_at + n].copy_from_slice(&first_rest[..n]);
                 let piece = (first_off, n);
                 first_off += n as u64;
@@ -566,6 +597,7 @@ impl<W: Write> ArchiveWriter<W> {
                 piece
             } else {
                 let max = room.min(READ_STEP).min(MAX_SEGMENT as usize);
+                self.ensure_init(data_at + max);
                 match src.read_extent(&mut self.block[data_at..data_at + max])? {
                     Some(piece) => piece,
                     None => break,
@@ -623,7 +655,7 @@ impl<W: Write> ArchiveWriter<W> {
         let chunks: Vec<&[u8]> = bytes.chunks(chunk).collect();
         let n = chunks.len() as u64;
         for (i, c) in chunks.into_iter().enumerate() {
-            let mut block = new_block(&self.buffers, c.len());
+            let mut block = new_block(&self.buffers.blocks, c.len());
             block.truncate(PREFIX);
             block.extend_from_slice(c);
             let job = Job {
@@ -676,18 +708,36 @@ fn grid_splits(head_at: usize, offset: u64, align: usize) -> usize {
         .unwrap_or(0)
 }
 
-/// A block buffer from `buffers`, `PREFIX + capacity` bytes long (stale bytes of an earlier
-/// block where recycled; only a new or shorter buffer is zero-filled, and only its new part),
-/// with spare capacity for the tag: `PREFIX` bytes for the frame and block headers to be, then
-/// `capacity` bytes of records, filled by the caller.
+/// A block buffer from `buffers` for `capacity` bytes of records, with `PREFIX` bytes in
+/// front (for the frame and block headers) and room for the tag behind. Only the prefix is
+/// initialised in a new buffer (its other pages are not touched until bytes arrive); a
+/// recycled one keeps its stale, initialised length.
 fn new_block(buffers: &Buffers, capacity: usize) -> Vec<u8> {
     let mut b = buffers.take();
-    let len = PREFIX + capacity;
-    if b.len() < len {
-        b.reserve_exact(len + TAG_LEN - b.len());
+    let want = PREFIX + capacity + TAG_LEN;
+    if b.capacity() < want {
+        b.reserve_exact(want - b.len());
     }
-    b.resize(len, 0);
+    if b.len() < PREFIX {
+        b.resize(PREFIX, 0);
+    }
     b
+}
+
+/// The recycled buffers of a writer, in two lists so that a small compressed frame never
+/// holds a block-sized buffer's pages.
+#[derive(Clone)]
+struct WriteBuffers {
+    /// Blocks being filled (a stored block is sealed in its block, so those come back here).
+    blocks: Buffers,
+    /// Frames of compressed blocks.
+    frames: Buffers,
+}
+
+/// A sealed frame, and whether it is a block buffer sealed in place (stored block).
+struct Sealed {
+    frame: Vec<u8>,
+    in_block: bool,
 }
 
 /// Worker: filter + compress + seal one block into a complete frame. A block that is stored
@@ -698,9 +748,9 @@ fn seal_block(
     st: &mut WorkerState,
     protection: &Protection,
     archive_id: &ArchiveId,
-    buffers: &Buffers,
+    buffers: &WriteBuffers,
     job: Job,
-) -> Result<Vec<u8>> {
+) -> Result<Sealed> {
     let raw = &job.block[PREFIX..];
     let raw_len = raw.len();
     let (codec, filter) = if st.encoder.stores() {
@@ -710,16 +760,17 @@ fn seal_block(
             .encode(raw, job.filter, job.filter_start, &mut st.payload)
             .map_err(|e| Error::Crypto(format!("compressing block {}: {e}", job.seq)))?
     };
+    let in_block = codec == Codec::Store;
     let mut frame = match codec {
         // `encode` stores blocks unfiltered, exactly the raw bytes.
         Codec::Store => job.block,
         Codec::Zstd => {
-            let mut frame = buffers.take();
+            let mut frame = buffers.frames.take();
             frame.clear();
             frame.reserve(PREFIX + st.payload.len() + TAG_LEN);
             frame.resize(PREFIX, 0);
             frame.extend_from_slice(&st.payload);
-            buffers.give(job.block);
+            buffers.blocks.give(job.block);
             frame
         }
     };
@@ -745,5 +796,5 @@ fn seal_block(
         &mut frame[FRAME_HEADER_LEN..],
     );
     frame.extend_from_slice(&tag);
-    Ok(frame)
+    Ok(Sealed { frame, in_block })
 }
