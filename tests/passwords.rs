@@ -246,3 +246,25 @@ fn pass_fd_0_with_the_stdin_stream_loses_no_input_byte() {
     assert_eq!(x.stdout.len(), data.len(), "bytes of the stream were lost");
     assert!(x.stdout == data);
 }
+
+#[test]
+fn prompting_without_a_terminal_is_a_usage_error_that_names_the_way_out() {
+    // Regression: `-p` from cron or CI printed only "/dev/tty: No such device" (exit 4).
+    // `setsid` (util-linux) runs krypta with no controlling terminal.
+    let fx = Fx::new();
+    let o = Command::new("setsid")
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .args(["c", "-p", "p.kry", "src"])
+        .current_dir(fx.dir.path())
+        .env_remove("KRYPTA_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .expect("setsid (util-linux) runs");
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("--pass-file") && e.contains("KRYPTA_PASSWORD"),
+        "{e}"
+    );
+    assert!(!fx.p("p.kry").exists(), "an archive was written");
+}

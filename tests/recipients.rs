@@ -496,3 +496,39 @@ fn a_secret_key_given_as_text_on_the_command_line_is_refused() {
     assert!(err(&o).starts_with("krypta: <argument>: "), "{}", err(&o));
     assert!(!err(&o).contains(&text[20..]), "the secret is not echoed");
 }
+
+#[test]
+fn the_same_key_given_twice_gets_one_stanza() {
+    // Regression: `-r K -r K` (or one key file under two names) wrote two stanzas.
+    let fx = Fx::new();
+    fx.keygen_box("alice");
+    fx.ok(&["keygen", "-o", "k"]);
+    std::fs::copy(fx.p("k"), fx.p("k-copy")).unwrap();
+    fx.keygen_box("bob");
+    let o = fx.ok(&[
+        "c",
+        "-r",
+        "alice.pub",
+        "-r",
+        "alice.pub",
+        "-r",
+        "bob.pub",
+        "--keyfile",
+        "k",
+        "--keyfile",
+        "k-copy",
+        "d.kry",
+        "in",
+    ]);
+    assert_eq!(
+        err(&o).matches("the same key was given twice").count(),
+        2,
+        "{}",
+        err(&o)
+    );
+    let info = String::from_utf8(fx.ok(&["info", "d.kry"]).stdout).unwrap();
+    assert!(info.contains("3 stanza(s)"), "{info}");
+    fx.assert_opens("d.kry", &["-i", "alice"]);
+    fx.assert_opens("d.kry", &["-i", "bob"]);
+    fx.assert_opens("d.kry", &["--keyfile", "k-copy"]);
+}

@@ -121,7 +121,14 @@ fn describe(src: &PasswordSource) -> String {
 
 /// Prompts on the controlling terminal without echo (rpassword reads `/dev/tty`).
 fn prompt(confirm: bool) -> Result<Secret, Error> {
-    let tty = |e| Error::io("/dev/tty", "read password", e);
+    // No terminal at all (cron, CI, a pipe into ssh) is a usage problem with a way out, not
+    // an I/O failure to puzzle over.
+    let tty = |e: std::io::Error| {
+        Error::Usage(format!(
+            "-p/--password prompts on the terminal, and there is none (/dev/tty: {e}); \
+             without a terminal use --pass-file FILE, --pass-fd N or {PASSWORD_ENV}"
+        ))
+    };
     let first = Secret::new(
         rpassword::prompt_password("Password: ")
             .map_err(tty)?
