@@ -203,6 +203,9 @@ pub struct ArchiveWriter<W: Write> {
     /// reading content into it costs no zero-fill.
     block: Vec<u8>,
     fill: usize,
+    /// Buffer of each file's first read (the filter is chosen from it), kept across files so
+    /// a tree of small files does not allocate and zero 64 KiB per file.
+    first: Vec<u8>,
     block_filter: Filter,
     stream_pos: u64,
     block_size: usize,
@@ -289,6 +292,7 @@ impl<W: Write> ArchiveWriter<W> {
             pool,
             block: new_block(&buffers.blocks, opts.block_size),
             fill: PREFIX,
+            first: Vec::new(),
             buffers,
             block_filter: Filter::None,
             stream_pos: 0,
@@ -553,7 +557,8 @@ impl<W: Write> ArchiveWriter<W> {
         // The first extent (at most FIRST_READ bytes) goes through a small buffer: the
         // filter must be chosen from it before the ENTRY record is placed. The rest is read
         // straight into the block.
-        let mut first = vec![0u8; FIRST_READ.min(self.block_size)];
+        let mut first = std::mem::take(&mut self.first);
+        first.resize(FIRST_READ.min(self.block_size), 0);
         let got = src.read_extent(&mut first)?;
         let filter = match (self.bcj, got) {
             (BcjMode::Off, _) => Filter::None,
@@ -614,6 +619,7 @@ impl<W: Write> ArchiveWriter<W> {
                 self.flush_block()?;
             }
         }
+        self.first = first;
         let size = src.final_size().max(hashed_to);
         if size > record::MAX_FILE_SIZE {
             return Err(Error::Usage(format!(
