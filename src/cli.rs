@@ -22,6 +22,7 @@ Exit codes:
   0  success
   1  usage or general error (bad option, output exists, key missing, path not in archive)
   2  authentication failed: wrong password or key, or the archive was modified
+     (or a key was given for an unencrypted archive: see --allow-unencrypted)
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
   4  I/O error (disk full, permission denied, missing input)
   5  data integrity: checksum mismatch in an unencrypted archive
@@ -128,6 +129,10 @@ struct KeyArgs {
         value_name = "SECRET"
     )]
     identities: Vec<String>,
+    /// Read the archive even if it is not encrypted although a key option was given (by
+    /// default that is refused: anyone can write an unencrypted archive)
+    #[arg(long)]
+    allow_unencrypted: bool,
     /// Worker threads (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     jobs: Option<usize>,
@@ -386,11 +391,21 @@ fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
     Ok(ids)
 }
 
+/// The keys and options for reading. A key option (`-p`, `--pass-file`, `--pass-fd`,
+/// `--keyfile`, `-i`) makes an unencrypted archive an error unless `--allow-unencrypted`; a
+/// password that comes only from `KRYPTA_PASSWORD` does not (a variable left in the
+/// environment must not make every unencrypted archive unreadable): `x` and `t` then warn.
 fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<OpenOptions> {
     check_pass_fd(k.pass_fd, archive == std::path::Path::new("-"))?;
+    let explicit = k.password
+        || k.pass_file.is_some()
+        || k.pass_fd.is_some()
+        || !k.keyfiles.is_empty()
+        || !k.identities.is_empty();
     Ok(OpenOptions {
         identities: identities(k)?,
         jobs: k.jobs.unwrap_or(0),
+        allow_unencrypted: k.allow_unencrypted || !explicit,
     })
 }
 

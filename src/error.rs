@@ -1,7 +1,8 @@
 //! The library's one error type and the exit code each kind maps to.
 //!
 //! `main.rs` alone turns an [`Error`] into a process exit code via [`Error::exit_code`]:
-//! 0 ok, 1 usage or general, 2 authentication failed (wrong key or password, or tampered),
+//! 0 ok, 1 usage or general, 2 authentication failed (wrong key or password, or tampered; or
+//! a key was given for an unencrypted archive),
 //! 3 not an archive / unsupported version / corrupt structure, 4 I/O, 5 data integrity
 //! (checksum mismatch in an unencrypted archive), 6 archive written but incomplete
 //! (an input changed or vanished while it was read).
@@ -106,6 +107,15 @@ pub enum Error {
         /// Stanza kinds present, e.g. "argon2id, pq-box".
         kinds: String,
     },
+    /// A key was given but the archive is not encrypted. Anyone can write an unencrypted
+    /// archive (its checksums are unkeyed), so one swapped in for an encrypted archive would
+    /// otherwise be read as if the key had opened it. Refused unless the caller allows it
+    /// (`--allow-unencrypted`); exit code 2, as an archive that fails authentication.
+    #[error("{}: the archive is not encrypted, but a key was given: refusing it (an unencrypted archive proves nothing about who wrote it; give --allow-unencrypted to read it anyway)", path.display())]
+    NotEncrypted {
+        /// The archive path.
+        path: PathBuf,
+    },
     /// A checksum mismatch in an unencrypted archive (data corruption).
     #[error("{}: integrity check failed: {what}", path.display())]
     Integrity {
@@ -181,7 +191,7 @@ impl Error {
             | Error::KeyRequired { .. }
             | Error::BadKeyFile { .. } => 1,
             Error::Crypto(_) => 1,
-            Error::AuthFailed { .. } => 2,
+            Error::AuthFailed { .. } | Error::NotEncrypted { .. } => 2,
             Error::NotAnArchive { .. }
             | Error::UnsupportedVersion { .. }
             | Error::Corrupt { .. }

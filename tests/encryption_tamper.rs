@@ -92,6 +92,7 @@ fn check_with(path: &Path, id: Identity) -> Result<krypta::archive::ScanSummary,
         OpenOptions {
             identities: vec![id],
             jobs: 1,
+            ..OpenOptions::default()
         },
         &mut krypta::Collect::default(),
     )
@@ -498,4 +499,32 @@ fn two_stanzas_within_the_ceiling_but_above_it_together_are_refused() {
         ),
         other => panic!("expected KdfLimit, got {other:?}"),
     }
+}
+
+#[test]
+fn the_library_refuses_an_unencrypted_archive_opened_with_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plain.kry");
+    let (_, bytes) = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new())
+        .unwrap()
+        .finish()
+        .unwrap();
+    std::fs::write(&p, &bytes).unwrap();
+    let key = Identity::KeyFile(SymmetricKey::from_bytes([3; 32]));
+    let open = |allow_unencrypted| OpenOptions {
+        identities: vec![key.clone()],
+        jobs: 1,
+        allow_unencrypted,
+    };
+    match krypta::archive::Archive::open(&p, open(false)) {
+        Err(e @ Error::NotEncrypted { .. }) => assert_eq!(e.exit_code(), 2),
+        Err(e) => panic!("expected NotEncrypted, got {e:?}"),
+        Ok(_) => panic!("an unencrypted archive opened with a key"),
+    }
+    let mut rep = krypta::Collect::default();
+    let s = krypta::test(&p, open(true), &mut rep).unwrap();
+    assert_eq!(s.entries, 0);
+    assert_eq!(rep.warnings.len(), 1, "{:?}", rep.warnings);
+    let s = krypta::test(&p, OpenOptions::default(), &mut krypta::Collect::default()).unwrap();
+    assert_eq!(s.entries, 0);
 }

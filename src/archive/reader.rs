@@ -48,10 +48,15 @@ pub trait Visitor {
 /// Options for opening an archive.
 #[derive(Default)]
 pub struct OpenOptions {
-    /// Keys to try against the stanzas.
+    /// Keys to try against the stanzas. When any is given, an unencrypted archive is refused
+    /// ([`Error::NotEncrypted`]) unless `allow_unencrypted`: a key means the caller expects
+    /// an archive only a key holder could have written.
     pub identities: Vec<Identity>,
     /// Worker threads (0 = all cores).
     pub jobs: usize,
+    /// Read an unencrypted archive even though `identities` is not empty (the CLI's
+    /// `--allow-unencrypted`, and a password that came only from `KRYPTA_PASSWORD`).
+    pub allow_unencrypted: bool,
 }
 
 enum Input {
@@ -384,10 +389,14 @@ impl Archive {
     /// stanza an identity opens (encrypted archives), and verifies the header tag.
     ///
     /// Errors: NotAnArchive, UnsupportedVersion, Corrupt (malformed header), KeyRequired (an
-    /// encrypted archive and no identities), KdfLimit, AuthFailed (no stanza opened or the
+    /// encrypted archive and no identities), NotEncrypted (identities given, an unencrypted
+    /// archive and not `allow_unencrypted`), KdfLimit, AuthFailed (no stanza opened or the
     /// header MAC failed), Integrity (unencrypted header checksum), Io.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
         let (header, bytes, input) = read_header(path)?;
+        if !header.encrypted() && !opts.identities.is_empty() && !opts.allow_unencrypted {
+            return Err(Error::NotEncrypted { path: path.into() });
+        }
         let (body, tag) = bytes.split_at(bytes.len() - 32);
         let tag: [u8; 32] = tag.try_into().expect("32 bytes");
         let protection = if header.encrypted() {
