@@ -563,12 +563,11 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
     }
     if let Some(src) = src {
         if let Some(mib) = a.kdf_memory
-            && !(kdf::ARGON2ID_CREATE_MIN_M_KIB / 1024..=kdf::ARGON2ID_MAX_M_KIB / 1024)
-                .contains(&mib)
+            && !(kdf::ARGON2ID_MIN_M_KIB / 1024..=kdf::ARGON2ID_MAX_M_KIB / 1024).contains(&mib)
         {
             return Err(Error::Usage(format!(
                 "--kdf-memory {mib} MiB is outside {}..={} MiB",
-                kdf::ARGON2ID_CREATE_MIN_M_KIB / 1024,
+                kdf::ARGON2ID_MIN_M_KIB / 1024,
                 kdf::ARGON2ID_MAX_M_KIB / 1024
             )));
         }
@@ -590,7 +589,7 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
                 }
             }
         };
-        kdf.check_create()
+        kdf.check_bounds()
             .map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
         recipients.push(Recipient::Password {
             password: read_password(&src, true)?,

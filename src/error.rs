@@ -136,6 +136,20 @@ pub enum Error {
         /// The ceiling.
         limit: u64,
     },
+    /// A KDF parameter in an archive is below the floor every krypta writer respects: such a
+    /// stanza was not written by krypta, and running it would let a crafted archive test
+    /// password guesses cheaply. A parameter error, not an authentication failure.
+    #[error("{}: {param} = {value} is below the minimum {min} (refusing to run the KDF on a stanza weaker than any krypta writes)", path.display())]
+    KdfTooWeak {
+        /// The archive path.
+        path: PathBuf,
+        /// Parameter name ("argon2id memory KiB", "pbkdf2 iterations", ...).
+        param: &'static str,
+        /// Value found.
+        value: u64,
+        /// The floor.
+        min: u64,
+    },
     /// A key file is malformed, of the wrong kind, or fails its checksum.
     #[error("{}: {problem}", path.display())]
     BadKeyFile {
@@ -196,6 +210,7 @@ impl Error {
             | Error::UnsupportedVersion { .. }
             | Error::Corrupt { .. }
             | Error::KdfLimit { .. }
+            | Error::KdfTooWeak { .. }
             | Error::UnsafePath { .. } => 3,
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,

@@ -390,7 +390,8 @@ impl Archive {
     ///
     /// Errors: NotAnArchive, UnsupportedVersion, Corrupt (malformed header), KeyRequired (an
     /// encrypted archive and no identities), NotEncrypted (identities given, an unencrypted
-    /// archive and not `allow_unencrypted`), KdfLimit, AuthFailed (no stanza opened or the
+    /// archive and not `allow_unencrypted`), KdfLimit and KdfTooWeak (the password stanza,
+    /// when a password is tried on it), AuthFailed (no stanza opened or the
     /// header MAC failed), Integrity (unencrypted header checksum), Io.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
         let (header, bytes, input) = read_header(path)?;
@@ -420,6 +421,15 @@ impl Archive {
                         value,
                         limit,
                     },
+                    crate::crypto::CryptoError::KdfTooWeak { param, value, min } => {
+                        Error::KdfTooWeak {
+                            path: path.into(),
+                            param,
+                            value,
+                            min,
+                        }
+                    }
+                    crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
                     _ => Error::AuthFailed {
                         path: path.into(),
                         check: AuthCheck::NoStanzaOpened,

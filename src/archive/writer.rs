@@ -231,6 +231,7 @@ impl<W: Write> ArchiveWriter<W> {
                 id
             }
         };
+        check_recipients(&opts.recipients)?;
         let (stanzas, protection) = if opts.recipients.is_empty() {
             (Vec::new(), Protection::Plain)
         } else {
@@ -698,6 +699,28 @@ impl<W: Write> ArchiveWriter<W> {
         };
         Ok((summary, self.out))
     }
+}
+
+/// Refuses, before any KDF runs, a recipient list whose stanzas no reader would accept
+/// (`format::stanza::check_stanza_set`): more than 64 recipients, or more than one password.
+fn check_recipients(recipients: &[Recipient]) -> Result<()> {
+    use crate::format::stanza::{MAX_PASSWORD_STANZAS, MAX_STANZAS};
+    let passwords = recipients
+        .iter()
+        .filter(|r| matches!(r, Recipient::Password { .. }))
+        .count();
+    if passwords > MAX_PASSWORD_STANZAS {
+        return Err(Error::Usage(format!(
+            "{passwords} passwords given: an archive holds at most one password stanza (add key files or box recipients instead)"
+        )));
+    }
+    if recipients.len() > MAX_STANZAS {
+        return Err(Error::Usage(format!(
+            "{} recipients given: an archive holds at most {MAX_STANZAS} stanzas",
+            recipients.len()
+        )));
+    }
+    Ok(())
 }
 
 /// How many one-byte DATA records must come first so that the content of a DATA record

@@ -169,6 +169,7 @@ impl Header {
         for _ in 0..n {
             stanzas.push(Stanza::parse(&mut r)?);
         }
+        super::stanza::check_stanza_set(&stanzas)?;
         let comment = r.bytes_u32()?;
         if comment.len() > MAX_COMMENT_LEN {
             return Err(FormatError::invalid(
