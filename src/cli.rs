@@ -201,7 +201,7 @@ struct CompressArgs {
         value_name = "PUB"
     )]
     recipients: Vec<String>,
-    /// A comment stored (authenticated, not encrypted) in the header
+    /// A comment stored (authenticated, not encrypted) in the header, at most 4096 bytes
     #[arg(long)]
     comment: Option<String>,
     #[command(flatten)]
@@ -538,6 +538,17 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
             "block size {block_size} bytes is outside {}K..={}M",
             MIN_BLOCK_SIZE >> 10,
             MAX_BLOCK_SIZE >> 20
+        )));
+    }
+    // The header's limits are the reader's (format::limits): refuse an over-long comment
+    // before a password is asked for or anything is written.
+    if let Some(c) = &a.comment
+        && krypta::format::header::check_comment(c.as_bytes()).is_err()
+    {
+        return Err(Error::Usage(format!(
+            "--comment is {} bytes; an archive's header holds at most {}",
+            c.len(),
+            krypta::format::limits::MAX_COMMENT_LEN
         )));
     }
     let bcj = match a.bcj.as_str() {

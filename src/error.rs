@@ -158,6 +158,17 @@ pub enum Error {
         /// What is wrong.
         problem: String,
     },
+    /// Something the writer was asked to store breaks a limit every reader enforces
+    /// (docs/FORMAT.md §10, `format::limits`): refused before any of it is written, so
+    /// krypta never writes an archive its reader refuses.
+    #[error("{what}: cannot be archived: {problem}")]
+    Unwritable {
+        /// The entry (its archive path, escaped and shortened) or the archive.
+        what: String,
+        /// The limit broken.
+        #[source]
+        problem: FormatError,
+    },
     /// An output already exists and `--force` was not given.
     #[error("{}: already exists (use -f/--force to overwrite)", path.display())]
     Exists {
@@ -203,7 +214,8 @@ impl Error {
             Error::Usage(_)
             | Error::Exists { .. }
             | Error::KeyRequired { .. }
-            | Error::BadKeyFile { .. } => 1,
+            | Error::BadKeyFile { .. }
+            | Error::Unwritable { .. } => 1,
             Error::Crypto(_) => 1,
             Error::AuthFailed { .. } | Error::NotEncrypted { .. } => 2,
             Error::NotAnArchive { .. }

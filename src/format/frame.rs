@@ -4,8 +4,10 @@
 //! encrypted archive the whole body is AES-256-CTR ciphertext, so codec, filter and raw
 //! length are hidden; the tag covers everything (see `crypto::frame`).
 
+use super::limits::MAX_BLOCK_SIZE;
+pub use super::limits::MAX_BODY_LEN;
 use super::{FormatError, Reader};
-use crate::codec::{Codec, Filter, MAX_BLOCK_SIZE};
+use crate::codec::{Codec, Filter};
 
 /// Length of the clear frame header, bytes.
 pub const FRAME_HEADER_LEN: usize = 16;
@@ -13,9 +15,6 @@ pub const FRAME_HEADER_LEN: usize = 16;
 pub const TAG_LEN: usize = 32;
 /// Length of the block header at the start of every body, bytes.
 pub const BLOCK_HEADER_LEN: usize = 16;
-/// Largest body a reader accepts, bytes: a block header plus a stored block of the maximum
-/// size (a compressed payload is never larger: blocks that do not shrink are stored).
-pub const MAX_BODY_LEN: usize = BLOCK_HEADER_LEN + MAX_BLOCK_SIZE;
 
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

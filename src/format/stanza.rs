@@ -15,13 +15,7 @@ pub const TAG_LEN: usize = 32;
 pub const MLKEM768_CT_LEN: usize = 1088;
 /// X25519 public key length, bytes (RFC 7748 §5).
 pub const X25519_LEN: usize = 32;
-/// Most stanzas one header may carry.
-pub const MAX_STANZAS: usize = 64;
-/// Most password stanzas (`argon2id` or `pbkdf2`) one header may carry: one, as age allows
-/// its scrypt stanza only alone. Several would let a crafted archive test several password
-/// guesses per open (each stanza sealing a known file key under one guess), and a password
-/// reader would pay for each KDF.
-pub const MAX_PASSWORD_STANZAS: usize = 1;
+pub use super::limits::{MAX_PASSWORD_STANZAS, MAX_STANZAS};
 
 /// The rules on a header's set of stanzas that writers and readers share: at most
 /// [`MAX_STANZAS`], at most [`MAX_PASSWORD_STANZAS`] password stanza. (The encrypted flag

@@ -1,0 +1,169 @@
+//! The cost of small hostile archives (issue 12 #22, #24, #25): deep directory chains,
+//! blocks larger than the header claims, and holes far larger than the archive. Each is
+//! written with the library's own writer (valid checksums, so the reader gets to the costly
+//! part). The tests here count deterministic things (directory opens, bytes held, hole bytes
+//! hashed); wall time and memory are measured with the ignored `write_crafted_archives`:
+//!
+//! ```text
+//! KRYPTA_CRAFT_DIR=/tmp/craft cargo test --release --test hostile_cost -- --ignored
+//! /usr/bin/time -v krypta x -o out /tmp/craft/chain-8192.kry
+//! ```
+
+use std::path::Path;
+
+use krypta::archive::writer::{ArchiveWriter, BcjMode, ContentSource, ReaderSource, WriteOptions};
+use krypta::codec::Level;
+use krypta::crypto::frame::Protection;
+use krypta::format::{EntryKind, EntryMeta, Timestamp};
+
+fn meta(path: &[u8], kind: EntryKind) -> EntryMeta {
+    EntryMeta {
+        path: path.to_vec(),
+        kind,
+        mode: if kind == EntryKind::Dir { 0o755 } else { 0o644 },
+        mtime: Timestamp {
+            secs: 1_700_000_000,
+            nanos: 0,
+        },
+        uid: 0,
+        gid: 0,
+        link: vec![],
+    }
+}
+
+fn options(block_size: usize) -> WriteOptions {
+    WriteOptions {
+        level: Some(Level::new(3).expect("level")),
+        block_size,
+        jobs: 2,
+        bcj: BcjMode::Off,
+        created: 1_700_000_000,
+        archive_id: Some([0x2c; 16]),
+        ..WriteOptions::new()
+    }
+}
+
+/// `depth` components `c/c/.../c` (each one byte).
+fn chain(c: u8, depth: usize) -> Vec<u8> {
+    let mut p = Vec::with_capacity(2 * depth);
+    for i in 0..depth {
+        if i > 0 {
+            p.push(b'/');
+        }
+        p.push(c);
+    }
+    p
+}
+
+/// A chain of `depth` directory entries `a`, `a/a`, … (the issue's 8,192-deep case).
+fn dir_chain(path: &Path, depth: usize) {
+    let mut w = ArchiveWriter::new(
+        std::fs::File::create(path).expect("create"),
+        path,
+        options(4 << 20),
+    )
+    .expect("writer");
+    for d in 1..=depth {
+        w.add_entry(&meta(&chain(b'a', d), EntryKind::Dir))
+            .expect("entry");
+    }
+    w.finish().expect("finish");
+}
+
+/// `files` one-byte files alternating between the directories `x` and `y` (parents created
+/// by the extractor).
+fn alternating(path: &Path, x: &[u8], y: &[u8], files: usize) {
+    let mut w = ArchiveWriter::new(
+        std::fs::File::create(path).expect("create"),
+        path,
+        options(4 << 20),
+    )
+    .expect("writer");
+    for i in 0..files {
+        let mut p = if i % 2 == 0 { x.to_vec() } else { y.to_vec() };
+        p.extend_from_slice(format!("/f{i}").as_bytes());
+        let mut src = ReaderSource::new(&b"x"[..], "mem");
+        w.add_file(&meta(&p, EntryKind::File), &mut src)
+            .expect("file");
+    }
+    w.finish().expect("finish");
+}
+
+/// Content that is one hole of `size` bytes.
+struct Hole(u64);
+
+impl ContentSource for Hole {
+    fn read_extent(&mut self, _buf: &mut [u8]) -> krypta::Result<Option<(u64, usize)>> {
+        Ok(None)
+    }
+    fn final_size(&self) -> u64 {
+        self.0
+    }
+}
+
+/// One file that is a single hole of `size` bytes.
+fn hole(path: &Path, size: u64) {
+    let mut w = ArchiveWriter::new(
+        std::fs::File::create(path).expect("create"),
+        path,
+        options(4 << 20),
+    )
+    .expect("writer");
+    w.add_file(&meta(b"sparse.img", EntryKind::File), &mut Hole(size))
+        .expect("file");
+    w.finish().expect("finish");
+}
+
+/// One file of `blocks` × 256 MiB of zeros in 256 MiB blocks, whose header then claims 64 KiB
+/// blocks (re-tagged: an unencrypted header's checksum is unkeyed).
+fn big_blocks_small_claim(path: &Path, blocks: u64) {
+    let size = blocks * (256 << 20);
+    let mut bytes = Vec::new();
+    {
+        let mut w = ArchiveWriter::new(&mut bytes, path, options(256 << 20)).expect("writer");
+        let mut src = ReaderSource::new(std::io::Read::take(std::io::repeat(0), size), "zeros");
+        w.add_file(&meta(b"zeros", EntryKind::File), &mut src)
+            .expect("file");
+        w.finish().expect("finish");
+    }
+    let h = u32::from_le_bytes(bytes[12..16].try_into().expect("4")) as usize;
+    bytes[40..44].copy_from_slice(&(64u32 << 10).to_le_bytes());
+    let tag = Protection::Plain.header_tag(&bytes[..h - 32]);
+    bytes[h - 32..h].copy_from_slice(&tag);
+    std::fs::write(path, bytes).expect("write");
+}
+
+#[test]
+#[ignore = "writes the crafted archives of the measurements into $KRYPTA_CRAFT_DIR"]
+fn write_crafted_archives() {
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("KRYPTA_CRAFT_DIR").expect("set KRYPTA_CRAFT_DIR"),
+    );
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for depth in [1024, 2048, 4096, 8192] {
+        dir_chain(&dir.join(format!("chain-{depth}.kry")), depth);
+    }
+    // 400 files alternating between two 16,000-deep directories: sharing all but the last
+    // component, and sharing nothing.
+    let mut near = chain(b'a', 15_999);
+    near.extend_from_slice(b"/p");
+    let mut near2 = chain(b'a', 15_999);
+    near2.extend_from_slice(b"/q");
+    alternating(&dir.join("alternate-siblings.kry"), &near, &near2, 400);
+    alternating(
+        &dir.join("alternate-disjoint.kry"),
+        &chain(b'a', 16_000),
+        &chain(b'b', 16_000),
+        400,
+    );
+    big_blocks_small_claim(&dir.join("big-blocks.kry"), 8);
+    hole(&dir.join("hole-32g.kry"), 32 << 30);
+    for e in std::fs::read_dir(&dir).expect("list") {
+        let e = e.expect("entry");
+        eprintln!(
+            "{}: {} bytes",
+            e.path().display(),
+            e.metadata().expect("stat").len()
+        );
+    }
+}
