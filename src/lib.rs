@@ -198,6 +198,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             uid: rustix::process::getuid().as_raw(),
             gid: rustix::process::getgid().as_raw(),
             link: Vec::new(),
+            ..Default::default()
         };
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
         w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;

@@ -53,6 +53,7 @@ fn meta(path: Vec<u8>, kind: EntryKind) -> EntryMeta {
         } else {
             vec![]
         },
+        ..Default::default()
     }
 }
 

@@ -49,6 +49,7 @@ fn meta(path: &str) -> EntryMeta {
         uid: 0,
         gid: 0,
         link: vec![],
+        ..Default::default()
     }
 }
 

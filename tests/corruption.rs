@@ -27,6 +27,7 @@ fn meta(path: &str, kind: EntryKind) -> EntryMeta {
         } else {
             vec![]
         },
+        ..Default::default()
     }
 }
 

@@ -37,6 +37,7 @@ fn meta(path: &str, kind: EntryKind) -> EntryMeta {
         } else {
             vec![]
         },
+        ..Default::default()
     }
 }
 

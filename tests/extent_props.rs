@@ -82,6 +82,7 @@ fn meta(path: Vec<u8>) -> EntryMeta {
         uid: 0,
         gid: 0,
         link: vec![],
+        ..Default::default()
     }
 }
 

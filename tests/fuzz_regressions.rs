@@ -25,6 +25,7 @@ fn file_entry(path: &[u8], size: u64, first_offset: u32) -> IndexEntry {
             uid: 0,
             gid: 0,
             link: vec![],
+            ..Default::default()
         },
         size,
         digest: [1; 32],

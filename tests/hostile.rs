@@ -117,6 +117,7 @@ fn file_meta(path: &[u8]) -> EntryMeta {
         uid: 1000,
         gid: 1000,
         link: vec![],
+        ..Default::default()
     }
 }
 

@@ -34,6 +34,7 @@ fn meta(path: &[u8], kind: EntryKind, link: &[u8]) -> EntryMeta {
         uid: 0,
         gid: 0,
         link: link.to_vec(),
+        ..Default::default()
     }
 }
 

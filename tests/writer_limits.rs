@@ -34,6 +34,7 @@ fn meta(path: &[u8], kind: EntryKind, link: &[u8]) -> EntryMeta {
         uid: 1,
         gid: 2,
         link: link.to_vec(),
+        ..Default::default()
     }
 }
 

@@ -101,6 +101,7 @@ pub fn write_archive(
             uid: 0,
             gid: 0,
             link: Vec::new(),
+            ..Default::default()
         };
         w.add_file(&meta, &mut ReaderSource::new(*data, *name))?;
     }

@@ -56,7 +56,48 @@ pub struct Timestamp {
     pub nanos: u32,
 }
 
+/// One extended attribute of an entry: its full name (`user.foo`, `security.capability`,
+/// `system.posix_acl_access`, …: 1..=255 bytes, no NUL) and its value exactly as the kernel
+/// returns it (`getxattr`; ACLs and capabilities in the kernel's binary format), so that
+/// `getfattr`, `getfacl` and `getcap` show the same after a restore.
+///
+/// Ordered by name, then value (the derived order: `name` is the first field), which is the
+/// order [`EntryMeta::xattrs`] keeps.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Xattr {
+    /// Full attribute name including its namespace prefix, raw bytes.
+    pub name: Vec<u8>,
+    /// Attribute value, raw bytes (may be empty).
+    pub value: Vec<u8>,
+}
+
+/// A typed field of format-2 entry metadata that this build does not know, kept as read.
+///
+/// A format-2 reader skips an unknown *non-critical* field (and refuses an unknown critical
+/// one); it keeps the skipped ones here so that parsing and writing an entry gives back the
+/// same bytes. krypta's writer never produces them (its filesystem walk leaves this empty).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OtherField {
+    /// The field type (bit 15, the critical bit, is clear: critical unknown fields are
+    /// refused, never kept).
+    pub field_type: u16,
+    /// The field's value bytes.
+    pub value: Vec<u8>,
+}
+
 /// Metadata of one entry.
+///
+/// Format 1 stores the fixed fields only (`path` … `link`); format 2 also stores the owner
+/// names, the extended attributes and any [`OtherField`]s as typed fields. Build one with
+/// struct-update syntax over [`EntryMeta::default`], so that a later field costs no edit at
+/// every constructor:
+///
+/// ```
+/// # use krypta::format::{EntryKind, EntryMeta};
+/// let m = EntryMeta { path: b"etc/hosts".to_vec(), kind: EntryKind::File, mode: 0o644,
+///                     ..EntryMeta::default() };
+/// assert!(m.user.is_none() && m.xattrs.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryMeta {
     /// Archive path: relative, components separated by `/`, raw bytes (not necessarily
@@ -74,6 +115,40 @@ pub struct EntryMeta {
     pub gid: u32,
     /// Symlink target or hard-link target path (raw bytes); empty for files and directories.
     pub link: Vec<u8>,
+    /// Owner user name (as `getpwuid` gave it when archiving; 1..=256 bytes, no NUL), or
+    /// `None` when it was not known (no passwd entry) or not stored (format 1). A restore as
+    /// root uses the name when it exists on the restoring system, else `uid`.
+    pub user: Option<Vec<u8>>,
+    /// Owner group name, as [`EntryMeta::user`] for `gid`.
+    pub group: Option<Vec<u8>>,
+    /// Extended attributes (ACLs and file capabilities included), sorted by name with no
+    /// name twice. Empty for hard links (the inode's attributes come with the target) and in
+    /// format 1.
+    pub xattrs: Vec<Xattr>,
+    /// Format-2 non-critical fields this build does not know, kept as read (see
+    /// [`OtherField`]); sorted by (type, value), empty for anything krypta writes.
+    pub other_fields: Vec<OtherField>,
+}
+
+impl Default for EntryMeta {
+    /// An empty file entry with no path, mode 0, time 0, owner 0:0, no link, names or
+    /// attributes. A base for struct-update syntax; on its own it is not a valid entry (its
+    /// path is empty).
+    fn default() -> Self {
+        EntryMeta {
+            path: Vec::new(),
+            kind: EntryKind::File,
+            mode: 0,
+            mtime: Timestamp::default(),
+            uid: 0,
+            gid: 0,
+            link: Vec::new(),
+            user: None,
+            group: None,
+            xattrs: Vec::new(),
+            other_fields: Vec::new(),
+        }
+    }
 }
 
 /// Checks that an archive path is canonical (see [`EntryMeta::path`]).
@@ -174,6 +249,7 @@ impl EntryMeta {
             uid,
             gid,
             link,
+            ..EntryMeta::default()
         };
         meta.check()?;
         Ok(meta)
@@ -196,6 +272,7 @@ mod tests {
             uid: 1000,
             gid: 100,
             link: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -179,6 +179,7 @@ mod tests {
                 uid: 0,
                 gid: 0,
                 link: vec![],
+                ..Default::default()
             },
             size: if kind == EntryKind::File { 10 } else { 0 },
             digest: if kind == EntryKind::File {

@@ -249,6 +249,7 @@ mod tests {
             uid: 1,
             gid: 2,
             link: vec![],
+            ..Default::default()
         };
         let mut s = Vec::new();
         write_entry(&mut s, &meta);

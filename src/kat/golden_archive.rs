@@ -33,6 +33,7 @@ fn meta(path: &str, kind: EntryKind, mode: u32, secs: i64, link: &str) -> EntryM
         uid: 1000,
         gid: 1000,
         link: link.as_bytes().to_vec(),
+        ..Default::default()
     }
 }
 
