@@ -441,7 +441,11 @@ pub fn run(cli: Cli) -> Result<u8> {
         }
         Command::List(a) => {
             let open = open_options(&a.keys, &a.archive)?;
-            let (entries, frames) = krypta::list(&a.archive, open)?;
+            let (entries, frames) = if a.b3 {
+                krypta::list_with_digests(&a.archive, open)?
+            } else {
+                krypta::list(&a.archive, open)?
+            };
             crate::cli::print_list(&entries, &frames, a.b3, verbose)?;
             Ok(0)
         }
@@ -657,6 +661,7 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
         recipients,
         archive_id: reproducible.then(|| krypta::reproducible_archive_id(created)),
         file_key: None,
+        test_reference: None,
     };
     let req = krypta::CompressRequest {
         output: a.output.clone(),
@@ -772,6 +777,10 @@ fn print_info(path: &std::path::Path, f: &krypta::archive::reader::ArchiveFacts)
                 }
                 krypta::format::Stanza::KeyFile { .. } => println!("  keyfile"),
                 krypta::format::Stanza::PqBox { .. } => {}
+                krypta::format::Stanza::Unknown { kind, body } => println!(
+                    "  unknown kind {kind} ({} bytes; skipped by this krypta)",
+                    body.len()
+                ),
             }
         }
         if pq > 0 {
@@ -854,7 +863,10 @@ pub fn print_list(
             if needs {
                 out.write_all(b"\\").map_err(w)?;
             }
-            write!(out, "{}  ", hex(&e.digest)).map_err(w)?;
+            let Some(digest) = &e.digest else {
+                continue;
+            };
+            write!(out, "{}  ", hex(digest)).map_err(w)?;
             if needs {
                 let esc: Vec<u8> = e
                     .meta

@@ -70,7 +70,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// The archive's format version is not one this build reads.
-    #[error("{}: unsupported format version {version} (this krypta reads version {supported})", path.display())]
+    #[error("{}: unsupported format version {version} (this krypta reads versions 1 to {supported})", path.display())]
     UnsupportedVersion {
         /// The archive path.
         path: PathBuf,
@@ -90,6 +90,18 @@ pub enum Error {
         #[source]
         source: FormatError,
     },
+    /// The archive uses a critical feature (format 2: a critical header extension or entry
+    /// field type) this build does not know: it needs a newer krypta.
+    #[error("{}: unsupported feature at byte {offset}: {source}", path.display())]
+    Unsupported {
+        /// The archive path.
+        path: PathBuf,
+        /// Byte offset in the archive of the structure that holds it.
+        offset: u64,
+        /// Which type.
+        #[source]
+        source: FormatError,
+    },
     /// Authentication failed: wrong password / key / identity, or the archive was tampered
     /// with. The message is the same for all of them on purpose (see `docs/SECURITY.md`).
     #[error("{}: authentication failed: wrong key or password, or the archive was modified", path.display())]
@@ -98,6 +110,15 @@ pub enum Error {
         path: PathBuf,
         /// Which check failed (printed only with `-v`).
         check: AuthCheck,
+    },
+    /// No stanza opened with the keys given, and the header has stanzas of kinds this build
+    /// does not know (format 2 skips them): a newer krypta may open the archive with them.
+    #[error("{}: authentication failed: no stanza opened with the keys given; {unknown} stanza(s) of kinds this krypta does not know were skipped (a newer krypta may open them)", path.display())]
+    StanzasUnknown {
+        /// The archive path.
+        path: PathBuf,
+        /// How many stanzas of unknown kinds the header has.
+        unknown: usize,
     },
     /// The archive is encrypted and no key was given.
     #[error("{}: archive is encrypted ({kinds}): give --pass-file, --pass-fd, -p, --keyfile or -i", path.display())]
@@ -217,10 +238,13 @@ impl Error {
             | Error::BadKeyFile { .. }
             | Error::Unwritable { .. } => 1,
             Error::Crypto(_) => 1,
-            Error::AuthFailed { .. } | Error::NotEncrypted { .. } => 2,
+            Error::AuthFailed { .. }
+            | Error::NotEncrypted { .. }
+            | Error::StanzasUnknown { .. } => 2,
             Error::NotAnArchive { .. }
             | Error::UnsupportedVersion { .. }
             | Error::Corrupt { .. }
+            | Error::Unsupported { .. }
             | Error::KdfLimit { .. }
             | Error::KdfTooWeak { .. }
             | Error::UnsafePath { .. } => 3,

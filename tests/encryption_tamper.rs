@@ -59,6 +59,7 @@ fn archive(recipient: Recipient, id: Option<[u8; 16]>, big: &[u8], store: bool) 
         recipients: vec![recipient],
         archive_id: id,
         file_key: None,
+        test_reference: None,
     };
     let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
     w.add_entry(&meta("d", EntryKind::Dir)).unwrap();
@@ -579,6 +580,8 @@ fn two_password_stanzas_are_refused_by_the_writer_and_as_corrupt_by_the_reader()
     )
     .unwrap();
     let header = krypta::format::header::Header {
+        version: krypta::format::Version::V1,
+        extensions: vec![],
         archive_id: [2; 16],
         created: 0,
         block_size: 4 << 20,

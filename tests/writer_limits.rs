@@ -15,7 +15,8 @@ use krypta::archive::writer::{ArchiveWriter, BcjMode, ContentSource, ReaderSourc
 use krypta::codec::Level;
 use krypta::crypto::Recipient;
 use krypta::crypto::keyfile::SymmetricKey;
-use krypta::format::index::{Index, IndexEntry, entry_len, index_len};
+use krypta::format::index::{Index, IndexEntry};
+use krypta::format::index_v2::{entry_len, index_len};
 use krypta::format::limits::{
     MAX_COMMENT_LEN, MAX_FILE_SIZE, MAX_LINK_LEN, MAX_PATH_LEN, MAX_STANZAS,
 };
@@ -293,28 +294,39 @@ fn files_past_16_tib_are_refused_before_their_holes_are_hashed() {
 
 #[test]
 fn the_writers_index_size_arithmetic_is_the_encoded_size() {
+    // Format 2 (what the writer writes): front-coded paths, a digest only where stored.
     let entries: Vec<IndexEntry> = [
         meta(b"f", EntryKind::File, b""),
         meta(b"\xff/deep/name", EntryKind::Symlink, b"../../target"),
+        meta(b"\xff/deep/nb", EntryKind::Symlink, b"t"),
         meta(b"h", EntryKind::Hardlink, b"f"),
     ]
     .into_iter()
     .enumerate()
     .map(|(i, m)| IndexEntry {
+        digest: (m.kind == EntryKind::File).then_some([0; 32]),
         meta: m,
         size: 0,
-        digest: [0; 32],
         first_seq: 0,
         first_offset: i as u32,
         last_seq: 0,
     })
     .collect();
-    let sum: u64 = entries.iter().map(|e| entry_len(&e.meta)).sum();
+    let mut prev: &[u8] = &[];
+    let mut sum = 0;
+    for e in &entries {
+        sum += entry_len(prev, &e.meta, e.digest.is_some());
+        prev = &e.meta.path;
+    }
     let index = Index {
         entries,
         frame_body_lens: vec![100, 200, 300],
+        frame_ref_lens: vec![0; 3],
     };
-    assert_eq!(index.write().len() as u64, index_len(sum, 3));
+    assert_eq!(
+        index.write(krypta::format::Version::V2).len() as u64,
+        index_len(sum, 3)
+    );
 }
 
 /// One entry the property test writes.

@@ -12,22 +12,22 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::blocks::{Decoded, FrameFault, Group, decode_body};
 use super::hash_zeros;
 use super::pipeline::{Buffers, OrderedPool};
-use crate::codec::{BlockDecoder, Codec, decode_stored_in_place};
+use crate::codec::BlockDecoder;
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, Subkeys};
 use crate::crypto::stanza::{Identity, unwrap};
 use crate::error::{AuthCheck, Error, Result};
 use crate::format::entry::EntryKind;
+use crate::format::entry_set::EntrySet;
 use crate::format::footer::{FOOTER_LEN, Footer};
-use crate::format::frame::{
-    BLOCK_HEADER_LEN, BlockHeader, FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN,
-};
+use crate::format::frame::{FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN};
 use crate::format::header::{self, Header, PREFIX_LEN, Prefix, PrefixError};
 use crate::format::index::{Index, IndexEntry, MAX_INDEX_LEN};
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
-use crate::format::{EntryMeta, FormatError};
+use crate::format::{EntryMeta, FormatError, Version};
 
 /// Receives what a scan finds, in stream order. Every byte given was verified first.
 pub trait Visitor {
@@ -78,6 +78,8 @@ pub struct Archive {
     input: Input,
     path: PathBuf,
     header: Header,
+    /// The header's format version: every structure after the header follows it.
+    version: Version,
     header_len: u64,
     protection: Arc<Protection>,
     jobs: usize,
@@ -97,14 +99,6 @@ struct ReadBuffers {
     bodies: Buffers,
     /// Decoded zstd blocks.
     blocks: Buffers,
-}
-
-/// What went wrong with one frame, before the caller adds the archive path.
-#[derive(Debug)]
-enum FrameFault {
-    Tag,
-    Format(FormatError),
-    Codec(String),
 }
 
 /// Totals of a scan.
@@ -225,11 +219,20 @@ fn prefix_error(path: &Path, e: PrefixError) -> Error {
     }
 }
 
+/// A structure that does not parse ([`Error::Corrupt`]), or one that needs a newer krypta
+/// ([`Error::Unsupported`]).
 fn corrupt(path: &Path, offset: u64, source: FormatError) -> Error {
-    Error::Corrupt {
-        path: path.into(),
-        offset,
-        source,
+    match source {
+        FormatError::NeedsNewer { .. } => Error::Unsupported {
+            path: path.into(),
+            offset,
+            source,
+        },
+        source => Error::Corrupt {
+            path: path.into(),
+            offset,
+            source,
+        },
     }
 }
 
@@ -262,14 +265,17 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             .seek(SeekFrom::End(0))
             .map_err(|e| Error::io(path, "seek", e))?;
         size = Some(len);
-        if len >= header_len + FOOTER_LEN as u64 {
+        if header.recovery_percent().is_some() {
+            // The footer ends the protected bytes, which a recovery section follows: it is
+            // not at the end of the file (the recovery layer locates it).
+        } else if len >= header_len + FOOTER_LEN as u64 {
             let mut fb = [0u8; FOOTER_LEN];
             f.seek(SeekFrom::Start(len - FOOTER_LEN as u64))
                 .map_err(|e| Error::io(path, "seek", e))?;
             f.read_exact(&mut fb)
                 .map_err(|e| Error::io(path, "read", e))?;
-            let (ft, tag) =
-                Footer::parse(&fb).map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
+            let (ft, tag) = Footer::parse(&fb, header.version)
+                .map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
             if !header.encrypted() {
                 let p = Protection::Plain;
                 p.verify_header(
@@ -315,71 +321,46 @@ struct FrameJob {
     offset: u64,
 }
 
-/// A decoded block: its raw bytes are `buf[start..]` (a stored block is decoded in place,
-/// after its block header).
-struct Decoded {
-    buf: Vec<u8>,
-    start: usize,
-}
-
-impl Decoded {
-    fn raw(&self) -> &[u8] {
-        &self.buf[self.start..]
-    }
-}
-
 type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, FrameFault>);
 
-/// Worker: verifies (and decrypts) one frame, then decodes its block. A stored block is
-/// unfiltered in place in the body; a zstd block is decoded into a buffer from
-/// `buffers.blocks`, and the body goes back to `buffers.bodies`.
+/// Worker: verifies (and decrypts) one frame, then decodes its block
+/// ([`super::blocks::decode_body`]). A stored block is unfiltered in place in the body; a
+/// zstd block is decoded into a buffer from `buffers.blocks`, and the body goes back to
+/// `buffers.bodies`; a referencing block is left pending for the reading thread.
 fn open_frame(
     dec: &mut BlockDecoder,
     protection: &Protection,
     archive_id: &ArchiveId,
     buffers: &ReadBuffers,
+    version: Version,
     mut job: FrameJob,
 ) -> FrameResult {
-    let r = (|| {
-        protection
-            .open_frame(
-                archive_id,
-                &job.header_bytes,
-                job.header.seq,
-                &mut job.body,
-                &job.tag,
-            )
-            .map_err(|_| FrameFault::Tag)?;
-        let bh = BlockHeader::parse(&job.body).map_err(FrameFault::Format)?;
-        let codec_fault = |e: crate::codec::CodecError| FrameFault::Codec(e.to_string());
-        if bh.codec == Codec::Store {
-            decode_stored_in_place(
-                bh.filter,
-                bh.filter_start,
-                &mut job.body[BLOCK_HEADER_LEN..],
-                bh.raw_len as usize,
-            )
-            .map_err(codec_fault)?;
-            return Ok(Decoded {
-                buf: std::mem::take(&mut job.body),
-                start: BLOCK_HEADER_LEN,
-            });
+    let r = match protection.open_frame(
+        archive_id,
+        &job.header_bytes,
+        job.header.seq,
+        &mut job.body,
+        &job.tag,
+    ) {
+        Err(_) => Err(FrameFault::Tag),
+        Ok(()) => {
+            let body = std::mem::take(&mut job.body);
+            match decode_body(
+                dec,
+                version,
+                job.header.kind,
+                body,
+                &buffers.blocks,
+                &buffers.bodies,
+            ) {
+                Ok(d) => Ok(d),
+                Err((f, body)) => {
+                    buffers.bodies.give(body);
+                    Err(f)
+                }
+            }
         }
-        let mut out = buffers.blocks.take();
-        let r = dec.decode(
-            bh.codec,
-            bh.filter,
-            bh.filter_start,
-            &job.body[BLOCK_HEADER_LEN..],
-            bh.raw_len as usize,
-            &mut out,
-        );
-        if let Err(e) = r {
-            buffers.blocks.give(out);
-            return Err(codec_fault(e));
-        }
-        Ok(Decoded { buf: out, start: 0 })
-    })();
+    };
     buffers.bodies.give(std::mem::take(&mut job.body));
     (job.offset, job.header, r)
 }
@@ -430,9 +411,20 @@ impl Archive {
                         }
                     }
                     crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
-                    _ => Error::AuthFailed {
-                        path: path.into(),
-                        check: AuthCheck::NoStanzaOpened,
+                    _ => match header
+                        .stanzas
+                        .iter()
+                        .filter(|s| matches!(s, crate::format::Stanza::Unknown { .. }))
+                        .count()
+                    {
+                        0 => Error::AuthFailed {
+                            path: path.into(),
+                            check: AuthCheck::NoStanzaOpened,
+                        },
+                        unknown => Error::StanzasUnknown {
+                            path: path.into(),
+                            unknown,
+                        },
                     },
                 },
             )?;
@@ -468,6 +460,7 @@ impl Archive {
         Ok(Archive {
             input,
             path: path.into(),
+            version: header.version,
             header,
             header_len,
             protection: Arc::new(protection),
@@ -556,7 +549,8 @@ impl Archive {
         let offset = self.pos;
         let mut hb = [0u8; FRAME_HEADER_LEN];
         self.read_exact_at_pos(&mut hb, "frame header")?;
-        let header = FrameHeader::parse(&hb).map_err(|e| corrupt(&self.path, offset, e))?;
+        let header =
+            FrameHeader::parse(&hb, self.version).map_err(|e| corrupt(&self.path, offset, e))?;
         // Read the body as it arrives instead of allocating the declared length up front, so
         // a truncated or hostile length costs no more memory than the bytes really present.
         // A recycled buffer already that long is overwritten in place (no zero-fill, no new
@@ -614,12 +608,13 @@ impl Archive {
         let protection = Arc::clone(&self.protection);
         let id = self.header.archive_id;
         let buffers = self.buffers.clone();
+        let version = self.version;
         OrderedPool::new(
             self.jobs,
             super::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
             || BlockDecoder::new().expect("zstd decoder context"),
             move |dec: &mut BlockDecoder, job: FrameJob| {
-                open_frame(dec, &protection, &id, &buffers, job)
+                open_frame(dec, &protection, &id, &buffers, version, job)
             },
         )
     }
@@ -656,14 +651,29 @@ impl Archive {
     /// end of the input after it, and checks the footer and frame table against what was
     /// read (`data_frames` frames, the first index frame at `index_offset`).
     fn read_index_and_footer(&mut self, data_frames: u64, index_offset: u64) -> Result<Index> {
+        Ok(self
+            .read_index_and_footer_of_stream(data_frames, index_offset)?
+            .1)
+    }
+
+    /// [`Archive::read_index_and_footer`], returning the footer too. After the footer of a
+    /// format-2 archive whose header announces a recovery section, the bytes that follow are
+    /// that section's (not read here).
+    fn read_index_and_footer_of_stream(
+        &mut self,
+        data_frames: u64,
+        index_offset: u64,
+    ) -> Result<(Footer, Index)> {
         let index = self.read_index_frames(data_frames, None, u64::MAX)?;
         let foot_at = self.pos;
         let mut fb = [0u8; FOOTER_LEN];
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         let mut extra = [0u8; 1];
-        if read_full(&mut self.input, &mut extra).map_err(|e| Error::io(&self.path, "read", e))?
-            != 0
+        if self.header.recovery_percent().is_none()
+            && read_full(&mut self.input, &mut extra)
+                .map_err(|e| Error::io(&self.path, "read", e))?
+                != 0
         {
             return Err(corrupt(
                 &self.path,
@@ -677,11 +687,35 @@ impl Archive {
             );
         }
         self.check_frame_table(&footer, &index)?;
-        Ok(index)
+        Ok((footer, index))
     }
 
     /// Reads and verifies the footer and the index of a seekable archive.
+    ///
+    /// A format-2 archive with a recovery section has its footer before that section, not at
+    /// the end of the file; without the recovery layer's locator this build reaches it the
+    /// way a pipe does (data frames read past, not decoded), then rewinds.
     pub fn read_index(&mut self) -> Result<(Footer, Index)> {
+        if self.header.recovery_percent().is_some() && self.seekable() {
+            self.seek_to(self.header_len)?;
+            let mut seq = 0u64;
+            let index_offset = loop {
+                let job = self.read_frame()?;
+                if job.header.kind == FrameKind::Index {
+                    let at = job.offset;
+                    self.pending_frame = Some(job);
+                    break at;
+                }
+                if job.header.seq != seq {
+                    return Err(self.sequence_error(
+                        job.offset,
+                        format!("expected data frame seq {seq}, found {}", job.header.seq),
+                    ));
+                }
+                seq += 1;
+            };
+            return self.read_index_and_footer_of_stream(seq, index_offset);
+        }
         let len = match &mut self.input {
             Input::File(f) => f
                 .seek(SeekFrom::End(0))
@@ -728,7 +762,8 @@ impl Archive {
     }
 
     fn check_footer(&self, at: u64, fb: &[u8; FOOTER_LEN]) -> Result<Footer> {
-        let (footer, tag) = Footer::parse(fb).map_err(|e| corrupt(&self.path, at, e))?;
+        let (footer, tag) =
+            Footer::parse(fb, self.version).map_err(|e| corrupt(&self.path, at, e))?;
         self.protection
             .verify_footer(&self.header.archive_id, &fb[..32], &tag)
             .map_err(|_| {
@@ -748,7 +783,9 @@ impl Archive {
     }
 
     fn check_frame_table(&self, footer: &Footer, index: &Index) -> Result<()> {
-        if index.frame_body_lens.len() as u64 != footer.data_frames {
+        if index.frame_body_lens.len() as u64 != footer.data_frames
+            || index.frame_ref_lens.len() != index.frame_body_lens.len()
+        {
             return Err(self.sequence_error(
                 footer.index_offset,
                 "index frame table disagrees with the footer".into(),
@@ -805,9 +842,24 @@ impl Archive {
                 &self.protection,
                 &self.header.archive_id,
                 &self.buffers,
+                self.version,
                 job,
             );
             let decoded = r.map_err(|f| self.fault(offset, h.seq, f))?;
+            if self.version == Version::V2 && decoded.info.stream_offset != bytes.len() as u64 {
+                return Err(corrupt(
+                    &self.path,
+                    offset,
+                    FormatError::invalid(
+                        "index block header",
+                        format!(
+                            "stream offset {} where the index blocks before it end at {}",
+                            decoded.info.stream_offset,
+                            bytes.len()
+                        ),
+                    ),
+                ));
+            }
             let raw = decoded.raw();
             if bytes.len() as u64 + raw.len() as u64 > MAX_INDEX_LEN {
                 return Err(corrupt(
@@ -834,7 +886,16 @@ impl Archive {
                 self.sequence_error(self.pos, format!("{i} index frames, footer says {count}"))
             );
         }
-        Index::parse(&bytes).map_err(|e| corrupt(&self.path, self.pos, e))
+        let index =
+            Index::parse(&bytes, self.version).map_err(|e| corrupt(&self.path, self.pos, e))?;
+        // The entry-set rules, on the index as on the stream: `list`, `test` and `extract`
+        // all refuse an archive whose set of entries breaks them.
+        let mut set = EntrySet::new(self.version);
+        for e in &index.entries {
+            set.admit(&e.meta)
+                .map_err(|e| corrupt(&self.path, self.pos, e))?;
+        }
+        Ok(index)
     }
 
     /// Reads the whole archive front to back (works on pipes): every data frame is verified and
@@ -843,14 +904,23 @@ impl Archive {
     /// passed on.
     pub fn scan(&mut self, visitor: &mut dyn Visitor) -> Result<ScanSummary> {
         let mut pool = self.new_pool();
-        let mut feed = Feed::new(self, &mut pool, None);
+        let mut feed = Feed::new(self, &mut pool, None, 0);
         let mut parsed = Vec::new();
-        let summary = parse_records(&mut feed, visitor, &mut parsed, None, HOLE_HASH_BUDGET)?;
+        let mut set = EntrySet::new(feed.ar.version);
+        let summary = parse_records(
+            &mut feed,
+            visitor,
+            &mut parsed,
+            None,
+            Some(&mut set),
+            HOLE_HASH_BUDGET,
+        )?;
         let (data_frames, index_offset) = feed.finish_data()?;
+        let refs = std::mem::take(&mut feed.refs_seen);
         drop(pool);
         // Then the index frames and the footer.
         let index = self.read_index_and_footer(data_frames, index_offset)?;
-        if index.entries != parsed {
+        if index.entries != parsed || index.frame_ref_lens != refs {
             return Err(self.sequence_error(
                 index_offset,
                 "index disagrees with the record stream".into(),
@@ -860,7 +930,8 @@ impl Archive {
     }
 
     /// Extracts only the index entries at `wanted` positions (seekable archives): decodes just
-    /// the frames that hold them.
+    /// the frames that hold them, from the start of their group (format 2: the frames a
+    /// referencing block needs before it; the frame table says where a group starts).
     pub fn scan_selected(
         &mut self,
         index: &Index,
@@ -887,10 +958,12 @@ impl Archive {
             let run_entries: Vec<&IndexEntry> =
                 index.entries[wanted[i]..=wanted[j - 1]].iter().collect();
             let want_set: std::collections::HashSet<usize> = wanted[i..j].iter().copied().collect();
-            self.seek_to(offsets[first.first_seq as usize])?;
+            let start = crate::format::index_v2::group_start(index, first.first_seq);
+            self.seek_to(offsets[start as usize])?;
             let mut pool = self.new_pool();
-            let mut feed = Feed::new(self, &mut pool, Some((first.first_seq, last_seq)));
+            let mut feed = Feed::new(self, &mut pool, Some((start, last_seq)), first.first_seq);
             feed.skip = first.first_offset as usize;
+            feed.expected_refs = Some(&index.frame_ref_lens);
             let mut filter = SelectVisitor {
                 inner: visitor,
                 base: wanted[i],
@@ -903,6 +976,7 @@ impl Archive {
                 &mut filter,
                 &mut parsed,
                 Some(run_entries.len()),
+                None,
                 total.hole_budget,
             );
             drop(feed);
@@ -955,14 +1029,30 @@ impl Visitor for SelectVisitor<'_> {
     }
 }
 
+/// Reads the next record that is not a PAD (format 2's alignment records are skipped),
+/// checking each record start against its block's first-record offset.
+fn next_non_pad(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
+    loop {
+        if !feed.record_start()? {
+            return Ok(None);
+        }
+        match next_record(feed)? {
+            Some(RecordHead::Pad) => continue,
+            r => return Ok(r),
+        }
+    }
+}
+
 /// Parses records from the feed, verifying digests and passing wanted entries on. Collects
 /// what it parsed as index entries (for the comparison with the index). With `limit`, stops
-/// after that many entries.
+/// after that many entries. With `set`, checks the entry-set rules on the stream (a scan of
+/// the whole stream; a selective run is compared with the index, which was checked).
 fn parse_records(
     feed: &mut Feed<'_>,
     visitor: &mut dyn Visitor,
     parsed: &mut Vec<IndexEntry>,
     limit: Option<usize>,
+    mut set: Option<&mut EntrySet>,
     hole_budget: u64,
 ) -> Result<ScanSummary> {
     let mut summary = ScanSummary {
@@ -973,12 +1063,26 @@ fn parse_records(
         if limit.is_some_and(|l| parsed.len() >= l) {
             break;
         }
-        let (first_seq, first_offset) = feed.position();
-        let Some(rec) = next_record(feed)? else { break };
+        let rec = loop {
+            if !feed.record_start()? {
+                break None;
+            }
+            let at = feed.position();
+            match next_record(feed)? {
+                Some(RecordHead::Pad) => continue,
+                r => break r.map(|r| (at, r)),
+            }
+        };
+        let Some(((first_seq, first_offset), rec)) = rec else {
+            break;
+        };
         let meta = match rec {
             RecordHead::Entry(m) => m,
             _ => return Err(feed.corrupt("a DATA or END record outside a file")),
         };
+        if let Some(set) = set.as_deref_mut() {
+            set.admit(&meta).map_err(|e| feed.corrupt_with(e))?;
+        }
         summary.entries += 1;
         let wanted = visitor.wants(&meta);
         if meta.kind != EntryKind::File {
@@ -988,7 +1092,7 @@ fn parse_records(
             parsed.push(IndexEntry {
                 meta,
                 size: 0,
-                digest: [0; 32],
+                digest: None,
                 first_seq,
                 first_offset,
                 last_seq: feed.last_byte_seq(),
@@ -1004,7 +1108,7 @@ fn parse_records(
         };
         let hole_budget = &mut summary.hole_budget;
         let unverified = &mut summary.unverified;
-        let r = (|| -> Result<(u64, [u8; 32])> {
+        let r = (|| -> Result<(u64, Option<[u8; 32]>)> {
             let mut hasher = Some(blake3::Hasher::new());
             let mut hashed_to = 0u64;
             let mut extents = ExtentCheck::default();
@@ -1023,7 +1127,7 @@ fn parse_records(
                 }
             };
             loop {
-                let rec = next_record(feed)
+                let rec = next_non_pad(feed)
                     .map_err(in_entry)?
                     .ok_or_else(|| in_entry(feed.corrupt("the stream ends inside a file")))?;
                 match rec {
@@ -1050,6 +1154,11 @@ fn parse_records(
                         extents
                             .end(size)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
+                        let Some(digest) = digest else {
+                            // Format 2's END: no digest; every byte was covered by the tags
+                            // of the frames that held it.
+                            return Ok((size, None));
+                        };
                         zeros(&mut hasher, size - hashed_to);
                         match hasher.take() {
                             Some(h) if h.finalize().as_bytes() != &digest => {
@@ -1058,11 +1167,12 @@ fn parse_records(
                             Some(_) => {}
                             None => unverified.push(crate::fs::escape_path(&meta.path)),
                         }
-                        return Ok((size, digest));
+                        return Ok((size, Some(digest)));
                     }
                     RecordHead::Entry(_) => {
                         return Err(in_entry(feed.corrupt("an ENTRY record inside a file")));
                     }
+                    RecordHead::Pad => unreachable!("next_non_pad skips PAD records"),
                 }
             }
         })();
@@ -1095,7 +1205,9 @@ fn parse_records(
 }
 
 /// The decoded record stream: reads data frames ahead into the pool and yields their bytes
-/// in order.
+/// in order, checking format 2's rules between blocks (stream offsets, groups, first-record
+/// offsets, reference lengths against the index) and decoding referencing blocks with the
+/// blocks before them.
 struct Feed<'a> {
     ar: &'a mut Archive,
     pool: &'a mut OrderedPool<FrameJob, FrameResult>,
@@ -1107,8 +1219,11 @@ struct Feed<'a> {
     /// Seq of the current block (valid once one is loaded).
     cur_seq: Option<u64>,
     next_read_seq: u64,
-    /// Bytes to drop from the start of the first block (selective extraction).
+    /// Bytes to drop from the start of the first delivered block (selective extraction).
     skip: usize,
+    /// Blocks before this seq are decoded (a later block of their group references them)
+    /// but not delivered.
+    deliver_from: u64,
     /// (first, last) seq to read; None = all data frames until the first index frame.
     range: Option<(u64, u64)>,
     /// The first index frame's header once seen (sequential mode).
@@ -1116,6 +1231,18 @@ struct Feed<'a> {
     index_offset: u64,
     frames_done: u64,
     pending_index: bool,
+    /// Format 2: stream offsets and the blocks a referencing block needs.
+    group: Group,
+    /// Format 2: the current block's first-record offset, and whether a record start in it
+    /// was seen (checked against it) or the block is the first of a selective run (whose
+    /// first record parsed is at `skip`, not necessarily the block's first).
+    first_record: Option<u32>,
+    first_checked: bool,
+    /// Reference length of every block read (compared with the index's frame table).
+    refs_seen: Vec<u32>,
+    /// The index's frame table, when known before reading (selective runs).
+    expected_refs: Option<&'a [u32]>,
+    dec: Option<BlockDecoder>,
 }
 
 impl<'a> Feed<'a> {
@@ -1123,6 +1250,7 @@ impl<'a> Feed<'a> {
         ar: &'a mut Archive,
         pool: &'a mut OrderedPool<FrameJob, FrameResult>,
         range: Option<(u64, u64)>,
+        deliver_from: u64,
     ) -> Self {
         let next_read_seq = range.map(|r| r.0).unwrap_or(0);
         Feed {
@@ -1134,11 +1262,18 @@ impl<'a> Feed<'a> {
             cur_seq: None,
             next_read_seq,
             skip: 0,
+            deliver_from,
             range,
             stopped: false,
             index_offset: 0,
             frames_done: 0,
             pending_index: false,
+            group: Group::default(),
+            first_record: None,
+            first_checked: true,
+            refs_seen: Vec::new(),
+            expected_refs: None,
+            dec: None,
         }
     }
 
@@ -1147,7 +1282,7 @@ impl<'a> Feed<'a> {
     }
 
     fn corrupt_with(&self, e: FormatError) -> Error {
-        if self.ar.protection.is_sealed() {
+        if self.ar.protection.is_sealed() && !matches!(e, FormatError::NeedsNewer { .. }) {
             Error::AuthFailed {
                 path: self.ar.path.clone(),
                 check: AuthCheck::Structure,
@@ -1177,12 +1312,53 @@ impl<'a> Feed<'a> {
         match self.cur_seq {
             Some(s) if self.at < self.block.len() => (s, (self.at - self.base) as u32),
             Some(s) => (s + 1, 0),
-            None => (self.next_read_seq, self.skip as u32),
+            None => (self.deliver_from, self.skip as u32),
         }
     }
 
     fn last_byte_seq(&self) -> u64 {
         self.cur_seq.unwrap_or(0)
+    }
+
+    /// A record starts at the next byte: loads the block that holds it (false at the end of
+    /// the stream) and, in format 2, checks it against the block's first-record offset.
+    fn record_start(&mut self) -> Result<bool> {
+        while self.at >= self.block.len() {
+            if !self.next_block()? {
+                return Ok(false);
+            }
+        }
+        if !self.first_checked {
+            self.first_checked = true;
+            let at = (self.at - self.base) as u32;
+            if self.first_record != Some(at) {
+                return Err(self.corrupt_with(FormatError::invalid(
+                    "block header",
+                    format!(
+                        "first record {:?} of block {}, but a record starts at {at}",
+                        self.first_record,
+                        self.cur_seq.unwrap_or(0)
+                    ),
+                )));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Format 2, on leaving the current block: a block in which no record started must say
+    /// so.
+    fn check_left_block(&self) -> Result<()> {
+        if !self.first_checked && self.first_record.is_some() {
+            return Err(self.corrupt_with(FormatError::invalid(
+                "block header",
+                format!(
+                    "block {} says a record starts at {:?}, but none does",
+                    self.cur_seq.unwrap_or(0),
+                    self.first_record
+                ),
+            )));
+        }
+        Ok(())
     }
 
     /// Keeps the pool busy: reads frames while it has room.
@@ -1227,30 +1403,105 @@ impl<'a> Feed<'a> {
         Ok(())
     }
 
-    /// Loads the next decoded block; false at the end of the data.
+    /// Loads the next block to deliver; false at the end of the data. Blocks before
+    /// `deliver_from` are decoded and kept for the references of the blocks after them.
     fn next_block(&mut self) -> Result<bool> {
-        self.fill_pool()?;
-        let Some((offset, h, r)) = self
-            .pool
-            .next_result()
-            .map_err(|e| Error::Crypto(e.to_string()))?
-        else {
-            return Ok(false);
-        };
-        let decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
-        let old = std::mem::replace(&mut self.block, decoded.buf);
-        if self.base == 0 {
-            self.ar.buffers.blocks.give(old);
-        } else {
-            self.ar.buffers.bodies.give(old);
+        loop {
+            if self.cur_seq.is_some_and(|s| s >= self.deliver_from) {
+                self.check_left_block()?;
+            }
+            self.fill_pool()?;
+            let Some((offset, h, r)) = self
+                .pool
+                .next_result()
+                .map_err(|e| Error::Crypto(e.to_string()))?
+            else {
+                return Ok(false);
+            };
+            let mut decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
+            let info = decoded.info;
+            if self.ar.version == Version::V2 {
+                let problem = self.group.check(&info).err().or_else(|| {
+                    self.expected_refs
+                        .and_then(|t| t.get(h.seq as usize))
+                        .filter(|&&r| r != info.reference_len)
+                        .map(|r| {
+                            FormatError::invalid(
+                                "block header",
+                                format!(
+                                    "reference length {} where the index says {r}",
+                                    info.reference_len
+                                ),
+                            )
+                        })
+                });
+                if let Some(p) = problem {
+                    return Err(self.ar.fault(offset, h.seq, FrameFault::Format(p)));
+                }
+            }
+            self.refs_seen.push(info.reference_len);
+            // The block left behind: kept if this one references it, else recycled.
+            let old = std::mem::take(&mut self.block);
+            let prev = (self.cur_seq.is_some() && !old.is_empty()).then_some((old, self.base));
+            let buffers = self.ar.buffers.clone();
+            self.group.advance(prev, &info, &mut |b, start| {
+                if start == 0 {
+                    buffers.blocks.give(b);
+                } else {
+                    buffers.bodies.give(b);
+                }
+            });
+            if decoded.pending {
+                let dec = match self.dec.as_mut() {
+                    Some(d) => d,
+                    None => self
+                        .dec
+                        .insert(BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?),
+                };
+                let out = self.ar.buffers.blocks.take();
+                let raw = self
+                    .group
+                    .resolve(dec, &mut decoded, out)
+                    .map_err(|(f, out)| {
+                        self.ar.buffers.blocks.give(out);
+                        self.ar.fault(offset, h.seq, f)
+                    })?;
+                let body = std::mem::replace(&mut decoded.buf, raw);
+                self.ar.buffers.bodies.give(body);
+                decoded.start = 0;
+                decoded.pending = false;
+            }
+            self.block = decoded.buf;
+            self.base = decoded.start;
+            self.cur_seq = Some(h.seq);
+            self.frames_done += 1;
+            self.first_record = info.first_record;
+            if h.seq < self.deliver_from {
+                // Not delivered: only there for the references of the blocks after it.
+                self.at = self.block.len();
+                self.first_checked = true;
+                continue;
+            }
+            let skip = std::mem::take(&mut self.skip);
+            self.at = self.base + skip.min(self.block.len() - self.base);
+            self.first_checked = self.ar.version == Version::V1;
+            if skip > 0 && !self.first_checked {
+                // A selective run starts at an entry's record, which need not be the first
+                // record of its block, but is one.
+                self.first_checked = true;
+                if self.first_record.is_none_or(|f| f as usize > skip) {
+                    return Err(self.corrupt_with(FormatError::invalid(
+                        "block header",
+                        format!(
+                            "first record {:?} of block {} is after the entry at {skip}",
+                            self.first_record, h.seq
+                        ),
+                    )));
+                }
+            }
+            self.fill_pool()?;
+            return Ok(true);
         }
-        self.base = decoded.start;
-        let skip = std::mem::take(&mut self.skip);
-        self.at = self.base + skip.min(self.block.len() - self.base);
-        self.cur_seq = Some(h.seq);
-        self.frames_done += 1;
-        self.fill_pool()?;
-        Ok(true)
     }
 
     /// The next up to `max` bytes (at least 1) of the stream, borrowed from the current
@@ -1309,7 +1560,8 @@ impl From<Error> for FeedError {
 }
 
 fn next_record(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
-    record::read_record(feed).map_err(|e| match e {
+    let version = feed.ar.version;
+    record::read_record(feed, version).map_err(|e| match e {
         FeedError::Format(f) => feed.corrupt_with(f),
         FeedError::Other(e) => e,
     })
