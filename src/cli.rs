@@ -661,7 +661,7 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
         recipients,
         archive_id: reproducible.then(|| krypta::reproducible_archive_id(created)),
         file_key: None,
-        test_reference: None,
+        ..WriteOptions::new()
     };
     let req = krypta::CompressRequest {
         output: a.output.clone(),

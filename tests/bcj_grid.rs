@@ -65,7 +65,7 @@ fn options(level: Level, jobs: usize, bcj: BcjMode) -> WriteOptions {
         recipients: vec![],
         archive_id: Some([3; 16]),
         file_key: None,
-        test_reference: None,
+        ..WriteOptions::new()
     }
 }
 

@@ -43,7 +43,7 @@ pub fn small_archive() -> Vec<u8> {
         recipients: vec![],
         archive_id: Some([7; 16]),
         file_key: None,
-        test_reference: None,
+        ..WriteOptions::new()
     };
     let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
     w.add_entry(&meta("d", EntryKind::Dir)).unwrap();

@@ -107,7 +107,7 @@ proptest! {
             recipients: vec![],
             archive_id: Some([1; 16]),
             file_key: None,
-            test_reference: None,
+            ..WriteOptions::new()
         };
         let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
         let mut want = BTreeMap::new();

@@ -426,6 +426,43 @@ fn meta_ok(m: &EntryMeta) -> bool {
         }
 }
 
+/// The entry-set rules (FORMAT.md §3.3), restated independently: `m` may follow `written`
+/// (format 2: no path twice, nothing below a non-directory, a hard link to an earlier file).
+fn set_ok(written: &[EntryMeta], m: &EntryMeta) -> bool {
+    let below =
+        |p: &[u8], dir: &[u8]| p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/';
+    written.iter().all(|w| {
+        w.path != m.path
+            && !(w.kind != EntryKind::Dir && below(&m.path, &w.path))
+            && !(m.kind != EntryKind::Dir && below(&w.path, &m.path))
+    }) && (m.kind != EntryKind::Hardlink
+        || written
+            .iter()
+            .any(|w| w.kind == EntryKind::File && w.path == m.link))
+}
+
+/// What the writer stores for an entry it accepts: a symlink with mode 0o777, a hard link
+/// with its target's attributes (FORMAT.md, how krypta writes).
+fn stored_as(written: &[EntryMeta], m: &EntryMeta) -> EntryMeta {
+    match m.kind {
+        EntryKind::Symlink => EntryMeta {
+            mode: 0o777,
+            ..m.clone()
+        },
+        EntryKind::Hardlink => {
+            let t = written.iter().find(|w| w.path == m.link).expect("target");
+            EntryMeta {
+                mode: t.mode,
+                mtime: t.mtime,
+                uid: t.uid,
+                gid: t.gid,
+                ..m.clone()
+            }
+        }
+        _ => m.clone(),
+    }
+}
+
 /// An entry in a line (paths may be 64 KiB long).
 fn brief(m: &EntryMeta) -> String {
     format!(
@@ -477,13 +514,19 @@ proptest! {
             match r {
                 Ok(()) => {
                     prop_assert!(meta_ok(&m), "accepted an entry a reader refuses: {}", brief(&m));
+                    prop_assert!(set_ok(&written, &m), "accepted an entry the set rules refuse: {}", brief(&m));
                     if m.kind == EntryKind::File {
                         files.push(m.path.clone());
                     }
-                    written.push(m);
+                    let stored = stored_as(&written, &m);
+                    written.push(stored);
                 }
                 Err(Error::Unwritable { .. }) => {
-                    prop_assert!(!meta_ok(&m), "refused an entry within the limits: {}", brief(&m));
+                    prop_assert!(
+                        !meta_ok(&m) || !set_ok(&written, &m),
+                        "refused an entry within the limits and the set rules: {}",
+                        brief(&m)
+                    );
                 }
                 Err(e) => prop_assert!(false, "unexpected error {e}"),
             }

@@ -153,12 +153,17 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Reads and parses the header of `path` (`-` = stdin) without any key: for `info`, and the
 /// first step of [`Archive::open`]. Returns the header, its bytes and the input.
 fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
-    let mut input = if path == Path::new("-") {
+    let input = if path == Path::new("-") {
         Input::Stream(Box::new(std::io::stdin()))
     } else {
         let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
         Input::File(BufReader::with_capacity(1 << 20, f))
     };
+    read_header_from(input, path)
+}
+
+/// [`read_header`] from an input already open; `path` names it in errors.
+fn read_header_from(mut input: Input, path: &Path) -> Result<(Header, Vec<u8>, Input)> {
     let mut prefix = [0u8; PREFIX_LEN];
     let got = read_full(&mut input, &mut prefix).map_err(|e| Error::io(path, "read", e))?;
     if got == 0 {
@@ -376,6 +381,27 @@ impl Archive {
     /// header MAC failed), Integrity (unencrypted header checksum), Io.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
         let (header, bytes, input) = read_header(path)?;
+        Self::open_parsed(path, opts, header, bytes, input)
+    }
+
+    /// [`Archive::open`] on archive bytes from any reader, read front to back as from a pipe
+    /// (no seeks); `name` labels errors. For archives held in memory (known-answer vectors).
+    pub fn open_stream(
+        input: Box<dyn Read + Send>,
+        name: &Path,
+        opts: OpenOptions,
+    ) -> Result<Archive> {
+        let (header, bytes, input) = read_header_from(Input::Stream(input), name)?;
+        Self::open_parsed(name, opts, header, bytes, input)
+    }
+
+    fn open_parsed(
+        path: &Path,
+        opts: OpenOptions,
+        header: Header,
+        bytes: Vec<u8>,
+        input: Input,
+    ) -> Result<Archive> {
         if !header.encrypted() && !opts.identities.is_empty() && !opts.allow_unencrypted {
             return Err(Error::NotEncrypted { path: path.into() });
         }

@@ -44,6 +44,10 @@ pub struct WriteOptions {
     /// the level-9 writer that will use them exists. `None` in real use.
     #[doc(hidden)]
     pub test_reference: Option<TestReference>,
+    /// Golden vectors only: the salt of the password stanza (random when `None`), so an
+    /// encrypted archive can be a known answer. Never set in real use.
+    #[doc(hidden)]
+    pub fixed_salt: Option<[u8; 16]>,
 }
 
 /// Test-only parameters of referencing blocks ([`WriteOptions::test_reference`]).
@@ -74,6 +78,7 @@ impl WriteOptions {
             archive_id: None,
             file_key: None,
             test_reference: None,
+            fixed_salt: None,
         }
     }
 }

@@ -39,7 +39,7 @@ pub use super::write_opts::{
 use crate::codec::{BlockEncoder, Filter, bcj, detect::detect_filter};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, FileKey, Subkeys};
-use crate::crypto::stanza::{Recipient, wrap};
+use crate::crypto::stanza::{Recipient, wrap, wrap_password_with_salt};
 use crate::error::{Error, Result};
 use crate::format::entry::EntryKind;
 use crate::format::entry_set::EntrySet;
@@ -155,7 +155,19 @@ impl<W: Write> ArchiveWriter<W> {
             let stanzas = opts
                 .recipients
                 .iter()
-                .map(|r| wrap(r, &file_key, &archive_id))
+                .map(|r| match (r, opts.fixed_salt) {
+                    (Recipient::Password { password, kdf }, Some(salt)) => {
+                        kdf.check_bounds()?;
+                        wrap_password_with_salt(
+                            password.as_bytes(),
+                            kdf,
+                            salt,
+                            &file_key,
+                            &archive_id,
+                        )
+                    }
+                    _ => wrap(r, &file_key, &archive_id),
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| Error::Crypto(e.to_string()))?;
             (
