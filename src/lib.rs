@@ -353,7 +353,7 @@ fn run_scan(
                 .collect();
             if wanted.len() == ix.entries.len() {
                 ar.rewind_to_data()?;
-                ar.scan(v)
+                ar.scan_against(Some(ix), v)
             } else {
                 ar.scan_selected(ix, &wanted, &mut WantAll(v))
             }
@@ -393,16 +393,18 @@ fn total_size(entries: &[IndexEntry]) -> u64 {
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
-    if ar.seekable() {
+    let index = if ar.seekable() {
         let (_, ix) = ar.read_index()?;
         rep.start(Some(total_size(&ix.entries)));
         ar.rewind_to_data()?;
+        Some(ix)
     } else {
         rep.start(None);
-    }
+        None
+    };
     let mut progress = |b: u64| rep.progress(b);
     let mut v = VerifyVisitor::new(&mut progress);
-    let s = ar.scan(&mut v)?;
+    let s = ar.scan_against(index.as_ref(), &mut v)?;
     rep.finish();
     warn_unverified(&s, rep);
     Ok(s)

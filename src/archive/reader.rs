@@ -526,10 +526,26 @@ impl Archive {
             FrameFault::Tag => {
                 self.tag_error(format!("frame {seq} at byte {offset}: checksum mismatch"))
             }
-            FrameFault::Format(e) => corrupt(&self.path, offset, e),
+            FrameFault::Format(e) => self.structure_error(offset, e),
             FrameFault::Codec(m) => {
-                corrupt(&self.path, offset, FormatError::invalid("block payload", m))
+                self.structure_error(offset, FormatError::invalid("block payload", m))
             }
+        }
+    }
+
+    /// A rule broken inside bytes whose tag verified (block header, payload, records, entries,
+    /// index): in an encrypted archive an inconsistent authenticated structure, reported as
+    /// an authentication failure (exit 2); in an unencrypted one a corrupt structure (exit 3).
+    /// A critical type this build does not know is always "needs a newer krypta" (exit 3).
+    /// This is the order of checks of docs/FORMAT.md §11.
+    fn structure_error(&self, offset: u64, e: FormatError) -> Error {
+        if self.protection.is_sealed() && !matches!(e, FormatError::NeedsNewer { .. }) {
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            corrupt(&self.path, offset, e)
         }
     }
 
@@ -670,7 +686,9 @@ impl Archive {
             }
             seq += 1;
         };
-        self.read_index_and_footer(seq, index_offset)
+        let index = self.read_index_and_footer(seq, index_offset)?;
+        self.check_entry_set(&index)?;
+        Ok(index)
     }
 
     /// After the data frames of a stream: reads the index frames and the footer, requires the
@@ -722,6 +740,12 @@ impl Archive {
     /// the end of the file; without the recovery layer's locator this build reaches it the
     /// way a pipe does (data frames read past, not decoded), then rewinds.
     pub fn read_index(&mut self) -> Result<(Footer, Index)> {
+        let (footer, index) = self.read_index_unchecked()?;
+        self.check_entry_set(&index)?;
+        Ok((footer, index))
+    }
+
+    fn read_index_unchecked(&mut self) -> Result<(Footer, Index)> {
         if self.header.recovery_percent().is_some() && self.seekable() {
             self.seek_to(self.header_len)?;
             let mut seq = 0u64;
@@ -769,11 +793,9 @@ impl Archive {
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         if footer.index_offset < self.header_len || footer.index_offset >= foot_at {
-            return Err(corrupt(
-                &self.path,
-                foot_at,
-                FormatError::invalid("footer", "index offset outside the archive"),
-            ));
+            return Err(
+                self.sequence_error(foot_at, "footer: index offset outside the archive".into())
+            );
         }
         self.seek_to(footer.index_offset)?;
         let index =
@@ -888,8 +910,7 @@ impl Archive {
             }
             let raw = decoded.raw();
             if bytes.len() as u64 + raw.len() as u64 > MAX_INDEX_LEN {
-                return Err(corrupt(
-                    &self.path,
+                return Err(self.structure_error(
                     offset,
                     FormatError::invalid("index", format!("larger than {MAX_INDEX_LEN} bytes")),
                 ));
@@ -912,16 +933,20 @@ impl Archive {
                 self.sequence_error(self.pos, format!("{i} index frames, footer says {count}"))
             );
         }
-        let index =
-            Index::parse(&bytes, self.version).map_err(|e| corrupt(&self.path, self.pos, e))?;
-        // The entry-set rules, on the index as on the stream: `list`, `test` and `extract`
-        // all refuse an archive whose set of entries breaks them.
-        let mut set = EntrySet::new(self.version);
+        Index::parse(&bytes, self.version).map_err(|e| self.structure_error(self.pos, e))
+    }
+
+    /// The entry-set rules on an index (FORMAT.md §7.3), so that `list`, `test` and `extract`
+    /// all refuse an archive whose set of entries breaks them before reading its data. (A
+    /// scan checks the stream instead, or compares it entry by entry with an index that was
+    /// checked.)
+    fn check_entry_set(&self, index: &Index) -> Result<()> {
+        let mut set = EntrySet::with_capacity(self.version, index.entries.len());
         for e in &index.entries {
             set.admit(&e.meta)
-                .map_err(|e| corrupt(&self.path, self.pos, e))?;
+                .map_err(|e| self.structure_error(self.pos, e))?;
         }
-        Ok(index)
+        Ok(())
     }
 
     /// Reads the whole archive front to back (works on pipes): every data frame is verified and
@@ -929,16 +954,33 @@ impl Archive {
     /// checked against the stream. Entries the visitor does not want are verified but not
     /// passed on.
     pub fn scan(&mut self, visitor: &mut dyn Visitor) -> Result<ScanSummary> {
+        self.scan_against(None, visitor)
+    }
+
+    /// [`Archive::scan`] of an archive whose index was read (and checked) first
+    /// ([`Archive::read_index`], then [`Archive::rewind_to_data`]): each entry of the stream
+    /// is compared with the index as soon as it is parsed, so a stream that differs from its
+    /// index is refused before the visitor sees the differing entry, and the entry-set rules,
+    /// which the index passed, need no second check.
+    pub fn scan_against(
+        &mut self,
+        index: Option<&Index>,
+        visitor: &mut dyn Visitor,
+    ) -> Result<ScanSummary> {
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, None, 0);
         let mut parsed = Vec::new();
         let mut set = EntrySet::new(feed.ar.version);
+        let check = match index {
+            Some(ix) => Check::Index(&ix.entries),
+            None => Check::Set(&mut set),
+        };
         let summary = parse_records(
             &mut feed,
             visitor,
             &mut parsed,
             None,
-            Some(&mut set),
+            check,
             HOLE_HASH_BUDGET,
         )?;
         let (data_frames, index_offset) = feed.finish_data()?;
@@ -997,18 +1039,18 @@ impl Archive {
                 n: 0,
             };
             let mut parsed = Vec::new();
+            let expected: Vec<IndexEntry> = run_entries.iter().map(|&e| e.clone()).collect();
             let r = parse_records(
                 &mut feed,
                 &mut filter,
                 &mut parsed,
                 Some(run_entries.len()),
-                None,
+                Check::Index(&expected),
                 total.hole_budget,
             );
             drop(feed);
             drop(pool);
             let s = r?;
-            let expected: Vec<IndexEntry> = run_entries.into_iter().cloned().collect();
             if parsed != expected {
                 return Err(self.sequence_error(
                     offsets[first.first_seq as usize],
@@ -1069,16 +1111,25 @@ fn next_non_pad(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
     }
 }
 
+/// How a scan checks the entries it parses besides their own rules.
+enum Check<'a> {
+    /// Against the entry-set rules (a stream read without its index first: a pipe).
+    Set(&'a mut EntrySet),
+    /// Against index entries (which passed the entry-set rules), one by one, in order.
+    Index(&'a [IndexEntry]),
+}
+
 /// Parses records from the feed, verifying digests and passing wanted entries on. Collects
 /// what it parsed as index entries (for the comparison with the index). With `limit`, stops
-/// after that many entries. With `set`, checks the entry-set rules on the stream (a scan of
-/// the whole stream; a selective run is compared with the index, which was checked).
+/// after that many entries. `check` is the entry-set rules or the index the entries must
+/// equal (their metadata before the visitor sees them, their size, digest and location once
+/// parsed).
 fn parse_records(
     feed: &mut Feed<'_>,
     visitor: &mut dyn Visitor,
     parsed: &mut Vec<IndexEntry>,
     limit: Option<usize>,
-    mut set: Option<&mut EntrySet>,
+    mut check: Check<'_>,
     hole_budget: u64,
 ) -> Result<ScanSummary> {
     let mut summary = ScanSummary {
@@ -1106,8 +1157,18 @@ fn parse_records(
             RecordHead::Entry(m) => m,
             _ => return Err(feed.corrupt("a DATA or END record outside a file")),
         };
-        if let Some(set) = set.as_deref_mut() {
-            set.admit(&meta).map_err(|e| feed.corrupt_with(e))?;
+        match &mut check {
+            Check::Set(set) => {
+                set.admit(&meta).map_err(|e| feed.corrupt_with(e))?;
+            }
+            Check::Index(ix) => {
+                if ix.get(parsed.len()).is_none_or(|e| e.meta != meta) {
+                    return Err(feed.ar.sequence_error(
+                        feed.ar.pos,
+                        "index disagrees with the record stream".into(),
+                    ));
+                }
+            }
         }
         summary.entries += 1;
         let wanted = visitor.wants(&meta);
@@ -1123,6 +1184,7 @@ fn parse_records(
                 first_offset,
                 last_seq: feed.last_byte_seq(),
             });
+            check.entry_done(feed, parsed)?;
             continue;
         }
         if wanted {
@@ -1217,6 +1279,7 @@ fn parse_records(
                     first_offset,
                     last_seq: feed.last_byte_seq(),
                 });
+                check.entry_done(feed, parsed)?;
             }
             Err(e) => {
                 if wanted {
@@ -1228,6 +1291,20 @@ fn parse_records(
     }
     summary.frames = feed.frames_done;
     Ok(summary)
+}
+
+impl Check<'_> {
+    /// The entry just parsed (the last of `parsed`) equals its index entry.
+    fn entry_done(&self, feed: &Feed<'_>, parsed: &[IndexEntry]) -> Result<()> {
+        if let Check::Index(ix) = self
+            && parsed.last() != ix.get(parsed.len() - 1)
+        {
+            return Err(feed
+                .ar
+                .sequence_error(feed.ar.pos, "index disagrees with the record stream".into()));
+        }
+        Ok(())
+    }
 }
 
 /// The decoded record stream: reads data frames ahead into the pool and yields their bytes
