@@ -287,11 +287,11 @@ pub fn extract(
     let mut ar = open_warning(archive, open, rep)?;
     let mut select = Selection::new(req.paths);
     let index = if ar.seekable() {
-        Some(ar.read_index()?.1)
+        Some(ar.read_index()?)
     } else {
         None
     };
-    if let Some(ix) = &index {
+    if let Some((_, ix)) = &index {
         rep.start(Some(total_size(&ix.entries)));
     } else {
         rep.start(None);
@@ -338,11 +338,11 @@ pub fn extract(
 /// entries.
 fn run_scan(
     ar: &mut Archive,
-    index: Option<&format::index::Index>,
+    index: Option<&(format::footer::Footer, format::index::Index)>,
     v: &mut dyn archive::Visitor,
 ) -> Result<ScanSummary> {
     match index {
-        Some(ix) => {
+        Some((footer, ix)) => {
             // Ask the visitor which entries it wants, then read only their frames.
             let wanted: Vec<usize> = ix
                 .entries
@@ -353,7 +353,7 @@ fn run_scan(
                 .collect();
             if wanted.len() == ix.entries.len() {
                 ar.rewind_to_data()?;
-                ar.scan_against(Some(ix), v)
+                ar.scan_against(Some((footer, ix)), v)
             } else {
                 ar.scan_selected(ix, &wanted, &mut WantAll(v))
             }
@@ -393,18 +393,18 @@ fn total_size(entries: &[IndexEntry]) -> u64 {
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
-    let index = if ar.seekable() {
-        let (_, ix) = ar.read_index()?;
+    let known = if ar.seekable() {
+        let (footer, ix) = ar.read_index()?;
         rep.start(Some(total_size(&ix.entries)));
         ar.rewind_to_data()?;
-        Some(ix)
+        Some((footer, ix))
     } else {
         rep.start(None);
         None
     };
     let mut progress = |b: u64| rep.progress(b);
     let mut v = VerifyVisitor::new(&mut progress);
-    let s = ar.scan_against(index.as_ref(), &mut v)?;
+    let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut v)?;
     rep.finish();
     warn_unverified(&s, rep);
     Ok(s)

@@ -957,22 +957,24 @@ impl Archive {
         self.scan_against(None, visitor)
     }
 
-    /// [`Archive::scan`] of an archive whose index was read (and checked) first
+    /// [`Archive::scan`] of an archive whose footer and index were read (and checked) first
     /// ([`Archive::read_index`], then [`Archive::rewind_to_data`]): each entry of the stream
     /// is compared with the index as soon as it is parsed, so a stream that differs from its
-    /// index is refused before the visitor sees the differing entry, and the entry-set rules,
-    /// which the index passed, need no second check.
+    /// index is refused before the visitor sees the differing entry; the entry-set rules,
+    /// which the index passed, need no second check, and the index is not read again (the
+    /// data frames must end where the footer says, with the reference lengths the frame
+    /// table gives).
     pub fn scan_against(
         &mut self,
-        index: Option<&Index>,
+        known: Option<(&Footer, &Index)>,
         visitor: &mut dyn Visitor,
     ) -> Result<ScanSummary> {
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, None, 0);
         let mut parsed = Vec::new();
         let mut set = EntrySet::new(feed.ar.version);
-        let check = match index {
-            Some(ix) => Check::Index(&ix.entries),
+        let check = match known {
+            Some((_, ix)) => Check::Index(&ix.entries),
             None => Check::Set(&mut set),
         };
         let summary = parse_records(
@@ -986,6 +988,19 @@ impl Archive {
         let (data_frames, index_offset) = feed.finish_data()?;
         let refs = std::mem::take(&mut feed.refs_seen);
         drop(pool);
+        if let Some((footer, index)) = known {
+            if summary.entries != index.entries.len() as u64
+                || data_frames != footer.data_frames
+                || index_offset != footer.index_offset
+                || index.frame_ref_lens != refs
+            {
+                return Err(self.sequence_error(
+                    index_offset,
+                    "index disagrees with the record stream".into(),
+                ));
+            }
+            return Ok(summary);
+        }
         // Then the index frames and the footer.
         let index = self.read_index_and_footer(data_frames, index_offset)?;
         if index.entries != parsed || index.frame_ref_lens != refs {
@@ -1051,7 +1066,7 @@ impl Archive {
             drop(feed);
             drop(pool);
             let s = r?;
-            if parsed != expected {
+            if s.entries != expected.len() as u64 {
                 return Err(self.sequence_error(
                     offsets[first.first_seq as usize],
                     "record stream disagrees with the index".into(),
@@ -1137,7 +1152,7 @@ fn parse_records(
         ..ScanSummary::default()
     };
     loop {
-        if limit.is_some_and(|l| parsed.len() >= l) {
+        if limit.is_some_and(|l| summary.entries >= l as u64) {
             break;
         }
         let rec = loop {
@@ -1162,7 +1177,10 @@ fn parse_records(
                 set.admit(&meta).map_err(|e| feed.corrupt_with(e))?;
             }
             Check::Index(ix) => {
-                if ix.get(parsed.len()).is_none_or(|e| e.meta != meta) {
+                if ix
+                    .get(summary.entries as usize)
+                    .is_none_or(|e| e.meta != meta)
+                {
                     return Err(feed.ar.sequence_error(
                         feed.ar.pos,
                         "index disagrees with the record stream".into(),
@@ -1176,15 +1194,19 @@ fn parse_records(
             if wanted {
                 visitor.entry(&meta)?;
             }
-            parsed.push(IndexEntry {
-                meta,
-                size: 0,
-                digest: None,
-                first_seq,
-                first_offset,
-                last_seq: feed.last_byte_seq(),
-            });
-            check.entry_done(feed, parsed)?;
+            check.entry_done(
+                feed,
+                parsed,
+                summary.entries - 1,
+                IndexEntry {
+                    meta,
+                    size: 0,
+                    digest: None,
+                    first_seq,
+                    first_offset,
+                    last_seq: feed.last_byte_seq(),
+                },
+            )?;
             continue;
         }
         if wanted {
@@ -1271,15 +1293,19 @@ fn parse_records(
                 }
                 summary.files += 1;
                 summary.bytes += size;
-                parsed.push(IndexEntry {
-                    meta,
-                    size,
-                    digest,
-                    first_seq,
-                    first_offset,
-                    last_seq: feed.last_byte_seq(),
-                });
-                check.entry_done(feed, parsed)?;
+                check.entry_done(
+                    feed,
+                    parsed,
+                    summary.entries - 1,
+                    IndexEntry {
+                        meta,
+                        size,
+                        digest,
+                        first_seq,
+                        first_offset,
+                        last_seq: feed.last_byte_seq(),
+                    },
+                )?;
             }
             Err(e) => {
                 if wanted {
@@ -1294,14 +1320,25 @@ fn parse_records(
 }
 
 impl Check<'_> {
-    /// The entry just parsed (the last of `parsed`) equals its index entry.
-    fn entry_done(&self, feed: &Feed<'_>, parsed: &[IndexEntry]) -> Result<()> {
-        if let Check::Index(ix) = self
-            && parsed.last() != ix.get(parsed.len() - 1)
-        {
-            return Err(feed
-                .ar
-                .sequence_error(feed.ar.pos, "index disagrees with the record stream".into()));
+    /// Entry number `i` of the stream, just parsed: collected (entry-set mode) or compared
+    /// with index entry `i`.
+    fn entry_done(
+        &self,
+        feed: &Feed<'_>,
+        parsed: &mut Vec<IndexEntry>,
+        i: u64,
+        e: IndexEntry,
+    ) -> Result<()> {
+        match self {
+            Check::Set(_) => parsed.push(e),
+            Check::Index(ix) => {
+                if ix.get(i as usize) != Some(&e) {
+                    return Err(feed.ar.sequence_error(
+                        feed.ar.pos,
+                        "index disagrees with the record stream".into(),
+                    ));
+                }
+            }
         }
         Ok(())
     }
