@@ -779,7 +779,21 @@ fn print_info(path: &std::path::Path, f: &krypta::archive::reader::ArchiveFacts)
         }
     }
     if !h.comment.is_empty() {
-        println!("comment:        {}", h.comment);
+        // Escaped as `list` escapes names: a comment holding a newline, a terminal escape or
+        // a bidirectional control cannot forge another line of this output.
+        println!(
+            "comment:        {}",
+            krypta::fs::escape_path(h.comment.as_bytes())
+        );
+        if h.stanzas.is_empty() {
+            println!(
+                "                (checksummed, not authenticated: anyone can write an unencrypted archive)"
+            );
+        } else {
+            println!(
+                "                (not yet authenticated: info reads without a key; the header MAC covering the comment is checked once a key opens the archive, e.g. krypta t)"
+            );
+        }
     }
     if let Some(size) = f.size {
         println!("size:           {size} bytes");
