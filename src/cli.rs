@@ -406,6 +406,7 @@ fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<OpenOptions> {
         identities: identities(k)?,
         jobs: k.jobs.unwrap_or(0),
         allow_unencrypted: k.allow_unencrypted || !explicit,
+        in_flight_budget: None,
     })
 }
 

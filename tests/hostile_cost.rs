@@ -230,3 +230,44 @@ fn files_alternating_between_two_deep_sibling_directories_reuse_the_chain() {
     // for p and q, then one open per switch.
     assert_eq!(extraction_opens(&entries), 2 * 2000 + 2 + 398);
 }
+
+#[test]
+fn the_bytes_in_flight_follow_the_frames_read_not_the_headers_block_size() {
+    // Issue 12 #24: a header claiming 64 KiB blocks over 256 MiB frames got 2j + 2 blocks
+    // decoded ahead (1.5 GB at -j 2). Scaled down: 256 KiB blocks of zeros under a header
+    // claiming 64 KiB, a budget base of 1 MiB and two workers: the limit is
+    // max(1 MiB, 3 × 256 KiB) = 1 MiB of decoded blocks; bodies are a few hundred bytes.
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("claim.kry");
+    let mut bytes = Vec::new();
+    {
+        let mut w = ArchiveWriter::new(&mut bytes, &p, options(256 << 10)).expect("writer");
+        let zeros = std::io::Read::take(std::io::repeat(0), 24 << 20);
+        w.add_file(
+            &meta(b"zeros", EntryKind::File),
+            &mut ReaderSource::new(zeros, "zeros"),
+        )
+        .expect("file");
+        w.finish().expect("finish");
+    }
+    let h = u32::from_le_bytes(bytes[12..16].try_into().expect("4")) as usize;
+    bytes[40..44].copy_from_slice(&(64u32 << 10).to_le_bytes());
+    let tag = Protection::Plain.header_tag(&bytes[..h - 32]);
+    bytes[h - 32..h].copy_from_slice(&tag);
+    std::fs::write(&p, &bytes).expect("write");
+    let open = || krypta::archive::reader::OpenOptions {
+        jobs: 2,
+        in_flight_budget: Some(1 << 20),
+        ..Default::default()
+    };
+    for _ in 0..3 {
+        let s = krypta::test(&p, open(), &mut krypta::Collect::default()).expect("test");
+        assert_eq!(s.bytes, 24 << 20);
+        assert!(
+            s.peak_held <= (1 << 20) + (16 << 10),
+            "{} bytes held at once",
+            s.peak_held
+        );
+        assert!(s.peak_held >= 256 << 10, "{}", s.peak_held);
+    }
+}

@@ -12,6 +12,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::budget::ByteBudget;
 use super::hash_zeros;
 use super::pipeline::{Buffers, OrderedPool};
 use crate::codec::{BlockDecoder, Codec, decode_stored_in_place};
@@ -57,6 +58,9 @@ pub struct OpenOptions {
     /// Read an unencrypted archive even though `identities` is not empty (the CLI's
     /// `--allow-unencrypted`, and a password that came only from `KRYPTA_PASSWORD`).
     pub allow_unencrypted: bool,
+    /// Base of the byte budget for frames in flight, bytes (`archive::budget`); `None` is
+    /// 512 MiB. The budget is at least `(jobs + 1)` times the largest block read.
+    pub in_flight_budget: Option<u64>,
 }
 
 enum Input {
@@ -87,6 +91,8 @@ pub struct Archive {
     pending_frame: Option<FrameJob>,
     /// Recycled frame bodies and decoded blocks, shared with the workers.
     buffers: ReadBuffers,
+    /// Base of the byte budget, bytes.
+    in_flight_base: u64,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds
@@ -105,6 +111,8 @@ enum FrameFault {
     Tag,
     Format(FormatError),
     Codec(String),
+    /// The scan ended while the frame waited for room in the byte budget.
+    Stopped,
 }
 
 /// Totals of a scan.
@@ -121,6 +129,9 @@ pub struct ScanSummary {
     /// Files whose whole-content digest was not checked because the zeros of their holes
     /// would exceed [`HOLE_HASH_BUDGET`] (their stored bytes were checked by the frame tags).
     pub unverified: Vec<String>,
+    /// Most bytes of frame bodies and decoded blocks held at once for frames in flight
+    /// (bounded by the frames actually read: `archive::budget`).
+    pub peak_held: u64,
     /// Hole bytes that may still be hashed in this scan, bytes.
     hole_budget: u64,
 }
@@ -133,6 +144,7 @@ impl Default for ScanSummary {
             bytes: 0,
             frames: 0,
             unverified: Vec::new(),
+            peak_held: 0,
             hole_budget: HOLE_HASH_BUDGET,
         }
     }
@@ -308,6 +320,8 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
 }
 
 struct FrameJob {
+    /// Its place among the frames of this pool, in submission order (the budget's turn).
+    ticket: u64,
     header: FrameHeader,
     header_bytes: [u8; FRAME_HEADER_LEN],
     body: Vec<u8>,
@@ -320,6 +334,8 @@ struct FrameJob {
 struct Decoded {
     buf: Vec<u8>,
     start: usize,
+    /// Bytes taken from the byte budget for it (0 outside a pool).
+    held: u64,
 }
 
 impl Decoded {
@@ -332,14 +348,19 @@ type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, FrameFault>);
 
 /// Worker: verifies (and decrypts) one frame, then decodes its block. A stored block is
 /// unfiltered in place in the body; a zstd block is decoded into a buffer from
-/// `buffers.blocks`, and the body goes back to `buffers.bodies`.
+/// `buffers.blocks`, and the body goes back to `buffers.bodies`. With a `budget`, the
+/// decoded block's bytes are taken from it (in ticket order, waiting for room) before it is
+/// decoded, and the body's bytes given back after.
 fn open_frame(
     dec: &mut BlockDecoder,
     protection: &Protection,
     archive_id: &ArchiveId,
     buffers: &ReadBuffers,
+    budget: Option<&ByteBudget>,
     mut job: FrameJob,
 ) -> FrameResult {
+    let body_len = job.body.len() as u64;
+    let mut took_turn = false;
     let r = (|| {
         protection
             .open_frame(
@@ -352,17 +373,33 @@ fn open_frame(
             .map_err(|_| FrameFault::Tag)?;
         let bh = BlockHeader::parse(&job.body).map_err(FrameFault::Format)?;
         let codec_fault = |e: crate::codec::CodecError| FrameFault::Codec(e.to_string());
+        // A stored block becomes the body itself; a zstd block needs raw_len more bytes.
+        let held = if bh.codec == Codec::Store {
+            body_len
+        } else {
+            u64::from(bh.raw_len)
+        };
+        if let Some(b) = budget {
+            took_turn = true;
+            b.acquire(job.ticket, held)
+                .map_err(|_| FrameFault::Stopped)?;
+        }
+        let held = if budget.is_some() { held } else { 0 };
         if bh.codec == Codec::Store {
-            decode_stored_in_place(
+            let r = decode_stored_in_place(
                 bh.filter,
                 bh.filter_start,
                 &mut job.body[BLOCK_HEADER_LEN..],
                 bh.raw_len as usize,
-            )
-            .map_err(codec_fault)?;
+            );
+            if let Err(e) = r {
+                budget.inspect(|b| b.release(held));
+                return Err(codec_fault(e));
+            }
             return Ok(Decoded {
                 buf: std::mem::take(&mut job.body),
                 start: BLOCK_HEADER_LEN,
+                held,
             });
         }
         let mut out = buffers.blocks.take();
@@ -376,12 +413,37 @@ fn open_frame(
         );
         if let Err(e) = r {
             buffers.blocks.give(out);
+            budget.inspect(|b| b.release(held));
             return Err(codec_fault(e));
         }
-        Ok(Decoded { buf: out, start: 0 })
+        Ok(Decoded {
+            buf: out,
+            start: 0,
+            held,
+        })
     })();
     buffers.bodies.give(std::mem::take(&mut job.body));
+    if let Some(b) = budget {
+        if took_turn {
+            b.body_done(body_len);
+        } else {
+            b.skip(job.ticket, body_len);
+        }
+    }
     (job.offset, job.header, r)
+}
+
+/// The workers of one scan and the byte budget they share with the reader thread; dropping
+/// it closes the budget first, so no worker stays waiting while the pool joins them.
+struct FramePool {
+    pool: OrderedPool<FrameJob, FrameResult>,
+    budget: Arc<ByteBudget>,
+}
+
+impl Drop for FramePool {
+    fn drop(&mut self) {
+        self.budget.close();
+    }
 }
 
 impl Archive {
@@ -475,6 +537,9 @@ impl Archive {
             pos: header_len,
             pending_frame: None,
             buffers,
+            in_flight_base: opts
+                .in_flight_budget
+                .unwrap_or(super::pipeline::IN_FLIGHT_BUDGET as u64),
         })
     }
 
@@ -511,6 +576,9 @@ impl Archive {
             FrameFault::Codec(m) => {
                 corrupt(&self.path, offset, FormatError::invalid("block payload", m))
             }
+            FrameFault::Stopped => Error::Crypto(format!(
+                "internal error: frame {seq} was stopped while the scan still needed it"
+            )),
         }
     }
 
@@ -587,6 +655,7 @@ impl Archive {
         let mut tag = [0u8; TAG_LEN];
         self.read_exact_at_pos(&mut tag, "frame tag")?;
         Ok(FrameJob {
+            ticket: 0,
             header,
             header_bytes: hb,
             body,
@@ -610,18 +679,23 @@ impl Archive {
         }
     }
 
-    fn new_pool(&self) -> OrderedPool<FrameJob, FrameResult> {
+    fn new_pool(&self) -> FramePool {
         let protection = Arc::clone(&self.protection);
         let id = self.header.archive_id;
         let buffers = self.buffers.clone();
-        OrderedPool::new(
+        let budget = Arc::new(ByteBudget::with_base(self.jobs, self.in_flight_base));
+        let worker_budget = Arc::clone(&budget);
+        // The header's block size only sizes the pool's job count (a performance hint); the
+        // memory bound is the byte budget, taken from the frames actually read.
+        let pool = OrderedPool::new(
             self.jobs,
             super::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
             || BlockDecoder::new().expect("zstd decoder context"),
             move |dec: &mut BlockDecoder, job: FrameJob| {
-                open_frame(dec, &protection, &id, &buffers, job)
+                open_frame(dec, &protection, &id, &buffers, Some(&worker_budget), job)
             },
-        )
+        );
+        FramePool { pool, budget }
     }
 
     /// Seeks back to the first data frame (after [`Archive::read_index`]).
@@ -805,6 +879,7 @@ impl Archive {
                 &self.protection,
                 &self.header.archive_id,
                 &self.buffers,
+                None,
                 job,
             );
             let decoded = r.map_err(|f| self.fault(offset, h.seq, f))?;
@@ -845,8 +920,9 @@ impl Archive {
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, None);
         let mut parsed = Vec::new();
-        let summary = parse_records(&mut feed, visitor, &mut parsed, None, HOLE_HASH_BUDGET)?;
+        let mut summary = parse_records(&mut feed, visitor, &mut parsed, None, HOLE_HASH_BUDGET)?;
         let (data_frames, index_offset) = feed.finish_data()?;
+        summary.peak_held = pool.budget.peak();
         drop(pool);
         // Then the index frames and the footer.
         let index = self.read_index_and_footer(data_frames, index_offset)?;
@@ -906,6 +982,7 @@ impl Archive {
                 total.hole_budget,
             );
             drop(feed);
+            total.peak_held = total.peak_held.max(pool.budget.peak());
             drop(pool);
             let s = r?;
             let expected: Vec<IndexEntry> = run_entries.into_iter().cloned().collect();
@@ -1098,10 +1175,14 @@ fn parse_records(
 /// in order.
 struct Feed<'a> {
     ar: &'a mut Archive,
-    pool: &'a mut OrderedPool<FrameJob, FrameResult>,
+    pool: &'a mut FramePool,
+    /// Frames submitted to the pool so far (the next frame's budget ticket).
+    submitted: u64,
     /// The current block's buffer: its raw bytes are `block[base..]`, the next unread one is
     /// `block[at]`.
     block: Vec<u8>,
+    /// Budget bytes the current block holds.
+    block_held: u64,
     base: usize,
     at: usize,
     /// Seq of the current block (valid once one is loaded).
@@ -1119,16 +1200,14 @@ struct Feed<'a> {
 }
 
 impl<'a> Feed<'a> {
-    fn new(
-        ar: &'a mut Archive,
-        pool: &'a mut OrderedPool<FrameJob, FrameResult>,
-        range: Option<(u64, u64)>,
-    ) -> Self {
+    fn new(ar: &'a mut Archive, pool: &'a mut FramePool, range: Option<(u64, u64)>) -> Self {
         let next_read_seq = range.map(|r| r.0).unwrap_or(0);
         Feed {
             ar,
             pool,
+            submitted: 0,
             block: Vec::new(),
+            block_held: 0,
             base: 0,
             at: 0,
             cur_seq: None,
@@ -1185,9 +1264,10 @@ impl<'a> Feed<'a> {
         self.cur_seq.unwrap_or(0)
     }
 
-    /// Keeps the pool busy: reads frames while it has room.
+    /// Keeps the pool busy: reads frames while it has room for another job and the byte
+    /// budget admits another frame (`archive::budget`).
     fn fill_pool(&mut self) -> Result<()> {
-        while !self.stopped && self.pool.has_capacity() {
+        while !self.stopped && self.pool.pool.has_capacity() && self.pool.budget.admits() {
             if let Some((_, last)) = self.range
                 && self.next_read_seq > last
             {
@@ -1220,17 +1300,34 @@ impl<'a> Feed<'a> {
                 ));
             }
             self.next_read_seq += 1;
+            let mut job = job;
+            job.ticket = self.submitted;
+            self.submitted += 1;
+            self.pool.budget.add_body(job.body.len() as u64);
             self.pool
+                .pool
                 .submit(job)
                 .map_err(|e| Error::Crypto(e.to_string()))?;
         }
         Ok(())
     }
 
-    /// Loads the next decoded block; false at the end of the data.
+    /// Loads the next decoded block; false at the end of the data. The current block is
+    /// fully read when this is called: it is given back (buffer and budget bytes) first, so
+    /// the budget's room is there for the frames still to come.
     fn next_block(&mut self) -> Result<bool> {
+        let old = std::mem::take(&mut self.block);
+        if self.base == 0 {
+            self.ar.buffers.blocks.give(old);
+        } else {
+            self.ar.buffers.bodies.give(old);
+        }
+        self.pool
+            .budget
+            .release(std::mem::take(&mut self.block_held));
         self.fill_pool()?;
         let Some((offset, h, r)) = self
+            .pool
             .pool
             .next_result()
             .map_err(|e| Error::Crypto(e.to_string()))?
@@ -1238,12 +1335,8 @@ impl<'a> Feed<'a> {
             return Ok(false);
         };
         let decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
-        let old = std::mem::replace(&mut self.block, decoded.buf);
-        if self.base == 0 {
-            self.ar.buffers.blocks.give(old);
-        } else {
-            self.ar.buffers.bodies.give(old);
-        }
+        self.block = decoded.buf;
+        self.block_held = decoded.held;
         self.base = decoded.start;
         let skip = std::mem::take(&mut self.skip);
         self.at = self.base + skip.min(self.block.len() - self.base);
