@@ -27,6 +27,7 @@ use crate::format::frame::{
 };
 use crate::format::header::{self, Header, PREFIX_LEN, Prefix, PrefixError};
 use crate::format::index::{Index, IndexEntry, MAX_INDEX_LEN};
+use crate::format::limits::hole_hash_allowance;
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
 use crate::format::{EntryMeta, FormatError};
 
@@ -116,7 +117,7 @@ enum FrameFault {
 }
 
 /// Totals of a scan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanSummary {
     /// Entries seen in the stream.
     pub entries: u64,
@@ -126,34 +127,19 @@ pub struct ScanSummary {
     pub bytes: u64,
     /// Data frames decoded.
     pub frames: u64,
-    /// Files whose whole-content digest was not checked because the zeros of their holes
-    /// would exceed [`HOLE_HASH_BUDGET`] (their stored bytes were checked by the frame tags).
+    /// Files whose whole-content digest was not checked because hashing their holes would
+    /// have gone past the scan's hole allowance (`format::limits::hole_hash_allowance`);
+    /// their stored bytes were checked by the frame tags.
     pub unverified: Vec<String>,
     /// Most bytes of frame bodies and decoded blocks held at once for frames in flight
     /// (bounded by the frames actually read: `archive::budget`).
     pub peak_held: u64,
-    /// Hole bytes that may still be hashed in this scan, bytes.
-    hole_budget: u64,
+    /// Hole bytes hashed in this scan so far.
+    pub holes_hashed: u64,
+    /// Bytes of data frames read in this scan so far (header, body and tag of each): what
+    /// the hole allowance grows with.
+    pub frame_bytes: u64,
 }
-
-impl Default for ScanSummary {
-    fn default() -> Self {
-        ScanSummary {
-            entries: 0,
-            files: 0,
-            bytes: 0,
-            frames: 0,
-            unverified: Vec::new(),
-            peak_held: 0,
-            hole_budget: HOLE_HASH_BUDGET,
-        }
-    }
-}
-
-/// Most hole bytes (read as zeros) one scan hashes to check file digests, bytes: 32 GiB,
-/// about 10–20 s of one core. A real sparse image within it (e.g. a 4 GiB or 16 GiB VM disk)
-/// is verified end to end; beyond it a crafted archive cannot make a reader spin for hours.
-pub const HOLE_HASH_BUDGET: u64 = 32 << 30;
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
@@ -920,7 +906,7 @@ impl Archive {
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, None);
         let mut parsed = Vec::new();
-        let mut summary = parse_records(&mut feed, visitor, &mut parsed, None, HOLE_HASH_BUDGET)?;
+        let mut summary = parse_records(&mut feed, visitor, &mut parsed, None, (0, 0))?;
         let (data_frames, index_offset) = feed.finish_data()?;
         summary.peak_held = pool.budget.peak();
         drop(pool);
@@ -979,7 +965,7 @@ impl Archive {
                 &mut filter,
                 &mut parsed,
                 Some(run_entries.len()),
-                total.hole_budget,
+                (total.holes_hashed, total.frame_bytes),
             );
             drop(feed);
             total.peak_held = total.peak_held.max(pool.budget.peak());
@@ -997,7 +983,8 @@ impl Archive {
             total.bytes += s.bytes;
             total.frames += s.frames;
             total.unverified.extend(s.unverified);
-            total.hole_budget = s.hole_budget;
+            total.holes_hashed = s.holes_hashed;
+            total.frame_bytes = s.frame_bytes;
             i = j;
         }
         Ok(total)
@@ -1034,16 +1021,18 @@ impl Visitor for SelectVisitor<'_> {
 
 /// Parses records from the feed, verifying digests and passing wanted entries on. Collects
 /// what it parsed as index entries (for the comparison with the index). With `limit`, stops
-/// after that many entries.
+/// after that many entries. `holes` carries (hole bytes hashed, data frame bytes read) from
+/// earlier runs of the same scan.
 fn parse_records(
     feed: &mut Feed<'_>,
     visitor: &mut dyn Visitor,
     parsed: &mut Vec<IndexEntry>,
     limit: Option<usize>,
-    hole_budget: u64,
+    holes: (u64, u64),
 ) -> Result<ScanSummary> {
+    let (hashed_before, frames_before) = holes;
     let mut summary = ScanSummary {
-        hole_budget,
+        holes_hashed: hashed_before,
         ..ScanSummary::default()
     };
     loop {
@@ -1079,20 +1068,22 @@ fn parse_records(
             entry: crate::fs::escape_path(&meta.path),
             source: Box::new(e),
         };
-        let hole_budget = &mut summary.hole_budget;
+        let holes_hashed = &mut summary.holes_hashed;
         let unverified = &mut summary.unverified;
         let r = (|| -> Result<(u64, [u8; 32])> {
             let mut hasher = Some(blake3::Hasher::new());
             let mut hashed_to = 0u64;
             let mut extents = ExtentCheck::default();
             // Holes read as zeros and are hashed as zeros; a crafted archive could claim
-            // terabytes of them, so the zeros hashed per scan are capped (HOLE_HASH_BUDGET).
-            // Past the cap a file's digest is not checked (its stored bytes still are, by
-            // the frame tags) and the caller is told which file.
-            let mut zeros = |hasher: &mut Option<blake3::Hasher>, n: u64| {
+            // terabytes of them, so the zeros hashed per scan are capped by what the scan has
+            // read (hole_hash_allowance, checked before hashing, cumulative). Past the cap a
+            // file's digest is not checked (its stored bytes still are, by the frame tags)
+            // and the caller is told which file.
+            let mut zeros = |hasher: &mut Option<blake3::Hasher>, n: u64, frame_bytes: u64| {
                 if let Some(h) = hasher.as_mut() {
-                    if n <= *hole_budget {
-                        *hole_budget -= n;
+                    let allowed = hole_hash_allowance(frame_bytes);
+                    if holes_hashed.saturating_add(n) <= allowed {
+                        *holes_hashed += n;
                         hash_zeros(h, n);
                     } else {
                         *hasher = None;
@@ -1108,7 +1099,11 @@ fn parse_records(
                         extents
                             .segment(offset, len)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
-                        zeros(&mut hasher, offset - hashed_to);
+                        zeros(
+                            &mut hasher,
+                            offset - hashed_to,
+                            frames_before + feed.frame_bytes,
+                        );
                         let mut done = 0u64;
                         while done < len as u64 {
                             let bytes =
@@ -1127,7 +1122,11 @@ fn parse_records(
                         extents
                             .end(size)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
-                        zeros(&mut hasher, size - hashed_to);
+                        zeros(
+                            &mut hasher,
+                            size - hashed_to,
+                            frames_before + feed.frame_bytes,
+                        );
                         match hasher.take() {
                             Some(h) if h.finalize().as_bytes() != &digest => {
                                 return Err(in_entry(feed.digest_error(&meta.path)));
@@ -1168,6 +1167,7 @@ fn parse_records(
         }
     }
     summary.frames = feed.frames_done;
+    summary.frame_bytes = frames_before + feed.frame_bytes;
     Ok(summary)
 }
 
@@ -1196,6 +1196,8 @@ struct Feed<'a> {
     stopped: bool,
     index_offset: u64,
     frames_done: u64,
+    /// Bytes of the data frames loaded so far (header, body and tag).
+    frame_bytes: u64,
     pending_index: bool,
 }
 
@@ -1217,6 +1219,7 @@ impl<'a> Feed<'a> {
             stopped: false,
             index_offset: 0,
             frames_done: 0,
+            frame_bytes: 0,
             pending_index: false,
         }
     }
@@ -1342,6 +1345,7 @@ impl<'a> Feed<'a> {
         self.at = self.base + skip.min(self.block.len() - self.base);
         self.cur_seq = Some(h.seq);
         self.frames_done += 1;
+        self.frame_bytes += h.frame_len();
         self.fill_pool()?;
         Ok(true)
     }
