@@ -593,3 +593,35 @@ fn tiny_archive_of_max_size_zero_blocks_peak_memory() {
         eprintln!("{cmd} under 512 MiB: exit {:?}: {}", run.code, run.stderr);
     }
 }
+
+#[test]
+fn a_data_frame_with_the_last_flag_is_named_as_such() {
+    // Regression: the message was "expected data frame seq 4, found seq 4".
+    let records = one_file_records(b"hello");
+    let index = one_file_index(
+        file_meta(b"f"),
+        5,
+        *blake3::hash(b"hello").as_bytes(),
+        records.len(),
+    );
+    let mut b = header(vec![], &Protection::Plain);
+    b.extend(frame(FrameKind::Data, true, 0, stored(&records, 0)));
+    let at = b.len() as u64;
+    b.extend(frame(FrameKind::Index, true, 1, stored(&index, 0)));
+    b.extend(footer(at, 1, &Protection::Plain));
+    let (_d, path) = write("last.kry", &b);
+    let needle = "frame sequence: data frame seq 0 has the LAST flag, which only the final index frame carries";
+    let run = krypta(&["t", path.to_str().expect("utf-8")]);
+    assert_refused(&run, 3, &path, needle);
+    // Listing a stream reads past the data frames: the same message.
+    let o = Command::new(env!("CARGO_BIN_EXE_krypta"))
+        .args(["l", "-"])
+        .stdin(std::fs::File::open(&path).expect("open"))
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("krypta: -: corrupt archive at byte 84: {needle}\n")
+    );
+}

@@ -585,6 +585,15 @@ impl Archive {
         }
     }
 
+    /// A data frame with the LAST flag: corrupt, or tampering in a sealed archive (the flag is
+    /// under the frame MAC).
+    fn check_last_flag(&self, job: &FrameJob) -> Result<()> {
+        job.header.check_last_flag().map_err(|e| match e {
+            FormatError::Invalid { problem, .. } => self.sequence_error(job.offset, problem),
+            e => corrupt(&self.path, job.offset, e),
+        })
+    }
+
     fn read_exact_at_pos(&mut self, buf: &mut [u8], what: &'static str) -> Result<()> {
         let got = read_full(&mut self.input, buf).map_err(|e| Error::io(&self.path, "read", e))?;
         if got < buf.len() {
@@ -707,6 +716,7 @@ impl Archive {
                     format!("expected data frame seq {seq}, found {}", job.header.seq),
                 ));
             }
+            self.check_last_flag(&job)?;
             seq += 1;
         };
         self.read_index_and_footer(seq, index_offset)
@@ -1292,7 +1302,8 @@ impl<'a> Feed<'a> {
                 self.ar.pending_frame = Some(job);
                 break;
             }
-            if job.header.seq != self.next_read_seq || job.header.last {
+            self.ar.check_last_flag(&job)?;
+            if job.header.seq != self.next_read_seq {
                 let (off, seq) = (job.offset, job.header.seq);
                 return Err(self.ar.sequence_error(
                     off,
