@@ -30,6 +30,23 @@ type HmacSha256 = Hmac<Sha256>;
 /// is the counter).
 type Aes256Ctr = ctr::Ctr128BE<Aes256>;
 
+// Every state that holds key material wipes itself on drop (the crates' `zeroize`
+// features, enabled in Cargo.toml): checked here at compile time, so turning a feature off
+// breaks the build instead of silently weakening docs/SECURITY.md's claim. `hmac` 0.13 does
+// not mark `Hmac<Sha256>` itself, but its key-dependent parts are the two SHA-256 cores below
+// (the inner and outer padded-key states), which wipe themselves, and a block buffer, which
+// wipes itself too.
+const _: fn() = || {
+    use hmac::digest::block_api::{Buffer, CoreProxy};
+    type Sha256Core = <Sha256 as CoreProxy>::Core;
+    fn zeroize_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+    zeroize_on_drop::<Aes256>();
+    zeroize_on_drop::<Aes256Ctr>();
+    zeroize_on_drop::<Sha256>();
+    zeroize_on_drop::<Sha256Core>();
+    zeroize_on_drop::<Buffer<Sha256Core>>();
+};
+
 /// SHA-256 block length, bytes (FIPS 180-4 §1): the HMAC key block length.
 const SHA256_BLOCK_LEN: usize = 64;
 /// Shortest truncated HMAC tag [`hmac_sha256_truncated_verify`] accepts, bytes (RFC 2104 §5
