@@ -120,6 +120,7 @@ fn archive(c: &mut Criterion) {
                         .map(|k| vec![Identity::KeyFile(k.clone())])
                         .unwrap_or_default(),
                     jobs: 0,
+                    ..OpenOptions::default()
                 };
                 krypta::test(&path, opts, &mut krypta::Collect::default()).expect("test")
             })

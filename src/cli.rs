@@ -22,6 +22,7 @@ Exit codes:
   0  success
   1  usage or general error (bad option, output exists, key missing, path not in archive)
   2  authentication failed: wrong password or key, or the archive was modified
+     (or a key was given for an unencrypted archive: see --allow-unencrypted)
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
   4  I/O error (disk full, permission denied, missing input)
   5  data integrity: checksum mismatch in an unencrypted archive
@@ -128,6 +129,10 @@ struct KeyArgs {
         value_name = "SECRET"
     )]
     identities: Vec<String>,
+    /// Read the archive even if it is not encrypted although a key option was given (by
+    /// default that is refused: anyone can write an unencrypted archive)
+    #[arg(long)]
+    allow_unencrypted: bool,
     /// Worker threads (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     jobs: Option<usize>,
@@ -196,7 +201,7 @@ struct CompressArgs {
         value_name = "PUB"
     )]
     recipients: Vec<String>,
-    /// A comment stored (authenticated, not encrypted) in the header
+    /// A comment stored (authenticated, not encrypted) in the header, at most 4096 bytes
     #[arg(long)]
     comment: Option<String>,
     #[command(flatten)]
@@ -386,11 +391,22 @@ fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
     Ok(ids)
 }
 
+/// The keys and options for reading. A key option (`-p`, `--pass-file`, `--pass-fd`,
+/// `--keyfile`, `-i`) makes an unencrypted archive an error unless `--allow-unencrypted`; a
+/// password that comes only from `KRYPTA_PASSWORD` does not (a variable left in the
+/// environment must not make every unencrypted archive unreadable): `x` and `t` then warn.
 fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<OpenOptions> {
     check_pass_fd(k.pass_fd, archive == std::path::Path::new("-"))?;
+    let explicit = k.password
+        || k.pass_file.is_some()
+        || k.pass_fd.is_some()
+        || !k.keyfiles.is_empty()
+        || !k.identities.is_empty();
     Ok(OpenOptions {
         identities: identities(k)?,
         jobs: k.jobs.unwrap_or(0),
+        allow_unencrypted: k.allow_unencrypted || !explicit,
+        in_flight_budget: None,
     })
 }
 
@@ -525,6 +541,17 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
             MAX_BLOCK_SIZE >> 20
         )));
     }
+    // The header's limits are the reader's (format::limits): refuse an over-long comment
+    // before a password is asked for or anything is written.
+    if let Some(c) = &a.comment
+        && krypta::format::header::check_comment(c.as_bytes()).is_err()
+    {
+        return Err(Error::Usage(format!(
+            "--comment is {} bytes; an archive's header holds at most {}",
+            c.len(),
+            krypta::format::limits::MAX_COMMENT_LEN
+        )));
+    }
     let bcj = match a.bcj.as_str() {
         "auto" => BcjMode::Auto,
         "off" | "none" => BcjMode::Off,
@@ -548,12 +575,11 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
     }
     if let Some(src) = src {
         if let Some(mib) = a.kdf_memory
-            && !(kdf::ARGON2ID_CREATE_MIN_M_KIB / 1024..=kdf::ARGON2ID_MAX_M_KIB / 1024)
-                .contains(&mib)
+            && !(kdf::ARGON2ID_MIN_M_KIB / 1024..=kdf::ARGON2ID_MAX_M_KIB / 1024).contains(&mib)
         {
             return Err(Error::Usage(format!(
                 "--kdf-memory {mib} MiB is outside {}..={} MiB",
-                kdf::ARGON2ID_CREATE_MIN_M_KIB / 1024,
+                kdf::ARGON2ID_MIN_M_KIB / 1024,
                 kdf::ARGON2ID_MAX_M_KIB / 1024
             )));
         }
@@ -575,7 +601,7 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
                 }
             }
         };
-        kdf.check_create()
+        kdf.check_bounds()
             .map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
         recipients.push(Recipient::Password {
             password: read_password(&src, true)?,
@@ -754,7 +780,21 @@ fn print_info(path: &std::path::Path, f: &krypta::archive::reader::ArchiveFacts)
         }
     }
     if !h.comment.is_empty() {
-        println!("comment:        {}", h.comment);
+        // Escaped as `list` escapes names: a comment holding a newline, a terminal escape or
+        // a bidirectional control cannot forge another line of this output.
+        println!(
+            "comment:        {}",
+            krypta::fs::escape_path(h.comment.as_bytes())
+        );
+        if h.stanzas.is_empty() {
+            println!(
+                "                (checksummed, not authenticated: anyone can write an unencrypted archive)"
+            );
+        } else {
+            println!(
+                "                (not yet authenticated: info reads without a key; the header MAC covering the comment is checked once a key opens the archive, e.g. krypta t)"
+            );
+        }
     }
     if let Some(size) = f.size {
         println!("size:           {size} bytes");

@@ -1,7 +1,8 @@
 //! The library's one error type and the exit code each kind maps to.
 //!
 //! `main.rs` alone turns an [`Error`] into a process exit code via [`Error::exit_code`]:
-//! 0 ok, 1 usage or general, 2 authentication failed (wrong key or password, or tampered),
+//! 0 ok, 1 usage or general, 2 authentication failed (wrong key or password, or tampered; or
+//! a key was given for an unencrypted archive),
 //! 3 not an archive / unsupported version / corrupt structure, 4 I/O, 5 data integrity
 //! (checksum mismatch in an unencrypted archive), 6 archive written but incomplete
 //! (an input changed or vanished while it was read).
@@ -106,6 +107,15 @@ pub enum Error {
         /// Stanza kinds present, e.g. "argon2id, pq-box".
         kinds: String,
     },
+    /// A key was given but the archive is not encrypted. Anyone can write an unencrypted
+    /// archive (its checksums are unkeyed), so one swapped in for an encrypted archive would
+    /// otherwise be read as if the key had opened it. Refused unless the caller allows it
+    /// (`--allow-unencrypted`); exit code 2, as an archive that fails authentication.
+    #[error("{}: the archive is not encrypted, but a key was given: refusing it (an unencrypted archive proves nothing about who wrote it; give --allow-unencrypted to read it anyway)", path.display())]
+    NotEncrypted {
+        /// The archive path.
+        path: PathBuf,
+    },
     /// A checksum mismatch in an unencrypted archive (data corruption).
     #[error("{}: integrity check failed: {what}", path.display())]
     Integrity {
@@ -126,6 +136,20 @@ pub enum Error {
         /// The ceiling.
         limit: u64,
     },
+    /// A KDF parameter in an archive is below the floor every krypta writer respects: such a
+    /// stanza was not written by krypta, and running it would let a crafted archive test
+    /// password guesses cheaply. A parameter error, not an authentication failure.
+    #[error("{}: {param} = {value} is below the minimum {min} (refusing to run the KDF on a stanza weaker than any krypta writes)", path.display())]
+    KdfTooWeak {
+        /// The archive path.
+        path: PathBuf,
+        /// Parameter name ("argon2id memory KiB", "pbkdf2 iterations", ...).
+        param: &'static str,
+        /// Value found.
+        value: u64,
+        /// The floor.
+        min: u64,
+    },
     /// A key file is malformed, of the wrong kind, or fails its checksum.
     #[error("{}: {problem}", path.display())]
     BadKeyFile {
@@ -133,6 +157,17 @@ pub enum Error {
         path: PathBuf,
         /// What is wrong.
         problem: String,
+    },
+    /// Something the writer was asked to store breaks a limit every reader enforces
+    /// (docs/FORMAT.md §10, `format::limits`): refused before any of it is written, so
+    /// krypta never writes an archive its reader refuses.
+    #[error("{what}: cannot be archived: {problem}")]
+    Unwritable {
+        /// The entry (its archive path, escaped and shortened) or the archive.
+        what: String,
+        /// The limit broken.
+        #[source]
+        problem: FormatError,
     },
     /// An output already exists and `--force` was not given.
     #[error("{}: already exists (use -f/--force to overwrite)", path.display())]
@@ -179,13 +214,15 @@ impl Error {
             Error::Usage(_)
             | Error::Exists { .. }
             | Error::KeyRequired { .. }
-            | Error::BadKeyFile { .. } => 1,
+            | Error::BadKeyFile { .. }
+            | Error::Unwritable { .. } => 1,
             Error::Crypto(_) => 1,
-            Error::AuthFailed { .. } => 2,
+            Error::AuthFailed { .. } | Error::NotEncrypted { .. } => 2,
             Error::NotAnArchive { .. }
             | Error::UnsupportedVersion { .. }
             | Error::Corrupt { .. }
             | Error::KdfLimit { .. }
+            | Error::KdfTooWeak { .. }
             | Error::UnsafePath { .. } => 3,
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,

@@ -283,7 +283,7 @@ pub fn extract(
     req: ExtractRequest,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    let mut ar = Archive::open(archive, open)?;
+    let mut ar = open_warning(archive, open, rep)?;
     let mut select = Selection::new(req.paths);
     let index = if ar.seekable() {
         Some(ar.read_index()?.1)
@@ -391,7 +391,7 @@ fn total_size(entries: &[IndexEntry]) -> u64 {
 
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
-    let mut ar = Archive::open(archive, open)?;
+    let mut ar = open_warning(archive, open, rep)?;
     if ar.seekable() {
         let (_, ix) = ar.read_index()?;
         rep.start(Some(total_size(&ix.entries)));
@@ -407,12 +407,28 @@ pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result
     Ok(s)
 }
 
+/// [`Archive::open`], with a warning when keys were given (and allowed past, see
+/// [`OpenOptions::allow_unencrypted`]) but the archive is not encrypted: nothing was
+/// authenticated, and the key was not used.
+fn open_warning(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<Archive> {
+    let keyed = !open.identities.is_empty();
+    let ar = Archive::open(archive, open)?;
+    if keyed && !ar.header().encrypted() {
+        rep.warn(&format!(
+            "{}: the archive is not encrypted: the key given was not used, and its checksums do not show who wrote it",
+            archive.display()
+        ));
+    }
+    Ok(ar)
+}
+
 /// Names the files whose whole-content digest was skipped (holes beyond the hashing budget).
 fn warn_unverified(s: &ScanSummary, rep: &mut dyn Reporter) {
     for p in &s.unverified {
         rep.warn(&format!(
-            "{p}: content digest not checked: its holes exceed the {} GiB hashing budget (every stored byte was verified)",
-            archive::reader::HOLE_HASH_BUDGET >> 30
+            "{p}: content digest not checked: its holes exceed what this scan may hash ({} GiB plus {} bytes per archive byte read; every stored byte was verified)",
+            format::limits::HOLE_HASH_BASE >> 30,
+            format::limits::HOLE_HASH_PER_FRAME_BYTE
         ));
     }
 }

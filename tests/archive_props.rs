@@ -113,7 +113,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.kry");
         std::fs::write(&p, &bytes).unwrap();
-        let mut ar = Archive::open(&p, OpenOptions { identities: vec![], jobs }).unwrap();
+        let mut ar = Archive::open(&p, OpenOptions { jobs, ..OpenOptions::default() }).unwrap();
         let mut c = Collect::default();
         ar.scan(&mut c).unwrap();
         prop_assert_eq!(&c.got, &want);

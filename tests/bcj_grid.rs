@@ -105,6 +105,7 @@ fn read_back(bytes: &[u8], path: &str) -> Vec<u8> {
         OpenOptions {
             identities: vec![],
             jobs: 1,
+            ..OpenOptions::default()
         },
     )
     .unwrap();

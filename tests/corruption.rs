@@ -71,6 +71,7 @@ fn check(path: &Path) -> Result<krypta::archive::ScanSummary, krypta::Error> {
         OpenOptions {
             identities: vec![],
             jobs: 1,
+            ..OpenOptions::default()
         },
         &mut krypta::Collect::default(),
     )

@@ -472,3 +472,141 @@ fn an_encrypted_archive_shows_no_name_or_content_and_never_repeats() {
         .count();
     assert!(same <= 2, "{same} identical 16-byte chunks");
 }
+
+/// The exact refusal of an unencrypted archive read with a key (issue 12 #21).
+fn not_encrypted_line(name: &str) -> String {
+    format!(
+        "krypta: {name}: the archive is not encrypted, but a key was given: refusing it (an unencrypted archive proves nothing about who wrote it; give --allow-unencrypted to read it anyway)\n"
+    )
+}
+
+#[test]
+fn a_key_given_for_an_unencrypted_archive_is_refused_with_exit_2() {
+    // An attacker who swaps a plain archive in for an encrypted one must not get it read as
+    // if the key had opened it: every key option on t, x and l refuses it, nothing is written.
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["keygen", "--box", "-o", "bx"]);
+    fx.ok(&["c", "plain.kry", "src"]);
+    let keys: [&[&str]; 3] = [&["--keyfile", "k"], &["-i", "bx"], &["--pass-file", "pw"]];
+    for key in keys {
+        for cmd in [&["t"][..], &["l"], &["x", "-o", "out"]] {
+            let args = with(&with(cmd, key), &["plain.kry"]);
+            let o = fx.run(&args);
+            assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+            assert_eq!(stderr(&o), not_encrypted_line("plain.kry"), "{args:?}");
+            assert!(o.stdout.is_empty(), "{args:?}");
+            assert!(!fx.p("out").exists(), "{args:?} created the output");
+        }
+    }
+}
+
+#[test]
+fn allow_unencrypted_or_no_key_reads_an_unencrypted_archive() {
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "plain.kry", "src"]);
+    let t = fx.ok(&["t", "--keyfile", "k", "--allow-unencrypted", "plain.kry"]);
+    assert_eq!(
+        stderr(&t),
+        "krypta: warning: plain.kry: the archive is not encrypted: the key given was not used, and its checksums do not show who wrote it\n\
+         krypta: plain.kry: OK (6 entries, 3 files, 120000 bytes, 1 blocks verified)\n"
+    );
+    fx.ok(&["l", "--keyfile", "k", "--allow-unencrypted", "plain.kry"]);
+    fx.assert_restores("plain.kry", &["--keyfile", "k", "--allow-unencrypted"]);
+    let t = fx.ok(&["t", "plain.kry"]);
+    assert_eq!(
+        stderr(&t),
+        "krypta: plain.kry: OK (6 entries, 3 files, 120000 bytes, 1 blocks verified)\n"
+    );
+    // An encrypted archive is read as before with the flag given.
+    fx.ok(&["c", "--keyfile", "k", "k.kry", "src"]);
+    let t = fx.ok(&["t", "--keyfile", "k", "--allow-unencrypted", "k.kry"]);
+    assert_eq!(
+        stderr(&t),
+        "krypta: k.kry: OK (6 entries, 3 files, 120000 bytes, 1 blocks verified)\n"
+    );
+}
+
+#[test]
+fn krypta_password_alone_reads_an_unencrypted_archive_with_a_warning() {
+    // A variable left in the environment does not make every plain archive unreadable (README:
+    // only key options require encryption); the run says the password was not used.
+    let fx = Fx::new();
+    fx.ok(&["c", "plain.kry", "src"]);
+    let run = |args: &[&str]| {
+        krypta()
+            .current_dir(fx.dir.path())
+            .env("KRYPTA_PASSWORD", "correct horse")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let t = run(&["t", "plain.kry"]);
+    assert_eq!(code(&t), 0, "{}", stderr(&t));
+    assert_eq!(
+        stderr(&t),
+        "krypta: warning: plain.kry: the archive is not encrypted: the key given was not used, and its checksums do not show who wrote it\n\
+         krypta: plain.kry: OK (6 entries, 3 files, 120000 bytes, 1 blocks verified)\n"
+    );
+    let x = run(&["x", "-o", "out", "plain.kry"]);
+    assert_eq!(code(&x), 0, "{}", stderr(&x));
+    assert_eq!(
+        std::fs::read(fx.p("out/src/notes.txt")).unwrap(),
+        std::fs::read(fx.p("src/notes.txt")).unwrap()
+    );
+    // With an explicit key option as well, the refusal holds.
+    let o = run(&["t", "--pass-file", "pw", "plain.kry"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(stderr(&o), not_encrypted_line("plain.kry"));
+}
+
+#[test]
+fn info_escapes_the_comment_and_says_it_is_not_yet_authenticated() {
+    // Issue 12 #23: a comment printed raw could clear the screen or forge an "encryption:"
+    // line. It is escaped as `list` escapes names, and `info` (which reads without a key)
+    // says what the comment's authenticity rests on.
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    let comment = "nightly\nencryption:     none (BLAKE3 checksums)\x1b[2J\u{202e}evil\\";
+    fx.ok(&["c", "--keyfile", "k", "--comment", comment, "k.kry", "src"]);
+    fx.ok(&["c", "--comment", comment, "plain.kry", "src"]);
+    let escaped =
+        "nightly\\nencryption:     none (BLAKE3 checksums)\\x1b[2J\\xe2\\x80\\xaeevil\\\\";
+    for (name, note, encryption) in [
+        (
+            "k.kry",
+            "(not yet authenticated: info reads without a key; the header MAC covering the comment is checked once a key opens the archive, e.g. krypta t)",
+            "encryption:     AES-256-CTR + HMAC-SHA256, 1 stanza(s)",
+        ),
+        (
+            "plain.kry",
+            "(checksummed, not authenticated: anyone can write an unencrypted archive)",
+            "encryption:     none (BLAKE3 checksums)",
+        ),
+    ] {
+        let info = String::from_utf8(fx.ok(&["info", name]).stdout).unwrap();
+        assert!(
+            !info.contains('\x1b') && !info.contains('\u{202e}'),
+            "{info:?}"
+        );
+        let lines: Vec<&str> = info.lines().collect();
+        let enc: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.starts_with("encryption:"))
+            .collect();
+        assert_eq!(enc, [&encryption], "{info}");
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("comment:"))
+            .expect("a comment line");
+        assert_eq!(lines[at], format!("comment:        {escaped}"));
+        assert_eq!(lines[at + 1], format!("                {note}"));
+    }
+    // The escape is the one `list` uses: it round-trips to the exact comment bytes.
+    assert_eq!(
+        krypta::fs::unescape_path(escaped).unwrap(),
+        comment.as_bytes()
+    );
+}

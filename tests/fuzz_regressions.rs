@@ -121,6 +121,7 @@ fn test_progress_total_of_huge_index_sizes_does_not_overflow() {
     let open = || OpenOptions {
         identities: vec![],
         jobs: 1,
+        ..OpenOptions::default()
     };
     let err = krypta::test(&path, open(), &mut krypta::Collect::default()).unwrap_err();
     assert_eq!(err.exit_code(), 3, "{err}");

@@ -34,6 +34,9 @@ fn open() -> OpenOptions {
     OpenOptions {
         identities: vec![Identity::KeyFile(SymmetricKey::from_bytes(KEY))],
         jobs: 1,
+        // Plain archives are fuzzed through the same entry point.
+        allow_unencrypted: true,
+        in_flight_budget: None,
     }
 }
 

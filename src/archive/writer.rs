@@ -7,6 +7,13 @@
 //!
 //! Output bytes depend only on the inputs and options (level, block size, BCJ mode, keys and
 //! archive id), never on the number of workers.
+//!
+//! The writer never writes what its reader would refuse: the header, every entry's metadata,
+//! every file's size and the index are checked against the one table of limits
+//! (`format::limits`) with the checks the reader uses, before any of their bytes are written
+//! ([`Error::Unwritable`], naming the entry). An error from [`ArchiveWriter::add_entry`] or
+//! [`ArchiveWriter::add_file`] about an entry's *metadata* leaves the archive as it was (the
+//! entry can be skipped); any other error abandons the archive (drop the writer).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,7 +26,6 @@ use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, FileKey, Subkeys};
 use crate::crypto::stanza::{Recipient, wrap};
 use crate::error::{Error, Result};
-use crate::format::EntryMeta;
 use crate::format::entry::EntryKind;
 use crate::format::footer::{FOOTER_LEN, Footer};
 use crate::format::frame::{
@@ -27,7 +33,10 @@ use crate::format::frame::{
 };
 use crate::format::header::Header;
 use crate::format::index::{Index, IndexEntry};
+use crate::format::index::{entry_len, index_len};
+use crate::format::limits::{MAX_BLOCK_SIZE, MAX_FILE_SIZE, MAX_INDEX_LEN, MIN_BLOCK_SIZE};
 use crate::format::record::{self, DATA_HEAD_LEN, MAX_SEGMENT};
+use crate::format::{EntryMeta, FormatError};
 
 /// How the BCJ filter is chosen for each file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +221,8 @@ pub struct ArchiveWriter<W: Write> {
     submitted: u64,
     frame_lens: Vec<u32>,
     entries: Vec<IndexEntry>,
+    /// Encoded bytes of `entries` in the index ([`entry_len`]).
+    index_entries_len: u64,
     bcj: BcjMode,
     content_bytes: u64,
     on_progress: Option<Box<dyn FnMut(u64) + Send>>,
@@ -220,8 +231,25 @@ pub struct ArchiveWriter<W: Write> {
 impl<W: Write> ArchiveWriter<W> {
     /// Starts an archive: generates (or takes) the archive id and file key, wraps the file key
     /// for every recipient, and writes the header. `out_name` labels I/O errors.
+    ///
+    /// Errors: Usage (a block size outside 64 KiB..=256 MiB, more than one password, more
+    /// than 64 recipients), Unwritable (a header the reader would refuse, e.g. a comment over
+    /// 4096 bytes), Crypto, Io. Nothing is written before these checks pass.
     pub fn new(out: W, out_name: impl Into<PathBuf>, opts: WriteOptions) -> Result<Self> {
         let out_name = out_name.into();
+        if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&opts.block_size) {
+            return Err(Error::Usage(format!(
+                "block size {} bytes is outside {}K..={}M",
+                opts.block_size,
+                MIN_BLOCK_SIZE >> 10,
+                MAX_BLOCK_SIZE >> 20
+            )));
+        }
+        let unwritable = |problem| Error::Unwritable {
+            what: out_name.display().to_string(),
+            problem,
+        };
+        crate::format::header::check_comment(opts.comment.as_bytes()).map_err(unwritable)?;
         let archive_id = match opts.archive_id {
             Some(id) => id,
             None => {
@@ -231,6 +259,7 @@ impl<W: Write> ArchiveWriter<W> {
                 id
             }
         };
+        check_recipients(&opts.recipients)?;
         let (stanzas, protection) = if opts.recipients.is_empty() {
             (Vec::new(), Protection::Plain)
         } else {
@@ -257,6 +286,7 @@ impl<W: Write> ArchiveWriter<W> {
             stanzas,
             comment: opts.comment,
         };
+        header.check().map_err(unwritable)?;
         let mut bytes = header.write_untagged();
         let tag = protection.header_tag(&bytes);
         bytes.extend_from_slice(&tag);
@@ -300,6 +330,7 @@ impl<W: Write> ArchiveWriter<W> {
             submitted: 0,
             frame_lens: Vec::new(),
             entries: Vec::new(),
+            index_entries_len: 0,
             bcj: opts.bcj,
             content_bytes: 0,
             on_progress: None,
@@ -520,6 +551,7 @@ impl<W: Write> ArchiveWriter<W> {
     /// Adds an entry without content (directory, symlink, hard link).
     pub fn add_entry(&mut self, meta: &EntryMeta) -> Result<()> {
         debug_assert!(meta.kind != EntryKind::File);
+        self.admit(meta)?;
         let (first_seq, first_offset) = self.position();
         let mut rec = Vec::new();
         record::write_entry(&mut rec, meta);
@@ -554,6 +586,7 @@ impl<W: Write> ArchiveWriter<W> {
         src: &mut dyn ContentSource,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(u64, [u8; 32])> {
+        self.admit(meta)?;
         // The first extent (at most FIRST_READ bytes) goes through a small buffer: the
         // filter must be chosen from it before the ENTRY record is placed. The rest is read
         // straight into the block.
@@ -608,6 +641,9 @@ impl<W: Write> ArchiveWriter<W> {
                     None => break,
                 }
             };
+            if offset.saturating_add(len as u64) > MAX_FILE_SIZE {
+                return Err(too_big(meta, offset.saturating_add(len as u64)));
+            }
             // Holes before an extent hash as zeros, as the extracted file reads.
             hash_zeros(&mut hasher, offset.saturating_sub(hashed_to));
             hasher.update(&self.block[data_at..data_at + len]);
@@ -621,12 +657,8 @@ impl<W: Write> ArchiveWriter<W> {
         }
         self.first = first;
         let size = src.final_size().max(hashed_to);
-        if size > record::MAX_FILE_SIZE {
-            return Err(Error::Usage(format!(
-                "{}: {size} bytes exceeds the {}-byte file size limit",
-                String::from_utf8_lossy(&meta.path),
-                record::MAX_FILE_SIZE
-            )));
+        if size > MAX_FILE_SIZE {
+            return Err(too_big(meta, size));
         }
         hash_zeros(&mut hasher, size - hashed_to);
         let digest: [u8; 32] = *hasher.finalize().as_bytes();
@@ -644,12 +676,44 @@ impl<W: Write> ArchiveWriter<W> {
         Ok((size, digest))
     }
 
+    /// Refuses (before anything of it is written) an entry whose metadata a reader would
+    /// refuse ([`EntryMeta::check`]) or that would take the index past [`MAX_INDEX_LEN`]
+    /// (counting one more data frame), and counts it in the index.
+    fn admit(&mut self, meta: &EntryMeta) -> Result<()> {
+        meta.check().map_err(|problem| Error::Unwritable {
+            what: shown_entry(&meta.path),
+            problem,
+        })?;
+        let len = self.index_entries_len + entry_len(meta);
+        if index_len(len, self.submitted + 1) > MAX_INDEX_LEN {
+            return Err(Error::Unwritable {
+                what: shown_entry(&meta.path),
+                problem: FormatError::invalid(
+                    "index",
+                    format!("it would take the archive index past {MAX_INDEX_LEN} bytes"),
+                ),
+            });
+        }
+        self.index_entries_len = len;
+        Ok(())
+    }
+
     /// Writes the last data block, the index frames and the footer; returns the totals and
     /// the inner writer (flushed).
     pub fn finish(mut self) -> Result<(WriteSummary, W)> {
         self.flush_block()?;
         self.drain()?;
         let data_frames = self.submitted;
+        let total = index_len(self.index_entries_len, data_frames);
+        if total > MAX_INDEX_LEN {
+            return Err(Error::Unwritable {
+                what: self.out_name.display().to_string(),
+                problem: FormatError::invalid(
+                    "index",
+                    format!("{total} bytes (at most {MAX_INDEX_LEN})"),
+                ),
+            });
+        }
         let index_offset = self.offset;
         let index = Index {
             entries: std::mem::take(&mut self.entries),
@@ -698,6 +762,49 @@ impl<W: Write> ArchiveWriter<W> {
         };
         Ok((summary, self.out))
     }
+}
+
+/// An entry's archive path for a message: escaped as `list` shows it, and cut after 200
+/// characters (paths may be 64 KiB long).
+fn shown_entry(path: &[u8]) -> String {
+    let text = crate::fs::escape_path(path);
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], path.len()),
+        None => text,
+    }
+}
+
+/// The error for a file whose size (or data end) `size` is past [`MAX_FILE_SIZE`].
+fn too_big(meta: &EntryMeta, size: u64) -> Error {
+    Error::Unwritable {
+        what: shown_entry(&meta.path),
+        problem: FormatError::invalid(
+            "file",
+            format!("{size} bytes exceeds the {MAX_FILE_SIZE}-byte file size limit"),
+        ),
+    }
+}
+
+/// Refuses, before any KDF runs, a recipient list whose stanzas no reader would accept
+/// (`format::stanza::check_stanza_set`): more than 64 recipients, or more than one password.
+fn check_recipients(recipients: &[Recipient]) -> Result<()> {
+    use crate::format::stanza::{MAX_PASSWORD_STANZAS, MAX_STANZAS};
+    let passwords = recipients
+        .iter()
+        .filter(|r| matches!(r, Recipient::Password { .. }))
+        .count();
+    if passwords > MAX_PASSWORD_STANZAS {
+        return Err(Error::Usage(format!(
+            "{passwords} passwords given: an archive holds at most one password stanza (add key files or box recipients instead)"
+        )));
+    }
+    if recipients.len() > MAX_STANZAS {
+        return Err(Error::Usage(format!(
+            "{} recipients given: an archive holds at most {MAX_STANZAS} stanzas",
+            recipients.len()
+        )));
+    }
+    Ok(())
 }
 
 /// How many one-byte DATA records must come first so that the content of a DATA record

@@ -117,6 +117,7 @@ pub fn read_archive(path: &Path, protect: &Protect, jobs: usize) -> Result<u64> 
         OpenOptions {
             identities: protect.identities(),
             jobs: jobs.max(1),
+            ..OpenOptions::default()
         },
         &mut crate::Collect::default(),
     )?;

@@ -214,11 +214,9 @@ impl Codec {
     }
 }
 
-/// Largest raw (decoded) block the format allows, bytes. Readers refuse larger declared sizes
-/// before allocating, so decode memory per worker is bounded by this.
-pub const MAX_BLOCK_SIZE: usize = 256 << 20;
-/// Smallest block size accepted from `-b`, bytes.
-pub const MIN_BLOCK_SIZE: usize = 64 << 10;
+/// The largest decoded block and the smallest block size a writer uses: defined with every
+/// other limit in [`crate::format::limits`].
+pub use crate::format::limits::{MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
 /// Default block size, bytes (4 MiB).
 pub const DEFAULT_BLOCK_SIZE: usize = 4 << 20;
 

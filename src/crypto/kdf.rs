@@ -16,22 +16,32 @@
 //! stronger (RFC 9106 §4). PBKDF2-HMAC-SHA256 with 600,000 iterations (OWASP 2023) takes
 //! 0.07 s with SHA-NI.
 //!
-//! Ceilings exist so that a crafted archive cannot make a reader allocate or spin without
-//! bound: they are checked on the parameters stored in a stanza *before* any memory is
-//! allocated.
+//! One range of parameters is accepted, the same for writers and readers
+//! ([`Kdf::check_bounds`]): the ceilings exist so that a crafted archive cannot make a reader
+//! allocate or spin without bound, and the floors so that a reader never runs a KDF far
+//! cheaper than any krypta writer produces (a crafted stanza at PBKDF2 c = 1 would turn the
+//! victim's reader into a fast password-guess oracle). Both are checked on the parameters
+//! stored in a stanza *before* any memory is allocated, and only for a stanza that is about
+//! to be tried with a password (`crypto::stanza::unwrap`), so an oversized or undersized
+//! password stanza never keeps a key-file or box recipient out.
 //!
-//! | parameter | default | writer bounds | reader accepts |
-//! |---|---|---|---|
-//! | argon2id memory | 262 144 KiB (256 MiB) | 8 192 ..= 4 194 304 KiB (8 MiB ..= 4 GiB) | 8·p ..= 4 194 304 KiB |
-//! | argon2id iterations t | 2 | 1 ..= 16 | 1 ..= 16 |
-//! | argon2id lanes p | 1 | 1 ..= 16 | 1 ..= 16 |
-//! | pbkdf2 iterations | 600 000 | 100 000 ..= 10 000 000 | 1 ..= 10 000 000 |
+//! | parameter | default | accepted (writer and reader) |
+//! |---|---|---|
+//! | argon2id memory | 262 144 KiB (256 MiB) | 8 192 ..= 4 194 304 KiB (8 MiB ..= 4 GiB) |
+//! | argon2id iterations t | 2 | 1 ..= 16 |
+//! | argon2id lanes p | 1 | 1 ..= 16 |
+//! | pbkdf2 iterations | 600 000 | 100 000 ..= 10 000 000 |
 //!
-//! The worst case a reader accepts is Argon2id with 4 GiB and t = 16 (4 GiB of memory and
-//! roughly 16 × 4096 / 256 × 0.4 s ≈ 100 s of one core here), or PBKDF2 with 10 million
-//! iterations (about 1.2 s). The same two figures also bound the sum over all password
-//! stanzas of one archive ([`check_total_work`]), so 64 stanzas at the ceiling are refused
-//! rather than tried for hours.
+//! An archive holds at most one password stanza (`format::stanza::check_stanza_set`; age's
+//! rule for its scrypt stanza), so the most KDF work one archive can ask of a reader is one
+//! Argon2id run at 4 GiB (4 194 304 KiB) × 16 passes (roughly 16 × 4096 / 256 × 0.4 s ≈ 100 s
+//! of one core here) or one PBKDF2 run of 10 000 000 iterations (about 1.2 s), once per
+//! password the reader was given. The Argon2id floor of 8 MiB is above the algorithm's own
+//! minimum of 8·p KiB for every accepted p (at most 128 KiB).
+//!
+//! [`Kdf::check_limits`] is the looser check of the KDF primitives themselves (the
+//! algorithm's own minimums and the ceilings): the known-answer vectors run cheap costs
+//! (64 KiB, 1000 iterations) through it, never through a reader.
 
 use zeroize::Zeroizing;
 
@@ -44,8 +54,8 @@ pub const ARGON2ID_DEFAULT_M_KIB: u32 = 256 * 1024;
 pub const ARGON2ID_DEFAULT_T: u32 = 2;
 /// Default Argon2id lanes (parallelism p).
 pub const ARGON2ID_DEFAULT_P: u32 = 1;
-/// Smallest Argon2id memory a writer accepts, KiB (8 MiB).
-pub const ARGON2ID_CREATE_MIN_M_KIB: u32 = 8 * 1024;
+/// Smallest Argon2id memory written or read, KiB (8 MiB).
+pub const ARGON2ID_MIN_M_KIB: u32 = 8 * 1024;
 /// Largest Argon2id memory written or read, KiB (4 GiB).
 pub const ARGON2ID_MAX_M_KIB: u32 = 4 * 1024 * 1024;
 /// Largest Argon2id iteration count written or read.
@@ -54,8 +64,8 @@ pub const ARGON2ID_MAX_T: u32 = 16;
 pub const ARGON2ID_MAX_P: u32 = 16;
 /// Default PBKDF2-HMAC-SHA256 iterations (OWASP 2023 recommendation).
 pub const PBKDF2_DEFAULT_ITERATIONS: u32 = 600_000;
-/// Fewest PBKDF2 iterations a writer accepts.
-pub const PBKDF2_CREATE_MIN_ITERATIONS: u32 = 100_000;
+/// Fewest PBKDF2 iterations written or read.
+pub const PBKDF2_MIN_ITERATIONS: u32 = 100_000;
 /// Most PBKDF2 iterations written or read.
 pub const PBKDF2_MAX_ITERATIONS: u32 = 10_000_000;
 
@@ -69,47 +79,6 @@ pub mod param {
     pub const ARGON2ID_LANES: &str = "argon2id lanes";
     /// PBKDF2 iteration count.
     pub const PBKDF2_ITERATIONS: &str = "pbkdf2 iterations";
-    /// Σ memory KiB × iterations over the Argon2id stanzas of one archive.
-    pub const ARGON2ID_TOTAL_WORK: &str = "argon2id memory KiB × iterations, all stanzas";
-    /// Σ iterations over the PBKDF2 stanzas of one archive.
-    pub const PBKDF2_TOTAL_ITERATIONS: &str = "pbkdf2 iterations, all stanzas";
-}
-
-/// Most Argon2id work one archive may ask of a reader, summed over its stanzas, KiB × passes:
-/// one stanza at both ceilings (4 GiB, t = 16). Bounds the time a crafted archive with many
-/// expensive stanzas can cost (each is tried with each password given).
-pub const ARGON2ID_MAX_TOTAL_WORK: u64 = ARGON2ID_MAX_M_KIB as u64 * ARGON2ID_MAX_T as u64;
-/// Most PBKDF2 iterations one archive may ask of a reader, summed over its stanzas.
-pub const PBKDF2_MAX_TOTAL_ITERATIONS: u64 = PBKDF2_MAX_ITERATIONS as u64;
-
-/// Checks the summed cost of all password stanzas of one archive against
-/// [`ARGON2ID_MAX_TOTAL_WORK`] and [`PBKDF2_MAX_TOTAL_ITERATIONS`] ([`CryptoError::KdfLimit`]).
-/// Run after [`Kdf::check_limits`] on each, before any KDF.
-pub fn check_total_work(kdfs: impl IntoIterator<Item = Kdf>) -> Result<(), CryptoError> {
-    let (mut argon, mut pbkdf) = (0u64, 0u64);
-    for kdf in kdfs {
-        match kdf {
-            Kdf::Argon2id { m_kib, t, .. } => {
-                argon = argon.saturating_add(u64::from(m_kib) * u64::from(t))
-            }
-            Kdf::Pbkdf2 { iterations } => pbkdf = pbkdf.saturating_add(u64::from(iterations)),
-        }
-    }
-    if argon > ARGON2ID_MAX_TOTAL_WORK {
-        return Err(CryptoError::KdfLimit {
-            param: param::ARGON2ID_TOTAL_WORK,
-            value: argon,
-            limit: ARGON2ID_MAX_TOTAL_WORK,
-        });
-    }
-    if pbkdf > PBKDF2_MAX_TOTAL_ITERATIONS {
-        return Err(CryptoError::KdfLimit {
-            param: param::PBKDF2_TOTAL_ITERATIONS,
-            value: pbkdf,
-            limit: PBKDF2_MAX_TOTAL_ITERATIONS,
-        });
-    }
-    Ok(())
 }
 
 /// A password KDF and its cost parameters, as stored in a stanza.
@@ -169,9 +138,9 @@ impl Kdf {
         }
     }
 
-    /// Checks parameters read from an archive: the ceilings above, and the algorithm's own
-    /// minimums (Argon2id: p ≥ 1, t ≥ 1, m ≥ 8·p KiB, RFC 9106 §3.1; PBKDF2: c ≥ 1). Cheap;
-    /// run before any KDF, so nothing is allocated for a refused stanza.
+    /// The algorithm's own minimums (Argon2id: p ≥ 1, t ≥ 1, m ≥ 8·p KiB, RFC 9106 §3.1;
+    /// PBKDF2: c ≥ 1) and the ceilings above: what [`Kdf::derive_kek`] needs to run safely.
+    /// Not a reader's rule: readers and writers use [`Kdf::check_bounds`].
     pub fn check_limits(&self) -> Result<(), CryptoError> {
         match *self {
             Kdf::Argon2id { m_kib, t, p } => {
@@ -188,21 +157,28 @@ impl Kdf {
         }
     }
 
-    /// Checks parameters for a new archive: the same ceilings, and stricter minimums (at
-    /// least 8 MiB for Argon2id, 100,000 PBKDF2 iterations) so no weak archive is written.
-    pub fn check_create(&self) -> Result<(), CryptoError> {
-        self.check_limits()?;
+    /// The range writers write and readers accept (module doc table): ceilings
+    /// ([`CryptoError::KdfLimit`]) and floors ([`CryptoError::KdfTooWeak`]: at least 8 MiB
+    /// for Argon2id, 100,000 PBKDF2 iterations). Cheap; run before any KDF, so nothing is
+    /// allocated for a refused stanza.
+    pub fn check_bounds(&self) -> Result<(), CryptoError> {
         match *self {
-            Kdf::Argon2id { m_kib, .. } => bound(
-                param::ARGON2ID_MEMORY,
-                m_kib,
-                ARGON2ID_CREATE_MIN_M_KIB,
-                ARGON2ID_MAX_M_KIB,
-            ),
+            // The 8 MiB floor is above the algorithm's 8·p KiB for every accepted p, so this
+            // also implies everything `check_limits` asks.
+            Kdf::Argon2id { m_kib, t, p } => {
+                bound(param::ARGON2ID_LANES, p, 1, ARGON2ID_MAX_P)?;
+                bound(param::ARGON2ID_ITERATIONS, t, 1, ARGON2ID_MAX_T)?;
+                bound(
+                    param::ARGON2ID_MEMORY,
+                    m_kib,
+                    ARGON2ID_MIN_M_KIB,
+                    ARGON2ID_MAX_M_KIB,
+                )
+            }
             Kdf::Pbkdf2 { iterations } => bound(
                 param::PBKDF2_ITERATIONS,
                 iterations,
-                PBKDF2_CREATE_MIN_ITERATIONS,
+                PBKDF2_MIN_ITERATIONS,
                 PBKDF2_MAX_ITERATIONS,
             ),
         }
@@ -217,7 +193,8 @@ impl Kdf {
     }
 
     /// Derives the 32-byte key-encryption key from `password` and the stanza's 16-byte
-    /// `salt`, after [`Kdf::check_limits`]. Argon2id runs with no secret and no associated
+    /// `salt`, after [`Kdf::check_limits`] (the caller applies [`Kdf::check_bounds`] first
+    /// when the stanza comes from an archive). Argon2id runs with no secret and no associated
     /// data, tag length 32.
     pub fn derive_kek(
         &self,
@@ -245,8 +222,8 @@ mod tests {
 
     #[test]
     fn defaults_are_within_the_writer_bounds() {
-        Kdf::default().check_create().unwrap();
-        Kdf::default_pbkdf2().check_create().unwrap();
+        Kdf::default().check_bounds().unwrap();
+        Kdf::default_pbkdf2().check_bounds().unwrap();
         assert_eq!(
             Kdf::default(),
             Kdf::Argon2id {
@@ -330,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn reader_minimums_follow_the_algorithms_and_writer_minimums_are_stricter() {
+    fn primitive_minimums_follow_the_algorithms() {
         Kdf::Argon2id {
             m_kib: 8,
             t: 1,
@@ -363,76 +340,76 @@ mod tests {
             .is_err()
         );
         assert!(Kdf::Pbkdf2 { iterations: 0 }.check_limits().is_err());
-        let e = Kdf::Argon2id {
-            m_kib: 8191,
-            t: 1,
-            p: 1,
-        }
-        .check_create()
-        .unwrap_err();
-        assert!(matches!(
-            e,
-            CryptoError::KdfTooWeak {
-                value: 8191,
-                min: 8192,
-                ..
-            }
-        ));
-        let e = Kdf::Pbkdf2 { iterations: 99_999 }
-            .check_create()
-            .unwrap_err();
-        assert!(matches!(
-            e,
-            CryptoError::KdfTooWeak {
-                value: 99_999,
-                min: 100_000,
-                ..
-            }
-        ));
+        Kdf::Pbkdf2 { iterations: 1 }.check_limits().unwrap();
     }
 
     #[test]
-    fn summed_cost_of_all_stanzas_is_bounded() {
-        let max = Kdf::Argon2id {
-            m_kib: ARGON2ID_MAX_M_KIB,
-            t: ARGON2ID_MAX_T,
-            p: 1,
-        };
-        check_total_work([max, Kdf::default_pbkdf2()]).unwrap();
-        let e = check_total_work([
-            max,
-            Kdf::Argon2id {
-                m_kib: 8,
-                t: 1,
-                p: 1,
-            },
-        ])
-        .unwrap_err();
+    fn writers_and_readers_accept_exactly_the_bounds_table() {
+        let argon = |m_kib, t, p| Kdf::Argon2id { m_kib, t, p }.check_bounds();
+        let pbkdf2 = |iterations| Kdf::Pbkdf2 { iterations }.check_bounds();
+        for ok in [
+            argon(8192, 1, 1),
+            argon(4 << 20, 16, 16),
+            pbkdf2(100_000),
+            pbkdf2(10_000_000),
+        ] {
+            ok.unwrap();
+        }
+        let e = argon(8191, 1, 1).unwrap_err();
         assert!(matches!(
             e,
-            CryptoError::KdfLimit {
-                param: "argon2id memory KiB × iterations, all stanzas",
-                value: 67_108_872,
-                limit: 67_108_864
+            CryptoError::KdfTooWeak {
+                param: "argon2id memory KiB",
+                value: 8191,
+                min: 8192,
             }
         ));
-        let many = std::iter::repeat_n(
-            Kdf::Pbkdf2 {
-                iterations: 1_000_000,
-            },
-            11,
+        assert_eq!(
+            e.to_string(),
+            "argon2id memory KiB = 8191 is below the minimum 8192"
         );
-        let e = check_total_work(many).unwrap_err();
         assert!(matches!(
-            e,
+            argon(8192, 0, 1).unwrap_err(),
+            CryptoError::KdfTooWeak {
+                param: "argon2id iterations",
+                value: 0,
+                min: 1
+            }
+        ));
+        assert!(matches!(
+            argon(8192, 1, 0).unwrap_err(),
+            CryptoError::KdfTooWeak {
+                param: "argon2id lanes",
+                value: 0,
+                min: 1
+            }
+        ));
+        for iterations in [99_999u32, 1, 0] {
+            assert!(matches!(
+                pbkdf2(iterations).unwrap_err(),
+                CryptoError::KdfTooWeak {
+                    param: "pbkdf2 iterations",
+                    value: v,
+                    min: 100_000
+                } if v == u64::from(iterations)
+            ));
+        }
+        assert!(matches!(
+            argon(4 << 20 | 1, 1, 1).unwrap_err(),
             CryptoError::KdfLimit {
-                value: 11_000_000,
+                value: 4_194_305,
+                limit: 4_194_304,
+                ..
+            }
+        ));
+        assert!(matches!(
+            pbkdf2(10_000_001).unwrap_err(),
+            CryptoError::KdfLimit {
+                value: 10_000_001,
                 limit: 10_000_000,
                 ..
             }
         ));
-        let defaults = std::iter::repeat_n(Kdf::default(), 64);
-        check_total_work(defaults).unwrap();
     }
 
     #[test]

@@ -49,8 +49,8 @@ pub enum CryptoError {
         /// The ceiling.
         limit: u64,
     },
-    /// A KDF parameter is below the minimum (the algorithm's own, when reading; the stricter
-    /// creation minimum in [`kdf`] when writing).
+    /// A KDF parameter is below the floor writers and readers share ([`kdf`]), or below the
+    /// algorithm's own minimum; refused before the KDF runs.
     #[error("{param} = {value} is below the minimum {min}")]
     KdfTooWeak {
         /// Which parameter (same names as [`CryptoError::KdfLimit`]).
@@ -60,6 +60,10 @@ pub enum CryptoError {
         /// The minimum.
         min: u64,
     },
+    /// The stanzas break a rule every header follows (more than 64, or more than one
+    /// password stanza): see `format::stanza::check_stanza_set`.
+    #[error("{0}")]
+    StanzaSet(crate::format::FormatError),
     /// An empty password was given while creating an archive.
     #[error("empty password refused")]
     EmptyPassword,

@@ -26,7 +26,6 @@ use crate::format::stanza::{SALT_LEN, Stanza, TAG_LEN, WRAPPED_LEN, kind};
 
 use super::CryptoError;
 pub use super::kdf::Kdf;
-use super::kdf::check_total_work;
 use super::keyfile::SymmetricKey;
 use super::keys::{ArchiveId, FileKey};
 use super::password::Secret;
@@ -152,7 +151,7 @@ fn sealed(
 
 /// Writes the stanza for one recipient. Passwords get a fresh random 16-byte salt and must
 /// be non-empty ([`CryptoError::EmptyPassword`]) with KDF costs within the writer bounds
-/// ([`Kdf::check_create`]).
+/// ([`Kdf::check_bounds`]).
 pub fn wrap(
     recipient: &Recipient,
     file_key: &FileKey,
@@ -160,7 +159,7 @@ pub fn wrap(
 ) -> Result<Stanza, CryptoError> {
     match recipient {
         Recipient::Password { password, kdf } => {
-            kdf.check_create()?;
+            kdf.check_bounds()?;
             let mut salt = [0u8; SALT_LEN];
             random_bytes(&mut salt)?;
             wrap_password_with_salt(password.as_bytes(), kdf, salt, file_key, archive_id)
@@ -171,8 +170,9 @@ pub fn wrap(
 }
 
 /// The deterministic form of a password stanza, for golden vectors: `salt` is given. Refuses
-/// an empty password and parameters outside what a reader accepts ([`Kdf::check_limits`]),
-/// but not the writer's stricter minimums, so vectors can use cheap costs.
+/// an empty password and parameters the KDF primitive cannot run ([`Kdf::check_limits`]),
+/// but not the floors of [`Kdf::check_bounds`], so vectors can use cheap costs (such a
+/// stanza opens only through [`open_stanza`], never through a reader's [`unwrap`]).
 pub fn wrap_password_with_salt(
     password: &[u8],
     kdf: &Kdf,
@@ -231,8 +231,11 @@ pub fn stanza_kdf(stanza: &Stanza) -> Option<(Kdf, [u8; SALT_LEN])> {
     }
 }
 
-/// Tries one identity on one stanza: Ok(None) when the kinds do not match or it does not open.
-fn try_open(
+/// Tries one identity on one stanza: `Ok(None)` when the kinds do not match or it does not
+/// open. The low-level open of the known-answer vectors: password stanzas get only
+/// [`Kdf::check_limits`] (what the KDF needs to run), not the reader's bounds; readers call
+/// [`unwrap`].
+pub fn open_stanza(
     identity: &Identity,
     stanza: &Stanza,
     archive_id: &ArchiveId,
@@ -268,31 +271,41 @@ fn try_open(
     ))
 }
 
-/// Recovers the file key. First checks every password stanza's KDF parameters against the
-/// reader's ceilings ([`Kdf::check_limits`]: [`CryptoError::KdfLimit`] or
-/// [`CryptoError::KdfTooWeak`] before any KDF runs) and their summed cost
-/// ([`check_total_work`]), then tries each identity, in order,
-/// against each stanza of a matching kind and returns the first file key that opens.
-/// [`CryptoError::NoStanzaOpened`] when none does — the same for a wrong password, a wrong
-/// key and a tampered stanza.
+/// Recovers the file key: what a reader calls with the identities it holds.
+///
+/// 1. The stanza set must follow the shared rules (`format::stanza::check_stanza_set`: at
+///    most 64 stanzas, at most one password stanza), else [`CryptoError::StanzaSet`].
+/// 2. Key files and box keys are tried first, each against every stanza of its kind, in the
+///    order given; they never look at a password stanza, so a password stanza's parameters
+///    are neither checked nor run when one of them opens the archive.
+/// 3. Only then, if a password was given, the password stanza's parameters are checked
+///    against the bounds writers and readers share ([`Kdf::check_bounds`]:
+///    [`CryptoError::KdfLimit`] above a ceiling, [`CryptoError::KdfTooWeak`] below a floor),
+///    before its KDF runs, and each password is tried on it.
+///
+/// [`CryptoError::NoStanzaOpened`] when nothing opens — the same for a wrong password, a
+/// wrong key and a tampered stanza.
 pub fn unwrap(
     identities: &[Identity],
     stanzas: &[Stanza],
     archive_id: &ArchiveId,
 ) -> Result<FileKey, CryptoError> {
-    for stanza in stanzas {
-        if let Some((kdf, _)) = stanza_kdf(stanza) {
-            kdf.check_limits()?;
+    crate::format::stanza::check_stanza_set(stanzas).map_err(CryptoError::StanzaSet)?;
+    let is_password = |i: &&Identity| matches!(i, Identity::Password(_));
+    for identity in identities.iter().filter(|i| !is_password(i)) {
+        for stanza in stanzas {
+            if let Some(key) = open_stanza(identity, stanza, archive_id)? {
+                return Ok(key);
+            }
         }
     }
-    check_total_work(
-        stanzas
-            .iter()
-            .filter_map(|s| stanza_kdf(s).map(|(kdf, _)| kdf)),
-    )?;
-    for identity in identities {
-        for stanza in stanzas {
-            if let Some(key) = try_open(identity, stanza, archive_id)? {
+    let password_stanza = stanzas.iter().find_map(|s| stanza_kdf(s).map(|k| (s, k.0)));
+    if let Some((stanza, kdf)) = password_stanza
+        && identities.iter().any(|i| is_password(&i))
+    {
+        kdf.check_bounds()?;
+        for identity in identities.iter().filter(is_password) {
+            if let Some(key) = open_stanza(identity, stanza, archive_id)? {
                 return Ok(key);
             }
         }

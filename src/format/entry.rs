@@ -3,9 +3,8 @@
 
 use super::{FormatError, Reader, put_bytes_u32};
 
-/// Longest path or link target accepted, in bytes (Linux `PATH_MAX` is 4096; we allow deep
-/// trees stored relative, so the cap is larger but still bounds allocation).
-pub const MAX_PATH_LEN: usize = 64 * 1024;
+use super::limits::MAX_LINK_LEN;
+pub use super::limits::MAX_PATH_LEN;
 
 /// What kind of filesystem object an entry is. The numeric values are the on-disk codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,49 +113,60 @@ impl EntryMeta {
         put_bytes_u32(out, &self.link);
     }
 
-    /// Parses what [`EntryMeta::write`] wrote, rejecting every non-canonical encoding.
+    /// Checks every rule an entry's metadata follows, the same for the writer (before it
+    /// writes the entry, so it never writes one a reader refuses) and the parser: mode bits
+    /// within 0o7777, mtime nanoseconds below 10⁹, a canonical path ([`check_archive_path`]),
+    /// no link for files and directories, a symlink target of 1..=[`MAX_LINK_LEN`] bytes
+    /// without NUL, and a hard link's target a canonical path.
+    pub fn check(&self) -> Result<(), FormatError> {
+        if self.mode & !0o7777 != 0 {
+            return Err(FormatError::invalid(
+                "entry",
+                format!("mode {:#o} has bits beyond 0o7777", self.mode),
+            ));
+        }
+        if self.mtime.nanos >= 1_000_000_000 {
+            return Err(FormatError::invalid(
+                "entry",
+                format!("mtime nanoseconds {} >= 10^9", self.mtime.nanos),
+            ));
+        }
+        check_archive_path(&self.path)?;
+        let link = &self.link;
+        match self.kind {
+            EntryKind::File | EntryKind::Dir if !link.is_empty() => Err(FormatError::invalid(
+                "entry",
+                "a file or directory has a link target",
+            )),
+            EntryKind::Symlink
+                if link.is_empty() || link.len() > MAX_LINK_LEN || link.contains(&0) =>
+            {
+                Err(FormatError::invalid(
+                    "entry",
+                    format!(
+                        "symlink target of {} bytes is empty, longer than {MAX_LINK_LEN} or has a NUL",
+                        link.len()
+                    ),
+                ))
+            }
+            EntryKind::Hardlink => check_archive_path(link),
+            _ => Ok(()),
+        }
+    }
+
+    /// Parses what [`EntryMeta::write`] wrote, rejecting every non-canonical encoding
+    /// ([`EntryMeta::check`]).
     pub fn parse(r: &mut Reader<'_>) -> Result<Self, FormatError> {
         let kind = EntryKind::from_u8(r.u8()?)?;
         r.reserved_zero(3)?;
         let mode = r.u32()?;
-        if mode & !0o7777 != 0 {
-            return Err(FormatError::invalid(
-                "entry",
-                format!("mode {mode:#o} has bits beyond 0o7777"),
-            ));
-        }
         let secs = r.i64()?;
         let nanos = r.u32()?;
-        if nanos >= 1_000_000_000 {
-            return Err(FormatError::invalid(
-                "entry",
-                format!("mtime nanoseconds {nanos} >= 10^9"),
-            ));
-        }
         let uid = r.u32()?;
         let gid = r.u32()?;
         let path = r.bytes_u32()?.to_vec();
-        check_archive_path(&path)?;
         let link = r.bytes_u32()?.to_vec();
-        match kind {
-            EntryKind::File | EntryKind::Dir if !link.is_empty() => {
-                return Err(FormatError::invalid(
-                    "entry",
-                    "a file or directory has a link target",
-                ));
-            }
-            EntryKind::Symlink
-                if link.is_empty() || link.len() > MAX_PATH_LEN || link.contains(&0) =>
-            {
-                return Err(FormatError::invalid(
-                    "entry",
-                    "symlink target is empty, too long or has a NUL",
-                ));
-            }
-            EntryKind::Hardlink => check_archive_path(&link)?,
-            _ => {}
-        }
-        Ok(EntryMeta {
+        let meta = EntryMeta {
             path,
             kind,
             mode,
@@ -164,7 +174,9 @@ impl EntryMeta {
             uid,
             gid,
             link,
-        })
+        };
+        meta.check()?;
+        Ok(meta)
     }
 }
 

@@ -4,8 +4,10 @@
 //! encrypted archive the whole body is AES-256-CTR ciphertext, so codec, filter and raw
 //! length are hidden; the tag covers everything (see `crypto::frame`).
 
+use super::limits::MAX_BLOCK_SIZE;
+pub use super::limits::MAX_BODY_LEN;
 use super::{FormatError, Reader};
-use crate::codec::{Codec, Filter, MAX_BLOCK_SIZE};
+use crate::codec::{Codec, Filter};
 
 /// Length of the clear frame header, bytes.
 pub const FRAME_HEADER_LEN: usize = 16;
@@ -13,9 +15,6 @@ pub const FRAME_HEADER_LEN: usize = 16;
 pub const TAG_LEN: usize = 32;
 /// Length of the block header at the start of every body, bytes.
 pub const BLOCK_HEADER_LEN: usize = 16;
-/// Largest body a reader accepts, bytes: a block header plus a stored block of the maximum
-/// size (a compressed payload is never larger: blocks that do not shrink are stored).
-pub const MAX_BODY_LEN: usize = BLOCK_HEADER_LEN + MAX_BLOCK_SIZE;
 
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,12 +26,14 @@ pub enum FrameKind {
 }
 
 /// The clear 16-byte frame header: `u8 kind, u8 flags, u16 0, u32 body_len, u64 seq`
-/// (little-endian). Flags bit 0 = LAST (the last frame of its kind); other bits are zero.
+/// (little-endian). Flags bit 0 = LAST, set on the final index frame only (the footer
+/// follows it; docs/FORMAT.md §2); other bits are zero. A data frame never carries LAST:
+/// the data frames end where the first index frame begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
     /// Data or index.
     pub kind: FrameKind,
-    /// True on the last data frame and on the last index frame.
+    /// True on the final index frame only ([`FrameHeader::check_last_flag`]).
     pub last: bool,
     /// Body length, bytes (BLOCK_HEADER_LEN..=MAX_BODY_LEN).
     pub body_len: u32,
@@ -87,6 +88,22 @@ impl FrameHeader {
             body_len,
             seq,
         })
+    }
+
+    /// The one rule on the LAST flag that a frame header shows alone: a data frame never
+    /// carries it (only the final index frame does). Whether an index frame's flag is right
+    /// depends on the frames after it (the footer's count); the reader checks that.
+    pub fn check_last_flag(&self) -> Result<(), FormatError> {
+        if self.kind == FrameKind::Data && self.last {
+            return Err(FormatError::invalid(
+                "frame header",
+                format!(
+                    "data frame seq {} has the LAST flag, which only the final index frame carries",
+                    self.seq
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Total bytes the frame occupies in the archive.
@@ -190,6 +207,26 @@ mod tests {
         let mut huge = b;
         huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(FrameHeader::parse(&huge).is_err());
+    }
+
+    #[test]
+    fn only_an_index_frame_may_carry_the_last_flag() {
+        let h = |kind, last| FrameHeader {
+            kind,
+            last,
+            body_len: 16,
+            seq: 4,
+        };
+        h(FrameKind::Index, true).check_last_flag().unwrap();
+        h(FrameKind::Index, false).check_last_flag().unwrap();
+        h(FrameKind::Data, false).check_last_flag().unwrap();
+        assert_eq!(
+            h(FrameKind::Data, true).check_last_flag().unwrap_err(),
+            FormatError::invalid(
+                "frame header",
+                "data frame seq 4 has the LAST flag, which only the final index frame carries"
+            )
+        );
     }
 
     #[test]

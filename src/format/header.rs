@@ -1,7 +1,9 @@
 //! The archive header: magic, version, flags, archive id, creation time, stanzas, comment,
 //! and a 32-byte tag over every byte before it.
 
-use super::{FormatError, Reader, Stanza, put_bytes_u32, stanza::MAX_STANZAS};
+use super::limits::MAX_STANZAS;
+pub use super::limits::{MAX_COMMENT_LEN, MAX_HEADER_LEN, MIN_HEADER_LEN};
+use super::{FormatError, Reader, Stanza, put_bytes_u32};
 
 /// First 8 bytes of every krypta archive: `\x89KRYPTA\n` (the high byte and the newline catch
 /// 7-bit and newline-translating transfers, as PNG's signature does).
@@ -10,12 +12,7 @@ pub const MAGIC: [u8; 8] = *b"\x89KRYPTA\n";
 pub const VERSION: u16 = 1;
 /// Length of the fixed part read before the rest of the header: magic, version, flags, length.
 pub const PREFIX_LEN: usize = 16;
-/// Largest header accepted, bytes (64 pq-box stanzas are about 76 KiB).
-pub const MAX_HEADER_LEN: usize = 1 << 20;
-/// Smallest header, bytes: prefix, fixed fields (32), empty comment (4) and tag (32).
-pub const MIN_HEADER_LEN: usize = PREFIX_LEN + 32 + 4 + TAG_LEN;
-/// Largest comment, bytes.
-pub const MAX_COMMENT_LEN: usize = 4096;
+const _: () = assert!(MIN_HEADER_LEN == PREFIX_LEN + 32 + 4 + TAG_LEN);
 /// Header tag length, bytes.
 pub const TAG_LEN: usize = 32;
 /// Header flags bit 0: the archive is encrypted (it then has at least one stanza).
@@ -99,6 +96,35 @@ impl Header {
         !self.stanzas.is_empty()
     }
 
+    /// Checks the rules every header follows, the same for the writer (before it writes
+    /// anything) and the parser: level 0..=9, the stanza set
+    /// ([`super::stanza::check_stanza_set`]), a comment of at most [`MAX_COMMENT_LEN`] bytes,
+    /// and a total length (tag included) of at most [`MAX_HEADER_LEN`].
+    pub fn check(&self) -> Result<(), FormatError> {
+        if self.level > 9 {
+            return Err(FormatError::invalid(
+                "header",
+                format!("level {} > 9", self.level),
+            ));
+        }
+        super::stanza::check_stanza_set(&self.stanzas)?;
+        check_comment(self.comment.as_bytes())?;
+        let len = self.encoded_len();
+        if len > MAX_HEADER_LEN {
+            return Err(FormatError::invalid(
+                "header",
+                format!("header of {len} bytes (at most {MAX_HEADER_LEN})"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The header's length with its tag, bytes.
+    pub fn encoded_len(&self) -> usize {
+        let stanzas: usize = self.stanzas.iter().map(|s| 8 + s.body().len()).sum();
+        PREFIX_LEN + 32 + stanzas + 4 + self.comment.len() + TAG_LEN
+    }
+
     /// Serialises everything before the tag. Layout after the prefix:
     /// `archive_id[16], i64 created, u32 block_size, u8 level, u8 0, u16 stanza_count,
     /// stanzas, u32 comment_len, comment`; then the caller appends the 32-byte tag.
@@ -170,12 +196,7 @@ impl Header {
             stanzas.push(Stanza::parse(&mut r)?);
         }
         let comment = r.bytes_u32()?;
-        if comment.len() > MAX_COMMENT_LEN {
-            return Err(FormatError::invalid(
-                "header",
-                format!("comment of {} bytes", comment.len()),
-            ));
-        }
+        check_comment(comment)?;
         let comment = String::from_utf8(comment.to_vec())
             .map_err(|_| FormatError::invalid("header", "comment is not UTF-8"))?;
         r.finish()?;
@@ -186,15 +207,31 @@ impl Header {
                 "encrypted flag disagrees with the stanza count",
             ));
         }
-        Ok(Header {
+        let h = Header {
             archive_id,
             created,
             block_size,
             level,
             stanzas,
             comment,
-        })
+        };
+        h.check()?;
+        Ok(h)
     }
+}
+
+/// A header comment's one rule besides being UTF-8: at most [`MAX_COMMENT_LEN`] bytes.
+pub fn check_comment(comment: &[u8]) -> Result<(), FormatError> {
+    if comment.len() > MAX_COMMENT_LEN {
+        return Err(FormatError::invalid(
+            "header",
+            format!(
+                "comment of {} bytes (at most {MAX_COMMENT_LEN})",
+                comment.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -242,6 +279,23 @@ mod tests {
                 assert_eq!(MIN_HEADER_LEN, 84);
             }
         }
+    }
+
+    #[test]
+    fn the_comment_limit_is_the_same_for_the_writer_check_and_the_parser() {
+        let mut h = sample(vec![]);
+        h.comment = "x".repeat(MAX_COMMENT_LEN);
+        h.check().unwrap();
+        let mut bytes = h.write_untagged();
+        bytes.extend_from_slice(&[0u8; 32]);
+        assert_eq!(Header::parse(&bytes).unwrap().0, h);
+        assert_eq!(h.encoded_len(), bytes.len());
+        h.comment.push('x');
+        let e = FormatError::invalid("header", "comment of 4097 bytes (at most 4096)");
+        assert_eq!(h.check().unwrap_err(), e);
+        let mut bytes = h.write_untagged();
+        bytes.extend_from_slice(&[0u8; 32]);
+        assert_eq!(Header::parse(&bytes).unwrap_err(), PrefixError::Format(e));
     }
 
     #[test]

@@ -16,8 +16,20 @@ use super::entry::{EntryKind, EntryMeta};
 use super::record::MAX_FILE_SIZE;
 use super::{FormatError, Reader};
 
-/// Largest index (decoded) a reader accepts, bytes: 2 GiB, about 20 million entries.
-pub const MAX_INDEX_LEN: u64 = 2 << 30;
+pub use super::limits::MAX_INDEX_LEN;
+
+/// Encoded length of one index entry for `meta`, bytes: its metadata (36 bytes, the path and
+/// the link), then size, digest, first_seq, first_offset and last_seq (60 bytes). The writer
+/// sums these to refuse an entry that would take the index past [`MAX_INDEX_LEN`].
+pub fn entry_len(meta: &EntryMeta) -> u64 {
+    96 + meta.path.len() as u64 + meta.link.len() as u64
+}
+
+/// Encoded length of an index whose entries take `entries_len` bytes, with `frames` data
+/// frames: the two counts (16 bytes) and 4 bytes per frame.
+pub fn index_len(entries_len: u64, frames: u64) -> u64 {
+    16 + entries_len + 4 * frames
+}
 
 /// One entry of the index.
 #[derive(Debug, Clone, PartialEq, Eq)]

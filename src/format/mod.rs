@@ -8,6 +8,7 @@ pub mod footer;
 pub mod frame;
 pub mod header;
 pub mod index;
+pub mod limits;
 pub mod record;
 pub mod stanza;
 

@@ -10,7 +10,9 @@
 //! file have strictly increasing, non-overlapping offsets; the gaps between them (and up to
 //! `size`) are holes that read as zeros. Records may span block boundaries.
 
-use super::entry::{EntryKind, EntryMeta, MAX_PATH_LEN};
+use super::entry::{EntryKind, EntryMeta};
+pub use super::limits::{MAX_FILE_SIZE, MAX_SEGMENT};
+use super::limits::{MAX_LINK_LEN, MAX_PATH_LEN};
 use super::{FormatError, Reader};
 
 /// Record tag of an ENTRY record.
@@ -19,12 +21,6 @@ pub const TAG_ENTRY: u8 = 1;
 pub const TAG_DATA: u8 = 2;
 /// Record tag of an END record.
 pub const TAG_END: u8 = 3;
-/// Largest DATA segment, bytes.
-pub const MAX_SEGMENT: u32 = 16 << 20;
-/// Largest file size (logical, holes included), bytes: 16 TiB, ext4's limit. Verifying a
-/// file's digest hashes its holes as zeros, so this also bounds the work a crafted archive
-/// can ask of a reader per file.
-pub const MAX_FILE_SIZE: u64 = 1 << 44;
 /// Length of an END record, bytes.
 pub const END_LEN: usize = 1 + 8 + 32;
 /// Length of a DATA segment's head (before the content), bytes.
@@ -120,7 +116,7 @@ pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S
             need(src, &mut buf[start..])?;
             let link_len =
                 u32::from_le_bytes(buf[buf.len() - 4..].try_into().expect("4 bytes")) as usize;
-            if link_len > MAX_PATH_LEN {
+            if link_len > MAX_LINK_LEN {
                 return Err(FormatError::invalid(
                     "entry record",
                     format!("link length {link_len}"),

@@ -15,8 +15,29 @@ pub const TAG_LEN: usize = 32;
 pub const MLKEM768_CT_LEN: usize = 1088;
 /// X25519 public key length, bytes (RFC 7748 §5).
 pub const X25519_LEN: usize = 32;
-/// Most stanzas one header may carry.
-pub const MAX_STANZAS: usize = 64;
+pub use super::limits::{MAX_PASSWORD_STANZAS, MAX_STANZAS};
+
+/// The rules on a header's set of stanzas that writers and readers share: at most
+/// [`MAX_STANZAS`], at most [`MAX_PASSWORD_STANZAS`] password stanza. (The encrypted flag
+/// must agree with the set being non-empty; the header checks that.)
+pub fn check_stanza_set(stanzas: &[Stanza]) -> Result<(), FormatError> {
+    if stanzas.len() > MAX_STANZAS {
+        return Err(FormatError::invalid(
+            "header",
+            format!("{} stanzas (at most {MAX_STANZAS})", stanzas.len()),
+        ));
+    }
+    let passwords = stanzas.iter().filter(|s| s.is_password()).count();
+    if passwords > MAX_PASSWORD_STANZAS {
+        return Err(FormatError::invalid(
+            "header",
+            format!(
+                "{passwords} password stanzas (argon2id or pbkdf2); an archive holds at most {MAX_PASSWORD_STANZAS}"
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// Stanza kind codes, as stored.
 pub mod kind {
@@ -88,6 +109,11 @@ impl Stanza {
             Stanza::KeyFile { .. } => kind::KEYFILE,
             Stanza::PqBox { .. } => kind::PQ_BOX,
         }
+    }
+
+    /// True for the password kinds (`argon2id`, `pbkdf2`).
+    pub fn is_password(&self) -> bool {
+        matches!(self, Stanza::Argon2id { .. } | Stanza::Pbkdf2 { .. })
     }
 
     /// Human name, as `info` prints it.
@@ -263,6 +289,50 @@ mod tests {
             let mut r = Reader::new(&buf, "stanza");
             assert_eq!(Stanza::parse(&mut r).unwrap(), s);
             r.finish().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_set_holds_at_most_one_password_stanza_and_64_stanzas() {
+        let pbkdf2 = Stanza::Pbkdf2 {
+            iterations: 600_000,
+            salt: [1; 16],
+            wrapped: [2; 32],
+            tag: [3; 32],
+        };
+        let argon = Stanza::Argon2id {
+            m_kib: 8192,
+            t: 1,
+            p: 1,
+            salt: [1; 16],
+            wrapped: [2; 32],
+            tag: [3; 32],
+        };
+        let key = Stanza::KeyFile {
+            wrapped: [2; 32],
+            tag: [3; 32],
+        };
+        check_stanza_set(&[]).unwrap();
+        check_stanza_set(&[pbkdf2.clone(), key.clone(), key.clone()]).unwrap();
+        let mut full = vec![argon.clone()];
+        full.extend(std::iter::repeat_n(key.clone(), 63));
+        check_stanza_set(&full).unwrap();
+        full.push(key.clone());
+        assert_eq!(
+            check_stanza_set(&full).unwrap_err(),
+            FormatError::invalid("header", "65 stanzas (at most 64)")
+        );
+        for two in [
+            [pbkdf2.clone(), argon.clone()],
+            [argon.clone(), argon.clone()],
+        ] {
+            assert_eq!(
+                check_stanza_set(&[key.clone(), two[0].clone(), two[1].clone()]).unwrap_err(),
+                FormatError::invalid(
+                    "header",
+                    "2 password stanzas (argon2id or pbkdf2); an archive holds at most 1"
+                )
+            );
         }
     }
 

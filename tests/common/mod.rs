@@ -3,6 +3,8 @@
 
 #![allow(dead_code, missing_docs)]
 
+pub mod craft;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
