@@ -18,6 +18,11 @@ pub enum SegmentState {
     Intact,
     /// Damaged, and the surviving shards suffice to rebuild it.
     Repairable,
+    /// No shard is known to be damaged, but more checksums are lost (both descriptor copies
+    /// damaged there) than recovery shards could stand in for: its bytes cannot be checked
+    /// shard by shard. Only the BLAKE3 of all of P can vouch for them, and `repair_to` passes
+    /// them through and reports whether that hash matched.
+    Unverified,
     /// More shards are lost than it has recovery shards.
     BeyondRepair,
 }
@@ -173,6 +178,8 @@ fn report(
         SegmentState::Intact
     } else if erased <= seg.recovery_shards {
         SegmentState::Repairable
+    } else if damaged_data == 0 {
+        SegmentState::Unverified
     } else {
         SegmentState::BeyondRepair
     };
