@@ -161,7 +161,9 @@ pub fn locate<S: ByteSource + ?Sized>(src: &S, opts: &Locate) -> Result<Located,
     {
         // Copy A's first packets; a damaged first one is passed over.
         for i in 0..64u64 {
-            let off = a + i * PACKET_LEN as u64;
+            let Some(off) = a.checked_add(i * PACKET_LEN as u64) else {
+                break;
+            };
             if off.checked_add(PACKET_LEN as u64).is_none_or(|e| e > len) {
                 break;
             }

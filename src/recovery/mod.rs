@@ -94,14 +94,18 @@ pub use repair::{
 pub use verify::{MAX_RANGES, SegmentReport, SegmentState, VerifyReport, verify};
 pub use writer::{RecoveryOptions, RecoveryWriter, SectionSummary};
 
-/// Parses one 4096-byte block as a descriptor packet and the last 80 bytes as a trailer,
-/// for fuzzing and for tools: `(packet ok, trailer ok)`. Never panics.
+/// Parses one 4096-byte block as a descriptor packet and 80 bytes as a trailer, for
+/// fuzzing and tools. Returns the packet's layout with the packet re-encoded from what was
+/// parsed (equal to the input: the encoding is canonical), and the trailer's layout. Never
+/// panics.
 pub fn parse_structures(
     packet: &[u8; PACKET_LEN],
     trailer: &[u8; TRAILER_LEN],
-) -> (Option<Layout>, Option<Layout>) {
-    (
-        layout::parse_packet(packet).ok().map(|(_, l)| l),
-        layout::parse_trailer(trailer).ok(),
-    )
+) -> (Option<(Layout, [u8; PACKET_LEN])>, Option<Layout>) {
+    let pk = layout::parse_packet(packet).ok().map(|(p, l)| {
+        let (s, e) = l.packet_range(p.index);
+        let payload = &packet[layout::PACKET_HEAD..layout::PACKET_HEAD + (e - s) as usize];
+        (l, layout::write_packet(&p.params, p.copy, p.index as u32, payload))
+    });
+    (pk, layout::parse_trailer(trailer).ok())
 }
