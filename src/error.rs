@@ -205,8 +205,12 @@ impl Error {
                 RecoveryError::NotFound { .. }
                 | RecoveryError::BadParameter { .. }
                 | RecoveryError::BadPacket { .. } => 3,
-                RecoveryError::Read { .. } | RecoveryError::Write { .. } | RecoveryError::Spill { .. } => 4,
-                RecoveryError::OutOfRange { .. } | RecoveryError::Code(_) | RecoveryError::WorkerLost => 1,
+                RecoveryError::Read { .. }
+                | RecoveryError::Write { .. }
+                | RecoveryError::Spill { .. } => 4,
+                RecoveryError::OutOfRange { .. }
+                | RecoveryError::Code(_)
+                | RecoveryError::WorkerLost => 1,
             },
         }
     }

@@ -6,8 +6,8 @@
 mod recovery_common;
 
 use krypta::recovery::{
-    Locate, PACKET_LEN, RecoveryError, RepairOptions, TRAILER_LEN, locate, parse_structures, repair_range,
-    repair_segment, repair_to, verify, xxh3,
+    Locate, PACKET_LEN, RecoveryError, RepairOptions, TRAILER_LEN, locate, parse_structures,
+    repair_range, repair_segment, repair_to, verify, xxh3,
 };
 use recovery_common::*;
 
@@ -22,7 +22,9 @@ fn scan() -> Locate {
 fn garbage_and_short_sources_have_no_recovery_data() {
     for len in [0usize, 1, 79, 80, 4095, 4096, 4096 + 80, 100_000] {
         let g = bytes(len, len as u64);
-        assert!(matches!(locate(&g[..], &scan()), Err(RecoveryError::NotFound { len: l }) if l == len as u64));
+        assert!(
+            matches!(locate(&g[..], &scan()), Err(RecoveryError::NotFound { len: l }) if l == len as u64)
+        );
     }
     // Magic at every aligned offset, wrong checksums.
     let mut g = vec![0u8; 64 * 4096];
@@ -45,7 +47,10 @@ fn packets_of_an_archive_stored_inside_are_never_taken_for_the_outer_ones() {
     // own parameters) must not be found.
     let mut d = outer.clone();
     d[lay.copy_a as usize..].fill(0);
-    assert!(matches!(locate(&d[..], &scan()), Err(RecoveryError::NotFound { .. })));
+    assert!(matches!(
+        locate(&d[..], &scan()),
+        Err(RecoveryError::NotFound { .. })
+    ));
     // Only copy B left: the scan finds the outer section, not the inner one.
     let mut d = outer.clone();
     d[lay.copy_a as usize..lay.recovery_start as usize].fill(0);
@@ -82,7 +87,16 @@ fn a_forged_recovery_shard_with_a_forged_checksum_yields_an_error_not_wrong_byte
     file[10] ^= 1;
     let loc = found(&file);
     let e = repair_segment(&file[..], &loc, 0).unwrap_err();
-    assert!(matches!(e, RecoveryError::Inconsistent { segment: 0, shard: 0 }), "{e}");
+    assert!(
+        matches!(
+            e,
+            RecoveryError::Inconsistent {
+                segment: 0,
+                shard: 0
+            }
+        ),
+        "{e}"
+    );
     assert!(repair_range(&file[..], &loc, 0, 100).is_err());
     assert!(repair_to(&file[..], &loc, Vec::new(), &RepairOptions::default()).is_err());
 }
@@ -100,7 +114,10 @@ fn a_section_claiming_more_than_the_file_holds_is_bounded_by_the_file() {
     let sum = xxh3(&tr[..72]);
     tr[72..].copy_from_slice(&sum.to_le_bytes());
     let loc = found(&d);
-    assert_eq!(loc.layout.params.protected_len, 50_000, "found by scan, not by the forged trailer");
+    assert_eq!(
+        loc.layout.params.protected_len, 50_000,
+        "found by scan, not by the forged trailer"
+    );
     assert!(
         locate(
             &d[..],
@@ -111,7 +128,10 @@ fn a_section_claiming_more_than_the_file_holds_is_bounded_by_the_file() {
         )
         .is_err()
     );
-    assert!(matches!(repair_range(&d[..], &loc, 49_990, 11), Err(RecoveryError::OutOfRange { .. })));
+    assert!(matches!(
+        repair_range(&d[..], &loc, 49_990, 11),
+        Err(RecoveryError::OutOfRange { .. })
+    ));
 }
 
 #[test]
@@ -179,7 +199,11 @@ fn seeded_mutations_never_yield_wrong_bytes_or_panics() {
         }
         for s in &rep.segments {
             if let Ok(r) = repair_segment(&d[..], &loc, s.index) {
-                assert_eq!(&r.bytes[..], &p[s.start as usize..s.end as usize], "round {round}");
+                assert_eq!(
+                    &r.bytes[..],
+                    &p[s.start as usize..s.end as usize],
+                    "round {round}"
+                );
             }
         }
         if let Ok((out, sum)) = repair_to(&d[..], &loc, Vec::new(), &RepairOptions::default())

@@ -5,9 +5,8 @@
 //! lost checksum) are rebuilt by Reed–Solomon from intact shards only, and every rebuilt
 //! shard whose checksum is known must match it, or nothing is returned
 //! ([`RecoveryError::Inconsistent`]). Memory for one segment: its bytes (k_s·S), its
-//! recovery shards (m_s·S) and the decoder's work area (the next power of two ≥ C + k_s
-//! shards): at most 128 + 64 + 256 MiB with the largest segments, 128 + 6.4 + 256 MiB at the
-//! defaults and 5%.
+//! recovery shards (m_s·S) and the decoder's work area, decoded in column slices of at most
+//! 8 MiB (code.rs): at most 128 + 64 + 8 MiB, 128 + 6.4 + 8 MiB at the defaults and 5%.
 
 use std::io::Write;
 
