@@ -179,7 +179,8 @@ fn write_protected(
         gid: 0,
         link: Vec::new(),
     };
-    let add = |w: &mut dyn FnMut(&EntryMeta, &[u8], &str) -> Result<()>| -> Result<()> {
+    type AddFile<'a> = dyn FnMut(&EntryMeta, &[u8], &str) -> Result<()> + 'a;
+    let add = |w: &mut AddFile| -> Result<()> {
         for (name, data) in files {
             w(&meta(name), data, name)?;
         }

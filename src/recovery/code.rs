@@ -37,7 +37,7 @@ fn slice_blocks(len64: usize, count: usize, budget: usize) -> usize {
     let fit = (budget / 64 / count.max(1)).max(1);
     (1..=len64.min(fit))
         .rev()
-        .find(|d| len64 % d == 0)
+        .find(|&d| len64.is_multiple_of(d))
         .unwrap_or(1)
 }
 
@@ -78,7 +78,7 @@ impl ChunkEncoder {
     /// C). `buf` is transformed in place (its contents are garbage afterwards).
     pub fn add_chunk(&mut self, buf: &mut [[u8; 64]], count: usize, first: usize) {
         debug_assert_eq!(buf.len(), self.chunk * self.len64);
-        debug_assert!(count >= 1 && count <= self.chunk && first % self.chunk == 0);
+        debug_assert!(count >= 1 && count <= self.chunk && first.is_multiple_of(self.chunk));
         buf[count * self.len64..].fill([0; 64]);
         let mut shards = ShardsRefMut::new(self.chunk, self.len64, buf);
         self.engine
@@ -238,6 +238,70 @@ mod tests {
                 expected,
                 "k={k} full={full} s={s}"
             );
+        }
+    }
+
+    /// The code as docs/FORMAT-recovery.md defines it, checked with field arithmetic written
+    /// here for the test alone (carry-less multiplication mod x^16+x^5+x^3+x^2+1): for every
+    /// 16-bit position, the C parity symbols r_j (all of them, stored or not) and the data
+    /// symbols d_i satisfy Σ_j φ(r_j)·ω_j^e + Σ_i φ(d_i)·ω_{C+i}^e = 0 for e = 0..C, where
+    /// φ maps a 16-bit value to the field through the Cantor basis and ω_p = φ(p).
+    #[test]
+    fn recovery_shards_satisfy_the_specified_parity_checks() {
+        const BASIS: [u32; 16] = [
+            0x0001, 0xACCA, 0x3C0E, 0x163E, 0xC582, 0xED2E, 0x914C, 0x4012, 0x6C98, 0x10D8, 0x6A72,
+            0xB900, 0xFDB8, 0xFB34, 0xFF38, 0x991E,
+        ];
+        fn mul(mut a: u32, mut b: u32) -> u32 {
+            let mut r = 0;
+            while b != 0 {
+                if b & 1 != 0 {
+                    r ^= a;
+                }
+                b >>= 1;
+                a <<= 1;
+                if a & 0x1_0000 != 0 {
+                    a ^= 0x1_002D;
+                }
+            }
+            r
+        }
+        fn phi(v: u16) -> u32 {
+            (0..16)
+                .filter(|b| v >> b & 1 == 1)
+                .fold(0, |acc, b| acc ^ BASIS[b])
+        }
+        // Symbol e of a shard: low byte at 64·(e/32) + e%32, high byte 32 further.
+        fn sym(shard: &[u8], e: usize) -> u16 {
+            let (b, i) = (e / 32, e % 32);
+            u16::from(shard[64 * b + i]) | u16::from(shard[64 * b + 32 + i]) << 8
+        }
+        assert_eq!(
+            reed_solomon_simd::engine::CANTOR_BASIS.map(u32::from),
+            BASIS
+        );
+        assert_eq!(reed_solomon_simd::engine::GF_POLYNOMIAL, 0x1_002D);
+        for &(k, full) in &[(1, 1), (3, 2), (5, 3), (17, 4), (40, 5), (100, 13)] {
+            let s = 128;
+            let c = usize::next_power_of_two(full);
+            let data = pseudo(k * s, 40 + k as u64);
+            let rec = incremental(&data, s, k, full, c);
+            for e in 0..s / 2 {
+                for pow in 0..c as u32 {
+                    let mut acc = 0;
+                    for p in 0..c + k {
+                        let v = if p < c {
+                            sym(&rec[p * s..], e)
+                        } else {
+                            sym(&data[(p - c) * s..], e)
+                        };
+                        let w = phi(p as u16);
+                        let wp = (0..pow).fold(1, |x, _| mul(x, w));
+                        acc ^= mul(phi(v), wp);
+                    }
+                    assert_eq!(acc, 0, "k={k} C={c} position {e} equation {pow}");
+                }
+            }
         }
     }
 

@@ -79,7 +79,7 @@ impl Params {
         if !(1..=100).contains(&percent) {
             return bad("recovery percent (1..=100)", percent.into());
         }
-        if shard_size % 64 != 0
+        if !shard_size.is_multiple_of(64)
             || shard_size < SHARD_SIZE_RANGE.0
             || shard_size > SHARD_SIZE_RANGE.1
         {

@@ -65,7 +65,7 @@
 //! # Memory
 //!
 //! Writer: 3·C·S (two chunk buffers + the accumulator; 2·C·S without the background thread)
-//! + the spool budget (default 64 MiB, beyond it a temporary file) + 8·K bytes. At the
+//! plus the spool budget (default 64 MiB, beyond it a temporary file) + 8·K bytes. At the
 //! defaults: 6 MiB at 1%, 24 MiB at 5%, 48 MiB at 10%, 192 MiB at 50%, plus the budget.
 //! The library's GF(2^16) tables (about 8.5 MiB) are allocated once per process. Reader:
 //! verification holds a 4 MiB block; repair holds per segment in flight k_s·S + m_s·S + the

@@ -217,7 +217,6 @@ fn load<S: ByteSource + ?Sized>(
             .chunks_exact(s)
             .enumerate()
             .filter(|(j, _)| rstates[*j] == ShardState::Intact)
-            .map(|(j, b)| (j, b))
             .collect();
         let known_bad = data
             .iter()
