@@ -11,6 +11,28 @@
 //!             ‖ copy B: n packets ‖ trailer (80 bytes)
 //! ```
 //!
+//! # Using it
+//!
+//! ```text
+//! // Writing (`c --recovery 5`): the archive writer writes into a RecoveryWriter.
+//! let rw = RecoveryWriter::new(file, &RecoveryOptions::new(5))?;
+//! let mut w = ArchiveWriter::new(rw, path, opts)?;  ...  let (summary, rw) = w.finish()?;
+//! let (file, section) = rw.finish()?;               // appends the section; L = summary.archive_bytes
+//!
+//! // Reading: find the section (trailer, or L from the caller, or a backward scan).
+//! let src = FileSource::new(File::open(path)?)?;    // or any ByteSource (S3 ranged reads)
+//! let loc = locate(&src, &Locate { protected_len: None, scan: true })?;
+//! let l = loc.layout.params.protected_len;          // the archive is bytes 0..l
+//! let report = verify(&src, &loc);                  // per segment: intact / repairable / beyond
+//! // Transparent repair: a frame at offset X failed its tag.
+//! let seg = repair_segment(&src, &loc, loc.layout.segment_of(X))?;  // keep it for the next frames
+//! // `krypta repair`: repaired bytes + regenerated section, and whether byte-identical.
+//! let (out, summary) = repair_to(&src, &loc, out, &RepairOptions::default())?;
+//! ```
+//!
+//! Errors are [`RecoveryError`]s; `crate::Error::Recovery` wraps one with the archive path
+//! and maps it to an exit code (5 beyond repair, 3 not found or malformed, 4 I/O).
+//!
 //! # Choices, and why (do not undo without reading this)
 //!
 //! - **Shards of S = 4096 bytes.** A lost aligned 512 B or 4 KiB sector costs exactly one
