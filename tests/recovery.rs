@@ -215,3 +215,53 @@ fn real_archives_protected_on_the_fly_open_verify_and_locate_by_length() {
         assert!(verify(&file[..], &found(&file)).all_intact());
     }
 }
+
+#[test]
+fn repairs_with_several_jobs_equal_repairs_with_one() {
+    let p = bytes(5 * (1 << 20) + 333, 21);
+    let file = protect(&p, &opts(5, 4096, 256));
+    let mut d = file.clone();
+    for seg in [0usize, 2, 4] {
+        let at = seg * (1 << 20) + 5000;
+        d[at..at + 20_000].fill(0);
+    }
+    let loc = found(&d);
+    for jobs in [1, 2, 3] {
+        let o = RepairOptions {
+            jobs,
+            ..Default::default()
+        };
+        let (out, s) = repair_to(&d[..], &loc, Vec::new(), &o).unwrap();
+        assert!(s.identical && out == file, "jobs {jobs}");
+        assert_eq!((s.repaired_segments, s.rebuilt_shards), (3, 18));
+    }
+}
+
+#[test]
+fn recovery_errors_map_to_the_documented_exit_codes() {
+    use krypta::recovery::{BeyondRepair, RecoveryError};
+    let wrap = |source| krypta::Error::Recovery {
+        path: "a.kry".into(),
+        source,
+    };
+    let beyond = RecoveryError::BeyondRepair {
+        segments: vec![BeyondRepair {
+            segment: 2,
+            start: 10,
+            end: 20,
+            erased: 9,
+            recovery: 3,
+        }],
+    };
+    assert_eq!(
+        wrap(beyond).to_string(),
+        "a.kry: damaged beyond the recovery data: segment 2 (bytes 10..20): 9 shards lost, 3 recovery shards"
+    );
+    assert_eq!(
+        wrap(RecoveryError::BeyondRepair { segments: vec![] }).exit_code(),
+        5
+    );
+    assert_eq!(wrap(RecoveryError::NotFound { len: 5 }).exit_code(), 3);
+    let read = RecoveryError::read(0, 1, std::io::Error::other("x"));
+    assert_eq!(wrap(read).exit_code(), 4);
+}
