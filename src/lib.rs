@@ -14,6 +14,7 @@ pub mod error;
 pub mod format;
 pub mod fs;
 pub mod kat;
+pub mod recovery;
 pub mod timefmt;
 
 pub use error::{Error, Result};
