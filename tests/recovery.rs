@@ -189,6 +189,7 @@ fn real_archives_protected_on_the_fly_open_verify_and_locate_by_length() {
                 .map(|k| krypta::crypto::stanza::Identity::KeyFile(k.clone()))
                 .collect(),
             jobs: 1,
+            ..Default::default()
         };
         let s = krypta::test(&path, open, &mut krypta::Collect::default()).unwrap();
         assert_eq!(s.files, 6);
