@@ -11,6 +11,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::format::FormatError;
+use crate::recovery::RecoveryError;
 
 /// Shorthand for results carrying [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -217,6 +218,15 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// Recovery data (`krypta::recovery`): locating, verifying, repairing or writing it failed.
+    #[error("{}: {source}", path.display())]
+    Recovery {
+        /// The archive path.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: RecoveryError,
+    },
     /// The archive was written, but some inputs changed or vanished while being read.
     #[error(
         "archive written, but {count} input(s) changed or vanished while being read (see warnings)"
@@ -251,6 +261,18 @@ impl Error {
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::Incomplete { .. } => 6,
+            Error::Recovery { source, .. } => match source {
+                RecoveryError::BeyondRepair { .. } | RecoveryError::Inconsistent { .. } => 5,
+                RecoveryError::NotFound { .. }
+                | RecoveryError::BadParameter { .. }
+                | RecoveryError::BadPacket { .. } => 3,
+                RecoveryError::Read { .. }
+                | RecoveryError::Write { .. }
+                | RecoveryError::Spill { .. } => 4,
+                RecoveryError::OutOfRange { .. }
+                | RecoveryError::Code(_)
+                | RecoveryError::WorkerLost => 1,
+            },
         }
     }
 

@@ -29,6 +29,9 @@ pub(crate) enum FrameFault {
     Format(FormatError),
     /// The payload does not decode.
     Codec(String),
+    /// The scan ended while the frame waited for room in the byte budget
+    /// (`archive::budget`).
+    Stopped,
 }
 
 /// The block header fields a reader needs after decoding, for either version (format 1's
@@ -55,6 +58,9 @@ pub(crate) struct Decoded {
     pub start: usize,
     pub info: BlockInfo,
     pub pending: bool,
+    /// Bytes taken from the reader's byte budget for it (0 outside a pool; set by the
+    /// caller of [`decode_body`]).
+    pub held: u64,
 }
 
 impl Decoded {
@@ -132,6 +138,7 @@ pub(crate) fn decode_body(
                 start: hl,
                 info,
                 pending: false,
+                held: 0,
             }),
             Err(e) => Err((codec_fault(e), body)),
         };
@@ -142,6 +149,7 @@ pub(crate) fn decode_body(
             start: hl,
             info,
             pending: true,
+            held: 0,
         });
     }
     let mut out = blocks.take();
@@ -173,6 +181,7 @@ pub(crate) fn decode_body(
                 start: 0,
                 info,
                 pending: false,
+                held: 0,
             })
         }
         Err(e) => {
@@ -385,6 +394,7 @@ mod tests {
             start: 0,
             info: info(2000, block.len() as u32, 1500),
             pending: true,
+            held: 0,
         };
         let mut dec = BlockDecoder::new().unwrap();
         let out = g.resolve(&mut dec, &mut d, Vec::new()).ok().unwrap();

@@ -219,7 +219,7 @@ impl<W: Write> ArchiveWriter<W> {
         group.extend_from_slice(&state.previous);
         let keep = group.len().saturating_sub(tr.max_len);
         group.drain(..keep);
-        let prefix = if seq % tr.group_blocks.max(1) == 0 {
+        let prefix = if seq.is_multiple_of(tr.group_blocks.max(1)) {
             Vec::new()
         } else {
             group.clone()

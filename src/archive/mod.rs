@@ -2,6 +2,7 @@
 //! the format, codec and crypto stages.
 
 mod blocks;
+pub mod budget;
 mod fill;
 pub mod pipeline;
 pub mod reader;

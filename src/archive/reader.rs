@@ -12,10 +12,11 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::blocks::{Decoded, FrameFault, Group, decode_body};
+use super::blocks::{Decoded, FrameFault, Group, block_info, decode_body};
+use super::budget::ByteBudget;
 use super::hash_zeros;
 use super::pipeline::{Buffers, OrderedPool};
-use crate::codec::BlockDecoder;
+use crate::codec::{BlockDecoder, Codec};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, Subkeys};
 use crate::crypto::stanza::{Identity, unwrap};
@@ -26,6 +27,7 @@ use crate::format::footer::{FOOTER_LEN, Footer};
 use crate::format::frame::{FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN};
 use crate::format::header::{self, Header, PREFIX_LEN, Prefix, PrefixError};
 use crate::format::index::{Index, IndexEntry, MAX_INDEX_LEN};
+use crate::format::limits::hole_hash_allowance;
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
 use crate::format::{EntryMeta, FormatError, Version};
 
@@ -57,6 +59,9 @@ pub struct OpenOptions {
     /// Read an unencrypted archive even though `identities` is not empty (the CLI's
     /// `--allow-unencrypted`, and a password that came only from `KRYPTA_PASSWORD`).
     pub allow_unencrypted: bool,
+    /// Base of the byte budget for frames in flight, bytes (`archive::budget`); `None` is
+    /// 512 MiB. The budget is at least `(jobs + 1)` times the largest block read.
+    pub in_flight_budget: Option<u64>,
 }
 
 enum Input {
@@ -89,6 +94,8 @@ pub struct Archive {
     pending_frame: Option<FrameJob>,
     /// Recycled frame bodies and decoded blocks, shared with the workers.
     buffers: ReadBuffers,
+    /// Base of the byte budget, bytes.
+    in_flight_base: u64,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds
@@ -102,7 +109,7 @@ struct ReadBuffers {
 }
 
 /// Totals of a scan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanSummary {
     /// Entries seen in the stream.
     pub entries: u64,
@@ -112,30 +119,19 @@ pub struct ScanSummary {
     pub bytes: u64,
     /// Data frames decoded.
     pub frames: u64,
-    /// Files whose whole-content digest was not checked because the zeros of their holes
-    /// would exceed [`HOLE_HASH_BUDGET`] (their stored bytes were checked by the frame tags).
+    /// Files whose whole-content digest was not checked because hashing their holes would
+    /// have gone past the scan's hole allowance (`format::limits::hole_hash_allowance`);
+    /// their stored bytes were checked by the frame tags.
     pub unverified: Vec<String>,
-    /// Hole bytes that may still be hashed in this scan, bytes.
-    hole_budget: u64,
+    /// Most bytes of frame bodies and decoded blocks held at once for frames in flight
+    /// (bounded by the frames actually read: `archive::budget`).
+    pub peak_held: u64,
+    /// Hole bytes hashed in this scan so far.
+    pub holes_hashed: u64,
+    /// Bytes of data frames read in this scan so far (header, body and tag of each): what
+    /// the hole allowance grows with.
+    pub frame_bytes: u64,
 }
-
-impl Default for ScanSummary {
-    fn default() -> Self {
-        ScanSummary {
-            entries: 0,
-            files: 0,
-            bytes: 0,
-            frames: 0,
-            unverified: Vec::new(),
-            hole_budget: HOLE_HASH_BUDGET,
-        }
-    }
-}
-
-/// Most hole bytes (read as zeros) one scan hashes to check file digests, bytes: 32 GiB,
-/// about 10–20 s of one core. A real sparse image within it (e.g. a 4 GiB or 16 GiB VM disk)
-/// is verified end to end; beyond it a crafted archive cannot make a reader spin for hours.
-pub const HOLE_HASH_BUDGET: u64 = 32 << 30;
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
@@ -319,6 +315,8 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
 }
 
 struct FrameJob {
+    /// Its place among the frames of this pool, in submission order (the budget's turn).
+    ticket: u64,
     header: FrameHeader,
     header_bytes: [u8; FRAME_HEADER_LEN],
     body: Vec<u8>,
@@ -331,43 +329,87 @@ type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, FrameFault>);
 /// Worker: verifies (and decrypts) one frame, then decodes its block
 /// ([`super::blocks::decode_body`]). A stored block is unfiltered in place in the body; a
 /// zstd block is decoded into a buffer from `buffers.blocks`, and the body goes back to
-/// `buffers.bodies`; a referencing block is left pending for the reading thread.
+/// `buffers.bodies`; a referencing block is left pending for the reading thread. With a
+/// `budget`, the decoded block's bytes are taken from it (in ticket order, waiting for room)
+/// before it is decoded, and the body's bytes given back after. A pending block takes its
+/// raw length too: the reading thread decodes it into a block of that size.
 fn open_frame(
     dec: &mut BlockDecoder,
     protection: &Protection,
     archive_id: &ArchiveId,
     buffers: &ReadBuffers,
     version: Version,
+    budget: Option<&ByteBudget>,
     mut job: FrameJob,
 ) -> FrameResult {
-    let r = match protection.open_frame(
-        archive_id,
-        &job.header_bytes,
-        job.header.seq,
-        &mut job.body,
-        &job.tag,
-    ) {
-        Err(_) => Err(FrameFault::Tag),
-        Ok(()) => {
-            let body = std::mem::take(&mut job.body);
-            match decode_body(
-                dec,
-                version,
-                job.header.kind,
-                body,
-                &buffers.blocks,
-                &buffers.bodies,
-            ) {
-                Ok(d) => Ok(d),
-                Err((f, body)) => {
-                    buffers.bodies.give(body);
-                    Err(f)
-                }
+    let body_len = job.body.len() as u64;
+    let mut took_turn = false;
+    let r = (|| {
+        protection
+            .open_frame(
+                archive_id,
+                &job.header_bytes,
+                job.header.seq,
+                &mut job.body,
+                &job.tag,
+            )
+            .map_err(|_| FrameFault::Tag)?;
+        let (info, _) =
+            block_info(&job.body, version, job.header.kind).map_err(FrameFault::Format)?;
+        // A stored block becomes the body itself; a zstd block needs raw_len more bytes.
+        let held = if info.codec == Codec::Store {
+            body_len
+        } else {
+            u64::from(info.raw_len)
+        };
+        if let Some(b) = budget {
+            took_turn = true;
+            b.acquire(job.ticket, held)
+                .map_err(|_| FrameFault::Stopped)?;
+        }
+        let held = if budget.is_some() { held } else { 0 };
+        let body = std::mem::take(&mut job.body);
+        match decode_body(
+            dec,
+            version,
+            job.header.kind,
+            body,
+            &buffers.blocks,
+            &buffers.bodies,
+        ) {
+            Ok(mut d) => {
+                d.held = held;
+                Ok(d)
+            }
+            Err((f, body)) => {
+                buffers.bodies.give(body);
+                budget.inspect(|b| b.release(held));
+                Err(f)
             }
         }
-    };
+    })();
     buffers.bodies.give(std::mem::take(&mut job.body));
+    if let Some(b) = budget {
+        if took_turn {
+            b.body_done(body_len);
+        } else {
+            b.skip(job.ticket, body_len);
+        }
+    }
     (job.offset, job.header, r)
+}
+
+/// The workers of one scan and the byte budget they share with the reader thread; dropping
+/// it closes the budget first, so no worker stays waiting while the pool joins them.
+struct FramePool {
+    pool: OrderedPool<FrameJob, FrameResult>,
+    budget: Arc<ByteBudget>,
+}
+
+impl Drop for FramePool {
+    fn drop(&mut self) {
+        self.budget.close();
+    }
 }
 
 impl Archive {
@@ -494,6 +536,9 @@ impl Archive {
             pos: header_len,
             pending_frame: None,
             buffers,
+            in_flight_base: opts
+                .in_flight_budget
+                .unwrap_or(super::pipeline::IN_FLIGHT_BUDGET as u64),
         })
     }
 
@@ -530,6 +575,9 @@ impl Archive {
             FrameFault::Codec(m) => {
                 self.structure_error(offset, FormatError::invalid("block payload", m))
             }
+            FrameFault::Stopped => Error::Crypto(format!(
+                "internal error: frame {seq} was stopped while the scan still needed it"
+            )),
         }
     }
 
@@ -564,6 +612,15 @@ impl Archive {
                 FormatError::invalid("frame sequence", problem),
             )
         }
+    }
+
+    /// A data frame with the LAST flag: corrupt, or tampering in a sealed archive (the flag is
+    /// under the frame MAC).
+    fn check_last_flag(&self, job: &FrameJob) -> Result<()> {
+        job.header.check_last_flag().map_err(|e| match e {
+            FormatError::Invalid { problem, .. } => self.sequence_error(job.offset, problem),
+            e => corrupt(&self.path, job.offset, e),
+        })
     }
 
     fn read_exact_at_pos(&mut self, buf: &mut [u8], what: &'static str) -> Result<()> {
@@ -623,6 +680,7 @@ impl Archive {
         let mut tag = [0u8; TAG_LEN];
         self.read_exact_at_pos(&mut tag, "frame tag")?;
         Ok(FrameJob {
+            ticket: 0,
             header,
             header_bytes: hb,
             body,
@@ -646,19 +704,32 @@ impl Archive {
         }
     }
 
-    fn new_pool(&self) -> OrderedPool<FrameJob, FrameResult> {
+    fn new_pool(&self) -> FramePool {
         let protection = Arc::clone(&self.protection);
         let id = self.header.archive_id;
         let buffers = self.buffers.clone();
         let version = self.version;
-        OrderedPool::new(
+        let budget = Arc::new(ByteBudget::with_base(self.jobs, self.in_flight_base));
+        let worker_budget = Arc::clone(&budget);
+        // The header's block size only sizes the pool's job count (a performance hint); the
+        // memory bound is the byte budget, taken from the frames actually read.
+        let pool = OrderedPool::new(
             self.jobs,
             super::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
             || BlockDecoder::new().expect("zstd decoder context"),
             move |dec: &mut BlockDecoder, job: FrameJob| {
-                open_frame(dec, &protection, &id, &buffers, version, job)
+                open_frame(
+                    dec,
+                    &protection,
+                    &id,
+                    &buffers,
+                    version,
+                    Some(&worker_budget),
+                    job,
+                )
             },
-        )
+        );
+        FramePool { pool, budget }
     }
 
     /// Seeks back to the first data frame (after [`Archive::read_index`]).
@@ -684,6 +755,7 @@ impl Archive {
                     format!("expected data frame seq {seq}, found {}", job.header.seq),
                 ));
             }
+            self.check_last_flag(&job)?;
             seq += 1;
         };
         let index = self.read_index_and_footer(seq, index_offset)?;
@@ -891,6 +963,7 @@ impl Archive {
                 &self.header.archive_id,
                 &self.buffers,
                 self.version,
+                None,
                 job,
             );
             let decoded = r.map_err(|f| self.fault(offset, h.seq, f))?;
@@ -977,16 +1050,10 @@ impl Archive {
             Some((_, ix)) => Check::Index(&ix.entries),
             None => Check::Set(&mut set),
         };
-        let summary = parse_records(
-            &mut feed,
-            visitor,
-            &mut parsed,
-            None,
-            check,
-            HOLE_HASH_BUDGET,
-        )?;
+        let mut summary = parse_records(&mut feed, visitor, &mut parsed, None, check, (0, 0))?;
         let (data_frames, index_offset) = feed.finish_data()?;
         let refs = std::mem::take(&mut feed.refs_seen);
+        summary.peak_held = pool.budget.peak();
         drop(pool);
         if let Some((footer, index)) = known {
             if summary.entries != index.entries.len() as u64
@@ -1061,9 +1128,10 @@ impl Archive {
                 &mut parsed,
                 Some(run_entries.len()),
                 Check::Index(&expected),
-                total.hole_budget,
+                (total.holes_hashed, total.frame_bytes),
             );
             drop(feed);
+            total.peak_held = total.peak_held.max(pool.budget.peak());
             drop(pool);
             let s = r?;
             if s.entries != expected.len() as u64 {
@@ -1077,7 +1145,8 @@ impl Archive {
             total.bytes += s.bytes;
             total.frames += s.frames;
             total.unverified.extend(s.unverified);
-            total.hole_budget = s.hole_budget;
+            total.holes_hashed = s.holes_hashed;
+            total.frame_bytes = s.frame_bytes;
             i = j;
         }
         Ok(total)
@@ -1138,17 +1207,19 @@ enum Check<'a> {
 /// what it parsed as index entries (for the comparison with the index). With `limit`, stops
 /// after that many entries. `check` is the entry-set rules or the index the entries must
 /// equal (their metadata before the visitor sees them, their size, digest and location once
-/// parsed).
+/// parsed). `holes` carries (hole bytes hashed, data frame bytes read) from earlier runs of
+/// the same scan.
 fn parse_records(
     feed: &mut Feed<'_>,
     visitor: &mut dyn Visitor,
     parsed: &mut Vec<IndexEntry>,
     limit: Option<usize>,
     mut check: Check<'_>,
-    hole_budget: u64,
+    holes: (u64, u64),
 ) -> Result<ScanSummary> {
+    let (hashed_before, frames_before) = holes;
     let mut summary = ScanSummary {
-        hole_budget,
+        holes_hashed: hashed_before,
         ..ScanSummary::default()
     };
     loop {
@@ -1216,20 +1287,22 @@ fn parse_records(
             entry: crate::fs::escape_path(&meta.path),
             source: Box::new(e),
         };
-        let hole_budget = &mut summary.hole_budget;
+        let holes_hashed = &mut summary.holes_hashed;
         let unverified = &mut summary.unverified;
         let r = (|| -> Result<(u64, Option<[u8; 32]>)> {
             let mut hasher = Some(blake3::Hasher::new());
             let mut hashed_to = 0u64;
             let mut extents = ExtentCheck::default();
             // Holes read as zeros and are hashed as zeros; a crafted archive could claim
-            // terabytes of them, so the zeros hashed per scan are capped (HOLE_HASH_BUDGET).
-            // Past the cap a file's digest is not checked (its stored bytes still are, by
-            // the frame tags) and the caller is told which file.
-            let mut zeros = |hasher: &mut Option<blake3::Hasher>, n: u64| {
+            // terabytes of them, so the zeros hashed per scan are capped by what the scan has
+            // read (hole_hash_allowance, checked before hashing, cumulative). Past the cap a
+            // file's digest is not checked (its stored bytes still are, by the frame tags)
+            // and the caller is told which file.
+            let mut zeros = |hasher: &mut Option<blake3::Hasher>, n: u64, frame_bytes: u64| {
                 if let Some(h) = hasher.as_mut() {
-                    if n <= *hole_budget {
-                        *hole_budget -= n;
+                    let allowed = hole_hash_allowance(frame_bytes);
+                    if holes_hashed.saturating_add(n) <= allowed {
+                        *holes_hashed += n;
                         hash_zeros(h, n);
                     } else {
                         *hasher = None;
@@ -1245,7 +1318,11 @@ fn parse_records(
                         extents
                             .segment(offset, len)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
-                        zeros(&mut hasher, offset - hashed_to);
+                        zeros(
+                            &mut hasher,
+                            offset - hashed_to,
+                            frames_before + feed.frame_bytes,
+                        );
                         let mut done = 0u64;
                         while done < len as u64 {
                             let bytes =
@@ -1269,7 +1346,11 @@ fn parse_records(
                             // of the frames that held it.
                             return Ok((size, None));
                         };
-                        zeros(&mut hasher, size - hashed_to);
+                        zeros(
+                            &mut hasher,
+                            size - hashed_to,
+                            frames_before + feed.frame_bytes,
+                        );
                         match hasher.take() {
                             Some(h) if h.finalize().as_bytes() != &digest => {
                                 return Err(in_entry(feed.digest_error(&meta.path)));
@@ -1316,6 +1397,7 @@ fn parse_records(
         }
     }
     summary.frames = feed.frames_done;
+    summary.frame_bytes = frames_before + feed.frame_bytes;
     Ok(summary)
 }
 
@@ -1350,10 +1432,14 @@ impl Check<'_> {
 /// blocks before them.
 struct Feed<'a> {
     ar: &'a mut Archive,
-    pool: &'a mut OrderedPool<FrameJob, FrameResult>,
+    pool: &'a mut FramePool,
+    /// Frames submitted to the pool so far (the next frame's budget ticket).
+    submitted: u64,
     /// The current block's buffer: its raw bytes are `block[base..]`, the next unread one is
     /// `block[at]`.
     block: Vec<u8>,
+    /// Budget bytes the current block holds.
+    block_held: u64,
     base: usize,
     at: usize,
     /// Seq of the current block (valid once one is loaded).
@@ -1370,6 +1456,8 @@ struct Feed<'a> {
     stopped: bool,
     index_offset: u64,
     frames_done: u64,
+    /// Bytes of the data frames loaded so far (header, body and tag).
+    frame_bytes: u64,
     pending_index: bool,
     /// Format 2: stream offsets and the blocks a referencing block needs.
     group: Group,
@@ -1388,7 +1476,7 @@ struct Feed<'a> {
 impl<'a> Feed<'a> {
     fn new(
         ar: &'a mut Archive,
-        pool: &'a mut OrderedPool<FrameJob, FrameResult>,
+        pool: &'a mut FramePool,
         range: Option<(u64, u64)>,
         deliver_from: u64,
     ) -> Self {
@@ -1396,7 +1484,9 @@ impl<'a> Feed<'a> {
         Feed {
             ar,
             pool,
+            submitted: 0,
             block: Vec::new(),
+            block_held: 0,
             base: 0,
             at: 0,
             cur_seq: None,
@@ -1407,6 +1497,7 @@ impl<'a> Feed<'a> {
             stopped: false,
             index_offset: 0,
             frames_done: 0,
+            frame_bytes: 0,
             pending_index: false,
             group: Group::default(),
             first_record: None,
@@ -1501,9 +1592,10 @@ impl<'a> Feed<'a> {
         Ok(())
     }
 
-    /// Keeps the pool busy: reads frames while it has room.
+    /// Keeps the pool busy: reads frames while it has room for another job and the byte
+    /// budget admits another frame (`archive::budget`).
     fn fill_pool(&mut self) -> Result<()> {
-        while !self.stopped && self.pool.has_capacity() {
+        while !self.stopped && self.pool.pool.has_capacity() && self.pool.budget.admits() {
             if let Some((_, last)) = self.range
                 && self.next_read_seq > last
             {
@@ -1525,7 +1617,8 @@ impl<'a> Feed<'a> {
                 self.ar.pending_frame = Some(job);
                 break;
             }
-            if job.header.seq != self.next_read_seq || job.header.last {
+            self.ar.check_last_flag(&job)?;
+            if job.header.seq != self.next_read_seq {
                 let (off, seq) = (job.offset, job.header.seq);
                 return Err(self.ar.sequence_error(
                     off,
@@ -1536,7 +1629,12 @@ impl<'a> Feed<'a> {
                 ));
             }
             self.next_read_seq += 1;
+            let mut job = job;
+            job.ticket = self.submitted;
+            self.submitted += 1;
+            self.pool.budget.add_body(job.body.len() as u64);
             self.pool
+                .pool
                 .submit(job)
                 .map_err(|e| Error::Crypto(e.to_string()))?;
         }
@@ -1545,13 +1643,21 @@ impl<'a> Feed<'a> {
 
     /// Loads the next block to deliver; false at the end of the data. Blocks before
     /// `deliver_from` are decoded and kept for the references of the blocks after them.
+    /// The current block is fully read when this is called: its budget bytes are given back
+    /// first, so the budget's room is there for the frames still to come. (Blocks the group
+    /// keeps for a later block's reference are no longer counted: at most
+    /// `MAX_REFERENCE_LEN` bytes of them.)
     fn next_block(&mut self) -> Result<bool> {
         loop {
             if self.cur_seq.is_some_and(|s| s >= self.deliver_from) {
                 self.check_left_block()?;
             }
+            self.pool
+                .budget
+                .release(std::mem::take(&mut self.block_held));
             self.fill_pool()?;
             let Some((offset, h, r)) = self
+                .pool
                 .pool
                 .next_result()
                 .map_err(|e| Error::Crypto(e.to_string()))?
@@ -1612,9 +1718,11 @@ impl<'a> Feed<'a> {
                 decoded.pending = false;
             }
             self.block = decoded.buf;
+            self.block_held = decoded.held;
             self.base = decoded.start;
             self.cur_seq = Some(h.seq);
             self.frames_done += 1;
+            self.frame_bytes += h.frame_len();
             self.first_record = info.first_record;
             if h.seq < self.deliver_from {
                 // Not delivered: only there for the references of the blocks after it.
@@ -1729,3 +1837,4 @@ impl StreamSource for Feed<'_> {
         Ok(true)
     }
 }
+

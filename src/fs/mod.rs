@@ -4,6 +4,7 @@
 
 pub mod cleanup;
 mod confine;
+mod dirchain;
 pub mod extract;
 mod longpath;
 mod meta;
