@@ -105,6 +105,15 @@ struct Common {
     quiet: bool,
 }
 
+/// Object storage options (archives given as `s3://BUCKET/KEY`).
+#[derive(Args, Debug, Clone, Default)]
+struct StoreArgs {
+    /// S3-compatible endpoint for s3:// archives, e.g. http://127.0.0.1:8333 (default:
+    /// AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS)
+    #[arg(long, value_name = "URL")]
+    endpoint_url: Option<String>,
+}
+
 /// Keys for reading an archive.
 #[derive(Args, Debug, Clone, Default)]
 struct KeyArgs {
@@ -141,7 +150,7 @@ enum KdfName {
 
 #[derive(Args, Debug)]
 struct CompressArgs {
-    /// Archive to write (- = stdout)
+    /// Archive to write (- = stdout, s3://BUCKET/KEY = an object)
     output: PathBuf,
     /// Files and directories to archive (- = one stream from stdin)
     #[arg(required = true)]
@@ -200,12 +209,14 @@ struct CompressArgs {
     #[arg(long)]
     comment: Option<String>,
     #[command(flatten)]
+    storage: StoreArgs,
+    #[command(flatten)]
     common: Common,
 }
 
 #[derive(Args, Debug)]
 struct ExtractArgs {
-    /// Archive to read (- = stdin)
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     archive: PathBuf,
     /// Only these paths (and what is below them)
     paths: Vec<OsString>,
@@ -230,12 +241,14 @@ struct ExtractArgs {
     #[command(flatten)]
     keys: KeyArgs,
     #[command(flatten)]
+    storage: StoreArgs,
+    #[command(flatten)]
     common: Common,
 }
 
 #[derive(Args, Debug)]
 struct ListArgs {
-    /// Archive to read (- = stdin)
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     archive: PathBuf,
     /// Print `BLAKE3  path` lines that `b3sum --check` accepts
     #[arg(long)]
@@ -243,23 +256,29 @@ struct ListArgs {
     #[command(flatten)]
     keys: KeyArgs,
     #[command(flatten)]
+    storage: StoreArgs,
+    #[command(flatten)]
     common: Common,
 }
 
 #[derive(Args, Debug)]
 struct TestArgs {
-    /// Archive to read (- = stdin)
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     archive: PathBuf,
     #[command(flatten)]
     keys: KeyArgs,
+    #[command(flatten)]
+    storage: StoreArgs,
     #[command(flatten)]
     common: Common,
 }
 
 #[derive(Args, Debug)]
 struct InfoArgs {
-    /// Archive to read (- = stdin)
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     archive: PathBuf,
+    #[command(flatten)]
+    storage: StoreArgs,
     #[command(flatten)]
     common: Common,
 }
@@ -293,6 +312,16 @@ impl Cli {
             Command::Keygen(a) => &a.common,
             Command::Kat(a) => &a.common,
             Command::Bench(a) => &a.common,
+        }
+    }
+    fn store(&self) -> Option<&StoreArgs> {
+        match &self.cmd {
+            Command::Compress(a) => Some(&a.storage),
+            Command::Extract(a) => Some(&a.storage),
+            Command::List(a) => Some(&a.storage),
+            Command::Test(a) => Some(&a.storage),
+            Command::Info(a) => Some(&a.storage),
+            _ => None,
         }
     }
     /// `-v` given.
@@ -398,7 +427,12 @@ fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<OpenOptions> {
 pub fn run(cli: Cli) -> Result<u8> {
     let quiet = cli.quiet();
     let verbose = cli.verbose();
-    let mut term = Term::new(quiet);
+    let mut term = Term::new(quiet, verbose);
+    if let Some(s) = cli.store() {
+        krypta::store::configure(krypta::store::StoreSettings {
+            endpoint_url: s.endpoint_url.clone(),
+        });
+    }
     match cli.cmd {
         Command::Compress(a) => compress(a, &mut term, verbose),
         Command::Extract(a) => {
@@ -426,7 +460,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         }
         Command::List(a) => {
             let open = open_options(&a.keys, &a.archive)?;
-            let (entries, frames) = krypta::list(&a.archive, open)?;
+            let (entries, frames) = krypta::list_with(&a.archive, open, &mut term)?;
             crate::cli::print_list(&entries, &frames, a.b3, verbose)?;
             Ok(0)
         }
@@ -447,6 +481,9 @@ pub fn run(cli: Cli) -> Result<u8> {
         }
         Command::Info(a) => {
             let f = krypta::archive::reader::facts(&a.archive)?;
+            for d in &f.details {
+                krypta::Reporter::detail(&mut term, d);
+            }
             print_info(&a.archive, &f);
             Ok(0)
         }

@@ -161,6 +161,16 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// Object storage cannot be used as configured (no credentials, a profile krypta cannot
+    /// use, a malformed endpoint URL): nothing was sent.
+    #[error("{}: {source}", location.display())]
+    StoreConfig {
+        /// The `s3://BUCKET/KEY` location.
+        location: PathBuf,
+        /// What is missing or wrong.
+        #[source]
+        source: crate::store::s3::config::ConfigError,
+    },
     /// The archive was written, but some inputs changed or vanished while being read.
     #[error(
         "archive written, but {count} input(s) changed or vanished while being read (see warnings)"
@@ -179,7 +189,8 @@ impl Error {
             Error::Usage(_)
             | Error::Exists { .. }
             | Error::KeyRequired { .. }
-            | Error::BadKeyFile { .. } => 1,
+            | Error::BadKeyFile { .. }
+            | Error::StoreConfig { .. } => 1,
             Error::Crypto(_) => 1,
             Error::AuthFailed { .. } => 2,
             Error::NotAnArchive { .. }

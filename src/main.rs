@@ -16,6 +16,7 @@ use krypta::{Error, Reporter};
 /// work has taken about a second, never with `-q`).
 pub struct Term {
     quiet: bool,
+    verbose: bool,
     bar: Option<ProgressBar>,
     started: Instant,
     total: Option<u64>,
@@ -23,9 +24,10 @@ pub struct Term {
 }
 
 impl Term {
-    fn new(quiet: bool) -> Self {
+    fn new(quiet: bool, verbose: bool) -> Self {
         Term {
             quiet,
+            verbose,
             bar: None,
             started: Instant::now(),
             total: None,
@@ -84,6 +86,15 @@ impl Reporter for Term {
     fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+        }
+    }
+    fn detail(&mut self, message: &str) {
+        if self.verbose && !self.quiet {
+            let line = format!("krypta: {message}");
+            match &self.bar {
+                Some(b) if self.shown => b.println(line),
+                _ => eprintln!("{line}"),
+            }
         }
     }
 }
