@@ -146,6 +146,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// Only a broken pipe on stdout itself ends quietly: one from a connection to object storage
+/// or from a FIFO given as OUTPUT is a failed write like any other.
 fn is_broken_stdout(e: &Error) -> bool {
-    matches!(e.root(), Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    matches!(e.root(), Error::Io { path, source, .. }
+        if source.kind() == std::io::ErrorKind::BrokenPipe && path.as_os_str() == "<stdout>")
 }

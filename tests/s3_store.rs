@@ -535,7 +535,9 @@ fn wrong_credentials_are_named_and_no_secret_is_ever_shown() {
     let bad_secret = "WrongSecret/Zx81Qp0Lm3Nv5Bc7Xe9";
     let token = "SessionToken-Hq6Wt2Yu8Io4Pa0Sd";
     let bad_id = "AKIAWRONGKEY7777ABCD";
-    let runs: Vec<(Vec<(&str, &str)>, Vec<&str>, &str)> = vec![
+    // (environment, arguments, the line the error must start with)
+    type Run<'a> = (Vec<(&'a str, &'a str)>, Vec<&'a str>, &'a str);
+    let runs: Vec<Run> = vec![
         (
             vec![("AWS_SECRET_ACCESS_KEY", bad_secret)],
             vec!["l", "-v", "s3://creds/a.kry"],

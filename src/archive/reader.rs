@@ -237,7 +237,7 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
     let header_len = bytes.len() as u64;
     let mut footer = None;
     let mut size = None;
-    if let Some(len) = input.len().map_err(|e| Error::io(path, "seek", e))? {
+    if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
         size = Some(len);
         if len >= header_len + FOOTER_LEN as u64 {
             let mut fb = [0u8; FOOTER_LEN];
@@ -656,7 +656,7 @@ impl Archive {
 
     /// Reads and verifies the footer and the index of a seekable archive.
     pub fn read_index(&mut self) -> Result<(Footer, Index)> {
-        let len = match self.input.len() {
+        let len = match self.input.length() {
             Ok(Some(len)) if self.input.seekable() => len,
             Ok(_) => {
                 return Err(Error::Usage(

@@ -44,7 +44,7 @@ impl Source for FileSource {
     fn seekable(&self) -> bool {
         true
     }
-    fn len(&mut self) -> io::Result<Option<u64>> {
+    fn length(&mut self) -> io::Result<Option<u64>> {
         let m = self.inner.get_ref().metadata()?;
         if m.is_file() {
             return Ok(Some(m.len()));
@@ -106,7 +106,7 @@ impl Source for StdinSource {
     fn seekable(&self) -> bool {
         false
     }
-    fn len(&mut self) -> io::Result<Option<u64>> {
+    fn length(&mut self) -> io::Result<Option<u64>> {
         Ok(None)
     }
     fn seek_to(&mut self, _offset: u64) -> io::Result<()> {
@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(&b, b"012");
         assert_eq!(s.read_at(7, &mut b).unwrap(), 3);
         assert_eq!(&b, b"789");
-        assert_eq!(s.len().unwrap(), Some(10));
+        assert_eq!(s.length().unwrap(), Some(10));
         s.read_exact(&mut b).unwrap();
         assert_eq!(&b, b"345");
         s.seek_to(9).unwrap();

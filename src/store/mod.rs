@@ -116,11 +116,11 @@ impl Counters {
 /// Where archive bytes come from: sequential reads at a position, seeks and ranged reads
 /// where the medium allows them.
 pub trait Source: Read + Send {
-    /// True when [`Source::seek_to`], [`Source::len`] and [`Source::read_at`] work (a file or
+    /// True when [`Source::seek_to`], [`Source::length`] and [`Source::read_at`] work (a file or
     /// an object, not a pipe).
     fn seekable(&self) -> bool;
     /// Total length, bytes; None for a stream.
-    fn len(&mut self) -> io::Result<Option<u64>>;
+    fn length(&mut self) -> io::Result<Option<u64>>;
     /// Moves the sequential position to `offset` (Unsupported on a stream).
     fn seek_to(&mut self, offset: u64) -> io::Result<()>;
     /// A hint: the next sequential reads go from the current position up to `end` (None: to

