@@ -76,7 +76,7 @@ struct BenchArgs {
     /// Small inputs, one run each: under a minute on 2 cores (indicative numbers)
     #[arg(long)]
     quick: bool,
-    /// Run only table N (1..7; repeatable)
+    /// Run only table N (1..7, 9, 10; repeatable)
     #[arg(long = "table", value_name = "N")]
     tables: Vec<u8>,
     /// Print JSON instead of markdown

@@ -5,7 +5,9 @@
 //! Tables: 1 codec (ratio, compress and extract MB/s per input × level), 2 BCJ gain, 3
 //! hashing, 4 encryption overhead (per MB and one-time), 5 stage cost, 6 compute tax end to
 //! end, 7 peers (zstd, xz, gzip, 7z, age when installed); then, when tables 1, 3, 4 and 6
-//! ran, 8: the side-by-side with VaptVupt's published figures. MB = 10^6 bytes.
+//! ran, 8: the side-by-side with VaptVupt's published figures; 9 and 10 object storage
+//! (upload/download vs the AWS CLI and a local file; one file of a large archive), when a
+//! server is available (see `store_tables`). MB = 10^6 bytes.
 
 mod archive_tables;
 mod codec_tables;
@@ -17,6 +19,7 @@ mod measure;
 mod peers;
 mod report;
 mod sha256_scalar;
+mod store_tables;
 mod synth;
 
 use std::path::{Path, PathBuf};
@@ -32,7 +35,7 @@ pub use report::{BenchReport, Cell, Table};
 pub struct BenchOptions {
     /// Small inputs and one run per measurement: finishes in under a minute on 2 cores.
     pub quick: bool,
-    /// Table numbers 1..=7 to run; empty = all.
+    /// Table numbers 1..=7, 9 and 10 to run; empty = all.
     pub tables: Vec<u8>,
     /// The user's own files: when given, table 1 runs on them (and nothing else).
     pub files: Vec<PathBuf>,
@@ -60,6 +63,8 @@ pub struct Plan {
     pub tax_mb: usize,
     /// Fixtures of table 7.
     pub peer_fixtures: Vec<&'static str>,
+    /// Input of tables 9 and 10 (object storage), MB.
+    pub s3_mb: usize,
 }
 
 impl Plan {
@@ -74,6 +79,7 @@ impl Plan {
                 bcj_levels: vec![1, 3, 9],
                 tax_mb: 8,
                 peer_fixtures: vec!["text", "binary"],
+                s3_mb: 64,
             }
         } else {
             Plan {
@@ -84,6 +90,7 @@ impl Plan {
                 bcj_levels: (1..=9).collect(),
                 tax_mb: 200,
                 peer_fixtures: fixtures::NAMES.to_vec(),
+                s3_mb: 1000,
             }
         }
     }
@@ -95,12 +102,16 @@ pub fn make_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
 }
 
 /// Runs the selected tables and returns their numbers. `progress` receives one line per
-/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 or missing
+/// step (for a terminal status line). Errors: Usage for a table outside 1..=7, 9, 10 or missing
 /// fixture inputs, Io for files.
 pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchReport> {
-    if let Some(bad) = opts.tables.iter().find(|t| !(1..=7).contains(*t)) {
+    if let Some(bad) = opts
+        .tables
+        .iter()
+        .find(|t| !(1..=7).contains(*t) && !matches!(t, 9 | 10))
+    {
         return Err(Error::Usage(format!(
-            "there is no table {bad}: tables are 1 to 7"
+            "there is no table {bad}: tables are 1 to 7, 9 and 10 (8 is derived from 1, 3, 4 and 6)"
         )));
     }
     let plan = Plan::new(opts.quick);
@@ -190,6 +201,12 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
     if let Some(t) = compare::side_by_side(&report.tables) {
         report.tables.push(t);
     }
+    if wants(9) || wants(10) {
+        let t = store_tables::tables(&plan, progress)?;
+        report
+            .tables
+            .extend(t.into_iter().filter(|t| wants(t.number)));
+    }
     Ok(report)
 }
 
@@ -204,7 +221,10 @@ mod tests {
             ..Default::default()
         };
         let err = run(&opts, &mut |_| {}).unwrap_err();
-        assert_eq!(err.to_string(), "there is no table 8: tables are 1 to 7");
+        assert_eq!(
+            err.to_string(),
+            "there is no table 8: tables are 1 to 7, 9 and 10 (8 is derived from 1, 3, 4 and 6)"
+        );
     }
 
     #[test]

@@ -294,6 +294,20 @@ impl Client {
         )
     }
 
+    /// Deletes the object (an object already gone counts as deleted).
+    pub(crate) fn delete_object(&self) -> std::result::Result<(), StoreError> {
+        self.retry(0, || {
+            let a = self.bucket().delete_object(Some(self.creds()), self.key());
+            let url = self.sign(&a);
+            match self.send(Verb::Delete, &url, &[], None) {
+                Ok(r) => self.read_xml(r.body).map(|_| ()),
+                Err(Fault::Status { status: 404, .. }) => Ok(()),
+                Err(f) => Err(f),
+            }
+        })
+        .map_err(|(f, n)| self.error(f, n))
+    }
+
     /// Attempts per request.
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts

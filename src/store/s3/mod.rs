@@ -21,6 +21,14 @@ pub use source::{AHEAD, CHUNK, MIN_FETCH, OPEN_WINDOW, S3Source};
 
 use crate::error::{Error, Result};
 
+/// Deletes `url` (the bench removes its objects from a user's bucket with it). Errors:
+/// StoreConfig, Io ("delete").
+pub fn delete(url: &ObjectUrl) -> Result<()> {
+    let c = client::Client::new(url, &crate::store::settings())?;
+    c.delete_object()
+        .map_err(|e| Error::io(c.location(), "delete", e.into_io()))
+}
+
 /// The URL scheme of object storage locations.
 pub const SCHEME: &str = "s3://";
 
