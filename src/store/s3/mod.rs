@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod config;
+mod fault;
 mod sink;
 mod source;
 
