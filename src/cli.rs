@@ -20,10 +20,12 @@ use crate::Term;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  usage or general error (bad option, output exists, key missing, path not in archive)
+  1  usage or general error (bad option, output exists, key missing, path not in archive,
+     no AWS credentials for an s3:// path)
   2  authentication failed: wrong password or key, or the archive was modified
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
-  4  I/O error (disk full, permission denied, missing input)
+  4  I/O error (disk full, permission denied, missing input; s3://: missing bucket or key,
+     refused credentials, store unreachable)
   5  data integrity: checksum mismatch in an unencrypted archive
   6  archive written, but some inputs changed or vanished while being read";
 

@@ -28,9 +28,10 @@ pub struct Weed {
     pub dir: tempfile::TempDir,
     pub s3_port: u16,
     ports: Vec<u16>,
+    extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -78,13 +79,19 @@ pub fn server() -> Option<&'static Weed> {
 impl Weed {
     /// Starts a new server on free ports in a new directory and waits until it serves S3.
     pub fn start() -> Weed {
+        Weed::start_with(Vec::new())
+    }
+
+    /// Starts a new server with extra `weed mini` options (e.g. an HTTPS port).
+    pub fn start_with(extra: Vec<String>) -> Weed {
         let dir = tempfile::tempdir().unwrap();
         let ports: Vec<u16> = (0..10).map(|_| free_port()).collect();
         let mut w = Weed {
-            child: spawn(dir.path(), &ports),
+            child: spawn(dir.path(), &ports, &extra),
             dir,
             s3_port: ports[6],
             ports,
+            extra,
         };
         w.wait_ready();
         w
@@ -92,7 +99,7 @@ impl Weed {
 
     /// Starts the server again on the same directory and ports (after [`Weed::kill`]).
     pub fn restart(&mut self) {
-        self.child = spawn(self.dir.path(), &self.ports);
+        self.child = spawn(self.dir.path(), &self.ports, &self.extra);
         self.wait_ready();
     }
 
@@ -144,7 +151,7 @@ impl Drop for Weed {
     }
 }
 
-fn spawn(dir: &Path, p: &[u16]) -> Child {
+fn spawn(dir: &Path, p: &[u16], extra: &[String]) -> Child {
     let conf = dir.join("s3.json");
     std::fs::write(
         &conf,
@@ -180,6 +187,7 @@ fn spawn(dir: &Path, p: &[u16]) -> Child {
     let child = Command::new("weed")
         .arg("mini")
         .args(&args)
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)

@@ -75,6 +75,20 @@ impl Client {
             retry,
         };
         match e {
+            // rustls reports certificate and handshake failures through I/O errors: those
+            // are not transient, and not a connection that broke off.
+            ureq::Error::Io(io)
+                if io
+                    .get_ref()
+                    .is_some_and(|e| e.downcast_ref::<rustls::Error>().is_some()) =>
+            {
+                t(
+                    "TLS failed with",
+                    K::Other,
+                    self.clean(&io.to_string()),
+                    false,
+                )
+            }
             ureq::Error::Io(io) => {
                 let what = match io.kind() {
                     K::ConnectionRefused | K::AddrNotAvailable | K::NetworkUnreachable => {

@@ -13,9 +13,12 @@
 //! checks the bucket and the credentials before any work) and refuses an existing object;
 //! the final PutObject / CompleteMultipartUpload carries `If-None-Match: *`, so an object
 //! created meanwhile by another writer is not replaced either (the store answers 412; the
-//! upload is then aborted and the run fails with "already exists"). Stores that ignore the
-//! header (older MinIO and Ceph releases) have only the probe: a writer that creates the key
-//! between the probe and the end of the run is overwritten.
+//! upload is then aborted and the run fails with "already exists"; SeaweedFS 4.48 does this on
+//! both calls, as AWS does since August 2024). Stores that ignore the header have only the
+//! probe: a writer that creates the key between the probe and the end of the run is
+//! overwritten. A second probe just before completing was left out on purpose: it would only
+//! narrow that window, and it would hide whether the store honours the header, which
+//! `an_object_created_during_the_upload_is_not_replaced` checks.
 //!
 //! Aborting: an error, or dropping the unfinished sink, stops the upload threads, waits for
 //! the parts in flight, then sends AbortMultipartUpload, so no object and no unfinished upload
