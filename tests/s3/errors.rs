@@ -1,22 +1,8 @@
-//! Errors of `s3://` archives against a real SeaweedFS (see `s3_common`): missing buckets and
+//! Errors of `s3://` archives against a real SeaweedFS (see `harness`): missing buckets and
 //! keys, refused credentials, where configuration comes from, and that no secret is ever shown.
 
-mod common;
-mod s3_common;
-
-use std::path::Path;
-
-use s3_common::*;
-
-fn setup(bucket: &str) -> Option<(&'static Weed, tempfile::TempDir)> {
-    let w = server()?;
-    w.client().create_bucket(bucket);
-    Some((w, tempfile::tempdir().unwrap()))
-}
-
-fn k(w: &Weed, home: &Path) -> std::process::Command {
-    krypta_s3(&w.endpoint(), home)
-}
+use crate::common;
+use crate::harness::*;
 
 #[test]
 fn missing_buckets_and_keys_are_named() {

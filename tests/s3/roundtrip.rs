@@ -1,28 +1,15 @@
-//! `s3://BUCKET/KEY` archives against a real SeaweedFS on loopback (see `s3_common`): round
+//! `s3://BUCKET/KEY` archives against a real SeaweedFS on loopback (see `harness`): round
 //! trips, what each command fetches, overwrite refusal, aborts, errors and secrets.
-
-mod common;
-mod s3_common;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
+use crate::common;
+use crate::harness::*;
 use krypta::format::footer::FOOTER_LEN;
 use krypta::format::frame::{FRAME_HEADER_LEN, TAG_LEN};
 use krypta::store::s3::{CHUNK, OPEN_WINDOW};
-use s3_common::*;
-
-/// The shared server and a fresh bucket, or None when `weed` is not installed.
-fn setup(bucket: &str) -> Option<(&'static Weed, tempfile::TempDir)> {
-    let w = server()?;
-    w.client().create_bucket(bucket);
-    Some((w, tempfile::tempdir().unwrap()))
-}
-
-fn k(w: &Weed, home: &Path) -> std::process::Command {
-    krypta_s3(&w.endpoint(), home)
-}
 
 #[test]
 fn round_trip_of_a_real_tree_through_a_multipart_upload() {

@@ -2,15 +2,13 @@
 //! its pid) while krypta uploads or downloads through a slowed counting proxy. krypta must
 //! end with a clean error naming the object, leave nothing partial locally, and no object.
 
-mod common;
-mod s3_common;
-
 use std::io::Write;
 use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use s3_common::*;
+use crate::common;
+use crate::harness::*;
 
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let t0 = Instant::now();

@@ -3,12 +3,10 @@
 //! ring); with the built-in webpki roots the certificate is refused, at once (a TLS failure is
 //! not retried) and named as such.
 
-mod common;
-mod s3_common;
-
 use std::process::Command;
 
-use s3_common::*;
+use crate::common;
+use crate::harness::*;
 
 fn openssl(dir: &std::path::Path, args: &[&str]) {
     let o = Command::new("openssl")

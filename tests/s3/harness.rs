@@ -7,8 +7,6 @@
 //! Every test calls [`server`] first and returns early, printing why, when `weed` is not
 //! installed. A watchdog shell ends each server (by its pid) when the test process is gone.
 
-#![allow(dead_code, missing_docs)]
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -484,6 +482,18 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: &ProxyState, upward: bool) {
         let _ = to.shutdown(std::net::Shutdown::Both);
         let _ = from.shutdown(std::net::Shutdown::Both);
     }
+}
+
+/// The shared server and a fresh bucket, or None when `weed` is not installed.
+pub fn setup(bucket: &str) -> Option<(&'static Weed, tempfile::TempDir)> {
+    let w = server()?;
+    w.client().create_bucket(bucket);
+    Some((w, tempfile::tempdir().unwrap()))
+}
+
+/// krypta against the shared server, with `home` as HOME.
+pub fn k(w: &Weed, home: &Path) -> Command {
+    krypta_s3(&w.endpoint(), home)
 }
 
 /// krypta with the test server's credentials and endpoint, and nothing of the caller's AWS
