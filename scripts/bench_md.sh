@@ -44,6 +44,8 @@ command -v gzip >/dev/null 2>&1 && peers="$peers; $(version gzip -V)"
 command -v 7z >/dev/null 2>&1 && peers="$peers; $(7z i 2>/dev/null | grep -m1 '7-Zip' | tr -s ' ')"
 command -v age >/dev/null 2>&1 && peers="$peers; age $(version age --version)"
 command -v par2 >/dev/null 2>&1 && peers="$peers; $(version par2 --version)"
+command -v weed >/dev/null 2>&1 && peers="$peers; SeaweedFS $(weed version 2>/dev/null | head -n 1 | awk '{print $3}')"
+command -v aws >/dev/null 2>&1 && peers="$peers; $(version aws --version | cut -d' ' -f1)"
 
 {
 	echo "# krypta benchmarks"

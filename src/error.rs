@@ -227,6 +227,16 @@ pub enum Error {
         #[source]
         source: RecoveryError,
     },
+    /// Object storage cannot be used as configured (no credentials, a profile krypta cannot
+    /// use, a malformed endpoint URL): nothing was sent.
+    #[error("{}: {source}", location.display())]
+    StoreConfig {
+        /// The `s3://BUCKET/KEY` location.
+        location: PathBuf,
+        /// What is missing or wrong.
+        #[source]
+        source: crate::store::s3::config::ConfigError,
+    },
     /// The archive was written, but some inputs changed or vanished while being read.
     #[error(
         "archive written, but {count} input(s) changed or vanished while being read (see warnings)"
@@ -246,7 +256,8 @@ impl Error {
             | Error::Exists { .. }
             | Error::KeyRequired { .. }
             | Error::BadKeyFile { .. }
-            | Error::Unwritable { .. } => 1,
+            | Error::Unwritable { .. }
+            | Error::StoreConfig { .. } => 1,
             Error::Crypto(_) => 1,
             Error::AuthFailed { .. }
             | Error::NotEncrypted { .. }

@@ -7,8 +7,7 @@
 //! matched. The index and footer are checked against what the stream held, so an archive
 //! that scans clean is exactly the archive that was written.
 
-use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -64,19 +63,8 @@ pub struct OpenOptions {
     pub in_flight_budget: Option<u64>,
 }
 
-enum Input {
-    File(BufReader<File>),
-    Stream(Box<dyn Read + Send>),
-}
-
-impl Read for Input {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Input::File(f) => f.read(buf),
-            Input::Stream(s) => s.read(buf),
-        }
-    }
-}
+/// Where the archive bytes come from: a file, stdin or an object (see [`crate::store`]).
+type Input = Box<dyn crate::store::Source>;
 
 /// An opened archive: header parsed and authenticated.
 pub struct Archive {
@@ -149,12 +137,7 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Reads and parses the header of `path` (`-` = stdin) without any key: for `info`, and the
 /// first step of [`Archive::open`]. Returns the header, its bytes and the input.
 fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
-    let input = if path == Path::new("-") {
-        Input::Stream(Box::new(std::io::stdin()))
-    } else {
-        let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-        Input::File(BufReader::with_capacity(1 << 20, f))
-    };
+    let input = crate::store::open_source(path)?;
     read_header_from(input, path)
 }
 
@@ -253,27 +236,28 @@ pub struct ArchiveFacts {
     pub size: Option<u64>,
     /// The footer, when the input is a file (its tag verified only for unencrypted archives).
     pub footer: Option<Footer>,
+    /// Lines for `-v` about a remote archive: where it was read from, what that cost.
+    pub details: Vec<String>,
 }
 
 /// Reads the header and (for a file) the footer without any key.
 pub fn facts(path: &Path) -> Result<ArchiveFacts> {
-    let (header, bytes, input) = read_header(path)?;
+    let (header, bytes, mut input) = read_header(path)?;
     let header_len = bytes.len() as u64;
     let mut footer = None;
     let mut size = None;
-    if let Input::File(mut f) = input {
-        let len = f
-            .seek(SeekFrom::End(0))
-            .map_err(|e| Error::io(path, "seek", e))?;
+    if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
         size = Some(len);
         if header.recovery_percent().is_some() {
             // The footer ends the protected bytes, which a recovery section follows: it is
             // not at the end of the file (the recovery layer locates it).
         } else if len >= header_len + FOOTER_LEN as u64 {
             let mut fb = [0u8; FOOTER_LEN];
-            f.seek(SeekFrom::Start(len - FOOTER_LEN as u64))
+            input
+                .seek_to(len - FOOTER_LEN as u64)
                 .map_err(|e| Error::io(path, "seek", e))?;
-            f.read_exact(&mut fb)
+            input
+                .read_exact(&mut fb)
                 .map_err(|e| Error::io(path, "read", e))?;
             let (ft, tag) = Footer::parse(&fb, header.version)
                 .map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
@@ -306,11 +290,16 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             ));
         }
     }
+    let mut details: Vec<String> = input.describe().into_iter().collect();
+    if let Some(c) = input.counters() {
+        details.push(format!("{}: {}", path.display(), c.summary()));
+    }
     Ok(ArchiveFacts {
         header,
         header_len,
         size,
         footer,
+        details,
     })
 }
 
@@ -433,7 +422,8 @@ impl Archive {
         name: &Path,
         opts: OpenOptions,
     ) -> Result<Archive> {
-        let (header, bytes, input) = read_header_from(Input::Stream(input), name)?;
+        let (header, bytes, input) =
+            read_header_from(Box::new(crate::store::local::ReadSource::new(input)), name)?;
         Self::open_parsed(name, opts, header, bytes, input)
     }
 
@@ -547,9 +537,14 @@ impl Archive {
         &self.header
     }
 
-    /// True when the input can seek (a file, not a pipe).
+    /// True when the input can seek (a file or an object, not a pipe).
     pub fn seekable(&self) -> bool {
-        matches!(self.input, Input::File(_))
+        self.input.seekable()
+    }
+
+    /// Where the archive bytes come from (transfer counters, `-v` description).
+    pub fn source(&self) -> &dyn crate::store::Source {
+        self.input.as_ref()
     }
 
     fn tag_error(&self, what: String) -> Error {
@@ -690,18 +685,17 @@ impl Archive {
     }
 
     fn seek_to(&mut self, offset: u64) -> Result<()> {
-        match &mut self.input {
-            Input::File(f) => {
-                f.seek(SeekFrom::Start(offset))
-                    .map_err(|e| Error::io(&self.path, "seek", e))?;
-                self.pos = offset;
-                Ok(())
-            }
-            Input::Stream(_) => Err(Error::Usage(format!(
+        if !self.input.seekable() {
+            return Err(Error::Usage(format!(
                 "{}: cannot seek in a stream",
                 self.path.display()
-            ))),
+            )));
         }
+        self.input
+            .seek_to(offset)
+            .map_err(|e| Error::io(&self.path, "seek", e))?;
+        self.pos = offset;
+        Ok(())
     }
 
     fn new_pool(&self) -> FramePool {
@@ -838,15 +832,14 @@ impl Archive {
             };
             return self.read_index_and_footer_of_stream(seq, index_offset);
         }
-        let len = match &mut self.input {
-            Input::File(f) => f
-                .seek(SeekFrom::End(0))
-                .map_err(|e| Error::io(&self.path, "seek", e))?,
-            Input::Stream(_) => {
+        let len = match self.input.length() {
+            Ok(Some(len)) if self.input.seekable() => len,
+            Ok(_) => {
                 return Err(Error::Usage(
                     "reading the index needs a seekable archive".into(),
                 ));
             }
+            Err(e) => return Err(Error::io(&self.path, "seek", e)),
         };
         if len < self.header_len + FOOTER_LEN as u64 {
             return Err(corrupt(
@@ -870,6 +863,7 @@ impl Archive {
             );
         }
         self.seek_to(footer.index_offset)?;
+        self.input.read_ahead_to(Some(foot_at));
         let index =
             self.read_index_frames(footer.data_frames, Some(footer.index_frames), foot_at)?;
         if self.pos != foot_at {
@@ -1042,6 +1036,7 @@ impl Archive {
         known: Option<(&Footer, &Index)>,
         visitor: &mut dyn Visitor,
     ) -> Result<ScanSummary> {
+        self.input.read_ahead_to(None);
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, None, 0);
         let mut parsed = Vec::new();
@@ -1110,6 +1105,8 @@ impl Archive {
             let want_set: std::collections::HashSet<usize> = wanted[i..j].iter().copied().collect();
             let start = crate::format::index_v2::group_start(index, first.first_seq);
             self.seek_to(offsets[start as usize])?;
+            let run_end = offsets.get(last_seq as usize + 1).copied().unwrap_or(off);
+            self.input.read_ahead_to(Some(run_end));
             let mut pool = self.new_pool();
             let mut feed = Feed::new(self, &mut pool, Some((start, last_seq)), first.first_seq);
             feed.skip = first.first_offset as usize;
@@ -1837,4 +1834,3 @@ impl StreamSource for Feed<'_> {
         Ok(true)
     }
 }
-

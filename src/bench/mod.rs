@@ -6,7 +6,9 @@
 //! hashing, 4 encryption overhead (per MB and one-time), 5 stage cost, 6 compute tax end to
 //! end, 7 peers (zstd, xz, gzip, 7z, age when installed); then, when tables 1, 3, 4 and 6
 //! ran, 8: the side-by-side with VaptVupt's published figures; 9–11 recovery data (size and
-//! speed, its cost inside `c -l 3`, par2 side by side). MB = 10^6 bytes.
+//! speed, its cost inside `c -l 3`, par2 side by side); 12 and 13 object storage
+//! (upload/download vs the AWS CLI and a local file; one file of a large archive), when a
+//! server is available (see `store_tables`). MB = 10^6 bytes.
 
 mod archive_tables;
 mod codec_tables;
@@ -19,6 +21,7 @@ mod peers;
 mod recovery_tables;
 mod report;
 mod sha256_scalar;
+mod store_tables;
 mod synth;
 
 use std::path::{Path, PathBuf};
@@ -34,7 +37,7 @@ pub use report::{BenchReport, Cell, Table};
 pub struct BenchOptions {
     /// Small inputs and one run per measurement: finishes in under a minute on 2 cores.
     pub quick: bool,
-    /// Table numbers (1..=7, 9..=11) to run; empty = all.
+    /// Table numbers (1..=7, 9..=13) to run; empty = all.
     pub tables: Vec<u8>,
     /// The user's own files: when given, table 1 runs on them (and nothing else).
     pub files: Vec<PathBuf>,
@@ -64,6 +67,8 @@ pub struct Plan {
     pub peer_fixtures: Vec<&'static str>,
     /// P of table 9 (recovery data speed), MB.
     pub recovery_mb: usize,
+    /// Input of tables 9 and 10 (object storage), MB.
+    pub s3_mb: usize,
 }
 
 impl Plan {
@@ -79,6 +84,7 @@ impl Plan {
                 tax_mb: 8,
                 peer_fixtures: vec!["text", "binary"],
                 recovery_mb: 8,
+                s3_mb: 64,
             }
         } else {
             Plan {
@@ -91,6 +97,7 @@ impl Plan {
                 peer_fixtures: fixtures::NAMES.to_vec(),
                 // Two full 128 MiB segments and a short one, so "all jobs" repairs in parallel.
                 recovery_mb: 280,
+                s3_mb: 1000,
             }
         }
     }
@@ -102,16 +109,16 @@ pub fn make_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
 }
 
 /// Runs the selected tables and returns their numbers. `progress` receives one line per
-/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 and 9..=11 or
+/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 and 9..=13 or
 /// missing fixture inputs, Io for files.
 pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchReport> {
     if let Some(bad) = opts
         .tables
         .iter()
-        .find(|t| !(1..=7).contains(*t) && !(9..=11).contains(*t))
+        .find(|t| !(1..=7).contains(*t) && !(9..=13).contains(*t))
     {
         return Err(Error::Usage(format!(
-            "there is no table {bad}: tables are 1 to 7 and 9 to 11 (8 is computed from 1, 3, 4 and 6)"
+            "there is no table {bad}: tables are 1 to 7 and 9 to 13 (8 is computed from 1, 3, 4 and 6)"
         )));
     }
     let plan = Plan::new(opts.quick);
@@ -216,6 +223,12 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
     if let Some(t) = compare::side_by_side(&report.tables) {
         report.tables.push(t);
     }
+    if wants(12) || wants(13) {
+        let t = store_tables::tables(&plan, progress)?;
+        report
+            .tables
+            .extend(t.into_iter().filter(|t| wants(t.number)));
+    }
     Ok(report)
 }
 
@@ -225,7 +238,7 @@ mod tests {
 
     #[test]
     fn table_numbers_outside_the_list_are_usage_errors() {
-        for bad in [8, 12] {
+        for bad in [8, 14] {
             let opts = BenchOptions {
                 tables: vec![bad],
                 ..Default::default()
@@ -234,7 +247,7 @@ mod tests {
             assert_eq!(
                 err.to_string(),
                 format!(
-                    "there is no table {bad}: tables are 1 to 7 and 9 to 11 (8 is computed from 1, 3, 4 and 6)"
+                    "there is no table {bad}: tables are 1 to 7 and 9 to 13 (8 is computed from 1, 3, 4 and 6)"
                 )
             );
         }
