@@ -663,6 +663,8 @@ fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
         inputs: a.inputs,
         force: a.force,
         dereference: a.dereference,
+        xattrs: Default::default(),
+        numeric_owner: false,
         options,
     };
     let s = krypta::compress(req, term)?;

@@ -63,6 +63,10 @@ pub struct CompressRequest {
     pub force: bool,
     /// Follow symlinks (`-L`).
     pub dereference: bool,
+    /// Which extended attributes to store (`--no-xattrs`, `--no-acls`; default all).
+    pub xattrs: fs::xattr::XattrSelect,
+    /// Store numeric owner ids only, no names (`--numeric-owner`).
+    pub numeric_owner: bool,
     /// Archive options.
     pub options: WriteOptions,
 }
@@ -144,6 +148,8 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
         .collect();
     let opts = fs::walk::WalkOptions {
         dereference: req.dereference,
+        xattrs: req.xattrs,
+        numeric_owner: req.numeric_owner,
     };
     let mut on_event = |ev: fs::walk::WalkEvent| -> Result<()> {
         match ev {
@@ -152,6 +158,11 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
                 Ok(())
             }
             fs::walk::WalkEvent::Entry(e) => {
+                if e.meta.path == fs::walk::ROOT_PATH && format::header::VERSION < 2 {
+                    // Format 1 has no root entry (its paths have no `.` component); the
+                    // format-2 writer stores it.
+                    return Ok(());
+                }
                 if e.meta.kind != EntryKind::File {
                     return w.add_entry(&e.meta);
                 }
