@@ -438,8 +438,9 @@ fn open_warning(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Re
 fn warn_unverified(s: &ScanSummary, rep: &mut dyn Reporter) {
     for p in &s.unverified {
         rep.warn(&format!(
-            "{p}: content digest not checked: its holes exceed the {} GiB hashing budget (every stored byte was verified)",
-            archive::reader::HOLE_HASH_BUDGET >> 30
+            "{p}: content digest not checked: its holes exceed what this scan may hash ({} GiB plus {} bytes per archive byte read; every stored byte was verified)",
+            format::limits::HOLE_HASH_BASE >> 30,
+            format::limits::HOLE_HASH_PER_FRAME_BYTE
         ));
     }
 }

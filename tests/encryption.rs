@@ -561,3 +561,52 @@ fn krypta_password_alone_reads_an_unencrypted_archive_with_a_warning() {
     assert_eq!(code(&o), 2);
     assert_eq!(stderr(&o), not_encrypted_line("plain.kry"));
 }
+
+#[test]
+fn info_escapes_the_comment_and_says_it_is_not_yet_authenticated() {
+    // Issue 12 #23: a comment printed raw could clear the screen or forge an "encryption:"
+    // line. It is escaped as `list` escapes names, and `info` (which reads without a key)
+    // says what the comment's authenticity rests on.
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    let comment = "nightly\nencryption:     none (BLAKE3 checksums)\x1b[2J\u{202e}evil\\";
+    fx.ok(&["c", "--keyfile", "k", "--comment", comment, "k.kry", "src"]);
+    fx.ok(&["c", "--comment", comment, "plain.kry", "src"]);
+    let escaped =
+        "nightly\\nencryption:     none (BLAKE3 checksums)\\x1b[2J\\xe2\\x80\\xaeevil\\\\";
+    for (name, note, encryption) in [
+        (
+            "k.kry",
+            "(not yet authenticated: info reads without a key; the header MAC covering the comment is checked once a key opens the archive, e.g. krypta t)",
+            "encryption:     AES-256-CTR + HMAC-SHA256, 1 stanza(s)",
+        ),
+        (
+            "plain.kry",
+            "(checksummed, not authenticated: anyone can write an unencrypted archive)",
+            "encryption:     none (BLAKE3 checksums)",
+        ),
+    ] {
+        let info = String::from_utf8(fx.ok(&["info", name]).stdout).unwrap();
+        assert!(
+            !info.contains('\x1b') && !info.contains('\u{202e}'),
+            "{info:?}"
+        );
+        let lines: Vec<&str> = info.lines().collect();
+        let enc: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.starts_with("encryption:"))
+            .collect();
+        assert_eq!(enc, [&encryption], "{info}");
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("comment:"))
+            .expect("a comment line");
+        assert_eq!(lines[at], format!("comment:        {escaped}"));
+        assert_eq!(lines[at + 1], format!("                {note}"));
+    }
+    // The escape is the one `list` uses: it round-trips to the exact comment bytes.
+    assert_eq!(
+        krypta::fs::unescape_path(escaped).unwrap(),
+        comment.as_bytes()
+    );
+}

@@ -182,3 +182,51 @@ fn vanished_file_is_a_not_found_io_error() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Regression (issue 13): SEEK_DATA/SEEK_HOLE were asked before every read, and tmpfs
+/// answers SEEK_HOLE by walking the page cache to the end, so writes were quadratic in the
+/// file size. Now one probe pair per data extent, however many reads the extent takes.
+#[test]
+fn dense_file_is_probed_once_per_extent_not_once_per_read() {
+    let mut dirs = vec![tempfile::tempdir().unwrap()];
+    if std::path::Path::new("/dev/shm").is_dir() {
+        dirs.push(tempfile::tempdir_in("/dev/shm").unwrap());
+    }
+    for tmp in &dirs {
+        let p = tmp.path().join("dense");
+        let data: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let mut src = FileSource::open(&p, data.len() as u64).unwrap();
+        let (ext, buf) = all_extents(&mut src, 1 << 20);
+        assert_eq!(ext.len(), 8, "{}", tmp.path().display());
+        assert_eq!(buf, data);
+        // Two probes when the filesystem answers SEEK_DATA/SEEK_HOLE, one when it refuses them.
+        assert!(
+            src.seek_probes() == 2 || src.seek_probes() == 1,
+            "{} probes in {}",
+            src.seek_probes(),
+            tmp.path().display()
+        );
+    }
+}
+
+#[test]
+fn sparse_file_costs_two_probes_per_data_extent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("sparse");
+    let f = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&p)
+        .unwrap();
+    f.set_len(4 * GIB).unwrap();
+    f.write_all_at(b"head", 0).unwrap();
+    f.write_all_at(&[7u8; 5000], GIB).unwrap();
+    f.write_all_at(b"end", 4 * GIB - 3).unwrap();
+    drop(f);
+    let mut src = FileSource::open(&p, 4 * GIB).unwrap();
+    let (ext, _) = all_extents(&mut src, 1024);
+    // 4096 + 8192 + 4096 bytes in 1 KiB reads (16 reads), 3 extents: 6 probes.
+    assert_eq!(ext.len(), 16);
+    assert_eq!(src.seek_probes(), 6);
+}

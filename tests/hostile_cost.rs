@@ -168,3 +168,107 @@ fn write_crafted_archives() {
         );
     }
 }
+
+/// Directory opens of extracting `entries` (directories and one-byte files) with the
+/// library's extractor, including `finish`.
+fn extraction_opens(entries: &[EntryMeta]) -> u64 {
+    use krypta::fs::extract::{ExtractOptions, Extractor};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut ex = Extractor::new(tmp.path(), ExtractOptions::default()).expect("extractor");
+    for m in entries {
+        match m.kind {
+            EntryKind::Dir => ex.make_dir(m).expect("dir"),
+            _ => {
+                let mut sink = ex.begin_file(m).expect("file").expect("not stripped");
+                sink.write_at(0, b"x").expect("write");
+                sink.commit(1).expect("commit");
+            }
+        }
+    }
+    ex.apply_dirs().expect("finish");
+    ex.dir_opens()
+}
+
+#[test]
+fn extracting_an_n_deep_directory_chain_costs_o_n_directory_opens() {
+    // Issue 12 #22: each entry walked from the root cost 1 + 2 + … + N opens (1.05 million
+    // for N = 1,024). With the chain: N - 1 to extract (each entry's parent is the previous
+    // entry plus one level), then N to open each directory for its mode and time, deepest
+    // first, and N - 1 - 128 - ⌊(N - 1 - 128) / 128⌋ to reopen the levels whose
+    // descriptors the chain dropped (it keeps the top 128 and every 128th): for N = 500,
+    // 499 + 500 + 369.
+    let chain_of = |n: usize| -> Vec<EntryMeta> {
+        (1..=n)
+            .map(|d| meta(&chain(b'a', d), EntryKind::Dir))
+            .collect()
+    };
+    let opens: Vec<u64> = [500, 1000, 2000]
+        .iter()
+        .map(|&n| extraction_opens(&chain_of(n)))
+        .collect();
+    assert_eq!(opens, [1368, 2864, 5856]);
+    for (n, o) in [500u64, 1000, 2000].iter().zip(&opens) {
+        assert!(*o <= 4 * n, "{o} opens for {n} levels");
+    }
+}
+
+#[test]
+fn files_alternating_between_two_deep_sibling_directories_reuse_the_chain() {
+    // The issue's second case, scaled down: files alternating between two 2,000-deep
+    // directories that share all but their last component.
+    let mut x = chain(b'a', 1999);
+    x.extend_from_slice(b"/p");
+    let mut y = chain(b'a', 1999);
+    y.extend_from_slice(b"/q");
+    let entries: Vec<EntryMeta> = (0..400)
+        .map(|i| {
+            let mut p = if i % 2 == 0 { x.clone() } else { y.clone() };
+            p.extend_from_slice(format!("/f{i}").as_bytes());
+            meta(&p, EntryKind::File)
+        })
+        .collect();
+    // 2 × 1,999 to create the shared chain (a failed open, then one after mkdir), the same
+    // for p and q, then one open per switch.
+    assert_eq!(extraction_opens(&entries), 2 * 2000 + 2 + 398);
+}
+
+#[test]
+fn the_bytes_in_flight_follow_the_frames_read_not_the_headers_block_size() {
+    // Issue 12 #24: a header claiming 64 KiB blocks over 256 MiB frames got 2j + 2 blocks
+    // decoded ahead (1.5 GB at -j 2). Scaled down: 256 KiB blocks of zeros under a header
+    // claiming 64 KiB, a budget base of 1 MiB and two workers: the limit is
+    // max(1 MiB, 3 × 256 KiB) = 1 MiB of decoded blocks; bodies are a few hundred bytes.
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("claim.kry");
+    let mut bytes = Vec::new();
+    {
+        let mut w = ArchiveWriter::new(&mut bytes, &p, options(256 << 10)).expect("writer");
+        let zeros = std::io::Read::take(std::io::repeat(0), 24 << 20);
+        w.add_file(
+            &meta(b"zeros", EntryKind::File),
+            &mut ReaderSource::new(zeros, "zeros"),
+        )
+        .expect("file");
+        w.finish().expect("finish");
+    }
+    let h = u32::from_le_bytes(bytes[12..16].try_into().expect("4")) as usize;
+    bytes[40..44].copy_from_slice(&(64u32 << 10).to_le_bytes());
+    let tag = Protection::Plain.header_tag(&bytes[..h - 32]);
+    bytes[h - 32..h].copy_from_slice(&tag);
+    std::fs::write(&p, &bytes).expect("write");
+    let open = || krypta::archive::reader::OpenOptions {
+        jobs: 2,
+        in_flight_budget: Some(1 << 20),
+        ..Default::default()
+    };
+    for _ in 0..3 {
+        let s = krypta::test(&p, open(), &mut krypta::Collect::default()).expect("test");
+        assert_eq!(s.bytes, 24 << 20);
+        assert!(
+            s.peak_held <= (1 << 20) + (16 << 10),
+            "{} bytes held at once",
+            s.peak_held
+        );
+        assert!(s.peak_held >= 256 << 10, "{}", s.peak_held);
+    }
+}

@@ -36,6 +36,7 @@ fn open() -> OpenOptions {
         jobs: 1,
         // Plain archives are fuzzed through the same entry point.
         allow_unencrypted: true,
+        in_flight_budget: None,
     }
 }
 

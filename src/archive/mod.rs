@@ -1,6 +1,7 @@
 //! The parallel archive writer and reader: ordering, bounded memory, and the composition of
 //! the format, codec and crypto stages.
 
+pub mod budget;
 pub mod pipeline;
 pub mod reader;
 pub mod visit;

@@ -5,6 +5,8 @@
 //! Memory bound: at most `max_in_flight` jobs exist at once (queued, running, or finished but
 //! waiting for an earlier one), so with blocks of B bytes the pipeline holds about
 //! `max_in_flight × (input + output)` ≈ `2 × max_in_flight × B` bytes, whatever the input size.
+//! That is the writer's bound (its B is its own setting). The reader does not trust the
+//! header's B: its bytes in flight are bounded by `super::budget` from the frames it reads.
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -31,19 +33,31 @@ pub fn max_in_flight(jobs: usize, block_size: usize) -> usize {
 ///
 /// A buffer taken may hold stale bytes of an earlier block: its `len()` is how many bytes are
 /// initialised, which lets the next user `truncate` to a shorter length, or grow by only the
-/// difference, instead of zero-filling the whole block again. At most `keep` buffers are held;
-/// more are freed, so the free list adds at most `keep` blocks to the pipeline's memory bound.
+/// difference, instead of zero-filling the whole block again. At most `keep` buffers and
+/// [`RECYCLE_BUDGET`] bytes of capacity are held; more are freed. The byte cap matters to the reader, whose `keep` comes from the header's
+/// (unverified, informational) block size: a header claiming 64 KiB blocks over 256 MiB
+/// frames must not make the free list keep gigabytes.
 #[derive(Clone)]
 pub struct Buffers {
-    free: Arc<Mutex<Vec<Vec<u8>>>>,
+    free: Arc<Mutex<FreeList>>,
     keep: usize,
+}
+
+#[derive(Default)]
+struct FreeList {
+    bufs: Vec<Vec<u8>>,
+    /// Sum of the held buffers' capacities, bytes.
+    bytes: usize,
 }
 
 impl Buffers {
     /// A free list that holds at most `keep` buffers.
     pub fn new(keep: usize) -> Self {
         Buffers {
-            free: Arc::new(Mutex::new(Vec::with_capacity(keep))),
+            free: Arc::new(Mutex::new(FreeList {
+                bufs: Vec::with_capacity(keep),
+                bytes: 0,
+            })),
             keep,
         }
     }
@@ -53,20 +67,27 @@ impl Buffers {
         self.free
             .lock()
             .ok()
-            .and_then(|mut f| f.pop())
+            .and_then(|mut f| {
+                let b = f.bufs.pop()?;
+                f.bytes -= b.capacity();
+                Some(b)
+            })
             .unwrap_or_default()
     }
 
-    /// Hands `buf` back for reuse (freed instead when `keep` buffers are already held or it
-    /// has no capacity).
+    /// Hands `buf` back for reuse (freed instead when it has no capacity, or when `keep`
+    /// buffers are held or it would take the held capacity past [`RECYCLE_BUDGET`]).
     pub fn give(&self, buf: Vec<u8>) {
-        if buf.capacity() == 0 {
+        let cap = buf.capacity();
+        if cap == 0 {
             return;
         }
         if let Ok(mut f) = self.free.lock()
-            && f.len() < self.keep
+            && f.bufs.len() < self.keep
+            && f.bytes + cap <= RECYCLE_BUDGET
         {
-            f.push(buf);
+            f.bytes += cap;
+            f.bufs.push(buf);
         }
     }
 }
@@ -306,6 +327,25 @@ mod tests {
         );
         b.give(Vec::new());
         assert_eq!(b.take().capacity(), 0);
+    }
+
+    #[test]
+    fn recycled_buffers_are_bounded_in_bytes_whatever_keep_says() {
+        // A reader's keep comes from the header's block size: claiming 64 KiB blocks gives a
+        // large count, but 256 MiB buffers are never kept and the bytes stay within 64 MiB.
+        let b = Buffers::new(512);
+        b.give(Vec::with_capacity(256 << 20));
+        assert_eq!(b.take().capacity(), 0, "a block over 64 MiB is freed");
+        for _ in 0..5 {
+            b.give(Vec::with_capacity(20 << 20));
+        }
+        let kept: Vec<Vec<u8>> = (0..5).map(|_| b.take()).collect();
+        let n = kept.iter().filter(|v| v.capacity() > 0).count();
+        assert_eq!(n, 3, "3 × 20 MiB fit in 64 MiB, the 4th does not");
+        for v in kept {
+            b.give(v);
+        }
+        assert_eq!(b.free.lock().unwrap().bytes, 3 * (20 << 20));
     }
 
     #[test]

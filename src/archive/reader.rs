@@ -12,6 +12,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::budget::ByteBudget;
 use super::hash_zeros;
 use super::pipeline::{Buffers, OrderedPool};
 use crate::codec::{BlockDecoder, Codec, decode_stored_in_place};
@@ -26,6 +27,7 @@ use crate::format::frame::{
 };
 use crate::format::header::{self, Header, PREFIX_LEN, Prefix, PrefixError};
 use crate::format::index::{Index, IndexEntry, MAX_INDEX_LEN};
+use crate::format::limits::hole_hash_allowance;
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
 use crate::format::{EntryMeta, FormatError};
 
@@ -57,6 +59,9 @@ pub struct OpenOptions {
     /// Read an unencrypted archive even though `identities` is not empty (the CLI's
     /// `--allow-unencrypted`, and a password that came only from `KRYPTA_PASSWORD`).
     pub allow_unencrypted: bool,
+    /// Base of the byte budget for frames in flight, bytes (`archive::budget`); `None` is
+    /// 512 MiB. The budget is at least `(jobs + 1)` times the largest block read.
+    pub in_flight_budget: Option<u64>,
 }
 
 enum Input {
@@ -87,6 +92,8 @@ pub struct Archive {
     pending_frame: Option<FrameJob>,
     /// Recycled frame bodies and decoded blocks, shared with the workers.
     buffers: ReadBuffers,
+    /// Base of the byte budget, bytes.
+    in_flight_base: u64,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds
@@ -105,10 +112,12 @@ enum FrameFault {
     Tag,
     Format(FormatError),
     Codec(String),
+    /// The scan ended while the frame waited for room in the byte budget.
+    Stopped,
 }
 
 /// Totals of a scan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanSummary {
     /// Entries seen in the stream.
     pub entries: u64,
@@ -118,30 +127,19 @@ pub struct ScanSummary {
     pub bytes: u64,
     /// Data frames decoded.
     pub frames: u64,
-    /// Files whose whole-content digest was not checked because the zeros of their holes
-    /// would exceed [`HOLE_HASH_BUDGET`] (their stored bytes were checked by the frame tags).
+    /// Files whose whole-content digest was not checked because hashing their holes would
+    /// have gone past the scan's hole allowance (`format::limits::hole_hash_allowance`);
+    /// their stored bytes were checked by the frame tags.
     pub unverified: Vec<String>,
-    /// Hole bytes that may still be hashed in this scan, bytes.
-    hole_budget: u64,
+    /// Most bytes of frame bodies and decoded blocks held at once for frames in flight
+    /// (bounded by the frames actually read: `archive::budget`).
+    pub peak_held: u64,
+    /// Hole bytes hashed in this scan so far.
+    pub holes_hashed: u64,
+    /// Bytes of data frames read in this scan so far (header, body and tag of each): what
+    /// the hole allowance grows with.
+    pub frame_bytes: u64,
 }
-
-impl Default for ScanSummary {
-    fn default() -> Self {
-        ScanSummary {
-            entries: 0,
-            files: 0,
-            bytes: 0,
-            frames: 0,
-            unverified: Vec::new(),
-            hole_budget: HOLE_HASH_BUDGET,
-        }
-    }
-}
-
-/// Most hole bytes (read as zeros) one scan hashes to check file digests, bytes: 32 GiB,
-/// about 10–20 s of one core. A real sparse image within it (e.g. a 4 GiB or 16 GiB VM disk)
-/// is verified end to end; beyond it a crafted archive cannot make a reader spin for hours.
-pub const HOLE_HASH_BUDGET: u64 = 32 << 30;
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
@@ -308,6 +306,8 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
 }
 
 struct FrameJob {
+    /// Its place among the frames of this pool, in submission order (the budget's turn).
+    ticket: u64,
     header: FrameHeader,
     header_bytes: [u8; FRAME_HEADER_LEN],
     body: Vec<u8>,
@@ -320,6 +320,8 @@ struct FrameJob {
 struct Decoded {
     buf: Vec<u8>,
     start: usize,
+    /// Bytes taken from the byte budget for it (0 outside a pool).
+    held: u64,
 }
 
 impl Decoded {
@@ -332,14 +334,19 @@ type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, FrameFault>);
 
 /// Worker: verifies (and decrypts) one frame, then decodes its block. A stored block is
 /// unfiltered in place in the body; a zstd block is decoded into a buffer from
-/// `buffers.blocks`, and the body goes back to `buffers.bodies`.
+/// `buffers.blocks`, and the body goes back to `buffers.bodies`. With a `budget`, the
+/// decoded block's bytes are taken from it (in ticket order, waiting for room) before it is
+/// decoded, and the body's bytes given back after.
 fn open_frame(
     dec: &mut BlockDecoder,
     protection: &Protection,
     archive_id: &ArchiveId,
     buffers: &ReadBuffers,
+    budget: Option<&ByteBudget>,
     mut job: FrameJob,
 ) -> FrameResult {
+    let body_len = job.body.len() as u64;
+    let mut took_turn = false;
     let r = (|| {
         protection
             .open_frame(
@@ -352,17 +359,33 @@ fn open_frame(
             .map_err(|_| FrameFault::Tag)?;
         let bh = BlockHeader::parse(&job.body).map_err(FrameFault::Format)?;
         let codec_fault = |e: crate::codec::CodecError| FrameFault::Codec(e.to_string());
+        // A stored block becomes the body itself; a zstd block needs raw_len more bytes.
+        let held = if bh.codec == Codec::Store {
+            body_len
+        } else {
+            u64::from(bh.raw_len)
+        };
+        if let Some(b) = budget {
+            took_turn = true;
+            b.acquire(job.ticket, held)
+                .map_err(|_| FrameFault::Stopped)?;
+        }
+        let held = if budget.is_some() { held } else { 0 };
         if bh.codec == Codec::Store {
-            decode_stored_in_place(
+            let r = decode_stored_in_place(
                 bh.filter,
                 bh.filter_start,
                 &mut job.body[BLOCK_HEADER_LEN..],
                 bh.raw_len as usize,
-            )
-            .map_err(codec_fault)?;
+            );
+            if let Err(e) = r {
+                budget.inspect(|b| b.release(held));
+                return Err(codec_fault(e));
+            }
             return Ok(Decoded {
                 buf: std::mem::take(&mut job.body),
                 start: BLOCK_HEADER_LEN,
+                held,
             });
         }
         let mut out = buffers.blocks.take();
@@ -376,12 +399,37 @@ fn open_frame(
         );
         if let Err(e) = r {
             buffers.blocks.give(out);
+            budget.inspect(|b| b.release(held));
             return Err(codec_fault(e));
         }
-        Ok(Decoded { buf: out, start: 0 })
+        Ok(Decoded {
+            buf: out,
+            start: 0,
+            held,
+        })
     })();
     buffers.bodies.give(std::mem::take(&mut job.body));
+    if let Some(b) = budget {
+        if took_turn {
+            b.body_done(body_len);
+        } else {
+            b.skip(job.ticket, body_len);
+        }
+    }
     (job.offset, job.header, r)
+}
+
+/// The workers of one scan and the byte budget they share with the reader thread; dropping
+/// it closes the budget first, so no worker stays waiting while the pool joins them.
+struct FramePool {
+    pool: OrderedPool<FrameJob, FrameResult>,
+    budget: Arc<ByteBudget>,
+}
+
+impl Drop for FramePool {
+    fn drop(&mut self) {
+        self.budget.close();
+    }
 }
 
 impl Archive {
@@ -475,6 +523,9 @@ impl Archive {
             pos: header_len,
             pending_frame: None,
             buffers,
+            in_flight_base: opts
+                .in_flight_budget
+                .unwrap_or(super::pipeline::IN_FLIGHT_BUDGET as u64),
         })
     }
 
@@ -511,6 +562,9 @@ impl Archive {
             FrameFault::Codec(m) => {
                 corrupt(&self.path, offset, FormatError::invalid("block payload", m))
             }
+            FrameFault::Stopped => Error::Crypto(format!(
+                "internal error: frame {seq} was stopped while the scan still needed it"
+            )),
         }
     }
 
@@ -529,6 +583,15 @@ impl Archive {
                 FormatError::invalid("frame sequence", problem),
             )
         }
+    }
+
+    /// A data frame with the LAST flag: corrupt, or tampering in a sealed archive (the flag is
+    /// under the frame MAC).
+    fn check_last_flag(&self, job: &FrameJob) -> Result<()> {
+        job.header.check_last_flag().map_err(|e| match e {
+            FormatError::Invalid { problem, .. } => self.sequence_error(job.offset, problem),
+            e => corrupt(&self.path, job.offset, e),
+        })
     }
 
     fn read_exact_at_pos(&mut self, buf: &mut [u8], what: &'static str) -> Result<()> {
@@ -587,6 +650,7 @@ impl Archive {
         let mut tag = [0u8; TAG_LEN];
         self.read_exact_at_pos(&mut tag, "frame tag")?;
         Ok(FrameJob {
+            ticket: 0,
             header,
             header_bytes: hb,
             body,
@@ -610,18 +674,23 @@ impl Archive {
         }
     }
 
-    fn new_pool(&self) -> OrderedPool<FrameJob, FrameResult> {
+    fn new_pool(&self) -> FramePool {
         let protection = Arc::clone(&self.protection);
         let id = self.header.archive_id;
         let buffers = self.buffers.clone();
-        OrderedPool::new(
+        let budget = Arc::new(ByteBudget::with_base(self.jobs, self.in_flight_base));
+        let worker_budget = Arc::clone(&budget);
+        // The header's block size only sizes the pool's job count (a performance hint); the
+        // memory bound is the byte budget, taken from the frames actually read.
+        let pool = OrderedPool::new(
             self.jobs,
             super::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
             || BlockDecoder::new().expect("zstd decoder context"),
             move |dec: &mut BlockDecoder, job: FrameJob| {
-                open_frame(dec, &protection, &id, &buffers, job)
+                open_frame(dec, &protection, &id, &buffers, Some(&worker_budget), job)
             },
-        )
+        );
+        FramePool { pool, budget }
     }
 
     /// Seeks back to the first data frame (after [`Archive::read_index`]).
@@ -647,6 +716,7 @@ impl Archive {
                     format!("expected data frame seq {seq}, found {}", job.header.seq),
                 ));
             }
+            self.check_last_flag(&job)?;
             seq += 1;
         };
         self.read_index_and_footer(seq, index_offset)
@@ -805,6 +875,7 @@ impl Archive {
                 &self.protection,
                 &self.header.archive_id,
                 &self.buffers,
+                None,
                 job,
             );
             let decoded = r.map_err(|f| self.fault(offset, h.seq, f))?;
@@ -845,8 +916,9 @@ impl Archive {
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, None);
         let mut parsed = Vec::new();
-        let summary = parse_records(&mut feed, visitor, &mut parsed, None, HOLE_HASH_BUDGET)?;
+        let mut summary = parse_records(&mut feed, visitor, &mut parsed, None, (0, 0))?;
         let (data_frames, index_offset) = feed.finish_data()?;
+        summary.peak_held = pool.budget.peak();
         drop(pool);
         // Then the index frames and the footer.
         let index = self.read_index_and_footer(data_frames, index_offset)?;
@@ -903,9 +975,10 @@ impl Archive {
                 &mut filter,
                 &mut parsed,
                 Some(run_entries.len()),
-                total.hole_budget,
+                (total.holes_hashed, total.frame_bytes),
             );
             drop(feed);
+            total.peak_held = total.peak_held.max(pool.budget.peak());
             drop(pool);
             let s = r?;
             let expected: Vec<IndexEntry> = run_entries.into_iter().cloned().collect();
@@ -920,7 +993,8 @@ impl Archive {
             total.bytes += s.bytes;
             total.frames += s.frames;
             total.unverified.extend(s.unverified);
-            total.hole_budget = s.hole_budget;
+            total.holes_hashed = s.holes_hashed;
+            total.frame_bytes = s.frame_bytes;
             i = j;
         }
         Ok(total)
@@ -957,16 +1031,18 @@ impl Visitor for SelectVisitor<'_> {
 
 /// Parses records from the feed, verifying digests and passing wanted entries on. Collects
 /// what it parsed as index entries (for the comparison with the index). With `limit`, stops
-/// after that many entries.
+/// after that many entries. `holes` carries (hole bytes hashed, data frame bytes read) from
+/// earlier runs of the same scan.
 fn parse_records(
     feed: &mut Feed<'_>,
     visitor: &mut dyn Visitor,
     parsed: &mut Vec<IndexEntry>,
     limit: Option<usize>,
-    hole_budget: u64,
+    holes: (u64, u64),
 ) -> Result<ScanSummary> {
+    let (hashed_before, frames_before) = holes;
     let mut summary = ScanSummary {
-        hole_budget,
+        holes_hashed: hashed_before,
         ..ScanSummary::default()
     };
     loop {
@@ -1002,20 +1078,22 @@ fn parse_records(
             entry: crate::fs::escape_path(&meta.path),
             source: Box::new(e),
         };
-        let hole_budget = &mut summary.hole_budget;
+        let holes_hashed = &mut summary.holes_hashed;
         let unverified = &mut summary.unverified;
         let r = (|| -> Result<(u64, [u8; 32])> {
             let mut hasher = Some(blake3::Hasher::new());
             let mut hashed_to = 0u64;
             let mut extents = ExtentCheck::default();
             // Holes read as zeros and are hashed as zeros; a crafted archive could claim
-            // terabytes of them, so the zeros hashed per scan are capped (HOLE_HASH_BUDGET).
-            // Past the cap a file's digest is not checked (its stored bytes still are, by
-            // the frame tags) and the caller is told which file.
-            let mut zeros = |hasher: &mut Option<blake3::Hasher>, n: u64| {
+            // terabytes of them, so the zeros hashed per scan are capped by what the scan has
+            // read (hole_hash_allowance, checked before hashing, cumulative). Past the cap a
+            // file's digest is not checked (its stored bytes still are, by the frame tags)
+            // and the caller is told which file.
+            let mut zeros = |hasher: &mut Option<blake3::Hasher>, n: u64, frame_bytes: u64| {
                 if let Some(h) = hasher.as_mut() {
-                    if n <= *hole_budget {
-                        *hole_budget -= n;
+                    let allowed = hole_hash_allowance(frame_bytes);
+                    if holes_hashed.saturating_add(n) <= allowed {
+                        *holes_hashed += n;
                         hash_zeros(h, n);
                     } else {
                         *hasher = None;
@@ -1031,7 +1109,11 @@ fn parse_records(
                         extents
                             .segment(offset, len)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
-                        zeros(&mut hasher, offset - hashed_to);
+                        zeros(
+                            &mut hasher,
+                            offset - hashed_to,
+                            frames_before + feed.frame_bytes,
+                        );
                         let mut done = 0u64;
                         while done < len as u64 {
                             let bytes =
@@ -1050,7 +1132,11 @@ fn parse_records(
                         extents
                             .end(size)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
-                        zeros(&mut hasher, size - hashed_to);
+                        zeros(
+                            &mut hasher,
+                            size - hashed_to,
+                            frames_before + feed.frame_bytes,
+                        );
                         match hasher.take() {
                             Some(h) if h.finalize().as_bytes() != &digest => {
                                 return Err(in_entry(feed.digest_error(&meta.path)));
@@ -1091,6 +1177,7 @@ fn parse_records(
         }
     }
     summary.frames = feed.frames_done;
+    summary.frame_bytes = frames_before + feed.frame_bytes;
     Ok(summary)
 }
 
@@ -1098,10 +1185,14 @@ fn parse_records(
 /// in order.
 struct Feed<'a> {
     ar: &'a mut Archive,
-    pool: &'a mut OrderedPool<FrameJob, FrameResult>,
+    pool: &'a mut FramePool,
+    /// Frames submitted to the pool so far (the next frame's budget ticket).
+    submitted: u64,
     /// The current block's buffer: its raw bytes are `block[base..]`, the next unread one is
     /// `block[at]`.
     block: Vec<u8>,
+    /// Budget bytes the current block holds.
+    block_held: u64,
     base: usize,
     at: usize,
     /// Seq of the current block (valid once one is loaded).
@@ -1115,20 +1206,20 @@ struct Feed<'a> {
     stopped: bool,
     index_offset: u64,
     frames_done: u64,
+    /// Bytes of the data frames loaded so far (header, body and tag).
+    frame_bytes: u64,
     pending_index: bool,
 }
 
 impl<'a> Feed<'a> {
-    fn new(
-        ar: &'a mut Archive,
-        pool: &'a mut OrderedPool<FrameJob, FrameResult>,
-        range: Option<(u64, u64)>,
-    ) -> Self {
+    fn new(ar: &'a mut Archive, pool: &'a mut FramePool, range: Option<(u64, u64)>) -> Self {
         let next_read_seq = range.map(|r| r.0).unwrap_or(0);
         Feed {
             ar,
             pool,
+            submitted: 0,
             block: Vec::new(),
+            block_held: 0,
             base: 0,
             at: 0,
             cur_seq: None,
@@ -1138,6 +1229,7 @@ impl<'a> Feed<'a> {
             stopped: false,
             index_offset: 0,
             frames_done: 0,
+            frame_bytes: 0,
             pending_index: false,
         }
     }
@@ -1185,9 +1277,10 @@ impl<'a> Feed<'a> {
         self.cur_seq.unwrap_or(0)
     }
 
-    /// Keeps the pool busy: reads frames while it has room.
+    /// Keeps the pool busy: reads frames while it has room for another job and the byte
+    /// budget admits another frame (`archive::budget`).
     fn fill_pool(&mut self) -> Result<()> {
-        while !self.stopped && self.pool.has_capacity() {
+        while !self.stopped && self.pool.pool.has_capacity() && self.pool.budget.admits() {
             if let Some((_, last)) = self.range
                 && self.next_read_seq > last
             {
@@ -1209,7 +1302,8 @@ impl<'a> Feed<'a> {
                 self.ar.pending_frame = Some(job);
                 break;
             }
-            if job.header.seq != self.next_read_seq || job.header.last {
+            self.ar.check_last_flag(&job)?;
+            if job.header.seq != self.next_read_seq {
                 let (off, seq) = (job.offset, job.header.seq);
                 return Err(self.ar.sequence_error(
                     off,
@@ -1220,17 +1314,34 @@ impl<'a> Feed<'a> {
                 ));
             }
             self.next_read_seq += 1;
+            let mut job = job;
+            job.ticket = self.submitted;
+            self.submitted += 1;
+            self.pool.budget.add_body(job.body.len() as u64);
             self.pool
+                .pool
                 .submit(job)
                 .map_err(|e| Error::Crypto(e.to_string()))?;
         }
         Ok(())
     }
 
-    /// Loads the next decoded block; false at the end of the data.
+    /// Loads the next decoded block; false at the end of the data. The current block is
+    /// fully read when this is called: it is given back (buffer and budget bytes) first, so
+    /// the budget's room is there for the frames still to come.
     fn next_block(&mut self) -> Result<bool> {
+        let old = std::mem::take(&mut self.block);
+        if self.base == 0 {
+            self.ar.buffers.blocks.give(old);
+        } else {
+            self.ar.buffers.bodies.give(old);
+        }
+        self.pool
+            .budget
+            .release(std::mem::take(&mut self.block_held));
         self.fill_pool()?;
         let Some((offset, h, r)) = self
+            .pool
             .pool
             .next_result()
             .map_err(|e| Error::Crypto(e.to_string()))?
@@ -1238,17 +1349,14 @@ impl<'a> Feed<'a> {
             return Ok(false);
         };
         let decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
-        let old = std::mem::replace(&mut self.block, decoded.buf);
-        if self.base == 0 {
-            self.ar.buffers.blocks.give(old);
-        } else {
-            self.ar.buffers.bodies.give(old);
-        }
+        self.block = decoded.buf;
+        self.block_held = decoded.held;
         self.base = decoded.start;
         let skip = std::mem::take(&mut self.skip);
         self.at = self.base + skip.min(self.block.len() - self.base);
         self.cur_seq = Some(h.seq);
         self.frames_done += 1;
+        self.frame_bytes += h.frame_len();
         self.fill_pool()?;
         Ok(true)
     }

@@ -9,7 +9,7 @@
 //! | [`sha256`] | FIPS 180-4 | `sha2` (SHA-NI picked at run time) |
 //! | [`hmac_sha256`] | RFC 2104, FIPS 198-1 | `hmac` over `sha2` |
 //! | [`aes256_encrypt_block`], [`aes256_ctr_apply`] | FIPS 197, SP 800-38A §6.5 | `aes` (AES-NI picked at run time), `ctr` |
-//! | [`hkdf_sha256`] | RFC 5869 | here, over [`hmac_sha256`] |
+//! | [`hkdf_sha256`] | RFC 5869 | `hkdf` over `hmac` |
 //! | [`pbkdf2_hmac_sha256`] | RFC 8018 §5.2 | `pbkdf2` |
 //! | [`argon2id`] | RFC 9106, version 0x13 | `argon2` |
 //! | [`blake3_hash`], [`blake3_keyed`], [`blake3_derive_key`] | BLAKE3 spec | `blake3` |
@@ -26,9 +26,28 @@ use super::CryptoError;
 
 /// HMAC-SHA256 over `sha2`.
 type HmacSha256 = Hmac<Sha256>;
+/// HKDF-SHA256 (RFC 5869) over that HMAC.
+type HkdfSha256 = hkdf::Hkdf<Sha256>;
 /// AES-256 in CTR mode with a 128-bit big-endian counter (SP 800-38A §B.1, the whole block
 /// is the counter).
 type Aes256Ctr = ctr::Ctr128BE<Aes256>;
+
+// Every state that holds key material wipes itself on drop (the crates' `zeroize`
+// features, enabled in Cargo.toml): checked here at compile time, so turning a feature off
+// breaks the build instead of silently weakening docs/SECURITY.md's claim. `hmac` 0.13 does
+// not mark `Hmac<Sha256>` itself, but its key-dependent parts are the two SHA-256 cores below
+// (the inner and outer padded-key states), which wipe themselves, and a block buffer, which
+// wipes itself too.
+const _: fn() = || {
+    use hmac::digest::block_api::{Buffer, CoreProxy};
+    type Sha256Core = <Sha256 as CoreProxy>::Core;
+    fn zeroize_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+    zeroize_on_drop::<Aes256>();
+    zeroize_on_drop::<Aes256Ctr>();
+    zeroize_on_drop::<Sha256>();
+    zeroize_on_drop::<Sha256Core>();
+    zeroize_on_drop::<Buffer<Sha256Core>>();
+};
 
 /// SHA-256 block length, bytes (FIPS 180-4 §1): the HMAC key block length.
 const SHA256_BLOCK_LEN: usize = 64;
@@ -116,22 +135,13 @@ pub(crate) fn aes256_ctr_state(key: &[u8; 32], iv: &[u8; 16]) -> Aes256Ctr {
     Aes256Ctr::new(key.into(), iv.into())
 }
 
-/// HKDF-Extract (RFC 5869 §2.2): PRK = HMAC-SHA256(salt, ikm), 32 bytes. An empty salt is
-/// HMAC's zero key, as the RFC specifies for an absent salt.
-fn hkdf_extract(salt: &[u8], ikm: &[u8]) -> Zeroizing<[u8; 32]> {
-    Zeroizing::new(hmac_sha256(salt, &[ikm]))
-}
-
-/// HKDF-Expand (RFC 5869 §2.3) of `prk` into `out`. Callers guarantee
-/// `out.len()` ≤ [`HKDF_MAX_OUTPUT`], so the one-byte block counter never wraps.
-fn hkdf_expand(prk: &[u8; 32], info: &[u8], out: &mut [u8]) {
-    let mut previous = Zeroizing::new([0u8; 32]);
-    for (i, chunk) in out.chunks_mut(32).enumerate() {
-        let counter = [(i + 1) as u8];
-        let prev: &[u8] = if i == 0 { &[] } else { &previous[..] };
-        *previous = hmac_sha256(prk, &[prev, info, &counter]);
-        chunk.copy_from_slice(&previous[..chunk.len()]);
-    }
+/// HKDF-Extract (RFC 5869 §2.2) with `salt` (empty = no salt: HMAC's key block is zeros
+/// either way, as the RFC's HashLen zero bytes give) over `ikm`, ready to expand. The PRK
+/// copy the crate returns is wiped here; the state kept is a keyed HMAC, wiped on drop.
+fn hkdf_extract(salt: &[u8], ikm: &[u8]) -> HkdfSha256 {
+    let (mut prk, hkdf) = HkdfSha256::extract(Some(salt), ikm);
+    zeroize::Zeroize::zeroize(prk.as_mut_slice());
+    hkdf
 }
 
 /// HKDF-SHA256 (RFC 5869 §2): extract with `salt` (empty = no salt), expand with `info` into
@@ -148,9 +158,12 @@ pub fn hkdf_sha256(
             max: HKDF_MAX_OUTPUT,
         });
     }
-    let prk = hkdf_extract(salt, ikm);
-    hkdf_expand(&prk, info, out);
-    Ok(())
+    hkdf_extract(salt, ikm)
+        .expand(info, out)
+        .map_err(|_| CryptoError::HkdfLength {
+            requested: out.len(),
+            max: HKDF_MAX_OUTPUT,
+        })
 }
 
 /// HKDF-SHA256 into a fixed-size array of `N` bytes; `N` ≤ 8160 is checked at compile time,
@@ -161,9 +174,10 @@ pub(crate) fn hkdf_sha256_array<const N: usize>(
     info: &[u8],
 ) -> Zeroizing<[u8; N]> {
     const { assert!(N <= HKDF_MAX_OUTPUT) };
-    let prk = hkdf_extract(salt, ikm);
     let mut out = Zeroizing::new([0u8; N]);
-    hkdf_expand(&prk, info, &mut out[..]);
+    hkdf_extract(salt, ikm)
+        .expand(info, &mut out[..])
+        .expect("N <= 8160 bytes, checked at compile time");
     out
 }
 

@@ -26,12 +26,14 @@ pub enum FrameKind {
 }
 
 /// The clear 16-byte frame header: `u8 kind, u8 flags, u16 0, u32 body_len, u64 seq`
-/// (little-endian). Flags bit 0 = LAST (the last frame of its kind); other bits are zero.
+/// (little-endian). Flags bit 0 = LAST, set on the final index frame only (the footer
+/// follows it; docs/FORMAT.md §2); other bits are zero. A data frame never carries LAST:
+/// the data frames end where the first index frame begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
     /// Data or index.
     pub kind: FrameKind,
-    /// True on the last data frame and on the last index frame.
+    /// True on the final index frame only ([`FrameHeader::check_last_flag`]).
     pub last: bool,
     /// Body length, bytes (BLOCK_HEADER_LEN..=MAX_BODY_LEN).
     pub body_len: u32,
@@ -86,6 +88,22 @@ impl FrameHeader {
             body_len,
             seq,
         })
+    }
+
+    /// The one rule on the LAST flag that a frame header shows alone: a data frame never
+    /// carries it (only the final index frame does). Whether an index frame's flag is right
+    /// depends on the frames after it (the footer's count); the reader checks that.
+    pub fn check_last_flag(&self) -> Result<(), FormatError> {
+        if self.kind == FrameKind::Data && self.last {
+            return Err(FormatError::invalid(
+                "frame header",
+                format!(
+                    "data frame seq {} has the LAST flag, which only the final index frame carries",
+                    self.seq
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Total bytes the frame occupies in the archive.
@@ -189,6 +207,26 @@ mod tests {
         let mut huge = b;
         huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(FrameHeader::parse(&huge).is_err());
+    }
+
+    #[test]
+    fn only_an_index_frame_may_carry_the_last_flag() {
+        let h = |kind, last| FrameHeader {
+            kind,
+            last,
+            body_len: 16,
+            seq: 4,
+        };
+        h(FrameKind::Index, true).check_last_flag().unwrap();
+        h(FrameKind::Index, false).check_last_flag().unwrap();
+        h(FrameKind::Data, false).check_last_flag().unwrap();
+        assert_eq!(
+            h(FrameKind::Data, true).check_last_flag().unwrap_err(),
+            FormatError::invalid(
+                "frame header",
+                "data frame seq 4 has the LAST flag, which only the final index frame carries"
+            )
+        );
     }
 
     #[test]

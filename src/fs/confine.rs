@@ -1,24 +1,22 @@
-//! Keeping extraction inside the output directory: entry paths split and checked, parent
-//! directories resolved one component at a time from the root's descriptor with
-//! `openat(O_NOFOLLOW | O_DIRECTORY)`, temporary names, and the final no-replace/replace rename.
+//! Keeping extraction inside the output directory: entry paths split and checked, the errors
+//! of a directory walk that meets a link (the walk itself, one component at a time from the
+//! root's descriptor with `openat(O_NOFOLLOW | O_DIRECTORY)`, is `super::dirchain`),
+//! temporary names, and the final no-replace/replace rename.
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{
-    AtFlags, FileType, Mode, OFlags, RenameFlags, mkdirat, openat, renameat, renameat_with, statat,
-    unlinkat,
-};
+use rustix::fs::{AtFlags, FileType, RenameFlags, renameat, renameat_with, statat, unlinkat};
 use rustix::io::Errno;
 
 use crate::format::entry::check_archive_path;
 use crate::{Error, Result};
 
 /// Mode of directories created only because an entry below them needed them (before umask).
-const IMPLIED_DIR_MODE: u32 = 0o777;
+pub(crate) const IMPLIED_DIR_MODE: u32 = 0o777;
 
 /// An entry path after `--strip-components`, split into parent components and final name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,42 +71,10 @@ pub(crate) fn on_disk(root: &Path, rel: &[u8]) -> PathBuf {
     root.join(OsStr::from_bytes(rel))
 }
 
-/// Opens the directory `parents` below `root` without following any symbolic link, creating
-/// missing components (mode 0o777 minus umask) when `create`. A component that is a symbolic
-/// link is refused ([`Error::UnsafePath`]); one that is not a directory is an I/O error.
-/// Returns an `O_PATH` descriptor, usable as the `dirfd` of the `*at` calls.
-pub(crate) fn open_dir(
-    root: BorrowedFd<'_>,
-    root_path: &Path,
-    parents: &[&[u8]],
-    create: bool,
-) -> Result<OwnedFd> {
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut cur = openat(root, ".", flags, Mode::empty())
-        .map_err(|e| Error::io(root_path, "open", e.into()))?;
-    for (i, comp) in parents.iter().enumerate() {
-        let here = || on_disk(root_path, &parents[..=i].join(&b'/'));
-        let next = match openat(&cur, *comp, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) if create => {
-                match mkdirat(&cur, *comp, Mode::from_raw_mode(IMPLIED_DIR_MODE)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => return Err(Error::io(here(), "create directory", e.into())),
-                }
-                openat(&cur, *comp, flags, Mode::empty())
-                    .map_err(|e| refuse_non_dir(&cur, comp, here(), e))?
-            }
-            Err(e) => return Err(refuse_non_dir(&cur, comp, here(), e)),
-        };
-        cur = next;
-    }
-    Ok(cur)
-}
-
 /// Turns a failed directory open into the right error: a symbolic link is an unsafe path.
-fn refuse_non_dir(dir: &OwnedFd, comp: &[u8], path: PathBuf, e: Errno) -> Error {
+pub(crate) fn refuse_non_dir(dir: BorrowedFd<'_>, comp: &[u8], path: PathBuf, e: Errno) -> Error {
     if matches!(e, Errno::LOOP | Errno::NOTDIR)
-        && matches!(lstat_type(dir.as_fd(), comp), Ok(Some(FileType::Symlink)))
+        && matches!(lstat_type(dir, comp), Ok(Some(FileType::Symlink)))
     {
         return Error::UnsafePath {
             path,

@@ -6,7 +6,10 @@
 //!   components and NUL bytes are refused with [`Error::UnsafePath`], although the format
 //!   refuses them at parse time too). Parent directories are opened one component at a time
 //!   from the output root's descriptor with `openat(O_NOFOLLOW | O_DIRECTORY)`; missing ones
-//!   are created. No symbolic link is ever followed while extracting, so an archive holding
+//!   are created. The open directories are kept as a chain (`super::dirchain`) and the next
+//!   entry reuses the prefix it shares with the previous one, so extraction costs about one
+//!   `openat` per directory, not one per component of every entry (a deep tree was
+//!   quadratic). No symbolic link is ever followed while extracting, so an archive holding
 //!   `d -> /tmp/x` and then `d/file` gets `d/file` refused (unsafe path), and a symbolic link
 //!   already present in the output as a parent directory is refused the same way. Symlink
 //!   targets are stored as they are (absolute ones too): they are data, never followed here.
@@ -24,8 +27,9 @@
 //! - **Permissions**: setuid, setgid and sticky bits are restored only with `same_permissions`
 //!   or `as_root`, like tar; otherwise the mode is masked with `0o777` and the process umask.
 //!   Directories are created `0o700` and get their stored mode and mtime in
-//!   [`Extractor::finish`], deepest first, so a read-only directory can still be filled and
-//!   writing children does not disturb its mtime. Owners (uid/gid, numeric) are restored with
+//!   [`Extractor::finish`], children before their parents (paths in descending byte order:
+//!   a descendant `P/…` sorts after `P`), walked with the same chain, so a read-only
+//!   directory can still be filled and writing children does not disturb its mtime. Owners (uid/gid, numeric) are restored with
 //!   `restore_owner` (default when running as root), before the mode (chown clears setuid).
 //! - **Hard links** are made with `linkat` to a file committed earlier in this run (never to a
 //!   file that merely exists in the output), via a temporary name and the same rename rules.
@@ -45,6 +49,7 @@ use rustix::fs::{
 use rustix::io::Errno;
 
 use super::confine::{self, Target};
+use super::dirchain::DirChain;
 pub use super::sink::FileSink;
 use super::sink::{Extracted, Policy, extracted_key};
 use crate::format::entry::{EntryKind, EntryMeta};
@@ -94,7 +99,6 @@ impl Default for ExtractOptions {
 #[derive(Debug)]
 struct PendingDir {
     rel: Vec<u8>,
-    depth: usize,
     meta: EntryMeta,
 }
 
@@ -108,8 +112,12 @@ pub struct Extractor {
     policy: Policy,
     strip: usize,
     fail_after: Option<u64>,
-    /// The parent directory used last (stripped path, descriptor): entries arrive depth first.
-    last_parent: Option<(Vec<u8>, OwnedFd)>,
+    /// The open directories down to the parent of the entry extracted last.
+    chain: DirChain,
+    /// The same for the directory of the last hard link's target.
+    link_chain: DirChain,
+    /// Directory opens outside the chains (the directories themselves, in `finish`).
+    opens: u64,
     dirs: Vec<PendingDir>,
     extracted: Extracted,
 }
@@ -139,7 +147,9 @@ impl Extractor {
             },
             strip: opts.strip_components,
             fail_after: opts.fail_write_after,
-            last_parent: None,
+            chain: DirChain::new(),
+            link_chain: DirChain::new(),
+            opens: 0,
             dirs: Vec::new(),
             extracted: Arc::new(Mutex::new(HashSet::new())),
         })
@@ -209,10 +219,8 @@ impl Extractor {
             },
             Err(e) => return Err(Error::io(&path, "create directory", e.into())),
         }
-        let depth = t.parents.len() + 1;
         self.dirs.push(PendingDir {
             rel: t.rel,
-            depth,
             meta: meta.clone(),
         });
         Ok(())
@@ -279,8 +287,11 @@ impl Extractor {
                 reason: "hard link to itself",
             });
         }
-        let target_dir =
-            confine::open_dir(self.root.as_fd(), &self.root_path, &target.parents, false)?;
+        let target_dir = self
+            .link_chain
+            .open(self.root.as_fd(), &self.root_path, &target.parents, false)?
+            .try_clone_to_owned()
+            .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))?;
         let dir = self.parent(&t)?;
         confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
         let (tmp, ()) = confine::create_temp(&path, |name| {
@@ -295,13 +306,19 @@ impl Extractor {
         res
     }
 
-    /// Applies the stored owner, mode and mtime of every directory entry, deepest first, each
-    /// reopened component by component without following links. Tries them all; returns the
-    /// first error.
+    /// Applies the stored owner, mode and mtime of every directory entry (see
+    /// [`Extractor::apply_dirs`]). Tries them all; returns the first error.
     pub fn finish(mut self) -> Result<()> {
-        self.last_parent = None;
+        self.apply_dirs()
+    }
+
+    /// Applies the stored owner, mode and mtime of every directory entry made so far,
+    /// children before their parents: paths in descending byte order, each directory's
+    /// parents walked with the chain (without following links), so the whole pass costs
+    /// about one open per directory. Tries them all; returns the first error.
+    pub fn apply_dirs(&mut self) -> Result<()> {
         let mut dirs = std::mem::take(&mut self.dirs);
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.depth));
+        dirs.sort_by(|a, b| b.rel.cmp(&a.rel));
         let mut first_err = None;
         for d in &dirs {
             if let Err(e) = self.apply_dir(d)
@@ -310,18 +327,28 @@ impl Extractor {
                 first_err = Some(e);
             }
         }
+        self.chain.clear();
         first_err.map_or(Ok(()), Err)
     }
 
-    fn apply_dir(&self, d: &PendingDir) -> Result<()> {
+    /// Directory `openat` calls made so far (parents of entries, hard-link targets and the
+    /// directories finished): a deterministic measure of extraction cost, for tests.
+    pub fn dir_opens(&self) -> u64 {
+        self.chain.opens() + self.link_chain.opens() + self.opens
+    }
+
+    fn apply_dir(&mut self, d: &PendingDir) -> Result<()> {
         let comps: Vec<&[u8]> = d.rel.split(|&b| b == b'/').collect();
         let Some((name, parents)) = comps.split_last() else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &d.rel);
-        let parent = confine::open_dir(self.root.as_fd(), &self.root_path, parents, false)?;
+        let parent = self
+            .chain
+            .open(self.root.as_fd(), &self.root_path, parents, false)?;
+        self.opens += 1;
         let fd = openat(
-            &parent,
+            parent,
             *name,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
@@ -337,22 +364,12 @@ impl Extractor {
             .unwrap_or(false)
     }
 
-    /// The parent directory of `t` (created if missing), reusing the last one when it matches.
+    /// The parent directory of `t` (created if missing), through the chain.
     fn parent(&mut self, t: &Target<'_>) -> Result<OwnedFd> {
-        let key = t.parents.join(&b'/');
-        if let Some((k, fd)) = &self.last_parent
-            && *k == key
-        {
-            return fd
-                .try_clone()
-                .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e));
-        }
-        let fd = confine::open_dir(self.root.as_fd(), &self.root_path, &t.parents, true)?;
-        let copy = fd
-            .try_clone()
-            .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))?;
-        self.last_parent = Some((key, copy));
-        Ok(fd)
+        self.chain
+            .open(self.root.as_fd(), &self.root_path, &t.parents, true)?
+            .try_clone_to_owned()
+            .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))
     }
 }
 

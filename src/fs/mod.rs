@@ -7,6 +7,7 @@
 mod attrs;
 pub mod cleanup;
 mod confine;
+mod dirchain;
 pub mod extract;
 mod longpath;
 mod meta;

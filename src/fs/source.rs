@@ -41,6 +41,13 @@ pub struct FileSource {
     pos: u64,
     /// Whether `SEEK_DATA`/`SEEK_HOLE` work on this file.
     sparse: bool,
+    /// End of the data extent that contains `pos`, as the last `SEEK_HOLE` said: until `pos`
+    /// reaches it, the next bytes are data and no probe is needed. Probing before every read
+    /// was quadratic on tmpfs, whose `SEEK_HOLE` walks the page cache to the end of the file
+    /// (issue 13: 1,604 probes cost 4.1 s on an 800 MiB file).
+    extent_end: u64,
+    /// `lseek(SEEK_DATA/SEEK_HOLE)` calls made so far (for tests: one pair per extent).
+    probes: u64,
     /// Logical size to record, set once the end was reached.
     final_size: Option<u64>,
     /// What changed while reading, if anything.
@@ -90,6 +97,8 @@ impl FileSource {
             mtime: mtime_of(&st),
             pos: 0,
             sparse: true,
+            extent_end: 0,
+            probes: 0,
             final_size: None,
             change: None,
         })
@@ -171,11 +180,22 @@ impl FileSource {
         self.change.clone()
     }
 
+    /// Number of `lseek(SEEK_DATA)`/`lseek(SEEK_HOLE)` calls made so far: two per data extent
+    /// (one when the filesystem has no hole support), however many reads the extent takes.
+    pub fn seek_probes(&self) -> u64 {
+        self.probes
+    }
+
     /// The next data range `[start, end)` at or after `pos`, clipped to `limit`, or `None`.
+    /// Inside an extent already probed, answers from memory; probes once per extent.
     fn find_data(&mut self) -> Result<Option<(u64, u64)>> {
         if !self.sparse {
             return Ok(Some((self.pos, self.limit)));
         }
+        if self.pos < self.extent_end {
+            return Ok(Some((self.pos, self.extent_end.min(self.limit))));
+        }
+        self.probes += 1;
         let start = match seek(&self.file, SeekFrom::Data(self.pos)) {
             Ok(s) => s,
             Err(Errno::NXIO) => return Ok(None),
@@ -188,6 +208,7 @@ impl FileSource {
         if start >= self.limit {
             return Ok(None);
         }
+        self.probes += 1;
         let end = match seek(&self.file, SeekFrom::Hole(start)) {
             Ok(e) => e.min(self.limit),
             Err(Errno::NXIO) => start,
@@ -197,6 +218,7 @@ impl FileSource {
             // The file was cut between the two calls; let the caller re-check the size.
             return Ok(None);
         }
+        self.extent_end = end;
         Ok(Some((start, end)))
     }
 

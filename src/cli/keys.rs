@@ -1,0 +1,83 @@
+//! Turning key options into the identities and open options the library takes: password
+//! sources, key files, box secret keys.
+
+use std::path::PathBuf;
+
+use super::args::*;
+use krypta::archive::reader::OpenOptions;
+use krypta::crypto::password::{PasswordSource, read_password};
+use krypta::crypto::stanza::Identity;
+use krypta::{Error, Result};
+
+/// The password source the flags ask for; `KRYPTA_PASSWORD` counts only when `use_env`.
+pub(crate) fn password_source(
+    flag: bool,
+    file: &Option<PathBuf>,
+    fd: Option<i32>,
+    use_env: bool,
+) -> Option<PasswordSource> {
+    if let Some(f) = file {
+        Some(PasswordSource::File(f.clone()))
+    } else if let Some(fd) = fd {
+        Some(PasswordSource::Fd(fd))
+    } else if flag {
+        Some(PasswordSource::Prompt)
+    } else if use_env && std::env::var_os("KRYPTA_PASSWORD").is_some() {
+        Some(PasswordSource::Env)
+    } else {
+        None
+    }
+}
+
+/// `--pass-fd 0` reads the password from stdin; with a `-` stream on stdin too, the password
+/// reader could consume stream bytes, so that combination is refused.
+pub(crate) fn check_pass_fd(fd: Option<i32>, stdin_in_use: bool) -> Result<()> {
+    if fd == Some(0) && stdin_in_use {
+        return Err(Error::Usage(
+            "--pass-fd 0 reads the password from stdin, which also carries the data here; use another descriptor or --pass-file".into(),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
+    let mut ids = Vec::new();
+    if let Some(src) = password_source(k.password, &k.pass_file, k.pass_fd, true) {
+        ids.push(Identity::Password(read_password(&src, false)?));
+    }
+    // Mode warnings come after a key loaded, so a key of the wrong kind gets only its error.
+    for f in &k.keyfiles {
+        let key = krypta::crypto::keyfile::load_keyfile(f)?;
+        if let Some(w) = krypta::crypto::keyfile::mode_warning(f) {
+            eprintln!("krypta: warning: {w}");
+        }
+        ids.push(Identity::KeyFile(key));
+    }
+    for s in &k.identities {
+        let key = krypta::crypto::boxkey::load_secret(s)?;
+        if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(std::path::Path::new(s)) {
+            eprintln!("krypta: warning: {w}");
+        }
+        ids.push(Identity::PqBox(key));
+    }
+    Ok(ids)
+}
+
+/// The keys and options for reading. A key option (`-p`, `--pass-file`, `--pass-fd`,
+/// `--keyfile`, `-i`) makes an unencrypted archive an error unless `--allow-unencrypted`; a
+/// password that comes only from `KRYPTA_PASSWORD` does not (a variable left in the
+/// environment must not make every unencrypted archive unreadable): `x` and `t` then warn.
+pub(crate) fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<OpenOptions> {
+    check_pass_fd(k.pass_fd, archive == std::path::Path::new("-"))?;
+    let explicit = k.password
+        || k.pass_file.is_some()
+        || k.pass_fd.is_some()
+        || !k.keyfiles.is_empty()
+        || !k.identities.is_empty();
+    Ok(OpenOptions {
+        identities: identities(k)?,
+        jobs: k.jobs.unwrap_or(0),
+        allow_unencrypted: k.allow_unencrypted || !explicit,
+        in_flight_budget: None,
+    })
+}
