@@ -324,13 +324,16 @@ pub fn extract(
         let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
         let s = run_scan(&mut ar, index.as_ref(), &mut v);
         let warnings = std::mem::take(&mut v.warnings);
-        let ExtractVisitor { ex, .. } = v;
+        let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {
             rep.warn(w);
         }
-        let s = s?;
-        ex.finish()?;
-        s
+        // Directories (and the root entry) get their metadata only after a complete scan.
+        let done = s.and_then(|s| ex.apply_dirs().map(|()| s));
+        for w in ex.take_warnings() {
+            rep.warn(&w);
+        }
+        done?
     };
     rep.finish();
     warn_unverified(&summary, rep);

@@ -51,7 +51,10 @@ fn user_xattrs_are_stored_sorted_with_binary_values_long_names_and_empty_values(
     set_xattr(&f, "user.alpha", &vec![0xa5; 1500]);
     set_xattr(&base, "user.dir", b"on a directory");
     let (entries, warnings) = collect(std::slice::from_ref(&base), WalkOptions::default()).unwrap();
-    assert!(warnings.iter().all(|w| w.contains("removing leading")), "{warnings:?}");
+    assert!(
+        warnings.iter().all(|w| w.contains("removing leading")),
+        "{warnings:?}"
+    );
     assert_eq!(
         find(&entries, &arch(&base, "f")).meta.xattrs,
         vec![
@@ -104,8 +107,17 @@ fn acls_are_stored_as_the_kernel_binary_values() {
         access.extend_from_slice(&e);
     }
     let fm = &find(&entries, &arch(&base, "f")).meta;
-    assert_eq!(fm.xattrs, vec![Xattr { name: ACL_ACCESS.to_vec(), value: access }]);
-    assert_eq!(Some(fm.xattrs[0].value.clone()), get_xattr(&f, "system.posix_acl_access"));
+    assert_eq!(
+        fm.xattrs,
+        vec![Xattr {
+            name: ACL_ACCESS.to_vec(),
+            value: access
+        }]
+    );
+    assert_eq!(
+        Some(fm.xattrs[0].value.clone()),
+        get_xattr(&f, "system.posix_acl_access")
+    );
     let dm = &find(&entries, &arch(&base, "d")).meta;
     assert_eq!(dm.xattrs.len(), 1);
     assert_eq!(dm.xattrs[0].name, ACL_DEFAULT.to_vec());
@@ -145,7 +157,12 @@ fn a_file_capability_is_stored_and_no_xattrs_leaves_it_out_but_keeps_acls() {
     let mut cap = 0x0200_0001u32.to_le_bytes().to_vec();
     cap.extend_from_slice(&(1u32 << 13).to_le_bytes());
     cap.extend_from_slice(&[0; 12]);
-    let names: Vec<Vec<u8>> = entries[0].meta.xattrs.iter().map(|x| x.name.clone()).collect();
+    let names: Vec<Vec<u8>> = entries[0]
+        .meta
+        .xattrs
+        .iter()
+        .map(|x| x.name.clone())
+        .collect();
     assert_eq!(names, vec![CAPABILITY.to_vec(), ACL_ACCESS.to_vec()]);
     assert_eq!(entries[0].meta.xattrs[0].value, cap);
     let (entries, _) = collect(
@@ -159,7 +176,12 @@ fn a_file_capability_is_stored_and_no_xattrs_leaves_it_out_but_keeps_acls() {
         },
     )
     .unwrap();
-    let names: Vec<Vec<u8>> = entries[0].meta.xattrs.iter().map(|x| x.name.clone()).collect();
+    let names: Vec<Vec<u8>> = entries[0]
+        .meta
+        .xattrs
+        .iter()
+        .map(|x| x.name.clone())
+        .collect();
     assert_eq!(names, vec![ACL_ACCESS.to_vec()]);
 }
 
@@ -232,7 +254,12 @@ fn owner_names_are_stored_next_to_the_ids_and_numeric_owner_stores_ids_only() {
     };
     assert_eq!(
         names("nobody"),
-        (65534, 65534, Some(b"nobody".to_vec()), Some(b"nogroup".to_vec()))
+        (
+            65534,
+            65534,
+            Some(b"nobody".to_vec()),
+            Some(b"nogroup".to_vec())
+        )
     );
     assert_eq!(
         names("root"),
@@ -247,7 +274,11 @@ fn owner_names_are_stored_next_to_the_ids_and_numeric_owner_stores_ids_only() {
         },
     )
     .unwrap();
-    assert!(entries.iter().all(|e| e.meta.user.is_none() && e.meta.group.is_none()));
+    assert!(
+        entries
+            .iter()
+            .all(|e| e.meta.user.is_none() && e.meta.group.is_none())
+    );
     assert_eq!(find(&entries, &arch(&base, "nobody")).meta.uid, 65534);
 }
 
@@ -285,17 +316,30 @@ fn dir_dot_stores_the_directory_as_the_root_entry_first_and_its_children_at_the_
     let (entries, _) = collect(&inputs, WalkOptions::default()).unwrap();
     assert_eq!(
         paths(&entries),
-        [".", &String::from_utf8(arch(&other, "")).unwrap(), "sub", "sub/f", "top"]
+        [
+            ".",
+            &String::from_utf8(arch(&other, "")).unwrap(),
+            "sub",
+            "sub/f",
+            "top"
+        ]
     );
     let root = &entries[0];
     assert_eq!(root.meta.path, ROOT_PATH);
     assert_eq!(root.meta.kind, EntryKind::Dir);
     assert_eq!(root.meta.mode, 0o751);
-    assert_eq!((root.meta.mtime.secs, root.meta.mtime.nanos), (1_000_000_000, 123_456_789));
+    assert_eq!(
+        (root.meta.mtime.secs, root.meta.mtime.nanos),
+        (1_000_000_000, 123_456_789)
+    );
     assert_eq!(root.meta.xattrs, vec![x("user.root", b"of d")]);
     assert_eq!(root.source, d.join("."));
     // `d/./` and `d/.` are the same; `d` alone is stored under its name, no root entry.
-    let (entries, _) = collect(&[PathBuf::from(format!("{}/./", d.display()))], WalkOptions::default()).unwrap();
+    let (entries, _) = collect(
+        &[PathBuf::from(format!("{}/./", d.display()))],
+        WalkOptions::default(),
+    )
+    .unwrap();
     assert_eq!(paths(&entries), [".", "sub", "sub/f", "top"]);
     let (entries, _) = collect(std::slice::from_ref(&d), WalkOptions::default()).unwrap();
     assert!(entries.iter().all(|e| e.meta.path != ROOT_PATH));
@@ -318,10 +362,22 @@ fn two_root_inputs_merge_the_first_occurrence_of_each_path_wins_quietly() {
     let (entries, warnings) = collect(&[a.join("."), b.join(".")], WalkOptions::default()).unwrap();
     assert_eq!(
         paths(&entries),
-        [".", "only-a", "same", "sub", "sub/only-a", "sub/same", "only-b", "sub/only-b"]
+        [
+            ".",
+            "only-a",
+            "same",
+            "sub",
+            "sub/only-a",
+            "sub/same",
+            "only-b",
+            "sub/only-b"
+        ]
     );
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(entries[0].meta.mode, 0o700, "the first root input gives the root entry");
+    assert_eq!(
+        entries[0].meta.mode, 0o700,
+        "the first root input gives the root entry"
+    );
     assert_eq!(find(&entries, b"same").source, a.join("./same"));
 }
 
@@ -334,7 +390,12 @@ fn overlapping_inputs_store_each_path_once_without_warnings() {
     std::fs::write(src.join("lib/x.rs"), b"x").unwrap();
     std::fs::hard_link(src.join("README.md"), src.join("lib/README-link")).unwrap();
     let (once, _) = collect(std::slice::from_ref(&src), WalkOptions::default()).unwrap();
-    let inputs = vec![src.clone(), src.join("README.md"), src.clone(), src.join("lib")];
+    let inputs = vec![
+        src.clone(),
+        src.join("README.md"),
+        src.clone(),
+        src.join("lib"),
+    ];
     let (entries, warnings) = collect(&inputs, WalkOptions::default()).unwrap();
     assert_eq!(paths(&entries), paths(&once));
     assert_eq!(

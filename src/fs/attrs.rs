@@ -143,7 +143,9 @@ mod tests {
         };
         // 17 fields of 65,018 bytes (1,105,306) and a capability-sized one; 16 fit. Among
         // equally large ones the last in name order goes first.
-        let mut attrs: Vec<Xattr> = (0..17).map(|i| x(&format!("user.big{i:02}"), 65_000)).collect();
+        let mut attrs: Vec<Xattr> = (0..17)
+            .map(|i| x(&format!("user.big{i:02}"), 65_000))
+            .collect();
         attrs.push(x("security.capability", 20));
         let mut warnings = Vec::new();
         a.complete(&mut meta, attrs, &mut |w| warnings.push(w));

@@ -171,6 +171,9 @@ mod tests {
         assert_eq!(o.admit(0, b"x", false), Verdict::New);
         assert!(o.below_non_dir(1, b"x/y/z"));
         assert!(!o.below_non_dir(1, b"x"));
-        assert!(!o.below_non_dir(0, b"x/y/z"), "the first input checks nothing");
+        assert!(
+            !o.below_non_dir(0, b"x/y/z"),
+            "the first input checks nothing"
+        );
     }
 }

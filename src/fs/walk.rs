@@ -58,7 +58,7 @@ pub const ROOT_PATH: &[u8] = b".";
 
 /// How the walk treats symbolic links and which metadata it reads. The default follows no
 /// links and stores owner names and every extended attribute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WalkOptions {
     /// Follow symbolic links (`-L/--dereference`) and store what they point to.
     pub dereference: bool,
@@ -66,16 +66,6 @@ pub struct WalkOptions {
     pub xattrs: XattrSelect,
     /// Store numeric ids only, no owner and group names (`--numeric-owner`).
     pub numeric_owner: bool,
-}
-
-impl Default for WalkOptions {
-    fn default() -> Self {
-        WalkOptions {
-            dereference: false,
-            xattrs: XattrSelect::default(),
-            numeric_owner: false,
-        }
-    }
 }
 
 /// One entry found by the walk.
@@ -132,7 +122,10 @@ pub fn walk(
         input: 0,
         on_event,
     };
-    if let Some(i) = roots.iter().position(|r| r.as_ref().is_some_and(|r| r.is_empty())) {
+    if let Some(i) = roots
+        .iter()
+        .position(|r| r.as_ref().is_some_and(|r| r.is_empty()))
+    {
         w.root_entry(&inputs[i])?;
     }
     for (i, input) in inputs.iter().enumerate() {
@@ -292,7 +285,10 @@ impl Walker<'_> {
             StatKind::Symlink => EntryKind::Symlink,
         };
         if !p.arch.is_empty() {
-            match self.overlap.admit(self.input, &p.arch, kind == EntryKind::Dir) {
+            match self
+                .overlap
+                .admit(self.input, &p.arch, kind == EntryKind::Dir)
+            {
                 Verdict::New => {}
                 Verdict::Duplicate => return Ok(()),
                 Verdict::Conflict => {
@@ -487,13 +483,11 @@ impl Walker<'_> {
                 Vec::new()
             } else {
                 let mut warnings = Vec::new();
-                let x = self.attrs.xattrs(
-                    dirfd.as_fd(),
-                    &name,
-                    &child,
-                    via_link,
-                    &mut |w| warnings.push(w),
-                );
+                let x = self
+                    .attrs
+                    .xattrs(dirfd.as_fd(), &name, &child, via_link, &mut |w| {
+                        warnings.push(w)
+                    });
                 self.warn_all(&child, warnings)?;
                 x
             };

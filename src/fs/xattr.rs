@@ -230,7 +230,9 @@ pub(crate) enum SetOutcome {
 /// Sets one attribute (creating or replacing it). Errors other than refusals are returned.
 pub(crate) fn set_one(on: SetOn<'_>, x: &Xattr, path: &Path) -> crate::Result<SetOutcome> {
     let res = match on {
-        SetOn::Fd(fd) => rustix::fs::fsetxattr(fd, x.name.as_slice(), &x.value, XattrFlags::empty()),
+        SetOn::Fd(fd) => {
+            rustix::fs::fsetxattr(fd, x.name.as_slice(), &x.value, XattrFlags::empty())
+        }
         SetOn::Link(dir, name) => rustix::fs::lsetxattr(
             at_path(dir, name).as_slice(),
             x.name.as_slice(),
@@ -289,10 +291,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let d = std::fs::File::open(tmp.path()).unwrap();
         let p = at_path(d.as_fd(), b"x");
-        assert_eq!(
-            p,
-            format!("/proc/self/fd/{}/x", d.as_raw_fd()).into_bytes()
-        );
+        assert_eq!(p, format!("/proc/self/fd/{}/x", d.as_raw_fd()).into_bytes());
     }
 
     #[test]

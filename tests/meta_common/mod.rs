@@ -89,8 +89,13 @@ pub fn xattr_tempdir() -> tempfile::TempDir {
 fn user_xattrs_work(dir: &Path) -> bool {
     let p = dir.join(".probe");
     std::fs::write(&p, b"").unwrap();
-    let ok = rustix::fs::setxattr(&p, "user.krypta-probe", b"1", rustix::fs::XattrFlags::empty())
-        .is_ok();
+    let ok = rustix::fs::setxattr(
+        &p,
+        "user.krypta-probe",
+        b"1",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .is_ok();
     std::fs::remove_file(&p).unwrap();
     ok
 }
@@ -129,7 +134,11 @@ pub fn meta_snapshot(root: &Path) -> String {
     let mut out = String::new();
     for rel in rel_paths(root) {
         let r = rel.to_str().expect("test trees have UTF-8 names");
-        out.push_str(&sh_in(root, "stat", &["-c", "%n %F %a %u %g %U %G %.9Y", "--", r]));
+        out.push_str(&sh_in(
+            root,
+            "stat",
+            &["-c", "%n %F %a %u %g %U %G %.9Y", "--", r],
+        ));
         out.push_str(&sh_in(
             root,
             "getfattr",
