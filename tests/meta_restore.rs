@@ -13,7 +13,7 @@ mod meta_common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fs_common::{chmod, set_mtime};
+use fs_common::chmod;
 use krypta::format::entry::{EntryKind, EntryMeta, Timestamp, Xattr};
 use krypta::fs::extract::{ExtractOptions, Extractor};
 use krypta::fs::source::FileSource;
@@ -54,67 +54,6 @@ fn lib_roundtrip(src: &Path, out: &Path, opts: ExtractOptions) -> (Vec<String>, 
     }
     x.apply_dirs().unwrap();
     (walk_warnings, x.take_warnings())
-}
-
-/// Builds the tree of the round trips in `root` (an existing, empty directory), owned by
-/// `owner` (uid = gid) where a file's owner is not the point. Root only (chown, setcap).
-fn build_tree(root: &Path, owner: u32) {
-    let s = |p: &Path| p.to_str().unwrap().to_string();
-    let f = root.join("f");
-    std::fs::write(&f, b"text\n").unwrap();
-    set_xattr(&f, "user.binary", &[0, 1, 2, 0xff, 0, 0x80]);
-    set_xattr(&f, &format!("user.{}", "L".repeat(250)), b"long name");
-    set_xattr(&f, "user.empty", b"");
-    sh("setfacl", &["-m", "u:nobody:r", &s(&f)]);
-    let d = root.join("d");
-    std::fs::create_dir(&d).unwrap();
-    // g is made before d gets its default ACL, so g has no ACL; after a restore it must
-    // still have none (d's default ACL is set after its children).
-    std::fs::write(d.join("g"), b"g").unwrap();
-    sh("setfacl", &["-d", "-m", "u:nobody:rx", &s(&d)]);
-    let ro = root.join("ro");
-    std::fs::create_dir(&ro).unwrap();
-    std::fs::write(ro.join("inside"), b"in a read-only directory").unwrap();
-    std::fs::create_dir(ro.join("sub")).unwrap();
-    std::fs::write(ro.join("sub/deeper"), b"deeper").unwrap();
-    let suid = root.join("suid");
-    copy_binary(&suid);
-    let cap = root.join("cap");
-    copy_binary(&cap);
-    std::os::unix::fs::symlink("f", root.join("link")).unwrap();
-    for e in walkdir::WalkDir::new(root).contents_first(true) {
-        let p = e.unwrap().into_path();
-        std::os::unix::fs::lchown(&p, Some(owner), Some(owner)).unwrap();
-    }
-    // After chown, which clears capabilities and setuid.
-    sh("setcap", &["cap_net_raw+ep", &s(&cap)]);
-    chmod(&suid, 0o4755);
-    chmod(&f, 0o644);
-    chmod(&ro.join("sub"), 0o555);
-    chmod(&ro, 0o555);
-    chmod(root, 0o751);
-    set_xattr(root, "user.root", b"of the root");
-    let mut t = 1_600_000_000;
-    for e in walkdir::WalkDir::new(root)
-        .contents_first(true)
-        .sort_by_file_name()
-    {
-        let p = e.unwrap().into_path();
-        t += 1;
-        set_mtime(&p, t, 123_456_789);
-    }
-    set_mtime(root, -86_400, 5);
-}
-
-fn root_tools(test: &str) -> bool {
-    if !is_root() {
-        eprintln!("SKIP {test}: needs root (chown, setcap, trusted.*)");
-        return false;
-    }
-    tools(
-        test,
-        &["setfacl", "getfacl", "getfattr", "setcap", "getcap", "stat"],
-    )
 }
 
 #[test]

@@ -169,3 +169,89 @@ pub fn copy_binary(dest: &Path) {
 pub fn pb(p: &Path) -> Vec<u8> {
     p.as_os_str().as_bytes().to_vec()
 }
+
+/// Sets mode bits exactly.
+pub fn chmod(p: &Path, m: u32) {
+    rustix::fs::chmod(p, rustix::fs::Mode::from_raw_mode(m)).unwrap();
+}
+
+/// Sets the mtime of `p` (not following a link).
+pub fn set_mtime(p: &Path, secs: i64, nanos: u32) {
+    let ts = rustix::fs::Timespec {
+        tv_sec: secs,
+        tv_nsec: nanos as i64,
+    };
+    let t = rustix::fs::Timestamps {
+        last_access: ts,
+        last_modification: ts,
+    };
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        p,
+        &t,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+/// Builds the tree of the round trips in `root` (an existing, empty directory), owned by
+/// `owner` (uid = gid) where a file's owner is not the point. Root only (chown, setcap).
+pub fn build_tree(root: &Path, owner: u32) {
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let f = root.join("f");
+    std::fs::write(&f, b"text\n").unwrap();
+    set_xattr(&f, "user.binary", &[0, 1, 2, 0xff, 0, 0x80]);
+    set_xattr(&f, &format!("user.{}", "L".repeat(250)), b"long name");
+    set_xattr(&f, "user.empty", b"");
+    sh("setfacl", &["-m", "u:nobody:r", &s(&f)]);
+    let d = root.join("d");
+    std::fs::create_dir(&d).unwrap();
+    // g is made before d gets its default ACL, so g has no ACL; after a restore it must
+    // still have none (d's default ACL is set after its children).
+    std::fs::write(d.join("g"), b"g").unwrap();
+    sh("setfacl", &["-d", "-m", "u:nobody:rx", &s(&d)]);
+    let ro = root.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::write(ro.join("inside"), b"in a read-only directory").unwrap();
+    std::fs::create_dir(ro.join("sub")).unwrap();
+    std::fs::write(ro.join("sub/deeper"), b"deeper").unwrap();
+    let suid = root.join("suid");
+    copy_binary(&suid);
+    let cap = root.join("cap");
+    copy_binary(&cap);
+    std::os::unix::fs::symlink("f", root.join("link")).unwrap();
+    for e in walkdir::WalkDir::new(root).contents_first(true) {
+        let p = e.unwrap().into_path();
+        std::os::unix::fs::lchown(&p, Some(owner), Some(owner)).unwrap();
+    }
+    // After chown, which clears capabilities and setuid.
+    sh("setcap", &["cap_net_raw+ep", &s(&cap)]);
+    chmod(&suid, 0o4755);
+    chmod(&f, 0o644);
+    chmod(&ro.join("sub"), 0o555);
+    chmod(&ro, 0o555);
+    chmod(root, 0o751);
+    set_xattr(root, "user.root", b"of the root");
+    let mut t = 1_600_000_000;
+    for e in walkdir::WalkDir::new(root)
+        .contents_first(true)
+        .sort_by_file_name()
+    {
+        let p = e.unwrap().into_path();
+        t += 1;
+        set_mtime(&p, t, 123_456_789);
+    }
+    set_mtime(root, -86_400, 5);
+}
+
+/// Whether the test can run: root and the tools (else a SKIP line).
+pub fn root_tools(test: &str) -> bool {
+    if !is_root() {
+        eprintln!("SKIP {test}: needs root (chown, setcap, trusted.*)");
+        return false;
+    }
+    tools(
+        test,
+        &["setfacl", "getfacl", "getfattr", "setcap", "getcap", "stat"],
+    )
+}
