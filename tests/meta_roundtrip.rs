@@ -180,7 +180,7 @@ fn owners_are_restored_by_name_when_known_else_by_id_and_numeric_owner_uses_ids(
     w.finish().unwrap();
     let owners = |dir: &str| {
         ["named", "ghost"].map(|f| {
-            let st = rustix::fs::lstat(&t.join(dir).join(f)).unwrap();
+            let st = rustix::fs::lstat(t.join(dir).join(f)).unwrap();
             (st.st_uid, st.st_gid)
         })
     };
