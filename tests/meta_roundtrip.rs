@@ -123,7 +123,7 @@ fn as_nobody_c_then_x_restores_what_an_ordinary_user_may_set_and_warns_about_the
     let before = meta_snapshot(&src);
     let c = as_nobody(&work, &["c", "-q", "a.kry", "src/."]);
     assert!(c.status.success(), "{}", stderr(&c));
-    let x = as_nobody(&work, &["x", "-q", "-p", "a.kry", "-o", "out"]);
+    let x = as_nobody(&work, &["x", "--same-permissions", "a.kry", "-o", "out"]);
     assert!(x.status.success(), "{}", stderr(&x));
     let out = work.join("out");
     assert_eq!(
