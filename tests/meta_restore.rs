@@ -11,7 +11,6 @@ mod fs_common;
 mod meta_common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use fs_common::chmod;
 use krypta::format::entry::{EntryKind, EntryMeta, Timestamp, Xattr};
@@ -322,7 +321,7 @@ fn nobody_dirs(test: &str) -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
     if !root_tools(test) || !tools(test, &["setpriv"]) {
         return None;
     }
-    let probe = Command::new("setpriv")
+    let probe = tool("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
         .arg(std::env::current_exe().unwrap())
         .arg("--list")
@@ -347,7 +346,7 @@ fn nobody_dirs(test: &str) -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
 
 /// Runs [`nobody_side`] in this test binary as nobody; returns its extraction warnings.
 fn as_nobody(src: &Path, out: &Path, same_owner: bool) -> Vec<String> {
-    let o = Command::new("setpriv")
+    let o = tool("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
         .arg(std::env::current_exe().unwrap())
         .args([

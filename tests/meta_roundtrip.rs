@@ -13,7 +13,7 @@ mod common;
 mod meta_common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use common::krypta;
 use krypta::archive::writer::{ArchiveWriter, WriteOptions};
@@ -54,7 +54,7 @@ fn ok(dir: &Path, args: &[&str]) -> Output {
 
 /// `krypta ARGS` as nobody (`setpriv --reuid=nobody --regid=nogroup --clear-groups`) in `dir`.
 fn as_nobody(dir: &Path, args: &[&str]) -> Output {
-    Command::new("setpriv")
+    tool("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
         .arg(env!("CARGO_BIN_EXE_krypta"))
         .args(args)

@@ -9,14 +9,24 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Whether `name` is an executable on `PATH`.
+/// Where the tool `name` is: on `PATH`, or in `/usr/sbin` or `/sbin` (setcap and getcap live
+/// there, and a CI environment's `PATH` may lack them).
+pub fn resolve(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+}
+
+/// Whether the tool `name` is installed.
 pub fn have(name: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|d| {
-            let p = d.join(name);
-            std::fs::metadata(&p).is_ok_and(|m| m.is_file())
-        })
-    })
+    resolve(name).is_some()
+}
+
+/// A command for the tool `name` (resolved as [`resolve`] does).
+pub fn tool(name: &str) -> Command {
+    Command::new(resolve(name).unwrap_or_else(|| PathBuf::from(name)))
 }
 
 /// Returns false and prints why when one of `tools` is missing (the test then returns early).
@@ -38,7 +48,7 @@ pub fn is_root() -> bool {
 
 /// Runs a tool, panicking with its stderr when it fails; returns stdout.
 pub fn sh(cmd: &str, args: &[&str]) -> String {
-    let o = Command::new(cmd)
+    let o = tool(cmd)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("run {cmd}: {e}"));
@@ -53,7 +63,7 @@ pub fn sh(cmd: &str, args: &[&str]) -> String {
 
 /// Runs a tool in directory `dir`; returns stdout (stderr when it fails is included).
 pub fn sh_in(dir: &Path, cmd: &str, args: &[&str]) -> String {
-    let o = Command::new(cmd)
+    let o = tool(cmd)
         .args(args)
         .current_dir(dir)
         .output()
