@@ -11,6 +11,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::format::FormatError;
+use crate::recovery::RecoveryError;
 
 /// Shorthand for results carrying [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -196,6 +197,25 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// Recovery data (`krypta::recovery`): locating, verifying, repairing or writing it failed.
+    #[error("{}: {source}", path.display())]
+    Recovery {
+        /// The archive path.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: RecoveryError,
+    },
+    /// Object storage cannot be used as configured (no credentials, a profile krypta cannot
+    /// use, a malformed endpoint URL): nothing was sent.
+    #[error("{}: {source}", location.display())]
+    StoreConfig {
+        /// The `s3://BUCKET/KEY` location.
+        location: PathBuf,
+        /// What is missing or wrong.
+        #[source]
+        source: crate::store::s3::config::ConfigError,
+    },
     /// The archive was written, but some inputs changed or vanished while being read.
     #[error(
         "archive written, but {count} input(s) changed or vanished while being read (see warnings)"
@@ -215,7 +235,8 @@ impl Error {
             | Error::Exists { .. }
             | Error::KeyRequired { .. }
             | Error::BadKeyFile { .. }
-            | Error::Unwritable { .. } => 1,
+            | Error::Unwritable { .. }
+            | Error::StoreConfig { .. } => 1,
             Error::Crypto(_) => 1,
             Error::AuthFailed { .. } | Error::NotEncrypted { .. } => 2,
             Error::NotAnArchive { .. }
@@ -227,6 +248,18 @@ impl Error {
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::Incomplete { .. } => 6,
+            Error::Recovery { source, .. } => match source {
+                RecoveryError::BeyondRepair { .. } | RecoveryError::Inconsistent { .. } => 5,
+                RecoveryError::NotFound { .. }
+                | RecoveryError::BadParameter { .. }
+                | RecoveryError::BadPacket { .. } => 3,
+                RecoveryError::Read { .. }
+                | RecoveryError::Write { .. }
+                | RecoveryError::Spill { .. } => 4,
+                RecoveryError::OutOfRange { .. }
+                | RecoveryError::Code(_)
+                | RecoveryError::WorkerLost => 1,
+            },
         }
     }
 

@@ -14,6 +14,8 @@ pub mod error;
 pub mod format;
 pub mod fs;
 pub mod kat;
+pub mod recovery;
+pub mod store;
 pub mod timefmt;
 
 pub use error::{Error, Result};
@@ -38,6 +40,8 @@ pub trait Reporter {
     fn progress(&mut self, _done: u64) {}
     /// Work finished.
     fn finish(&mut self) {}
+    /// A detail for `-v` (where an object is, what a transfer cost). Default: ignored.
+    fn detail(&mut self, _message: &str) {}
 }
 
 /// A reporter that keeps warnings in memory and shows nothing.
@@ -71,70 +75,49 @@ pub struct CompressRequest {
     pub options: WriteOptions,
 }
 
-/// Writes an archive of the inputs. The archive is written under a temporary name in the
-/// output's directory and renamed into place only when complete, so a failure never leaves
-/// a partial archive under the final name; an existing output is kept unless `force`.
+/// Writes an archive of the inputs to `req.output`: a file, `-` (stdout) or
+/// `s3://BUCKET/KEY` (see [`store`]). The archive goes to a [`store::Sink`], which makes it
+/// visible under the final name only when complete (a temporary file renamed into place; an
+/// upload completed), so a failure never leaves a partial archive under the final name; an
+/// existing output is kept unless `force`.
 ///
-/// Errors: Exists, Io (naming the file), Usage; `Incomplete` after a complete, valid archive
-/// was written when inputs changed or vanished while being read.
+/// Errors: Exists, Io (naming the file or object), StoreConfig, Usage; `Incomplete` after a
+/// complete, valid archive was written when inputs changed or vanished while being read.
 pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
-    let to_stdout = req.output == Path::new("-");
-    let mut tmp = None;
-    let out: Box<dyn Write + Send> = if to_stdout {
-        Box::new(std::io::BufWriter::with_capacity(
-            1 << 20,
-            std::io::stdout(),
-        ))
-    } else {
-        if !req.force && std::fs::symlink_metadata(&req.output).is_ok() {
-            return Err(Error::Exists {
-                path: req.output.clone(),
-            });
+    let sink = store::create_sink(&req.output, req.force)?;
+    if let Some(d) = sink.describe() {
+        rep.detail(&d);
+    }
+    let counters = sink.counters();
+    let warnings = sink.warnings();
+    let location = req.output.clone();
+    let r = compress_into(sink, req, rep);
+    // The sink is gone (finished, or aborted by its drop): report what it could not.
+    if let Ok(mut w) = warnings.lock() {
+        for m in w.drain(..) {
+            rep.warn(&m);
         }
-        let dir = match req.output.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        // 0o666 minus the umask, as `tar` and `zstd` create their outputs (tempfile's own
-        // default would be 0o600).
-        let t = tempfile::Builder::new()
-            .prefix(".krypta-tmp-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(&dir)
-            .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
-        let f = t
-            .as_file()
-            .try_clone()
-            .map_err(|e| Error::io(t.path(), "open", e))?;
-        tmp = Some(t);
-        Box::new(std::io::BufWriter::with_capacity(1 << 20, f))
-    };
-    let out_name = if to_stdout {
+    }
+    if let Some(c) = counters {
+        rep.detail(&format!("{}: {}", location.display(), c.summary()));
+    }
+    r
+}
+
+fn compress_into(
+    sink: Box<dyn store::Sink>,
+    req: CompressRequest,
+    rep: &mut dyn Reporter,
+) -> Result<WriteSummary> {
+    let out_name = if req.output == Path::new("-") {
         PathBuf::from("<stdout>")
     } else {
         req.output.clone()
     };
     // The files being written (the temporary archive, the output it replaces, or the file
     // stdout points to) are never archived, even when they lie inside an input directory.
-    let mut own_files: Vec<(u64, u64)> = Vec::new();
-    {
-        use std::os::unix::fs::MetadataExt;
-        if let Some(t) = &tmp
-            && let Ok(m) = t.as_file().metadata()
-        {
-            own_files.push((m.dev(), m.ino()));
-        }
-        if let Ok(m) = std::fs::metadata(&req.output) {
-            own_files.push((m.dev(), m.ino()));
-        }
-        if to_stdout && let Ok(st) = rustix::fs::fstat(std::io::stdout()) {
-            own_files.push((st.st_dev, st.st_ino));
-        }
-    }
-    let tmp_cleanup = tmp
-        .as_ref()
-        .map(|t| fs::cleanup::register(t.path().to_path_buf()))
-        .unwrap_or(0);
+    let own_files = sink.own_files();
+    let out = sink;
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
     let mut changed = 0usize;
     rep.start(None);
@@ -214,29 +197,8 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
         w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
     }
-    let (summary, mut out) = w.finish()?;
-    out.flush().map_err(|e| Error::io(&out_name, "write", e))?;
-    drop(out);
-    if let Some(t) = tmp {
-        fs::cleanup::unregister(tmp_cleanup);
-        t.as_file()
-            .sync_all()
-            .map_err(|e| Error::io(&req.output, "sync", e))?;
-        if req.force {
-            t.persist(&req.output)
-                .map_err(|e| Error::io(&req.output, "rename into place", e.error))?;
-        } else {
-            t.persist_noclobber(&req.output).map_err(|e| {
-                if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                    Error::Exists {
-                        path: req.output.clone(),
-                    }
-                } else {
-                    Error::io(&req.output, "rename into place", e.error)
-                }
-            })?;
-        }
-    }
+    let (summary, out) = w.finish()?;
+    out.finish()?;
     rep.finish();
     if changed > 0 {
         return Err(Error::Incomplete { count: changed });
@@ -296,6 +258,32 @@ pub fn extract(
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
+    report_source(&ar, rep);
+    let r = extract_opened(&mut ar, archive, req, rep);
+    report_transfer(&ar, archive, rep);
+    r
+}
+
+/// `-v`: where a remote archive is read from.
+fn report_source(ar: &Archive, rep: &mut dyn Reporter) {
+    if let Some(d) = ar.source().describe() {
+        rep.detail(&d);
+    }
+}
+
+/// `-v`: what reading a remote archive cost.
+fn report_transfer(ar: &Archive, archive: &Path, rep: &mut dyn Reporter) {
+    if let Some(c) = ar.source().counters() {
+        rep.detail(&format!("{}: {}", archive.display(), c.summary()));
+    }
+}
+
+fn extract_opened(
+    ar: &mut Archive,
+    archive: &Path,
+    req: ExtractRequest,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
     let mut select = Selection::new(req.paths);
     let index = if ar.seekable() {
         Some(ar.read_index()?.1)
@@ -314,7 +302,7 @@ pub fn extract(
             std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
             &mut select,
         );
-        let s = run_scan(&mut ar, index.as_ref(), &mut v)?;
+        let s = run_scan(ar, index.as_ref(), &mut v)?;
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
@@ -322,7 +310,7 @@ pub fn extract(
     } else {
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
         let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
-        let s = run_scan(&mut ar, index.as_ref(), &mut v);
+        let s = run_scan(ar, index.as_ref(), &mut v);
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {
@@ -407,6 +395,13 @@ fn total_size(entries: &[IndexEntry]) -> u64 {
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
+    report_source(&ar, rep);
+    let r = test_opened(&mut ar, rep);
+    report_transfer(&ar, archive, rep);
+    r
+}
+
+fn test_opened(ar: &mut Archive, rep: &mut dyn Reporter) -> Result<ScanSummary> {
     if ar.seekable() {
         let (_, ix) = ar.read_index()?;
         rep.start(Some(total_size(&ix.entries)));
@@ -451,11 +446,22 @@ fn warn_unverified(s: &ScanSummary, rep: &mut dyn Reporter) {
 /// The index entries (`krypta list`): from the index of a file, or by reading a stream to its
 /// index (data frames are skipped, not decoded).
 pub fn list(archive: &Path, open: OpenOptions) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
+    list_with(archive, open, &mut Collect::default())
+}
+
+/// [`list`], with `-v` details (a remote archive's location and transfer) to `rep`.
+pub fn list_with(
+    archive: &Path,
+    open: OpenOptions,
+    rep: &mut dyn Reporter,
+) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
     let mut ar = Archive::open(archive, open)?;
+    report_source(&ar, rep);
     let ix = if ar.seekable() {
         ar.read_index()?.1
     } else {
         ar.read_index_streaming()?
     };
+    report_transfer(&ar, archive, rep);
     Ok((ix.entries, ix.frame_body_lens))
 }

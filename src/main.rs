@@ -16,6 +16,7 @@ use krypta::{Error, Reporter};
 /// work has taken about a second, never with `-q`).
 pub struct Term {
     quiet: bool,
+    verbose: bool,
     bar: Option<ProgressBar>,
     started: Instant,
     total: Option<u64>,
@@ -23,9 +24,10 @@ pub struct Term {
 }
 
 impl Term {
-    fn new(quiet: bool) -> Self {
+    fn new(quiet: bool, verbose: bool) -> Self {
         Term {
             quiet,
+            verbose,
             bar: None,
             started: Instant::now(),
             total: None,
@@ -86,6 +88,15 @@ impl Reporter for Term {
             b.finish_and_clear();
         }
     }
+    fn detail(&mut self, message: &str) {
+        if self.verbose && !self.quiet {
+            let line = format!("krypta: {message}");
+            match &self.bar {
+                Some(b) if self.shown => b.println(line),
+                _ => eprintln!("{line}"),
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -135,6 +146,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// Only a broken pipe on stdout itself ends quietly: one from a connection to object storage
+/// or from a FIFO given as OUTPUT is a failed write like any other.
 fn is_broken_stdout(e: &Error) -> bool {
-    matches!(e.root(), Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    matches!(e.root(), Error::Io { path, source, .. }
+        if source.kind() == std::io::ErrorKind::BrokenPipe && path.as_os_str() == "<stdout>")
 }

@@ -7,8 +7,7 @@
 //! matched. The index and footer are checked against what the stream held, so an archive
 //! that scans clean is exactly the archive that was written.
 
-use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -64,19 +63,8 @@ pub struct OpenOptions {
     pub in_flight_budget: Option<u64>,
 }
 
-enum Input {
-    File(BufReader<File>),
-    Stream(Box<dyn Read + Send>),
-}
-
-impl Read for Input {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Input::File(f) => f.read(buf),
-            Input::Stream(s) => s.read(buf),
-        }
-    }
-}
+/// Where the archive bytes come from: a file, stdin or an object (see [`crate::store`]).
+type Input = Box<dyn crate::store::Source>;
 
 /// An opened archive: header parsed and authenticated.
 pub struct Archive {
@@ -157,12 +145,7 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Reads and parses the header of `path` (`-` = stdin) without any key: for `info`, and the
 /// first step of [`Archive::open`]. Returns the header, its bytes and the input.
 fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
-    let mut input = if path == Path::new("-") {
-        Input::Stream(Box::new(std::io::stdin()))
-    } else {
-        let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-        Input::File(BufReader::with_capacity(1 << 20, f))
-    };
+    let mut input = crate::store::open_source(path)?;
     let mut prefix = [0u8; PREFIX_LEN];
     let got = read_full(&mut input, &mut prefix).map_err(|e| Error::io(path, "read", e))?;
     if got == 0 {
@@ -247,24 +230,25 @@ pub struct ArchiveFacts {
     pub size: Option<u64>,
     /// The footer, when the input is a file (its tag verified only for unencrypted archives).
     pub footer: Option<Footer>,
+    /// Lines for `-v` about a remote archive: where it was read from, what that cost.
+    pub details: Vec<String>,
 }
 
 /// Reads the header and (for a file) the footer without any key.
 pub fn facts(path: &Path) -> Result<ArchiveFacts> {
-    let (header, bytes, input) = read_header(path)?;
+    let (header, bytes, mut input) = read_header(path)?;
     let header_len = bytes.len() as u64;
     let mut footer = None;
     let mut size = None;
-    if let Input::File(mut f) = input {
-        let len = f
-            .seek(SeekFrom::End(0))
-            .map_err(|e| Error::io(path, "seek", e))?;
+    if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
         size = Some(len);
         if len >= header_len + FOOTER_LEN as u64 {
             let mut fb = [0u8; FOOTER_LEN];
-            f.seek(SeekFrom::Start(len - FOOTER_LEN as u64))
+            input
+                .seek_to(len - FOOTER_LEN as u64)
                 .map_err(|e| Error::io(path, "seek", e))?;
-            f.read_exact(&mut fb)
+            input
+                .read_exact(&mut fb)
                 .map_err(|e| Error::io(path, "read", e))?;
             let (ft, tag) =
                 Footer::parse(&fb).map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
@@ -297,11 +281,16 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             ));
         }
     }
+    let mut details: Vec<String> = input.describe().into_iter().collect();
+    if let Some(c) = input.counters() {
+        details.push(format!("{}: {}", path.display(), c.summary()));
+    }
     Ok(ArchiveFacts {
         header,
         header_len,
         size,
         footer,
+        details,
     })
 }
 
@@ -534,9 +523,14 @@ impl Archive {
         &self.header
     }
 
-    /// True when the input can seek (a file, not a pipe).
+    /// True when the input can seek (a file or an object, not a pipe).
     pub fn seekable(&self) -> bool {
-        matches!(self.input, Input::File(_))
+        self.input.seekable()
+    }
+
+    /// Where the archive bytes come from (transfer counters, `-v` description).
+    pub fn source(&self) -> &dyn crate::store::Source {
+        self.input.as_ref()
     }
 
     fn tag_error(&self, what: String) -> Error {
@@ -660,18 +654,17 @@ impl Archive {
     }
 
     fn seek_to(&mut self, offset: u64) -> Result<()> {
-        match &mut self.input {
-            Input::File(f) => {
-                f.seek(SeekFrom::Start(offset))
-                    .map_err(|e| Error::io(&self.path, "seek", e))?;
-                self.pos = offset;
-                Ok(())
-            }
-            Input::Stream(_) => Err(Error::Usage(format!(
+        if !self.input.seekable() {
+            return Err(Error::Usage(format!(
                 "{}: cannot seek in a stream",
                 self.path.display()
-            ))),
+            )));
         }
+        self.input
+            .seek_to(offset)
+            .map_err(|e| Error::io(&self.path, "seek", e))?;
+        self.pos = offset;
+        Ok(())
     }
 
     fn new_pool(&self) -> FramePool {
@@ -752,15 +745,14 @@ impl Archive {
 
     /// Reads and verifies the footer and the index of a seekable archive.
     pub fn read_index(&mut self) -> Result<(Footer, Index)> {
-        let len = match &mut self.input {
-            Input::File(f) => f
-                .seek(SeekFrom::End(0))
-                .map_err(|e| Error::io(&self.path, "seek", e))?,
-            Input::Stream(_) => {
+        let len = match self.input.length() {
+            Ok(Some(len)) if self.input.seekable() => len,
+            Ok(_) => {
                 return Err(Error::Usage(
                     "reading the index needs a seekable archive".into(),
                 ));
             }
+            Err(e) => return Err(Error::io(&self.path, "seek", e)),
         };
         if len < self.header_len + FOOTER_LEN as u64 {
             return Err(corrupt(
@@ -786,6 +778,7 @@ impl Archive {
             ));
         }
         self.seek_to(footer.index_offset)?;
+        self.input.read_ahead_to(Some(foot_at));
         let index =
             self.read_index_frames(footer.data_frames, Some(footer.index_frames), foot_at)?;
         if self.pos != foot_at {
@@ -913,6 +906,7 @@ impl Archive {
     /// checked against the stream. Entries the visitor does not want are verified but not
     /// passed on.
     pub fn scan(&mut self, visitor: &mut dyn Visitor) -> Result<ScanSummary> {
+        self.input.read_ahead_to(None);
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, None);
         let mut parsed = Vec::new();
@@ -960,6 +954,8 @@ impl Archive {
                 index.entries[wanted[i]..=wanted[j - 1]].iter().collect();
             let want_set: std::collections::HashSet<usize> = wanted[i..j].iter().copied().collect();
             self.seek_to(offsets[first.first_seq as usize])?;
+            let run_end = offsets.get(last_seq as usize + 1).copied().unwrap_or(off);
+            self.input.read_ahead_to(Some(run_end));
             let mut pool = self.new_pool();
             let mut feed = Feed::new(self, &mut pool, Some((first.first_seq, last_seq)));
             feed.skip = first.first_offset as usize;

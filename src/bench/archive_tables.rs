@@ -143,7 +143,8 @@ fn bench_dir_base() -> std::path::PathBuf {
     }
 }
 
-fn temp_dir() -> Result<tempfile::TempDir> {
+/// A fresh directory under [`bench_dir_base`].
+pub(super) fn temp_dir() -> Result<tempfile::TempDir> {
     let base = bench_dir_base();
     tempfile::Builder::new()
         .prefix("krypta-bench-")

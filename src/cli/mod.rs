@@ -27,7 +27,12 @@ use show::*;
 pub fn run(cli: Cli) -> Result<u8> {
     let quiet = cli.quiet();
     let verbose = cli.verbose();
-    let mut term = Term::new(quiet);
+    let mut term = Term::new(quiet, verbose);
+    if let Some(s) = cli.store() {
+        krypta::store::configure(krypta::store::StoreSettings {
+            endpoint_url: s.endpoint_url.clone(),
+        });
+    }
     match cli.cmd {
         Command::Compress(a) => compress(a, &mut term, verbose),
         Command::Extract(a) => {
@@ -62,7 +67,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         }
         Command::List(a) => {
             let open = open_options(&a.keys, &a.archive)?;
-            let (entries, frames) = krypta::list(&a.archive, open)?;
+            let (entries, frames) = krypta::list_with(&a.archive, open, &mut term)?;
             crate::cli::print_list(&entries, &frames, a.b3, verbose)?;
             Ok(0)
         }
@@ -83,6 +88,9 @@ pub fn run(cli: Cli) -> Result<u8> {
         }
         Command::Info(a) => {
             let f = krypta::archive::reader::facts(&a.archive)?;
+            for d in &f.details {
+                krypta::Reporter::detail(&mut term, d);
+            }
             print_info(&a.archive, &f);
             Ok(0)
         }
