@@ -84,6 +84,9 @@ fn small_files(dir: &Path, n: usize, owner: Option<u32>) {
     }
 }
 
+/// How many calls two runs' fixed costs may differ by (see [`per_file`]).
+const MAX_JITTER: i64 = 4;
+
 /// Per-file calls of `c` then of `x -j 1` for a tree of small files: (create, extract).
 fn per_file(owner: Option<u32>) -> (BTreeMap<String, i64>, BTreeMap<String, i64>) {
     const N: usize = 300;
@@ -99,9 +102,18 @@ fn per_file(owner: Option<u32>) -> (BTreeMap<String, i64>, BTreeMap<String, i64>
         let mut d = BTreeMap::new();
         for k in a.keys().chain(b.keys()) {
             let diff = b.get(k).copied().unwrap_or(0) - a.get(k).copied().unwrap_or(0);
-            if diff != 0 {
-                assert_eq!(diff % N as i64, 0, "{k}: {diff} calls for {N} more files");
-                d.insert(k.clone(), diff / N as i64);
+            // The per-file count is exact; what a run does once (thread start-up, the
+            // archive's own descriptors) differs between two runs by a call or two with the
+            // scheduling (seen under load: one `close` more in one of the runs), so the
+            // difference is rounded, and only that once-per-run jitter is allowed for.
+            let per_file = (diff + N as i64 / 2).div_euclid(N as i64);
+            let jitter = diff - per_file * N as i64;
+            assert!(
+                jitter.abs() <= MAX_JITTER,
+                "{k}: {diff} calls for {N} more files is no whole number per file"
+            );
+            if per_file != 0 {
+                d.insert(k.clone(), per_file);
             }
         }
         d
