@@ -67,6 +67,10 @@ pub struct CompressRequest {
     pub force: bool,
     /// Follow symlinks (`-L`).
     pub dereference: bool,
+    /// Which extended attributes to store (`--no-xattrs`, `--no-acls`; default all).
+    pub xattrs: fs::xattr::XattrSelect,
+    /// Store numeric owner ids only, no names (`--numeric-owner`).
+    pub numeric_owner: bool,
     /// Archive options.
     pub options: WriteOptions,
 }
@@ -127,6 +131,8 @@ fn compress_into(
         .collect();
     let opts = fs::walk::WalkOptions {
         dereference: req.dereference,
+        xattrs: req.xattrs,
+        numeric_owner: req.numeric_owner,
     };
     let mut on_event = |ev: fs::walk::WalkEvent| -> Result<()> {
         match ev {
@@ -135,6 +141,11 @@ fn compress_into(
                 Ok(())
             }
             fs::walk::WalkEvent::Entry(e) => {
+                if e.meta.path == fs::walk::ROOT_PATH && format::header::VERSION < 2 {
+                    // Format 1 has no root entry (its paths have no `.` component); the
+                    // format-2 writer stores it.
+                    return Ok(());
+                }
                 if e.meta.kind != EntryKind::File {
                     return w.add_entry(&e.meta);
                 }
@@ -301,13 +312,16 @@ fn extract_opened(
         let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
         let s = run_scan(ar, index.as_ref(), &mut v);
         let warnings = std::mem::take(&mut v.warnings);
-        let ExtractVisitor { ex, .. } = v;
+        let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {
             rep.warn(w);
         }
-        let s = s?;
-        ex.finish()?;
-        s
+        // Directories (and the root entry) get their metadata only after a complete scan.
+        let done = s.and_then(|s| ex.apply_dirs().map(|()| s));
+        for w in ex.take_warnings() {
+            rep.warn(&w);
+        }
+        done?
     };
     rep.finish();
     warn_unverified(&summary, rep);

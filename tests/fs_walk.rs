@@ -163,7 +163,10 @@ fn dereference_follows_links_and_stops_at_loops() {
     symlink("..", base.join("real/up")).unwrap();
     let (entries, warnings) = collect(
         std::slice::from_ref(&base),
-        WalkOptions { dereference: true },
+        WalkOptions {
+            dereference: true,
+            ..WalkOptions::default()
+        },
     )
     .unwrap();
     let by = |rel: &str| {

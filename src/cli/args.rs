@@ -205,6 +205,8 @@ pub(crate) struct CompressArgs {
     #[arg(long)]
     pub(crate) comment: Option<String>,
     #[command(flatten)]
+    pub(crate) meta: MetaArgs,
+    #[command(flatten)]
     pub(crate) storage: StoreArgs,
     #[command(flatten)]
     pub(crate) common: Common,
@@ -234,6 +236,10 @@ pub(crate) struct ExtractArgs {
     /// Restore setuid/setgid/sticky bits too (always on as root)
     #[arg(long)]
     pub(crate) same_permissions: bool,
+    #[command(flatten)]
+    pub(crate) meta: MetaArgs,
+    #[command(flatten)]
+    pub(crate) owner: OwnerArgs,
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
@@ -329,4 +335,39 @@ impl Cli {
     pub fn quiet(&self) -> bool {
         self.common().quiet
     }
+}
+
+/// Which metadata `c` stores and `x` restores (flattened into both).
+#[derive(Args, Debug, Clone, Copy)]
+pub(crate) struct MetaArgs {
+    /// Skip extended attributes other than ACLs (user.*, security.* incl. capabilities, trusted.*)
+    #[arg(long)]
+    pub(crate) no_xattrs: bool,
+    /// Skip POSIX ACLs (system.posix_acl_access, system.posix_acl_default)
+    #[arg(long)]
+    pub(crate) no_acls: bool,
+    /// Owners as numeric ids only: c stores no user/group names, x ignores them
+    #[arg(long)]
+    pub(crate) numeric_owner: bool,
+}
+
+impl MetaArgs {
+    /// The extended attributes selected.
+    pub(crate) fn xattrs(&self) -> krypta::fs::xattr::XattrSelect {
+        krypta::fs::xattr::XattrSelect {
+            xattrs: !self.no_xattrs,
+            acls: !self.no_acls,
+        }
+    }
+}
+
+/// Whether `x` restores owners (default: as root only, like tar).
+#[derive(Args, Debug, Clone, Copy)]
+pub(crate) struct OwnerArgs {
+    /// Restore owners also as an ordinary user (an owner that may not be given is a warning)
+    #[arg(long, conflicts_with = "no_same_owner")]
+    pub(crate) same_owner: bool,
+    /// Do not restore owners, also as root (files belong to the extracting user)
+    #[arg(long)]
+    pub(crate) no_same_owner: bool,
 }

@@ -157,6 +157,8 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         inputs: a.inputs,
         force: a.force,
         dereference: a.dereference,
+        xattrs: a.meta.xattrs(),
+        numeric_owner: a.meta.numeric_owner,
         options,
     };
     let s = krypta::compress(req, term)?;

@@ -41,12 +41,19 @@ pub fn run(cli: Cli) -> Result<u8> {
                 output: a.output,
                 paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
                 stdout: a.stdout,
-                fs: krypta::fs::extract::ExtractOptions {
-                    force: a.force,
-                    strip_components: a.strip_components,
-                    no_mtime: a.no_mtime,
-                    same_permissions: a.same_permissions,
-                    ..Default::default()
+                fs: {
+                    let d = krypta::fs::extract::ExtractOptions::default();
+                    krypta::fs::extract::ExtractOptions {
+                        force: a.force,
+                        strip_components: a.strip_components,
+                        no_mtime: a.no_mtime,
+                        same_permissions: a.same_permissions,
+                        restore_owner: (d.restore_owner || a.owner.same_owner)
+                            && !a.owner.no_same_owner,
+                        numeric_owner: a.meta.numeric_owner,
+                        xattrs: a.meta.xattrs(),
+                        ..d
+                    }
                 },
             };
             let s = krypta::extract(&a.archive, open, req, &mut term)?;

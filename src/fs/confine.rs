@@ -93,12 +93,30 @@ pub(crate) fn lstat_type(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<Option<
     }
 }
 
-/// A fresh temporary name in the target directory: `.krypta-` + 16 hex digits + `.tmp`
-/// (8 bytes from the OS random source; the caller creates it with `O_EXCL` and retries).
+/// A fresh temporary name in the target directory: `.krypta-` + 16 hex digits + `.tmp`; the
+/// caller creates it with `O_EXCL` and retries. The digits are the first 8 bytes of a keyed
+/// BLAKE3 hash of a per-process counter, under a key read once from the OS random source: as
+/// unpredictable to other users as 8 fresh random bytes, without a `getrandom` call per file.
 pub(crate) fn temp_name() -> Result<Vec<u8>> {
-    let mut r = [0u8; 8];
-    getrandom::fill(&mut r).map_err(|e| Error::Crypto(format!("random temporary name: {e}")))?;
-    let hex: String = r.iter().map(|b| format!("{b:02x}")).collect();
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static KEY: OnceLock<[u8; 32]> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let key = match KEY.get() {
+        Some(k) => k,
+        None => {
+            let mut k = [0u8; 32];
+            getrandom::fill(&mut k)
+                .map_err(|e| Error::Crypto(format!("random temporary name: {e}")))?;
+            KEY.get_or_init(|| k)
+        }
+    };
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let h = blake3::keyed_hash(key, &n.to_le_bytes());
+    let hex: String = h.as_bytes()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     Ok(format!(".krypta-{hex}.tmp").into_bytes())
 }
 
@@ -180,6 +198,18 @@ pub(crate) fn remove(dir: BorrowedFd<'_>, name: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temp_names_are_distinct_and_shaped_like_before() {
+        let names: std::collections::HashSet<Vec<u8>> =
+            (0..1000).map(|_| temp_name().unwrap()).collect();
+        assert_eq!(names.len(), 1000);
+        for n in &names {
+            assert_eq!(n.len(), ".krypta-".len() + 16 + ".tmp".len());
+            assert!(n.starts_with(b".krypta-") && n.ends_with(b".tmp"));
+            assert!(n[8..24].iter().all(|b| b.is_ascii_hexdigit()));
+        }
+    }
 
     #[test]
     fn split_entry_strips_components_and_keeps_the_rest() {

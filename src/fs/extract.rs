@@ -14,49 +14,66 @@
 //!   already present in the output as a parent directory is refused the same way. Symlink
 //!   targets are stored as they are (absolute ones too): they are data, never followed here.
 //! - **Existing names**: without force, an existing file, link or other non-directory at an
-//!   entry's name is an [`Error::Exists`] and is left untouched (checked early, and again
-//!   race-free with `renameat2(RENAME_NOREPLACE)`). With force it is replaced atomically: the
+//!   entry's name is an [`Error::Exists`] and is left untouched (checked early — except in a
+//!   directory this run created, where nothing was before — and again race-free with
+//!   `renameat2(RENAME_NOREPLACE)`). With force it is replaced atomically: the
 //!   new file is written under a temporary name in the same directory and renamed over it, so
 //!   the old inode is never truncated or written through, and an existing symbolic link is
 //!   replaced by the entry itself, never followed. An existing directory is reused for a
 //!   directory entry and never replaced by a non-directory (I/O error "Is a directory"). With
 //!   force, a non-directory where a directory entry goes is removed first.
 //! - **Atomicity**: data goes to `.krypta-<16 hex>.tmp` in the target directory; only
-//!   [`FileSink::commit`] renames it to the final name, after length, owner, mode and mtime are
-//!   set. An error or a dropped sink removes the temporary file. Files are not `fsync`ed.
+//!   [`FileSink::commit`] renames it to the final name, after length, owner, attributes, mode
+//!   and mtime are set. An error or a dropped sink removes the temporary file. Files are not
+//!   `fsync`ed.
+//! - **Metadata** is restored per entry in the order owner → extended attributes (ACLs,
+//!   capabilities) → mode → times, with as few calls as the values allow (`super::restore`
+//!   says why and which). Directories are created `0o700` and get all their metadata in
+//!   [`Extractor::finish`], after everything below them: children before their parents
+//!   (paths in descending byte order: a descendant `P/…` sorts after `P`), walked with the
+//!   same chain, so a read-only directory can still be filled, writing children does not
+//!   disturb its mtime, and its default ACL is not inherited by its restored children (each
+//!   gets exactly its own stored attributes). The root entry `.` (an archive of `dir/.`) is
+//!   applied to the output directory itself, last; `--strip-components` or a selection of
+//!   paths leave the output directory alone.
 //! - **Permissions**: setuid, setgid and sticky bits are restored only with `same_permissions`
 //!   or `as_root`, like tar; otherwise the mode is masked with `0o777` and the process umask.
-//!   Directories are created `0o700` and get their stored mode and mtime in
-//!   [`Extractor::finish`], children before their parents (paths in descending byte order:
-//!   a descendant `P/…` sorts after `P`), walked with the same chain, so a read-only
-//!   directory can still be filled and writing children does not disturb its mtime. Owners (uid/gid, numeric) are restored with
-//!   `restore_owner` (default when running as root), before the mode (chown clears setuid).
+//!   Owners are restored with `restore_owner` (default when running as root; by name when the
+//!   system knows it, unless `numeric_owner`), before the attributes and the mode (chown
+//!   clears capabilities and setuid). What an ordinary user may not set is a warning
+//!   ([`Extractor::take_warnings`]), not a failure.
 //! - **Hard links** are made with `linkat` to a file committed earlier in this run (never to a
-//!   file that merely exists in the output), via a temporary name and the same rename rules.
+//!   file that merely exists in the output), via a temporary name and the same rename rules;
+//!   they carry no metadata of their own (the inode has its target's).
 //! - **Mtimes** are restored to the nanosecond (also before 1970) unless `no_mtime`; access
-//!   times are left alone. Symbolic links get their owner and mtime with `AT_SYMLINK_NOFOLLOW`.
+//!   times are left alone. Symbolic links get their owner, attributes and mtime without being
+//!   followed (`AT_SYMLINK_NOFOLLOW`, `lsetxattr`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{
-    AtFlags, FileType, Gid, Mode, OFlags, Uid, chownat, linkat, mkdirat, openat, symlinkat,
-    unlinkat, utimensat,
-};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, linkat, mkdirat, openat, symlinkat, unlinkat};
 use rustix::io::Errno;
 
 use super::confine::{self, Target};
 use super::dirchain::DirChain;
+use super::notes::Notes;
+use super::owner::IdCache;
+use super::restore::{self, DirInfo, Made, On, Plan, Policy};
 pub use super::sink::FileSink;
-use super::sink::{Extracted, Policy, extracted_key};
+use super::sink::{Extracted, extracted_key};
+use super::xattr::XattrSelect;
 use crate::format::entry::{EntryKind, EntryMeta};
 use crate::{Error, Result};
 
 /// Mode of a directory entry's directory until [`Extractor::finish`] sets the stored one.
 const DIR_MODE_WHILE_EXTRACTING: u32 = 0o700;
+
+/// The path of the root entry (`super::walk::ROOT_PATH`): metadata for the output directory.
+const ROOT_PATH: &[u8] = b".";
 
 /// How to extract. `ExtractOptions::default()` gives the defaults for the current user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +87,12 @@ pub struct ExtractOptions {
     pub no_mtime: bool,
     /// Restore setuid/setgid/sticky and ignore the umask (`-p/--same-permissions`).
     pub same_permissions: bool,
-    /// Restore numeric uid/gid (default: effective uid is 0).
+    /// Restore owners (default: effective uid is 0; `--same-owner`, `--no-same-owner`).
     pub restore_owner: bool,
+    /// Restore owners by numeric id only, ignoring the stored names (`--numeric-owner`).
+    pub numeric_owner: bool,
+    /// Which extended attributes to restore (`--no-xattrs`, `--no-acls`; default all).
+    pub xattrs: XattrSelect,
     /// Behave as the superuser for permission bits, i.e. as if `same_permissions` were given
     /// (default: effective uid is 0).
     pub as_root: bool,
@@ -89,17 +110,32 @@ impl Default for ExtractOptions {
             no_mtime: false,
             same_permissions: false,
             restore_owner: root,
+            numeric_owner: false,
+            xattrs: XattrSelect::default(),
             as_root: root,
             fail_write_after: None,
         }
     }
 }
 
-/// A directory whose stored mode and mtime are applied in [`Extractor::finish`].
+/// A directory whose metadata is applied in [`Extractor::finish`]; `rel` is empty for the
+/// output directory (the root entry).
 #[derive(Debug)]
 struct PendingDir {
     rel: Vec<u8>,
     meta: EntryMeta,
+    plan: Plan,
+}
+
+/// The parent directory of the entry extracted last.
+#[derive(Debug)]
+struct Parent {
+    /// Its components, `/`-joined (empty for the output directory).
+    key: Vec<u8>,
+    /// Its descriptor, shared with the sinks made in it (an `Arc` clone, not a `dup`).
+    fd: Arc<OwnedFd>,
+    /// What is known of it (`None`: a directory this run did not create).
+    info: Option<DirInfo>,
 }
 
 /// Extracts entries below one output directory. Entries may come in any order that puts a
@@ -120,6 +156,15 @@ pub struct Extractor {
     opens: u64,
     dirs: Vec<PendingDir>,
     extracted: Extracted,
+    last_parent: Option<Parent>,
+    /// What is known of the output directory (one `fstat` and one `fgetxattr` at start).
+    root_info: Option<DirInfo>,
+    /// What is known of the directories this run created, by stripped path key.
+    made_dirs: HashMap<[u8; 16], DirInfo>,
+    /// Owner names resolved on this system.
+    ids: IdCache,
+    /// Warnings about metadata that could not be set.
+    notes: Notes,
 }
 
 impl Extractor {
@@ -135,6 +180,9 @@ impl Extractor {
         )
         .map_err(|e| Error::io(root, "open", e.into()))?;
         let keep_special = opts.same_permissions || opts.as_root;
+        let umask = process_umask();
+        let egid = rustix::process::getegid().as_raw();
+        let root_info = DirInfo::probe(fd.as_fd(), egid).ok();
         Ok(Extractor {
             root: fd,
             root_path: root.to_path_buf(),
@@ -142,8 +190,12 @@ impl Extractor {
                 force: opts.force,
                 no_mtime: opts.no_mtime,
                 keep_special,
-                umask: if keep_special { 0 } else { process_umask() },
+                umask: if keep_special { 0 } else { umask },
+                process_umask: umask,
                 restore_owner: opts.restore_owner,
+                numeric_owner: opts.numeric_owner,
+                xattrs: opts.xattrs,
+                euid: rustix::process::geteuid().as_raw(),
             },
             strip: opts.strip_components,
             fail_after: opts.fail_write_after,
@@ -152,6 +204,11 @@ impl Extractor {
             opens: 0,
             dirs: Vec::new(),
             extracted: Arc::new(Mutex::new(HashSet::new())),
+            last_parent: None,
+            root_info,
+            made_dirs: HashMap::new(),
+            ids: IdCache::default(),
+            notes: Notes::default(),
         })
     }
 
@@ -163,12 +220,17 @@ impl Extractor {
             return Ok(None);
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
-        let dir = self.parent(&t)?;
-        confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let (dir, info) = self.parent(&t)?;
+        if !info.is_some_and(|i| i.fresh) {
+            confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        }
+        let plan = self
+            .policy
+            .plan(meta, info.as_ref(), &mut self.ids, Made::File);
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let (tmp, fd) = confine::create_temp(&path, |name| {
-            openat(&dir, name, flags, Mode::from_raw_mode(0o600))
+            openat(&*dir, name, flags, Mode::from_raw_mode(plan.create_mode))
         })?;
         let cleanup_id = super::cleanup::register(
             path.parent()
@@ -184,9 +246,12 @@ impl Extractor {
             path,
             rel_key: extracted_key(&t.rel),
             meta: meta.clone(),
+            plan,
             policy: self.policy,
+            notes: self.notes.clone(),
             extracted: Arc::clone(&self.extracted),
             pos: 0,
+            written_end: 0,
             accepted: 0,
             fail_after: self.fail_after,
             done: false,
@@ -194,40 +259,63 @@ impl Extractor {
     }
 
     /// Creates a directory entry's directory (mode 0o700 for now) or reuses an existing
-    /// directory; its stored mode and mtime are applied by [`Extractor::finish`]. A symbolic
-    /// link or file in its place is an [`Error::Exists`] without force and removed with it.
+    /// directory; its stored metadata is applied by [`Extractor::finish`]. A symbolic link or
+    /// file in its place is an [`Error::Exists`] without force and removed with it. The root
+    /// entry `.` names the output directory itself (skipped with `--strip-components`).
     pub fn make_dir(&mut self, meta: &EntryMeta) -> Result<()> {
+        if meta.path == ROOT_PATH {
+            if self.strip == 0 {
+                let plan = self.policy.plan(meta, None, &mut self.ids, Made::Existing);
+                self.dirs.push(PendingDir {
+                    rel: Vec::new(),
+                    meta: meta.clone(),
+                    plan,
+                });
+            }
+            return Ok(());
+        }
         let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
-        let dir = self.parent(&t)?;
+        let (dir, info) = self.parent(&t)?;
         let mode = Mode::from_raw_mode(DIR_MODE_WHILE_EXTRACTING);
-        match mkdirat(&dir, t.name, mode) {
+        let mut made = info.map(|i| i.child());
+        match mkdirat(&*dir, t.name, mode) {
             Ok(()) => {}
             Err(Errno::EXIST) => match confine::lstat_type(dir.as_fd(), t.name)
                 .map_err(|e| Error::io(&path, "stat", e))?
             {
-                Some(FileType::Directory) => {}
+                Some(FileType::Directory) => made = None,
                 Some(_) if self.policy.force => {
-                    unlinkat(&dir, t.name, AtFlags::empty())
+                    unlinkat(&*dir, t.name, AtFlags::empty())
                         .map_err(|e| Error::io(&path, "remove", e.into()))?;
-                    mkdirat(&dir, t.name, mode)
+                    mkdirat(&*dir, t.name, mode)
                         .map_err(|e| Error::io(&path, "create directory", e.into()))?;
                 }
                 _ => return Err(Error::Exists { path }),
             },
             Err(e) => return Err(Error::io(&path, "create directory", e.into())),
         }
+        let how = if made.is_some() {
+            Made::Dir(DIR_MODE_WHILE_EXTRACTING)
+        } else {
+            Made::Existing
+        };
+        let plan = self.policy.plan(meta, info.as_ref(), &mut self.ids, how);
+        if let Some(m) = made {
+            self.made_dirs.insert(extracted_key(&t.rel), m);
+        }
         self.dirs.push(PendingDir {
             rel: t.rel,
             meta: meta.clone(),
+            plan,
         });
         Ok(())
     }
 
-    /// Creates a symbolic link with the stored target (not checked, never followed), owner
-    /// and mtime, under a temporary name renamed into place like a file.
+    /// Creates a symbolic link with the stored target (not checked, never followed), owner,
+    /// attributes and mtime, under a temporary name renamed into place like a file.
     pub fn make_symlink(&mut self, meta: &EntryMeta) -> Result<()> {
         let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
             return Ok(());
@@ -239,28 +327,24 @@ impl Extractor {
                 reason: "symbolic link entry without a target",
             });
         }
-        let dir = self.parent(&t)?;
-        confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let (dir, info) = self.parent(&t)?;
+        if !info.is_some_and(|i| i.fresh) {
+            confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        }
+        let plan = self
+            .policy
+            .plan(meta, info.as_ref(), &mut self.ids, Made::Symlink);
         let (tmp, ()) =
-            confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &dir, name))?;
-        let nofollow = AtFlags::SYMLINK_NOFOLLOW;
-        let res = (|| {
-            if self.policy.restore_owner {
-                chownat(
-                    &dir,
-                    tmp.as_slice(),
-                    Some(Uid::from_raw(meta.uid)),
-                    Some(Gid::from_raw(meta.gid)),
-                    nofollow,
-                )
-                .map_err(|e| Error::io(&path, "chown", e.into()))?;
-            }
-            if let Some(times) = self.policy.times(meta.mtime) {
-                utimensat(&dir, tmp.as_slice(), &times, nofollow)
-                    .map_err(|e| Error::io(&path, "set mtime", e.into()))?;
-            }
-            confine::place(dir.as_fd(), &tmp, t.name, self.policy.force, &path)
-        })();
+            confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &*dir, name))?;
+        let res = restore::apply(
+            On::Link(dir.as_fd(), &tmp),
+            meta,
+            &plan,
+            &self.policy,
+            &path,
+            &self.notes,
+        )
+        .and_then(|()| confine::place(dir.as_fd(), &tmp, t.name, self.policy.force, &path));
         if res.is_err() {
             confine::remove(dir.as_fd(), &tmp);
         }
@@ -292,10 +376,12 @@ impl Extractor {
             .open(self.root.as_fd(), &self.root_path, &target.parents, false)?
             .try_clone_to_owned()
             .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))?;
-        let dir = self.parent(&t)?;
-        confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let (dir, info) = self.parent(&t)?;
+        if !info.is_some_and(|i| i.fresh) {
+            confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        }
         let (tmp, ()) = confine::create_temp(&path, |name| {
-            linkat(&target_dir, target.name, &dir, name, AtFlags::empty())
+            linkat(&target_dir, target.name, &*dir, name, AtFlags::empty())
         })?;
         let res = confine::place(dir.as_fd(), &tmp, t.name, self.policy.force, &path);
         if res.is_err() {
@@ -306,17 +392,21 @@ impl Extractor {
         res
     }
 
-    /// Applies the stored owner, mode and mtime of every directory entry (see
-    /// [`Extractor::apply_dirs`]). Tries them all; returns the first error.
+    /// Applies the stored metadata of every directory entry (see
+    /// [`Extractor::apply_dirs`]). Tries them all; returns the first error. Warnings about
+    /// what could not be set are dropped: call [`Extractor::apply_dirs`] and
+    /// [`Extractor::take_warnings`] to get them.
     pub fn finish(mut self) -> Result<()> {
         self.apply_dirs()
     }
 
-    /// Applies the stored owner, mode and mtime of every directory entry made so far,
-    /// children before their parents: paths in descending byte order, each directory's
-    /// parents walked with the chain (without following links), so the whole pass costs
-    /// about one open per directory. Tries them all; returns the first error.
+    /// Applies the stored owner, attributes, mode and mtime of every directory entry made so
+    /// far, children before their parents: paths in descending byte order (the root entry,
+    /// the empty path, last), each directory's parents walked with the chain (without
+    /// following links), so the whole pass costs about one open per directory. Tries them
+    /// all; returns the first error.
     pub fn apply_dirs(&mut self) -> Result<()> {
+        self.last_parent = None;
         let mut dirs = std::mem::take(&mut self.dirs);
         dirs.sort_by(|a, b| b.rel.cmp(&a.rel));
         let mut first_err = None;
@@ -331,6 +421,13 @@ impl Extractor {
         first_err.map_or(Ok(()), Err)
     }
 
+    /// The warnings so far about metadata that could not be set (each names the file and the
+    /// owner or attribute; repeats of one kind are counted, see `super::notes`), from this
+    /// extractor and every sink it made; the list is emptied.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        self.notes.take()
+    }
+
     /// Directory `openat` calls made so far (parents of entries, hard-link targets and the
     /// directories finished): a deterministic measure of extraction cost, for tests.
     pub fn dir_opens(&self) -> u64 {
@@ -338,6 +435,16 @@ impl Extractor {
     }
 
     fn apply_dir(&mut self, d: &PendingDir) -> Result<()> {
+        if d.rel.is_empty() {
+            return restore::apply_fd(
+                &self.root,
+                &d.meta,
+                &d.plan,
+                &self.policy,
+                &self.root_path,
+                &self.notes,
+            );
+        }
         let comps: Vec<&[u8]> = d.rel.split(|&b| b == b'/').collect();
         let Some((name, parents)) = comps.split_last() else {
             return Ok(());
@@ -354,7 +461,7 @@ impl Extractor {
             Mode::empty(),
         )
         .map_err(|e| Error::io(&path, "open directory", e.into()))?;
-        self.policy.apply_fd(&fd, &d.meta, &path)
+        restore::apply_fd(&fd, &d.meta, &d.plan, &self.policy, &path, &self.notes)
     }
 
     fn was_extracted(&self, rel: &[u8]) -> bool {
@@ -364,12 +471,32 @@ impl Extractor {
             .unwrap_or(false)
     }
 
-    /// The parent directory of `t` (created if missing), through the chain.
-    fn parent(&mut self, t: &Target<'_>) -> Result<OwnedFd> {
-        self.chain
+    /// The parent directory of `t` (created if missing), through the chain, and what is known
+    /// of it. Consecutive entries in one directory share its descriptor.
+    fn parent(&mut self, t: &Target<'_>) -> Result<(Arc<OwnedFd>, Option<DirInfo>)> {
+        let key = t.parents.join(&b'/');
+        if let Some(p) = &self.last_parent
+            && p.key == key
+        {
+            return Ok((Arc::clone(&p.fd), p.info));
+        }
+        let fd = self
+            .chain
             .open(self.root.as_fd(), &self.root_path, &t.parents, true)?
             .try_clone_to_owned()
-            .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))
+            .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))?;
+        let info = if key.is_empty() {
+            self.root_info
+        } else {
+            self.made_dirs.get(&extracted_key(&key)).copied()
+        };
+        let fd = Arc::new(fd);
+        self.last_parent = Some(Parent {
+            key,
+            fd: Arc::clone(&fd),
+            info,
+        });
+        Ok((fd, info))
     }
 }
 

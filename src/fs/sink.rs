@@ -1,6 +1,7 @@
 //! Writing one extracted file: a temporary file in the target directory, written at increasing
-//! offsets (gaps and all-zero 4 KiB blocks stay holes), then truncated to its size, given its
-//! owner, mode and mtime, and renamed over the final name. Never a partial file under the final
+//! offsets (gaps and all-zero 4 KiB blocks stay holes), then extended to its size when it ends
+//! in a hole, given its metadata (`super::restore`: owner, extended attributes, mode, mtime),
+//! and renamed over the final name. Never a partial file under the final
 //! name: until [`FileSink::commit`] renames it, the data lives under `.krypta-<hex>.tmp`, which
 //! [`FileSink::abort`] (or dropping the sink) removes.
 
@@ -12,13 +13,13 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{
-    Gid, Mode, Timespec, Timestamps, UTIME_OMIT, Uid, fchmod, fchown, ftruncate, futimens,
-};
+use rustix::fs::ftruncate;
 use rustix::io::Errno;
 
 use super::confine;
-use crate::format::entry::{EntryMeta, Timestamp};
+use super::notes::Notes;
+use super::restore::{self, Plan, Policy};
+use crate::format::entry::EntryMeta;
 use crate::{Error, Result};
 
 /// Block size for hole detection when writing, in bytes: an aligned block of this many zero
@@ -36,77 +37,12 @@ pub(crate) fn extracted_key(rel: &[u8]) -> [u8; 16] {
     k
 }
 
-/// How metadata is applied (computed once from `ExtractOptions`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Policy {
-    /// Replace existing non-directories.
-    pub force: bool,
-    /// Leave mtimes at extraction time.
-    pub no_mtime: bool,
-    /// Keep setuid/setgid/sticky and ignore the umask (root or `--same-permissions`).
-    pub keep_special: bool,
-    /// The process umask, applied to modes when `keep_special` is off.
-    pub umask: u32,
-    /// `chown` to the stored uid/gid.
-    pub restore_owner: bool,
-}
-
-impl Policy {
-    /// The mode to set for a stored mode (`0o7777` mask).
-    pub(crate) fn mode(&self, stored: u32) -> u32 {
-        if self.keep_special {
-            stored & 0o7777
-        } else {
-            stored & 0o777 & !self.umask
-        }
-    }
-
-    /// Times for `futimens`/`utimensat`: access time left alone, mtime as stored.
-    pub(crate) fn times(&self, mtime: Timestamp) -> Option<Timestamps> {
-        if self.no_mtime {
-            return None;
-        }
-        Some(Timestamps {
-            last_access: Timespec {
-                tv_sec: 0,
-                tv_nsec: UTIME_OMIT,
-            },
-            last_modification: Timespec {
-                tv_sec: mtime.secs,
-                tv_nsec: i64::from(mtime.nanos),
-            },
-        })
-    }
-
-    /// Applies owner, then mode (after chown, which clears setuid), then mtime to an open fd.
-    pub(crate) fn apply_fd(
-        &self,
-        fd: impl AsFd,
-        meta: &EntryMeta,
-        path: &std::path::Path,
-    ) -> Result<()> {
-        if self.restore_owner {
-            fchown(
-                &fd,
-                Some(Uid::from_raw(meta.uid)),
-                Some(Gid::from_raw(meta.gid)),
-            )
-            .map_err(|e| Error::io(path, "chown", e.into()))?;
-        }
-        fchmod(&fd, Mode::from_raw_mode(self.mode(meta.mode)))
-            .map_err(|e| Error::io(path, "chmod", e.into()))?;
-        if let Some(t) = self.times(meta.mtime) {
-            futimens(&fd, &t).map_err(|e| Error::io(path, "set mtime", e.into()))?;
-        }
-        Ok(())
-    }
-}
-
 /// A file being extracted, written under a temporary name until [`FileSink::commit`].
 #[derive(Debug)]
 pub struct FileSink {
     pub(crate) file: File,
-    pub(crate) dir: OwnedFd,
+    /// The target directory (shared with the extractor and the other sinks made in it).
+    pub(crate) dir: Arc<OwnedFd>,
     /// Registration in [`super::cleanup`] (removed on interrupt).
     pub(crate) cleanup_id: u64,
     pub(crate) tmp: Vec<u8>,
@@ -115,10 +51,17 @@ pub struct FileSink {
     pub(crate) path: PathBuf,
     pub(crate) rel_key: [u8; 16],
     pub(crate) meta: EntryMeta,
+    /// Owner and mode decisions made when the file was begun.
+    pub(crate) plan: Plan,
     pub(crate) policy: Policy,
+    /// Where warnings about metadata that could not be set go.
+    pub(crate) notes: Notes,
     pub(crate) extracted: Extracted,
-    /// End of the data written so far (next write must start at or after it), in bytes.
+    /// End of the data given so far (next write must start at or after it), in bytes.
     pub(crate) pos: u64,
+    /// End of the bytes actually written (all-zero blocks are skipped), in bytes: the length
+    /// of the temporary file.
+    pub(crate) written_end: u64,
     /// Bytes accepted so far, for the fault hook.
     pub(crate) accepted: u64,
     pub(crate) fail_after: Option<u64>,
@@ -173,14 +116,18 @@ impl FileSink {
         Ok(())
     }
 
-    fn write_run(&self, offset: u64, start: usize, bytes: &[u8]) -> Result<()> {
+    fn write_run(&mut self, offset: u64, start: usize, bytes: &[u8]) -> Result<()> {
+        let at = offset + start as u64;
         self.file
-            .write_all_at(bytes, offset + start as u64)
-            .map_err(|e| Error::io(&self.path, "write", e))
+            .write_all_at(bytes, at)
+            .map_err(|e| Error::io(&self.path, "write", e))?;
+        self.written_end = at + bytes.len() as u64;
+        Ok(())
     }
 
-    /// Sets the final length `size` in bytes (a trailing gap becomes a hole), the owner (when
-    /// restoring owners), mode and mtime, then renames the file over its final name: an
+    /// Sets the final length `size` in bytes (a trailing gap becomes a hole; `ftruncate` only
+    /// then), the metadata (owner when restoring owners, extended attributes, mode, mtime, in
+    /// that order), then renames the file over its final name: an
     /// existing name is refused without force ([`Error::Exists`]) and replaced atomically with
     /// it (an existing symbolic link is replaced, never followed). On any error the temporary
     /// file is removed and nothing appears under the final name.
@@ -195,8 +142,18 @@ impl FileSink {
                 ),
             ));
         }
-        ftruncate(&self.file, size).map_err(|e| Error::io(&self.path, "set length", e.into()))?;
-        self.policy.apply_fd(&self.file, &self.meta, &self.path)?;
+        if size != self.written_end {
+            ftruncate(&self.file, size)
+                .map_err(|e| Error::io(&self.path, "set length", e.into()))?;
+        }
+        restore::apply_fd(
+            &self.file,
+            &self.meta,
+            &self.plan,
+            &self.policy,
+            &self.path,
+            &self.notes,
+        )?;
         confine::place(
             self.dir.as_fd(),
             &self.tmp,

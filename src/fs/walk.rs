@@ -4,8 +4,16 @@
 //! - **Archive paths** are the inputs as given, made relative: a leading `/` is dropped (one
 //!   warning per input, like tar), empty and `.` components are dropped, and everything up to
 //!   and including the last `..` component is dropped with a warning (`../x` is stored as `x`,
-//!   `a/../b` as `b`). An input that reduces to nothing (`.`, `/`, `..`) contributes its
-//!   children only, stored under their own names; its own directory entry is not stored.
+//!   `a/../b` as `b`). An input that names a directory's contents — `.`, `dir/.`, `/`, `..`
+//!   — contributes its children, stored under their own names (`dir/.` stores `dir`'s
+//!   children at the top, like `tar -C dir .`), and its directory's own metadata (mode,
+//!   owner, times, attributes) as the root entry `.`, the first entry of the archive, which
+//!   extraction applies to the output directory. Only the first such input gives the root
+//!   entry.
+//! - **Overlapping inputs** (`src src/README.md`, `src` twice, `a/. b/.`) store each archive
+//!   path once, from its first occurrence (see `super::overlap`).
+//! - **Owner names and extended attributes** (ACLs and capabilities included) are read with
+//!   each entry (see `super::attrs`, `super::xattr`); [`WalkOptions`] says which.
 //! - **Order**: inputs in command-line order; inside a directory, entries sorted by name bytes,
 //!   depth first, each directory before its children. The same tree always gives the same
 //!   entry sequence, so archives are reproducible.
@@ -36,17 +44,28 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Dir, Mode, OFlags, Stat, fstat, readlinkat, statat};
 
+use super::attrs::EntryAttrs;
 use super::longpath;
 use super::meta::{StatKind, identity, kind_of, mode_of, mtime_of, size_of};
 use super::names::escape_path;
-use crate::format::entry::{EntryKind, EntryMeta, MAX_PATH_LEN};
+use super::overlap::{Overlap, Verdict};
+use super::xattr::XattrSelect;
+use crate::format::entry::{EntryKind, EntryMeta, MAX_PATH_LEN, Xattr};
 use crate::{Error, Result};
 
-/// How the walk treats symbolic links.
+/// The archive path of the root entry: the directory an input such as `.` or `dir/.` names.
+pub const ROOT_PATH: &[u8] = b".";
+
+/// How the walk treats symbolic links and which metadata it reads. The default follows no
+/// links and stores owner names and every extended attribute.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WalkOptions {
     /// Follow symbolic links (`-L/--dereference`) and store what they point to.
     pub dereference: bool,
+    /// Which extended attributes to store (`--no-xattrs`, `--no-acls`).
+    pub xattrs: XattrSelect,
+    /// Store numeric ids only, no owner and group names (`--numeric-owner`).
+    pub numeric_owner: bool,
 }
 
 /// One entry found by the walk.
@@ -78,6 +97,8 @@ struct Pending {
     st: Stat,
     /// Symlink target when `st` is a symlink (read while the parent was open).
     link: Vec<u8>,
+    /// Extended attributes, sorted by name (read while the parent was open).
+    xattrs: Vec<Xattr>,
 }
 
 /// Walks `inputs` and calls `on_event` for every entry and warning, in the order described in
@@ -87,17 +108,31 @@ pub fn walk(
     opts: &WalkOptions,
     on_event: &mut dyn FnMut(WalkEvent) -> Result<()>,
 ) -> Result<()> {
+    let roots: Vec<Option<Vec<u8>>> = inputs
+        .iter()
+        .map(|i| (i.as_os_str() != "-").then(|| archive_path_of(i.as_os_str().as_bytes()).0))
+        .collect();
     let mut w = Walker {
         opts: *opts,
         links: HashMap::new(),
         dirs_seen: HashSet::new(),
         notes_shown: HashSet::new(),
+        overlap: Overlap::new(&roots),
+        attrs: EntryAttrs::new(opts.xattrs, opts.numeric_owner),
+        input: 0,
         on_event,
     };
-    for input in inputs {
-        if input.as_os_str() == "-" {
+    if let Some(i) = roots
+        .iter()
+        .position(|r| r.as_ref().is_some_and(|r| r.is_empty()))
+    {
+        w.root_entry(&inputs[i])?;
+    }
+    for (i, input) in inputs.iter().enumerate() {
+        if roots[i].is_none() {
             continue;
         }
+        w.input = i;
         w.walk_input(input)?;
     }
     Ok(())
@@ -111,6 +146,12 @@ struct Walker<'a> {
     dirs_seen: HashSet<(u64, u64)>,
     /// Path-rewriting notes already shown (each is shown once per walk, like tar).
     notes_shown: HashSet<String>,
+    /// Archive paths already stored, for overlapping inputs.
+    overlap: Overlap,
+    /// Owner names and extended attributes.
+    attrs: EntryAttrs,
+    /// Index of the input being walked (in the `inputs` given to [`walk`]).
+    input: usize,
     on_event: &'a mut dyn FnMut(WalkEvent) -> Result<()>,
 }
 
@@ -120,6 +161,57 @@ impl Walker<'_> {
         (self.on_event)(WalkEvent::Warning(format!("{shown}: {what}")))
     }
 
+    /// Passes warnings collected while reading `path`'s attributes on.
+    fn warn_all(&mut self, path: &Path, warnings: Vec<String>) -> Result<()> {
+        for w in warnings {
+            self.warn(path, w)?;
+        }
+        Ok(())
+    }
+
+    /// Stores the root entry `.` with the metadata of `input`, an input naming a directory's
+    /// contents (`.`, `dir/.`), if it is a directory. Problems are left to [`Self::walk_input`],
+    /// which meets the same input again.
+    fn root_entry(&mut self, input: &Path) -> Result<()> {
+        let deref = self.opts.dereference;
+        let mut warnings = Vec::new();
+        let found = longpath::with_parent(input, |dir, name| {
+            let (st, via_link) = stat_child(dir, name, deref)?;
+            let xattrs = if kind_of(&st) == StatKind::Dir {
+                self.attrs
+                    .xattrs(dir, name, input, via_link, &mut |w| warnings.push(w))
+            } else {
+                Vec::new()
+            };
+            Ok((st, xattrs))
+        });
+        self.warn_all(input, warnings)?;
+        let Ok((st, xattrs)) = found else {
+            return Ok(());
+        };
+        if kind_of(&st) != StatKind::Dir {
+            return Ok(());
+        }
+        let mut meta = EntryMeta {
+            path: ROOT_PATH.to_vec(),
+            kind: EntryKind::Dir,
+            mode: mode_of(&st),
+            mtime: mtime_of(&st),
+            uid: st.st_uid,
+            gid: st.st_gid,
+            ..Default::default()
+        };
+        let mut warnings = Vec::new();
+        self.attrs
+            .complete(&mut meta, xattrs, &mut |w| warnings.push(w));
+        self.warn_all(input, warnings)?;
+        (self.on_event)(WalkEvent::Entry(InputEntry {
+            meta,
+            source: input.to_path_buf(),
+            size: 0,
+        }))
+    }
+
     fn walk_input(&mut self, input: &Path) -> Result<()> {
         let (arch, note) = archive_path_of(input.as_os_str().as_bytes());
         if let Some(note) = note
@@ -127,9 +219,27 @@ impl Walker<'_> {
         {
             (self.on_event)(WalkEvent::Warning(note))?;
         }
+        if self.overlap.below_non_dir(self.input, &arch) {
+            return self.warn(
+                input,
+                "lies below a file or link stored from an earlier input; skipped",
+            );
+        }
         let deref = self.opts.dereference;
-        let (st, via_link) = longpath::with_parent(input, |dir, name| stat_child(dir, name, deref))
-            .map_err(|e| Error::io(input, "stat", e))?;
+        let mut warnings = Vec::new();
+        let (st, via_link, xattrs) = longpath::with_parent(input, |dir, name| {
+            let (st, via_link) = stat_child(dir, name, deref)?;
+            // The root's own attributes went into the root entry.
+            let xattrs = if arch.is_empty() || matches!(kind_of(&st), StatKind::Special(_)) {
+                Vec::new()
+            } else {
+                self.attrs
+                    .xattrs(dir, name, input, via_link, &mut |w| warnings.push(w))
+            };
+            Ok((st, via_link, xattrs))
+        })
+        .map_err(|e| Error::io(input, "stat", e))?;
+        self.warn_all(input, warnings)?;
         let mut source = input.to_path_buf();
         if via_link && kind_of(&st) == StatKind::File {
             source = std::fs::canonicalize(input)
@@ -153,6 +263,7 @@ impl Walker<'_> {
             arch,
             st,
             link,
+            xattrs,
         }];
         while let Some(p) = stack.pop() {
             self.visit(p, &mut stack)?;
@@ -173,6 +284,29 @@ impl Walker<'_> {
             StatKind::Dir => EntryKind::Dir,
             StatKind::Symlink => EntryKind::Symlink,
         };
+        if !p.arch.is_empty() {
+            match self
+                .overlap
+                .admit(self.input, &p.arch, kind == EntryKind::Dir)
+            {
+                Verdict::New => {}
+                Verdict::Duplicate => return Ok(()),
+                Verdict::Conflict => {
+                    return self.warn(
+                        &p.source,
+                        "stored already as another kind of entry from an earlier input; skipped with what is below it",
+                    );
+                }
+                Verdict::SameDir => {
+                    // Stored already; walk below it unless it is the directory walked then.
+                    if !self.dirs_seen.contains(&identity(&p.st)) {
+                        let children = self.list_dir(&p.source, &p.st, &p.arch)?;
+                        stack.extend(children.into_iter().rev());
+                    }
+                    return Ok(());
+                }
+            }
+        }
         let mut meta = EntryMeta {
             path: p.arch,
             kind,
@@ -190,9 +324,7 @@ impl Walker<'_> {
                 if p.st.st_nlink > 1 {
                     let id = identity(&p.st);
                     if let Some(first) = self.links.get(&id) {
-                        if *first == meta.path {
-                            return self.warn(&p.source, "named twice in the inputs; stored once");
-                        }
+                        // Not the same path: overlapping inputs were stored once above.
                         meta.kind = EntryKind::Hardlink;
                         meta.link = first.clone();
                         size = 0;
@@ -210,6 +342,10 @@ impl Walker<'_> {
         if meta.path.is_empty() {
             return Ok(());
         }
+        let mut warnings = Vec::new();
+        self.attrs
+            .complete(&mut meta, p.xattrs, &mut |w| warnings.push(w));
+        self.warn_all(&p.source, warnings)?;
         (self.on_event)(WalkEvent::Entry(InputEntry {
             meta,
             source: p.source,
@@ -343,11 +479,24 @@ impl Walker<'_> {
                 child_arch.push(b'/');
             }
             child_arch.extend_from_slice(&name);
+            let xattrs = if matches!(kind_of(&st), StatKind::Special(_)) {
+                Vec::new()
+            } else {
+                let mut warnings = Vec::new();
+                let x = self
+                    .attrs
+                    .xattrs(dirfd.as_fd(), &name, &child, via_link, &mut |w| {
+                        warnings.push(w)
+                    });
+                self.warn_all(&child, warnings)?;
+                x
+            };
             out.push(Pending {
                 source: child,
                 arch: child_arch,
                 st,
                 link,
+                xattrs,
             });
         }
         Ok(out)
@@ -371,6 +520,11 @@ fn stat_child(dir: BorrowedFd<'_>, name: &[u8], deref: bool) -> io::Result<(Stat
 /// The archive path for a command-line input (see the module docs), and the warning to print
 /// once for it if anything was removed.
 pub fn archive_path_of(input: &[u8]) -> (Vec<u8>, Option<String>) {
+    // `dir/.` (also `dir/./`) names dir's contents: stored at the root, like `.`.
+    let last = input.split(|&b| b == b'/').rev().find(|c| !c.is_empty());
+    if last == Some(b".") {
+        return (Vec::new(), None);
+    }
     let comps: Vec<&[u8]> = input
         .split(|&b| b == b'/')
         .filter(|c| !c.is_empty() && *c != b".")
@@ -430,5 +584,15 @@ mod tests {
         );
         assert_eq!(archive_path_of(b"."), (Vec::new(), None));
         assert_eq!(archive_path_of(b"/").0, Vec::<u8>::new());
+    }
+
+    #[test]
+    fn dir_dot_names_the_contents_of_dir_at_the_root() {
+        for root in [&b"dir/."[..], b"dir/./", b"/abs/dir/.", b"./.", b"../x/."] {
+            assert_eq!(archive_path_of(root), (Vec::new(), None), "{root:?}");
+        }
+        assert_eq!(archive_path_of(b"./dir").0, b"dir".to_vec());
+        assert_eq!(archive_path_of(b"a/./b").0, b"a/b".to_vec());
+        assert_eq!(archive_path_of(b".hidden").0, b".hidden".to_vec());
     }
 }
