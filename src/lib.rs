@@ -149,18 +149,6 @@ fn compress_into(
                 if e.meta.kind != EntryKind::File {
                     return w.add_entry(&e.meta);
                 }
-                {
-                    use std::os::unix::fs::MetadataExt;
-                    if let Ok(m) = std::fs::metadata(&e.source)
-                        && own_files.contains(&(m.dev(), m.ino()))
-                    {
-                        rep.warn(&format!(
-                            "{}: skipped: it is the archive being written",
-                            e.source.display()
-                        ));
-                        return Ok(());
-                    }
-                }
                 let mut src = match fs::source::FileSource::open(&e.source, e.size) {
                     Ok(s) => s,
                     Err(err) => {
@@ -170,6 +158,15 @@ fn compress_into(
                         return Ok(());
                     }
                 };
+                // Compared on the open file (its fstat), not the path: no extra system call
+                // per file, and no race between the check and the read.
+                if own_files.contains(&src.dev_ino()) {
+                    rep.warn(&format!(
+                        "{}: skipped: it is the archive being written",
+                        e.source.display()
+                    ));
+                    return Ok(());
+                }
                 w.add_file_with_progress(&e.meta, &mut src, &mut |b| rep.progress(b))?;
                 if let Some(m) = src.change_warning() {
                     rep.warn(&format!("{}: {m}", e.source.display()));
