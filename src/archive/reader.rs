@@ -18,7 +18,7 @@ use super::pipeline::{Buffers, OrderedPool};
 use crate::codec::{BlockDecoder, Codec, decode_stored_in_place};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, Subkeys};
-use crate::crypto::stanza::{Identity, unwrap};
+use crate::crypto::stanza::{Identity, unwrap_versioned};
 use crate::error::{AuthCheck, Error, Result};
 use crate::format::entry::EntryKind;
 use crate::format::footer::{FOOTER_LEN, Footer};
@@ -443,13 +443,19 @@ impl Archive {
     /// header MAC failed), Integrity (unencrypted header checksum), Io.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
         let (header, bytes, input) = read_header(path)?;
-        if !header.encrypted() && !opts.identities.is_empty() && !opts.allow_unencrypted {
+        // A prompt (`Identity::Prompt`) is no key the caller gave: it asks only when needed.
+        let keys_given = opts.identities.iter().any(|i| !i.is_prompt());
+        if !header.encrypted() && keys_given && !opts.allow_unencrypted {
             return Err(Error::NotEncrypted { path: path.into() });
         }
         let (body, tag) = bytes.split_at(bytes.len() - 32);
         let tag: [u8; 32] = tag.try_into().expect("32 bytes");
         let protection = if header.encrypted() {
-            if opts.identities.is_empty() {
+            let has_password_stanza = header
+                .stanzas
+                .iter()
+                .any(|s| crate::crypto::stanza::stanza_kdf(s).is_some());
+            if !keys_given && !(has_password_stanza && !opts.identities.is_empty()) {
                 let mut kinds: Vec<&str> = header.stanzas.iter().map(|s| s.name()).collect();
                 kinds.dedup();
                 return Err(Error::KeyRequired {
@@ -457,8 +463,17 @@ impl Archive {
                     kinds: kinds.join(", "),
                 });
             }
-            let key = unwrap(&opts.identities, &header.stanzas, &header.archive_id).map_err(
-                |e| match e {
+            let version = <&[u8; PREFIX_LEN]>::try_from(&bytes[..PREFIX_LEN])
+                .ok()
+                .and_then(|b| header::Prefix::parse(b).ok())
+                .map_or(header::VERSION, |p| p.version);
+            let key = unwrap_versioned(
+                &opts.identities,
+                &header.stanzas,
+                &header.archive_id,
+                version,
+            )
+            .map_err(|e| match e {
                     crate::crypto::CryptoError::KdfLimit {
                         param,
                         value,
@@ -478,12 +493,12 @@ impl Archive {
                         }
                     }
                     crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
+                    crate::crypto::CryptoError::Prompt(m) => Error::Usage(m),
                     _ => Error::AuthFailed {
                         path: path.into(),
                         check: AuthCheck::NoStanzaOpened,
                     },
-                },
-            )?;
+            })?;
             let p = Protection::Sealed(Box::new(Subkeys::derive(&key, &header.archive_id)));
             p.verify_header(body, &tag).map_err(|_| Error::AuthFailed {
                 path: path.into(),
