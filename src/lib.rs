@@ -38,6 +38,8 @@ pub trait Reporter {
     fn progress(&mut self, _done: u64) {}
     /// Work finished.
     fn finish(&mut self) {}
+    /// An entry was written to the archive (`c`) or extracted (`x`), for `-v` listings.
+    fn entry_done(&mut self, _meta: &EntryMeta) {}
 }
 
 /// A reporter that keeps warnings in memory and shows nothing.
@@ -63,6 +65,11 @@ pub struct CompressRequest {
     pub force: bool,
     /// Follow symlinks (`-L`).
     pub dereference: bool,
+    /// What the walk leaves out (`--exclude`, `--one-file-system`, `--exclude-caches`).
+    pub select: fs::select::Selector,
+    /// Stop at the first input that cannot be read (`--strict`), writing no archive; without
+    /// it, such inputs are skipped, named, and the run ends with [`Error::Incomplete`].
+    pub strict: bool,
     /// Archive options.
     pub options: WriteOptions,
 }
@@ -71,8 +78,10 @@ pub struct CompressRequest {
 /// output's directory and renamed into place only when complete, so a failure never leaves
 /// a partial archive under the final name; an existing output is kept unless `force`.
 ///
-/// Errors: Exists, Io (naming the file), Usage; `Incomplete` after a complete, valid archive
-/// was written when inputs changed or vanished while being read.
+/// Errors: Exists, Io (naming the file), Usage, OutputIsInput (the existing output would be
+/// replaced although the walk reads it: refused even with `force`); `Incomplete` after a
+/// complete, valid archive was written when inputs could not be read (and not `strict`),
+/// changed or vanished while being read.
 pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
     let to_stdout = req.output == Path::new("-");
     let mut tmp = None;
@@ -110,9 +119,11 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     } else {
         req.output.clone()
     };
-    // The files being written (the temporary archive, the output it replaces, or the file
-    // stdout points to) are never archived, even when they lie inside an input directory.
+    // The files being written (the temporary archive, or the file stdout points to) are never
+    // archived, even when they lie inside an input directory. An existing output that the
+    // walk reaches is an input: replacing it (with -f) would destroy it, so that is refused.
     let mut own_files: Vec<(u64, u64)> = Vec::new();
+    let mut replaced: Option<(u64, u64)> = None;
     {
         use std::os::unix::fs::MetadataExt;
         if let Some(t) = &tmp
@@ -120,8 +131,8 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
         {
             own_files.push((m.dev(), m.ino()));
         }
-        if let Ok(m) = std::fs::metadata(&req.output) {
-            own_files.push((m.dev(), m.ino()));
+        if !to_stdout && let Ok(m) = std::fs::metadata(&req.output) {
+            replaced = Some((m.dev(), m.ino()));
         }
         if to_stdout && let Ok(st) = rustix::fs::fstat(std::io::stdout()) {
             own_files.push((st.st_dev, st.st_ino));
@@ -133,6 +144,8 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
         .unwrap_or(0);
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
     let mut changed = 0usize;
+    let mut skipped = 0usize;
+    let strict = req.strict;
     rep.start(None);
     // One walk over all filesystem inputs, so hard links are found across them and each
     // path-rewriting note is shown once; a `-` input adds the stdin stream after them.
@@ -151,28 +164,44 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
                 rep.warn(&m);
                 Ok(())
             }
+            fs::walk::WalkEvent::Skipped(s) => {
+                if strict {
+                    return Err(s.into_error());
+                }
+                rep.warn(&s.to_string());
+                skipped += 1;
+                Ok(())
+            }
             fs::walk::WalkEvent::Entry(e) => {
                 if e.meta.kind != EntryKind::File {
-                    return w.add_entry(&e.meta);
+                    w.add_entry(&e.meta)?;
+                    rep.entry_done(&e.meta);
+                    return Ok(());
                 }
                 {
                     use std::os::unix::fs::MetadataExt;
-                    if let Ok(m) = std::fs::metadata(&e.source)
-                        && own_files.contains(&(m.dev(), m.ino()))
-                    {
-                        rep.warn(&format!(
-                            "{}: skipped: it is the archive being written",
-                            e.source.display()
-                        ));
-                        return Ok(());
+                    if let Ok(m) = std::fs::metadata(&e.source) {
+                        if replaced == Some((m.dev(), m.ino())) {
+                            return Err(Error::OutputIsInput {
+                                path: e.source.clone(),
+                            });
+                        }
+                        if own_files.contains(&(m.dev(), m.ino())) {
+                            rep.warn(&format!(
+                                "{}: skipped: it is the archive being written",
+                                e.source.display()
+                            ));
+                            return Ok(());
+                        }
                     }
                 }
                 let mut src = match fs::source::FileSource::open(&e.source, e.size) {
                     Ok(s) => s,
+                    Err(err) if strict => return Err(err),
                     Err(err) => {
                         // Vanished or became unreadable since the walk: skip it, say so.
                         rep.warn(&format!("skipped: {err}"));
-                        changed += 1;
+                        skipped += 1;
                         return Ok(());
                     }
                 };
@@ -182,12 +211,13 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
                     changed += 1;
                 }
                 rep.progress(w.content_bytes());
+                rep.entry_done(&e.meta);
                 Ok(())
             }
         }
     };
     if !fs_inputs.is_empty() {
-        fs::walk::walk(&fs_inputs, &opts, &mut on_event)?;
+        fs::walk::walk_selected(&fs_inputs, &opts, &req.select, &mut on_event)?;
     }
     if req.inputs.iter().any(|p| p.as_os_str() == "-") {
         let meta = EntryMeta {
@@ -201,6 +231,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
         };
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
         w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
+        rep.entry_done(&meta);
     }
     let (summary, mut out) = w.finish()?;
     out.flush().map_err(|e| Error::io(&out_name, "write", e))?;
@@ -226,8 +257,12 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
         }
     }
     rep.finish();
-    if changed > 0 {
-        return Err(Error::Incomplete { count: changed });
+    if changed + skipped > 0 {
+        return Err(Error::Incomplete {
+            skipped,
+            changed,
+            summary: Box::new(summary),
+        });
     }
     Ok(summary)
 }
@@ -266,6 +301,8 @@ pub struct ExtractRequest {
     pub output: PathBuf,
     /// Entries to extract (raw bytes); empty = all.
     pub paths: Vec<Vec<u8>>,
+    /// `paths` are glob patterns (`--wildcards`, [`archive::visit::Selection::wildcards`]).
+    pub wildcards: bool,
     /// Write file contents to stdout instead of creating files.
     pub stdout: bool,
     /// Filesystem options (force, strip components, mtimes, permissions, owners).
@@ -277,6 +314,11 @@ pub struct ExtractRequest {
 ///
 /// Errors: as [`Archive::open`], plus Corrupt/AuthFailed/Integrity from the data, Io and
 /// UnsafePath from the filesystem, Usage when a requested path is not in the archive.
+/// Existing names follow [`fs::extract::ExtractOptions::existing`] ([`fs::conflict`]): found
+/// before anything is written, [`Error::Conflicts`] (`before_start`); found while
+/// extracting, everything else is extracted and each is reported with [`Reporter::warn`],
+/// then [`Error::Conflicts`] (refuse or replace), [`Error::KeptExisting`] (keep) or nothing
+/// (skip).
 pub fn extract(
     archive: &Path,
     open: OpenOptions,
@@ -284,40 +326,89 @@ pub fn extract(
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
-    let mut select = Selection::new(req.paths);
+    let mut select = if req.wildcards {
+        Selection::wildcards(&req.paths)?
+    } else {
+        Selection::new(req.paths)
+    };
     let index = if ar.seekable() {
         Some(ar.read_index()?.1)
     } else {
         None
     };
+    let policy = req.fs.existing;
+    if !req.stdout
+        && let Some(ix) = &index
+    {
+        // The conflict check before anything is written (fs::conflict).
+        let targets = ix
+            .entries
+            .iter()
+            .filter(|e| {
+                select.covers(&e.meta.path)
+                    && (e.meta.kind != EntryKind::Hardlink || select.covers(&e.meta.link))
+            })
+            .map(|e| (e.meta.path.as_slice(), e.meta.kind));
+        fs::conflict::preflight(&req.output, targets, req.fs.strip_components, policy)?;
+    }
     if let Some(ix) = &index {
         rep.start(Some(total_size(&ix.entries)));
     } else {
         rep.start(None);
     }
-    let mut progress = |b: u64| rep.progress(b);
     let summary = if req.stdout {
         let stdout = std::io::stdout();
         let mut v = StdoutVisitor::new(
             std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
             &mut select,
         );
-        let s = run_scan(&mut ar, index.as_ref(), &mut v)?;
+        let s = run_scan(&mut ar, index.as_ref(), &mut Tap::new(&mut v, rep))?;
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
         s
     } else {
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
-        let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
-        let s = run_scan(&mut ar, index.as_ref(), &mut v);
+        let mut no_progress = |_: u64| {};
+        let mut v = ExtractVisitor::new(ex, &mut select, &mut no_progress);
+        let s = run_scan(&mut ar, index.as_ref(), &mut Tap::new(&mut v, rep));
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { ex, .. } = v;
         for w in &warnings {
             rep.warn(w);
         }
         let s = s?;
+        let conflicts = ex.conflicts();
         ex.finish()?;
+        if !conflicts.is_empty() {
+            rep.finish();
+            if policy != fs::conflict::Existing::Skip {
+                for c in &conflicts {
+                    rep.warn(&c.to_string());
+                }
+            }
+            match policy {
+                fs::conflict::Existing::Skip => {}
+                fs::conflict::Existing::Keep => {
+                    return Err(Error::KeptExisting {
+                        count: conflicts.len(),
+                        summary: Box::new(s),
+                    });
+                }
+                fs::conflict::Existing::Refuse | fs::conflict::Existing::Replace => {
+                    return Err(Error::Conflicts {
+                        output: req.output.clone(),
+                        count: conflicts.len(),
+                        names: conflicts
+                            .iter()
+                            .take(fs::conflict::SHOWN_CONFLICTS)
+                            .map(|c| fs::escape_path(c.path.as_os_str().as_encoded_bytes()))
+                            .collect(),
+                        before_start: false,
+                    });
+                }
+            }
+        }
         s
     };
     rep.finish();
@@ -358,6 +449,81 @@ fn run_scan(
             }
         }
         None => ar.scan(v),
+    }
+}
+
+/// Passes a scan through to a visitor, reporting progress and each entry done
+/// ([`Reporter::entry_done`], for `-v`): a non-file once the visitor made it, a file once its
+/// digest matched and the visitor took it; an entry the extractor kept out (a conflict) is
+/// not reported as done.
+struct Tap<'a, V: archive::Visitor + KeptCount> {
+    inner: &'a mut V,
+    rep: &'a mut dyn Reporter,
+    bytes: u64,
+    /// The current file was kept out when it began.
+    file_kept: bool,
+}
+
+impl<'a, V: archive::Visitor + KeptCount> Tap<'a, V> {
+    fn new(inner: &'a mut V, rep: &'a mut dyn Reporter) -> Self {
+        Tap {
+            inner,
+            rep,
+            bytes: 0,
+            file_kept: false,
+        }
+    }
+}
+
+/// How many entries a visitor kept out so far (conflicts of the extractor).
+trait KeptCount {
+    fn kept(&self) -> usize;
+}
+
+impl KeptCount for ExtractVisitor<'_> {
+    fn kept(&self) -> usize {
+        self.ex.conflict_count()
+    }
+}
+
+impl<W: Write> KeptCount for StdoutVisitor<'_, W> {
+    fn kept(&self) -> usize {
+        0
+    }
+}
+
+impl<V: archive::Visitor + KeptCount> archive::Visitor for Tap<'_, V> {
+    fn wants(&mut self, meta: &EntryMeta) -> bool {
+        self.inner.wants(meta)
+    }
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
+        let before = self.inner.kept();
+        self.inner.entry(meta)?;
+        let kept = self.inner.kept() != before;
+        if meta.kind == EntryKind::File {
+            self.file_kept = kept;
+        } else if !kept {
+            self.rep.entry_done(meta);
+        }
+        Ok(())
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.inner.data(offset, bytes)?;
+        self.bytes += bytes.len() as u64;
+        self.rep.progress(self.bytes);
+        Ok(())
+    }
+    fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()> {
+        let before = self.inner.kept();
+        self.inner.end(meta, size)?;
+        self.rep.progress(self.bytes);
+        if !self.file_kept && self.inner.kept() == before {
+            self.rep.entry_done(meta);
+        }
+        Ok(())
+    }
+    fn abort(&mut self) {
+        self.inner.abort()
     }
 }
 
@@ -411,7 +577,7 @@ pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result
 /// [`OpenOptions::allow_unencrypted`]) but the archive is not encrypted: nothing was
 /// authenticated, and the key was not used.
 fn open_warning(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<Archive> {
-    let keyed = !open.identities.is_empty();
+    let keyed = open.identities.iter().any(|i| !i.is_prompt());
     let ar = Archive::open(archive, open)?;
     if keyed && !ar.header().encrypted() {
         rep.warn(&format!(

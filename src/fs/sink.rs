@@ -39,8 +39,8 @@ pub(crate) fn extracted_key(rel: &[u8]) -> [u8; 16] {
 /// How metadata is applied (computed once from `ExtractOptions`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Policy {
-    /// Replace existing non-directories.
-    pub force: bool,
+    /// What to do with existing names (`super::conflict`).
+    pub existing: super::conflict::Existing,
     /// Leave mtimes at extraction time.
     pub no_mtime: bool,
     /// Keep setuid/setgid/sticky and ignore the umask (root or `--same-permissions`).
@@ -52,6 +52,11 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
+    /// Existing non-directories are replaced (`-f`).
+    pub(crate) fn replace(&self) -> bool {
+        self.existing == super::conflict::Existing::Replace
+    }
+
     /// The mode to set for a stored mode (`0o7777` mask).
     pub(crate) fn mode(&self, stored: u32) -> u32 {
         if self.keep_special {
@@ -117,6 +122,8 @@ pub struct FileSink {
     pub(crate) meta: EntryMeta,
     pub(crate) policy: Policy,
     pub(crate) extracted: Extracted,
+    /// Where a name taken meanwhile is recorded (kept, not replaced) without `-f`.
+    pub(crate) conflicts: super::conflict::ConflictLog,
     /// End of the data written so far (next write must start at or after it), in bytes.
     pub(crate) pos: u64,
     /// Bytes accepted so far, for the fault hook.
@@ -182,8 +189,9 @@ impl FileSink {
     /// Sets the final length `size` in bytes (a trailing gap becomes a hole), the owner (when
     /// restoring owners), mode and mtime, then renames the file over its final name: an
     /// existing name is refused without force ([`Error::Exists`]) and replaced atomically with
-    /// it (an existing symbolic link is replaced, never followed). On any error the temporary
-    /// file is removed and nothing appears under the final name.
+    /// it (an existing symbolic link is replaced, never followed). A name taken meanwhile
+    /// without `-f` is recorded as a conflict (the existing file kept) and is not an error.
+    /// On any error the temporary file is removed and nothing appears under the final name.
     pub fn commit(mut self, size: u64) -> Result<()> {
         if size < self.pos {
             return Err(Error::io(
@@ -197,13 +205,27 @@ impl FileSink {
         }
         ftruncate(&self.file, size).map_err(|e| Error::io(&self.path, "set length", e.into()))?;
         self.policy.apply_fd(&self.file, &self.meta, &self.path)?;
-        confine::place(
+        match confine::place(
             self.dir.as_fd(),
             &self.tmp,
             &self.name,
-            self.policy.force,
+            self.policy.replace(),
             &self.path,
-        )?;
+        ) {
+            Ok(()) => {}
+            Err(Error::Exists { path }) => {
+                // The temporary file is removed on drop (`done` stays false).
+                self.conflicts.record(
+                    super::conflict::Conflict {
+                        path,
+                        reason: super::conflict::Reason::Exists,
+                    },
+                    Some(self.rel_key),
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
         self.done = true;
         super::cleanup::unregister(self.cleanup_id);
         if let Ok(mut set) = self.extracted.lock() {
