@@ -103,9 +103,15 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         if let Some(kib) = kdf_memory_kib
             && !(kdf::ARGON2ID_MIN_M_KIB..=kdf::ARGON2ID_MAX_M_KIB).contains(&kib)
         {
+            // Shown in the unit the user typed (a plain number is MiB).
+            let typed = a.kdf_memory.as_deref().unwrap_or_default().trim();
+            let typed = if typed.bytes().all(|b| b.is_ascii_digit()) {
+                format!("{typed} MiB")
+            } else {
+                typed.to_string()
+            };
             return Err(Error::Usage(format!(
-                "--kdf-memory {} is outside {}..={} MiB",
-                a.kdf_memory.as_deref().unwrap_or_default(),
+                "--kdf-memory {typed} is outside {}..={} MiB",
                 kdf::ARGON2ID_MIN_M_KIB / 1024,
                 kdf::ARGON2ID_MAX_M_KIB / 1024
             )));

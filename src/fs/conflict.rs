@@ -25,7 +25,10 @@
 //!   never replaced: the check refuses it up front, like a kept file otherwise.
 //! - An existing directory is reused for a directory entry under every policy.
 //! - A symbolic link in the output at a parent position is refused up front under every
-//!   policy ([`crate::Error::UnsafePath`], exit 3): extraction never goes through one.
+//!   policy ([`crate::Error::UnsafePath`], exit 3): extraction never goes through one. The
+//!   exception is a link at the name of a directory entry of the same archive: that entry is
+//!   a conflict (kept, so nothing goes below it) or, with `-f`, the link is replaced by a
+//!   real directory before anything is written below it.
 //! - Entries below a kept non-directory (the output has a file `d`, the archive `d/x`), and
 //!   hard links whose target was kept, cannot be made; they are reported with the kept
 //!   names and counted the same way.
@@ -124,7 +127,8 @@ pub(crate) fn decide(there: Option<FileType>, entry_is_dir: bool, policy: Existi
         (Some(FileType::Directory), false) => Outcome::Keep(Reason::IsDirectory),
         (Some(_), true) if policy == Existing::Replace => Outcome::RemoveFirst,
         (Some(_), false) if policy == Existing::Replace => Outcome::Write,
-        (Some(_), _) => Outcome::Keep(Reason::Exists),
+        (Some(_), true) => Outcome::Keep(Reason::NotADirectory),
+        (Some(_), false) => Outcome::Keep(Reason::Exists),
     }
 }
 
@@ -152,6 +156,24 @@ impl ConflictLog {
                 l.list.push(c);
             }
         }
+    }
+
+    /// Notes that the entry with this key was not made (below a kept directory entry),
+    /// without listing it.
+    pub(crate) fn note_kept(&self, rel_key: [u8; 16]) {
+        if let Ok(mut l) = self.0.lock() {
+            l.kept.insert(rel_key);
+        }
+    }
+
+    /// Whether one of the directories `parents` (stripped components) is a kept entry.
+    pub(crate) fn below_kept(&self, parents: &[&[u8]]) -> bool {
+        let Ok(l) = self.0.lock() else {
+            return false;
+        };
+        !l.kept.is_empty()
+            && (1..=parents.len())
+                .any(|n| l.kept.contains(&super::sink::extracted_key(&parents[..n].join(&b'/'))))
     }
 
     /// Whether the entry with this key was kept.
@@ -209,11 +231,19 @@ pub fn preflight<'a>(
     let mut chain = DirChain::new();
     let mut found: Vec<Conflict> = Vec::new();
     let mut seen: HashSet<PathBuf> = HashSet::new();
+    // Directory entries whose name holds a non-directory now: kept (a conflict already
+    // counted) or, with -f, replaced by a real directory before anything goes below it. The
+    // entries below them are decided by that, not by what is on disk now.
+    let mut settled: HashSet<Vec<u8>> = HashSet::new();
     for (path, kind) in targets {
         let Some(t) = confine::split_entry(path, strip)? else {
             continue;
         };
         let here = confine::on_disk(root, &t.rel);
+        let below_settled = (1..=t.parents.len()).any(|n| settled.contains(&t.parents[..n].join(&b'/')));
+        if below_settled {
+            continue;
+        }
         let dir = match chain.open(fd.as_fd(), root, &t.parents, false) {
             Ok(d) => d,
             Err(e) => {
@@ -238,7 +268,11 @@ pub fn preflight<'a>(
             }
         };
         let there = lstat_type(dir, t.name).map_err(|e| Error::io(&here, "stat", e))?;
-        if let Outcome::Keep(reason) = decide(there, kind == EntryKind::Dir, policy) {
+        let outcome = decide(there, kind == EntryKind::Dir, policy);
+        if kind == EntryKind::Dir && matches!(outcome, Outcome::Keep(_) | Outcome::RemoveFirst) {
+            settled.insert(t.rel.clone());
+        }
+        if let Outcome::Keep(reason) = outcome {
             let refused = match policy {
                 Existing::Refuse => true,
                 Existing::Replace => reason == Reason::IsDirectory,
@@ -283,7 +317,8 @@ mod tests {
         for p in [Refuse, Keep, Skip] {
             assert_eq!(decide(file, false, p), Outcome::Keep(Reason::Exists));
             assert_eq!(decide(link, false, p), Outcome::Keep(Reason::Exists));
-            assert_eq!(decide(file, true, p), Outcome::Keep(Reason::Exists));
+            assert_eq!(decide(file, true, p), Outcome::Keep(Reason::NotADirectory));
+            assert_eq!(decide(link, true, p), Outcome::Keep(Reason::NotADirectory));
         }
         assert_eq!(decide(file, false, Replace), Outcome::Write);
         assert_eq!(decide(link, false, Replace), Outcome::Write);

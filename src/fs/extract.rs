@@ -181,7 +181,13 @@ impl Extractor {
 
     /// The parent directory of `t`, or `None` (recorded) when an existing non-directory is in
     /// the way: the entry is kept out, the extraction goes on.
+    /// Below a directory entry that was kept (a link or file at its name), nothing is made
+    /// and nothing more is listed: the kept name says it.
     fn parent_or_keep(&mut self, t: &Target<'_>) -> Result<Option<OwnedFd>> {
+        if self.conflicts.below_kept(&t.parents) {
+            self.conflicts.note_kept(extracted_key(&t.rel));
+            return Ok(None);
+        }
         match self.parent(t) {
             Ok(d) => Ok(Some(d)),
             Err(e) => match is_not_a_directory(&e) {
