@@ -96,6 +96,11 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
                 path: req.output.clone(),
             });
         }
+        // Before anything is created: the walk would read the file -f replaces.
+        if let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select)
+        {
+            return Err(Error::OutputIsInput { path });
+        }
         let dir = match req.output.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),

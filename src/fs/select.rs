@@ -35,6 +35,54 @@ use rustix::fs::{FileType, Mode, OFlags, fstat, openat};
 
 use super::pattern::Patterns;
 
+/// Where the walk of `inputs` would read the existing file `output` (the file `krypta c -f`
+/// would replace), as the walk names it: `output` given as an input itself, or a file below
+/// an input directory whose stored name `select` does not leave out by pattern. `None` when
+/// `output` does not exist or no input reaches it. Compared by real location
+/// (`canonicalize`), so `./t/x`, `t/../t/x` and an absolute path are the same file; an input
+/// that is a symbolic link is not followed into (the walk stores the link). This is the check
+/// before anything is written; the walk checks again by device and inode while archiving
+/// (`-L`, bind mounts).
+pub fn output_among_inputs(
+    output: &std::path::Path,
+    inputs: &[std::path::PathBuf],
+    select: &Selector,
+) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let real_out = std::fs::canonicalize(output).ok()?;
+    for input in inputs {
+        if input.as_os_str() == "-" {
+            continue;
+        }
+        let Ok(lmeta) = std::fs::symlink_metadata(input) else {
+            continue;
+        };
+        let Ok(real_in) = std::fs::canonicalize(input) else {
+            continue;
+        };
+        let stored_in = super::walk::archive_path_of(input.as_os_str().as_bytes()).0;
+        let (reached, stored) = if real_out == real_in {
+            (input.clone(), stored_in)
+        } else if lmeta.is_dir()
+            && let Ok(rest) = real_out.strip_prefix(&real_in)
+        {
+            let mut stored = stored_in;
+            if !stored.is_empty() {
+                stored.push(b'/');
+            }
+            stored.extend_from_slice(rest.as_os_str().as_bytes());
+            (input.join(rest), stored)
+        } else {
+            continue;
+        };
+        if select.excludes_a_parent(&stored) || select.excludes(&stored, false) {
+            continue;
+        }
+        return Some(reached);
+    }
+    None
+}
+
 /// Name of the cache directory tag file.
 pub const CACHEDIR_TAG: &[u8] = b"CACHEDIR.TAG";
 /// The first bytes a `CACHEDIR.TAG` must hold (Cache Directory Tagging Specification 1.0).
