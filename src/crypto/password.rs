@@ -199,6 +199,12 @@ fn prompt(confirm: bool) -> Result<Secret, Error> {
     // No terminal at all (cron, CI, a pipe into ssh) is a usage problem with a way out, not
     // an I/O failure to puzzle over.
     let tty = |e: std::io::Error| {
+        if e.kind() == io::ErrorKind::Interrupted {
+            // Only the signals `main.rs` catches (SIGINT, SIGTERM, SIGHUP) interrupt the read:
+            // its signal thread is restoring the terminal and about to exit with 128 + the
+            // signal. Give it that moment rather than racing it to a misleading exit 1.
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
         Error::Usage(format!(
             "-p/--password prompts on the terminal, and there is none (/dev/tty: {e}); \
              without a terminal use --pass-file FILE, --pass-fd N or {PASSWORD_ENV}"
