@@ -97,8 +97,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             });
         }
         // Before anything is created: the walk would read the file -f replaces.
-        if let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select)
-        {
+        if let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select) {
             return Err(Error::OutputIsInput { path });
         }
         let dir = match req.output.parent() {

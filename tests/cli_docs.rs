@@ -16,12 +16,21 @@ fn completions_are_printed_for_every_supported_shell() {
         ("zsh", "#compdef krypta"),
         ("fish", "complete -c krypta"),
         ("elvish", "edit:completion:arg-completer[krypta]"),
-        ("powershell", "Register-ArgumentCompleter -Native -CommandName 'krypta'"),
+        (
+            "powershell",
+            "Register-ArgumentCompleter -Native -CommandName 'krypta'",
+        ),
     ] {
         let o = fx.ok(&["completions", shell]);
         let script = out(&o);
         assert!(script.contains(marker), "{shell}: no {marker:?}");
-        for word in ["compress", "extract", "exclude-caches", "keep-old-files", "wildcards"] {
+        for word in [
+            "compress",
+            "extract",
+            "exclude-caches",
+            "keep-old-files",
+            "wildcards",
+        ] {
             assert!(script.contains(word), "{shell}: {word} missing");
         }
         assert_eq!(err(&o), "");
@@ -86,7 +95,12 @@ fn manpage_writes_krypta_1_and_one_page_per_command() {
     assert!(top.contains(".TH krypta 1 "), "{top}");
     assert!(top.contains("krypta\\-extract(1)"), "{top}");
     let x = String::from_utf8(fx.read("man/man1/krypta-extract.1")).unwrap();
-    for word in ["keep\\-old\\-files", "skip\\-existing", "wildcards", "Exit codes"] {
+    for word in [
+        "keep\\-old\\-files",
+        "skip\\-existing",
+        "wildcards",
+        "Exit codes",
+    ] {
         assert!(x.contains(word), "krypta-extract.1 lacks {word}");
     }
     // Written again over the same directory: the pages are replaced.

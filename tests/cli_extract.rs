@@ -124,7 +124,11 @@ fn force_replaces_existing_files_and_the_flags_exclude_each_other() {
     fx.ok(&["x", "-q", "a.kry", "-o", "o", "-f"]);
     assert_eq!(fx.read("o/t/one"), b"1");
     assert_eq!(fx.read("o/t/sub/three"), b"3");
-    for pair in [["-k", "-f"], ["-k", "--skip-existing"], ["--skip-existing", "-f"]] {
+    for pair in [
+        ["-k", "-f"],
+        ["-k", "--skip-existing"],
+        ["--skip-existing", "-f"],
+    ] {
         let o = fx.run(&["x", "a.kry", "-o", "o", pair[0], pair[1]]);
         assert_eq!(code(&o), 1, "{pair:?}: {}", err(&o));
         assert!(err(&o).contains("cannot be used with"), "{}", err(&o));
@@ -206,7 +210,14 @@ fn wildcards_select_by_glob_and_a_pattern_that_matches_nothing_is_named() {
         .collect();
     assert_eq!(
         got,
-        ["", "t", "t/sub", "t/sub/deep", "t/sub/deep/four.c", "t/sub/three"]
+        [
+            "",
+            "t",
+            "t/sub",
+            "t/sub/deep",
+            "t/sub/deep/four.c",
+            "t/sub/three"
+        ]
     );
     let o = fx.run(&["x", "a.kry", "-o", "q", "--wildcards", "/sub"]);
     assert_eq!(

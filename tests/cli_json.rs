@@ -37,7 +37,13 @@ fn list_json_is_one_object_per_entry_with_every_field() {
     fx.file("t/new\nline", b"");
     std::fs::set_permissions(fx.p("t/a"), std::fs::Permissions::from_mode(0o4750)).unwrap();
     let ft = filetime::FileTime::from_unix_time(T, 5);
-    for p in [fx.p("t/a"), fx.p("t/s"), raw.clone(), fx.p("t/new\nline"), fx.p("t")] {
+    for p in [
+        fx.p("t/a"),
+        fx.p("t/s"),
+        raw.clone(),
+        fx.p("t/new\nline"),
+        fx.p("t"),
+    ] {
         filetime::set_symlink_file_times(&p, ft, ft).unwrap();
     }
     fx.ok(&["c", "-q", "a.kry", "t"]);
@@ -72,9 +78,24 @@ fn list_json_is_one_object_per_entry_with_every_field() {
     for (got, want) in objs.iter().zip(&want) {
         assert_eq!(got, want);
         // The documented key order (docs/JSON.md).
-        let mut order = vec!["schema", if got.get("path").is_some() { "path" } else { "path_b64" }];
+        let mut order = vec![
+            "schema",
+            if got.get("path").is_some() {
+                "path"
+            } else {
+                "path_b64"
+            },
+        ];
         order.extend([
-            "type", "size", "stored", "mode", "uid", "gid", "mtime", "mtime_unix", "digest",
+            "type",
+            "size",
+            "stored",
+            "mode",
+            "uid",
+            "gid",
+            "mtime",
+            "mtime_unix",
+            "digest",
         ]);
         if got.get("link").is_some() {
             order.push("link");
@@ -101,8 +122,22 @@ fn info_json_gives_the_header_facts() {
     fx.file("pw", b"pw");
     let o = fx.run_env(
         &[
-            "c", "-q", "--pass-file", "pw", "--kdf-memory", "8", "--kdf-iterations", "1",
-            "--comment", "nightly", "-l", "5", "-b", "1M", "e.kry", "t",
+            "c",
+            "-q",
+            "--pass-file",
+            "pw",
+            "--kdf-memory",
+            "8",
+            "--kdf-iterations",
+            "1",
+            "--comment",
+            "nightly",
+            "-l",
+            "5",
+            "-b",
+            "1M",
+            "e.kry",
+            "t",
         ],
         &[("SOURCE_DATE_EPOCH", &T.to_string())],
     );
@@ -139,7 +174,15 @@ fn test_json_reports_success_and_failure_with_the_exit_code() {
     fx.file("pw", b"pw");
     fx.file("wrong", b"nope");
     fx.ok(&[
-        "c", "-q", "--pass-file", "pw", "--kdf-memory", "8", "--kdf-iterations", "1", "e.kry",
+        "c",
+        "-q",
+        "--pass-file",
+        "pw",
+        "--kdf-memory",
+        "8",
+        "--kdf-iterations",
+        "1",
+        "e.kry",
         "t",
     ]);
     let o = fx.ok(&["t", "--json", "--pass-file", "pw", "e.kry"]);

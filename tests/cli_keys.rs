@@ -14,7 +14,12 @@ const ARGON: [&str; 4] = ["--kdf-memory", "8", "--kdf-iterations", "1"];
 fn encrypted(fx: &Fx) {
     fx.file("t/a", b"secret stuff");
     fx.file("pw", "correct h\u{f6}rse\n".as_bytes());
-    fx.ok(&[&["c", "-q", "--pass-file", "pw"][..], &ARGON, &["e.kry", "t"]].concat());
+    fx.ok(&[
+        &["c", "-q", "--pass-file", "pw"][..],
+        &ARGON,
+        &["e.kry", "t"],
+    ]
+    .concat());
 }
 
 #[test]
@@ -171,7 +176,10 @@ fn a_recipients_file_encrypts_to_every_key_in_it() {
     // A secret key, or anything else, in a recipients file is refused naming the line.
     let secret = String::from_utf8(fx.read("alice")).unwrap();
     let secret_line = secret.lines().last().unwrap();
-    fx.file("bad.txt", format!("{}\n# ok\n{secret_line}\n", pubs[1].trim()).as_bytes());
+    fx.file(
+        "bad.txt",
+        format!("{}\n# ok\n{secret_line}\n", pubs[1].trim()).as_bytes(),
+    );
     let o = fx.run(&["c", "-R", "bad.txt", "b.kry", "t"]);
     assert_eq!(code(&o), 1, "{}", err(&o));
     assert!(err(&o).starts_with("krypta: bad.txt:3: "), "{}", err(&o));

@@ -21,7 +21,12 @@ fn tree(fx: &Fx) {
     fx.file("t/a", b"hello");
     fx.file("t/d/b", b"abc");
     std::os::unix::fs::symlink("a", fx.p("t/l")).unwrap();
-    for (rel, mode) in [("t/a", 0o644), ("t/d/b", 0o644), ("t/d", 0o755), ("t", 0o755)] {
+    for (rel, mode) in [
+        ("t/a", 0o644),
+        ("t/d/b", 0o644),
+        ("t/d", 0o755),
+        ("t", 0o755),
+    ] {
         std::fs::set_permissions(fx.p(rel), std::fs::Permissions::from_mode(mode)).unwrap();
     }
     for rel in ["t/a", "t/d/b", "t/l", "t/d", "t"] {
@@ -74,9 +79,15 @@ fn verbose_lists_entries_as_written_and_extracted_and_the_summary_ends_the_run()
 fn quiet_prints_no_summary() {
     let fx = Fx::new();
     tree(&fx);
-    for args in [&["c", "-q", "a.kry", "t"][..], &["x", "-q", "a.kry", "-o", "o"]] {
+    for args in [
+        &["c", "-q", "a.kry", "t"][..],
+        &["x", "-q", "a.kry", "-o", "o"],
+    ] {
         let o = fx.run(args);
-        assert_eq!((code(&o), err(&o), out(&o)), (0, String::new(), String::new()));
+        assert_eq!(
+            (code(&o), err(&o), out(&o)),
+            (0, String::new(), String::new())
+        );
     }
 }
 
@@ -248,7 +259,15 @@ fn sizes_accept_the_units_people_type() {
     for (arg, kib) in [("8", 8192), ("8MiB", 8192), ("16M", 16384)] {
         let name = format!("k{arg}.kry");
         fx.ok(&[
-            "c", "-q", "--pass-file", "pw", "--kdf-memory", arg, "--kdf-iterations", "1", &name,
+            "c",
+            "-q",
+            "--pass-file",
+            "pw",
+            "--kdf-memory",
+            arg,
+            "--kdf-iterations",
+            "1",
+            &name,
             "t",
         ]);
         let o = fx.ok(&["info", "--json", &name]);

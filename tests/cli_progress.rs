@@ -35,7 +35,10 @@ fn the_progress_bar_of_c_shows_the_total_and_an_eta() {
     }
     let n = shown.chars().count();
     let tail: String = shown.chars().skip(n.saturating_sub(300)).collect();
-    assert!(shown.contains("/11.44 MiB "), "no total on the bar: {tail:?}");
+    assert!(
+        shown.contains("/11.44 MiB "),
+        "no total on the bar: {tail:?}"
+    );
     assert!(shown.contains(" eta "), "no ETA on the bar: {tail:?}");
     assert!(
         shown.contains("krypta: a.kry: 4 entries, 11.4 MiB in, "),

@@ -25,8 +25,17 @@ fn exclude_patterns_match_at_any_depth_unless_anchored_and_slash_means_directori
     let fx = Fx::new();
     tree(&fx);
     fx.ok(&[
-        "c", "a.kry", "t", "--exclude", "*.o", "--exclude", "build/", "--exclude", "*.log",
-        "--exclude", "!keep.log",
+        "c",
+        "a.kry",
+        "t",
+        "--exclude",
+        "*.o",
+        "--exclude",
+        "build/",
+        "--exclude",
+        "*.log",
+        "--exclude",
+        "!keep.log",
     ]);
     assert_eq!(
         fx.names("a.kry"),
@@ -38,8 +47,15 @@ fn exclude_patterns_match_at_any_depth_unless_anchored_and_slash_means_directori
     assert_eq!(
         fx.names("b.kry"),
         [
-            "t", "t/build.txt", "t/drop.log", "t/keep.log", "t/src", "t/src/a.c", "t/src/a.o",
-            "t/src/build", "t/src/build/gen.c"
+            "t",
+            "t/build.txt",
+            "t/drop.log",
+            "t/keep.log",
+            "t/src",
+            "t/src/a.c",
+            "t/src/a.o",
+            "t/src/build",
+            "t/src/build/gen.c"
         ]
     );
 }
@@ -48,7 +64,14 @@ fn exclude_patterns_match_at_any_depth_unless_anchored_and_slash_means_directori
 fn an_input_below_an_excluded_directory_is_left_out_too() {
     let fx = Fx::new();
     tree(&fx);
-    fx.ok(&["c", "a.kry", "t/src/build/gen.c", "t/src/a.c", "--exclude", "build/"]);
+    fx.ok(&[
+        "c",
+        "a.kry",
+        "t/src/build/gen.c",
+        "t/src/a.c",
+        "--exclude",
+        "build/",
+    ]);
     assert_eq!(fx.names("a.kry"), ["t/src/a.c"]);
 }
 
@@ -56,8 +79,19 @@ fn an_input_below_an_excluded_directory_is_left_out_too() {
 fn exclude_from_reads_one_pattern_per_line_with_comments_and_blank_lines() {
     let fx = Fx::new();
     tree(&fx);
-    fx.file("ex.txt", b"# objects and logs\n*.o\n\n*.log   \r\n!keep.log\n");
-    fx.ok(&["c", "a.kry", "t", "--exclude-from", "ex.txt", "--exclude", "build/"]);
+    fx.file(
+        "ex.txt",
+        b"# objects and logs\n*.o\n\n*.log   \r\n!keep.log\n",
+    );
+    fx.ok(&[
+        "c",
+        "a.kry",
+        "t",
+        "--exclude-from",
+        "ex.txt",
+        "--exclude",
+        "build/",
+    ]);
     assert_eq!(
         fx.names("a.kry"),
         ["t", "t/build.txt", "t/keep.log", "t/src", "t/src/a.c"]
@@ -92,11 +126,21 @@ fn files_from_reads_names_by_line_or_nul_from_a_file_or_stdin() {
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert_eq!(
         fx.names("b.kry"),
-        ["t/src", "t/src/a.c", "t/src/a.o", "t/src/build", "t/src/build/gen.c", "t/drop.log"]
+        [
+            "t/src",
+            "t/src/a.c",
+            "t/src/a.o",
+            "t/src/build",
+            "t/src/build/gen.c",
+            "t/drop.log"
+        ]
     );
     // A name holding a newline survives --null.
     fx.file("t/new\nline", b"n");
-    let o = fx.run_stdin(&["c", "c.kry", "--files-from", "-", "--null"], b"t/new\nline\0");
+    let o = fx.run_stdin(
+        &["c", "c.kry", "--files-from", "-", "--null"],
+        b"t/new\nline\0",
+    );
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert_eq!(fx.names("c.kry"), ["t/new\nline"]);
     fx.file("empty.txt", b"\n\n");
@@ -123,8 +167,14 @@ fn exclude_caches_keeps_only_the_tag_of_a_tagged_directory() {
     assert_eq!(
         fx.names("a.kry"),
         [
-            "t", "t/fake", "t/fake/CACHEDIR.TAG", "t/fake/data", "t/src", "t/src/main.rs",
-            "t/target", "t/target/CACHEDIR.TAG"
+            "t",
+            "t/fake",
+            "t/fake/CACHEDIR.TAG",
+            "t/fake/data",
+            "t/src",
+            "t/src/main.rs",
+            "t/target",
+            "t/target/CACHEDIR.TAG"
         ]
     );
     fx.ok(&["c", "b.kry", "t"]);
@@ -193,7 +243,14 @@ fn a_missing_input_is_skipped_and_named_the_archive_written_and_the_exit_code_is
     );
     assert_eq!(
         fx.names("a.kry"),
-        ["t/src", "t/src/a.c", "t/src/a.o", "t/src/build", "t/src/build/gen.c", "t/keep.log"]
+        [
+            "t/src",
+            "t/src/a.c",
+            "t/src/a.o",
+            "t/src/build",
+            "t/src/build/gen.c",
+            "t/keep.log"
+        ]
     );
     fx.ok(&["t", "-q", "a.kry"]);
 }
@@ -247,6 +304,14 @@ fn an_output_that_is_also_an_input_is_refused_even_with_force() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     // Excluded, it is no input: -f replaces it.
-    fx.ok(&["c", "-q", "-f", "t/keep.log", "t", "--exclude", "/t/keep.log"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "-f",
+        "t/keep.log",
+        "t",
+        "--exclude",
+        "/t/keep.log",
+    ]);
     assert!(!fx.names("t/keep.log").contains(&"t/keep.log".to_string()));
 }

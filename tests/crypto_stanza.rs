@@ -508,10 +508,10 @@ fn format_1_stanza_wrapped_with_raw_nfd_bytes_opens_with_either_form() {
     let nfc = "p\u{e4}ss\u{e9}";
     let nfd = "pa\u{308}sse\u{301}";
     let fk = file_key();
-    let raw_nfd = wrap_password_with_salt(nfd.as_bytes(), &WRITER_MIN_ARGON, [5; 16], &fk, &ID)
-        .unwrap();
-    let raw_nfc = wrap_password_with_salt(nfc.as_bytes(), &WRITER_MIN_ARGON, [6; 16], &fk, &ID)
-        .unwrap();
+    let raw_nfd =
+        wrap_password_with_salt(nfd.as_bytes(), &WRITER_MIN_ARGON, [5; 16], &fk, &ID).unwrap();
+    let raw_nfc =
+        wrap_password_with_salt(nfc.as_bytes(), &WRITER_MIN_ARGON, [6; 16], &fk, &ID).unwrap();
     for given in [nfc, nfd] {
         for stanza in [&raw_nfd, &raw_nfc] {
             let key = unwrap_versioned(
@@ -526,12 +526,22 @@ fn format_1_stanza_wrapped_with_raw_nfd_bytes_opens_with_either_form() {
     }
     // Format 2 (issue 15) was always written with NFC: only that form is tried.
     assert!(matches!(
-        unwrap_versioned(&[Identity::Password(pw(nfc))], std::slice::from_ref(&raw_nfd), &ID, 2),
+        unwrap_versioned(
+            &[Identity::Password(pw(nfc))],
+            std::slice::from_ref(&raw_nfd),
+            &ID,
+            2
+        ),
         Err(CryptoError::NoStanzaOpened)
     ));
     assert!(
-        unwrap_versioned(&[Identity::Password(pw(nfd))], std::slice::from_ref(&raw_nfc), &ID, 2)
-            .is_ok()
+        unwrap_versioned(
+            &[Identity::Password(pw(nfd))],
+            std::slice::from_ref(&raw_nfc),
+            &ID,
+            2
+        )
+        .is_ok()
     );
     // A new stanza (`wrap`) holds the NFC form: the raw NFC bytes open it directly.
     let new = wrap(

@@ -455,7 +455,9 @@ impl Archive {
                 .stanzas
                 .iter()
                 .any(|s| crate::crypto::stanza::stanza_kdf(s).is_some());
-            if !keys_given && !(has_password_stanza && !opts.identities.is_empty()) {
+            // Only a prompt was given: it can answer a password stanza, nothing else.
+            let can_prompt = has_password_stanza && opts.identities.iter().any(|i| i.is_prompt());
+            if !keys_given && !can_prompt {
                 let mut kinds: Vec<&str> = header.stanzas.iter().map(|s| s.name()).collect();
                 kinds.dedup();
                 return Err(Error::KeyRequired {
@@ -474,30 +476,28 @@ impl Archive {
                 version,
             )
             .map_err(|e| match e {
-                    crate::crypto::CryptoError::KdfLimit {
-                        param,
-                        value,
-                        limit,
-                    } => Error::KdfLimit {
-                        path: path.into(),
-                        param,
-                        value,
-                        limit,
-                    },
-                    crate::crypto::CryptoError::KdfTooWeak { param, value, min } => {
-                        Error::KdfTooWeak {
-                            path: path.into(),
-                            param,
-                            value,
-                            min,
-                        }
-                    }
-                    crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
-                    crate::crypto::CryptoError::Prompt(m) => Error::Usage(m),
-                    _ => Error::AuthFailed {
-                        path: path.into(),
-                        check: AuthCheck::NoStanzaOpened,
-                    },
+                crate::crypto::CryptoError::KdfLimit {
+                    param,
+                    value,
+                    limit,
+                } => Error::KdfLimit {
+                    path: path.into(),
+                    param,
+                    value,
+                    limit,
+                },
+                crate::crypto::CryptoError::KdfTooWeak { param, value, min } => Error::KdfTooWeak {
+                    path: path.into(),
+                    param,
+                    value,
+                    min,
+                },
+                crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
+                crate::crypto::CryptoError::Prompt(m) => Error::Usage(m),
+                _ => Error::AuthFailed {
+                    path: path.into(),
+                    check: AuthCheck::NoStanzaOpened,
+                },
             })?;
             let p = Protection::Sealed(Box::new(Subkeys::derive(&key, &header.archive_id)));
             p.verify_header(body, &tag).map_err(|_| Error::AuthFailed {

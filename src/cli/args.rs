@@ -248,11 +248,7 @@ pub(crate) struct CompressArgs {
     )]
     pub(crate) pass_file: Option<PathBuf>,
     /// Encrypt with the password read from file descriptor N
-    #[arg(
-        long,
-        value_name = "N",
-        help_heading = "Encryption"
-    )]
+    #[arg(long, value_name = "N", help_heading = "Encryption")]
     pub(crate) pass_fd: Option<i32>,
     /// Password KDF (default argon2id)
     #[arg(long, value_enum, help_heading = "Encryption")]

@@ -79,7 +79,10 @@ mod tests {
         assert_eq!(c.show(0), "1970-01-01 00:00:00 +0000");
         assert_eq!(c.show(-1), "1969-12-31 23:59:59 +0000");
         assert_eq!(c.show(1_700_000_000), "2023-11-14 22:13:20 +0000");
-        assert_eq!(c.show(i64::MAX), format!("{} +0000", krypta::timefmt::datetime(i64::MAX)));
+        assert_eq!(
+            c.show(i64::MAX),
+            format!("{} +0000", krypta::timefmt::datetime(i64::MAX))
+        );
         assert_eq!(rfc3339_utc(1_700_000_000, 0), "2023-11-14T22:13:20Z");
         assert_eq!(rfc3339_utc(-1, 5), "1969-12-31T23:59:59.000000005Z");
     }

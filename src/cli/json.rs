@@ -104,7 +104,10 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
         "archive",
         std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()),
     );
-    o.insert("format_version".into(), json!(krypta::format::header::VERSION));
+    o.insert(
+        "format_version".into(),
+        json!(krypta::format::header::VERSION),
+    );
     o.insert("created".into(), json!(rfc3339_utc(h.created, 0)));
     o.insert("created_unix".into(), json!(h.created));
     o.insert("archive_id".into(), json!(hex(&h.archive_id)));
@@ -140,12 +143,9 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
     }
     o.insert("comment_authenticated".into(), json!(false));
     o.insert("size".into(), f.size.map_or(Value::Null, |s| json!(s)));
-    let (data, index) = f
-        .footer
-        .as_ref()
-        .map_or((Value::Null, Value::Null), |ft| {
-            (json!(ft.data_frames), json!(ft.index_frames))
-        });
+    let (data, index) = f.footer.as_ref().map_or((Value::Null, Value::Null), |ft| {
+        (json!(ft.data_frames), json!(ft.index_frames))
+    });
     o.insert("data_blocks".into(), data);
     o.insert("index_blocks".into(), index);
     Value::Object(o)

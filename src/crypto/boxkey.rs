@@ -76,8 +76,7 @@ pub fn load_recipients_file(path: &Path) -> Result<Vec<PublicKey>, Error> {
     if keys.is_empty() {
         return Err(Error::BadKeyFile {
             path: path.to_path_buf(),
-            problem: "holds no public key (one KRYPTA-BOX-PUBLIC-1-... line per recipient)"
-                .into(),
+            problem: "holds no public key (one KRYPTA-BOX-PUBLIC-1-... line per recipient)".into(),
         });
     }
     Ok(keys)

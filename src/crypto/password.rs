@@ -67,7 +67,11 @@ impl std::fmt::Debug for Secret {
 /// stanza written now.
 pub fn for_new_archive(pw: &Secret) -> Secret {
     match std::str::from_utf8(pw.as_bytes()) {
-        Ok(text) => Secret::new(Zeroizing::new(text.nfc().collect::<String>()).as_bytes().to_vec()),
+        Ok(text) => Secret::new(
+            Zeroizing::new(text.nfc().collect::<String>())
+                .as_bytes()
+                .to_vec(),
+        ),
         Err(_) => pw.clone(),
     }
 }
@@ -89,7 +93,9 @@ pub fn kdf_inputs(pw: &Secret, format_version: u16) -> Vec<Secret> {
         add(pw.clone());
         if let Ok(text) = std::str::from_utf8(pw.as_bytes()) {
             add(Secret::new(
-                Zeroizing::new(text.nfd().collect::<String>()).as_bytes().to_vec(),
+                Zeroizing::new(text.nfd().collect::<String>())
+                    .as_bytes()
+                    .to_vec(),
             ));
         }
     }
@@ -97,8 +103,7 @@ pub fn kdf_inputs(pw: &Secret, format_version: u16) -> Vec<Secret> {
 }
 
 /// The terminal settings saved while a prompt has echo off, for [`restore_terminal`].
-static PROMPT_TTY: std::sync::Mutex<Option<rustix::termios::Termios>> =
-    std::sync::Mutex::new(None);
+static PROMPT_TTY: std::sync::Mutex<Option<rustix::termios::Termios>> = std::sync::Mutex::new(None);
 
 /// Puts the terminal back as it was before a password prompt turned echo off, if one is
 /// showing: called by the signal handler (`main.rs`) before it exits on Ctrl-C or SIGTERM, so
@@ -391,11 +396,16 @@ mod tests {
     fn kdf_input_is_nfc_and_format_1_also_tries_the_bytes_given_and_nfd() {
         let nfc = "p\u{e4}ss";
         let nfd = "pa\u{308}ss";
-        let bytes = |v: Vec<Secret>| -> Vec<Vec<u8>> {
-            v.iter().map(|s| s.as_bytes().to_vec()).collect()
-        };
-        assert_eq!(for_new_archive(&Secret::from(nfd)).as_bytes(), nfc.as_bytes());
-        assert_eq!(for_new_archive(&Secret::from(nfc)).as_bytes(), nfc.as_bytes());
+        let bytes =
+            |v: Vec<Secret>| -> Vec<Vec<u8>> { v.iter().map(|s| s.as_bytes().to_vec()).collect() };
+        assert_eq!(
+            for_new_archive(&Secret::from(nfd)).as_bytes(),
+            nfc.as_bytes()
+        );
+        assert_eq!(
+            for_new_archive(&Secret::from(nfc)).as_bytes(),
+            nfc.as_bytes()
+        );
         assert_eq!(
             bytes(kdf_inputs(&Secret::from(nfd), 1)),
             vec![nfc.as_bytes().to_vec(), nfd.as_bytes().to_vec()]

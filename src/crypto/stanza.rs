@@ -344,11 +344,10 @@ pub fn unwrap_versioned(
         for identity in identities.iter().filter(is_password) {
             let given = match identity {
                 Identity::Password(pw) => pw.clone(),
-                _ => super::password::read_password(
-                    &super::password::PasswordSource::Prompt,
-                    false,
-                )
-                .map_err(|e| CryptoError::Prompt(e.to_string()))?,
+                _ => {
+                    super::password::read_password(&super::password::PasswordSource::Prompt, false)
+                        .map_err(|e| CryptoError::Prompt(e.to_string()))?
+                }
             };
             for input in super::password::kdf_inputs(&given, format_version) {
                 let id = Identity::Password(input);

@@ -172,13 +172,18 @@ impl ConflictLog {
             return false;
         };
         !l.kept.is_empty()
-            && (1..=parents.len())
-                .any(|n| l.kept.contains(&super::sink::extracted_key(&parents[..n].join(&b'/'))))
+            && (1..=parents.len()).any(|n| {
+                l.kept
+                    .contains(&super::sink::extracted_key(&parents[..n].join(&b'/')))
+            })
     }
 
     /// Whether the entry with this key was kept.
     pub(crate) fn was_kept(&self, rel_key: &[u8; 16]) -> bool {
-        self.0.lock().map(|l| l.kept.contains(rel_key)).unwrap_or(false)
+        self.0
+            .lock()
+            .map(|l| l.kept.contains(rel_key))
+            .unwrap_or(false)
     }
 
     /// How many conflicts so far.
@@ -197,7 +202,9 @@ pub(crate) fn is_not_a_directory(e: &Error) -> Option<PathBuf> {
     match e {
         Error::Io {
             path, op, source, ..
-        } if *op == "open directory" && source.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) => {
+        } if *op == "open directory"
+            && source.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) =>
+        {
             Some(path.clone())
         }
         _ => None,
@@ -240,7 +247,8 @@ pub fn preflight<'a>(
             continue;
         };
         let here = confine::on_disk(root, &t.rel);
-        let below_settled = (1..=t.parents.len()).any(|n| settled.contains(&t.parents[..n].join(&b'/')));
+        let below_settled =
+            (1..=t.parents.len()).any(|n| settled.contains(&t.parents[..n].join(&b'/')));
         if below_settled {
             continue;
         }
@@ -248,7 +256,9 @@ pub fn preflight<'a>(
             Ok(d) => d,
             Err(e) => {
                 if let Some(p) = is_not_a_directory(&e) {
-                    if policy != Existing::Keep && policy != Existing::Skip && seen.insert(p.clone())
+                    if policy != Existing::Keep
+                        && policy != Existing::Skip
+                        && seen.insert(p.clone())
                     {
                         found.push(Conflict {
                             path: p,
@@ -259,7 +269,9 @@ pub fn preflight<'a>(
                     continue;
                 }
                 match e {
-                    Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                    Error::Io { ref source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
                         chain.clear();
                         continue;
                     }

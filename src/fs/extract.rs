@@ -45,8 +45,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rustix::fs::{
-    AtFlags, Gid, Mode, OFlags, Uid, chownat, linkat, mkdirat, openat, symlinkat,
-    unlinkat, utimensat,
+    AtFlags, Gid, Mode, OFlags, Uid, chownat, linkat, mkdirat, openat, symlinkat, unlinkat,
+    utimensat,
 };
 use rustix::io::Errno;
 

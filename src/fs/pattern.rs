@@ -322,7 +322,10 @@ mod tests {
         assert!(e.starts_with("--exclude: bad pattern 'a[': "), "{e}");
         let e = b.add("/", "--exclude").unwrap_err().to_string();
         assert_eq!(e, "--exclude: bad pattern '/': it matches no name");
-        let e = b.add_lines(b"ok\n\xff\n", "ex.txt").unwrap_err().to_string();
+        let e = b
+            .add_lines(b"ok\n\xff\n", "ex.txt")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "ex.txt:2: a pattern must be UTF-8 (names are matched as bytes)"

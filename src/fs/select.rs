@@ -230,8 +230,14 @@ mod tests {
         s.one_file_system = true;
         let mut seen = SeenNames::default();
         assert_eq!(s.verdict(b"a.o", false, false, None), Verdict::Leave);
-        assert_eq!(s.verdict(b"d", true, false, Some(&mut seen)), Verdict::Store);
-        assert_eq!(s.verdict(b"d", true, false, Some(&mut seen)), Verdict::Leave);
+        assert_eq!(
+            s.verdict(b"d", true, false, Some(&mut seen)),
+            Verdict::Store
+        );
+        assert_eq!(
+            s.verdict(b"d", true, false, Some(&mut seen)),
+            Verdict::Leave
+        );
         assert_eq!(s.verdict(b"mnt", true, true, None), Verdict::StoreNoDescend);
         assert_eq!(s.verdict(b"f", false, true, None), Verdict::Store);
         s.one_file_system = false;
@@ -244,7 +250,11 @@ mod tests {
         let d = std::fs::File::open(tmp.path()).unwrap();
         let names = vec![CACHEDIR_TAG.to_vec()];
         let tag = tmp.path().join("CACHEDIR.TAG");
-        std::fs::write(&tag, b"Signature: 8a477f597d28d172789f06886806bc55\n# cargo").unwrap();
+        std::fs::write(
+            &tag,
+            b"Signature: 8a477f597d28d172789f06886806bc55\n# cargo",
+        )
+        .unwrap();
         assert!(is_tagged_cache(std::os::fd::AsFd::as_fd(&d), &names));
         assert!(!is_tagged_cache(std::os::fd::AsFd::as_fd(&d), &[]));
         std::fs::write(&tag, b"Signature: 8a477f597d28d172789f06886806bc5").unwrap();

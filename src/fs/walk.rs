@@ -41,9 +41,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, Dir, Mode, OFlags, Stat, fstat, readlinkat, statat};
 
 use super::longpath;
-use super::select::{Selector, SeenNames, Verdict, is_tagged_cache};
 use super::meta::{StatKind, identity, kind_of, mode_of, mtime_of, size_of};
 use super::names::escape_path;
+use super::select::{SeenNames, Selector, Verdict, is_tagged_cache};
 use crate::format::entry::{EntryKind, EntryMeta, MAX_PATH_LEN};
 use crate::{Error, Result};
 
@@ -218,8 +218,7 @@ impl Walker<'_> {
             };
         }
         let link = if kind_of(&st) == StatKind::Symlink {
-            match longpath::with_parent(input, |dir, name| Ok(readlinkat(dir, name, Vec::new())?))
-            {
+            match longpath::with_parent(input, |dir, name| Ok(readlinkat(dir, name, Vec::new())?)) {
                 Ok(t) => t.into_bytes(),
                 Err(e) => return self.skip(input, "read link", e, "skipped"),
             }

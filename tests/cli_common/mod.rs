@@ -204,4 +204,3 @@ impl OnTty {
         t.local_modes.contains(rustix::termios::LocalModes::ECHO)
     }
 }
-

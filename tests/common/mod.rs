@@ -40,7 +40,9 @@ pub fn ok(args: &[&str]) -> Output {
 /// off `stderr`, checking its shape: `krypta: NAME: N entries[ extracted], A in, B out (R%),
 /// T` (R is `-` for no input). Returns the lines before it (each with its newline) and the summary line.
 pub fn split_summary(stderr: &str) -> (String, String) {
-    let body = stderr.strip_suffix('\n').expect("stderr ends with a newline");
+    let body = stderr
+        .strip_suffix('\n')
+        .expect("stderr ends with a newline");
     let (rest, last) = match body.rfind('\n') {
         Some(i) => (&stderr[..=i], &body[i + 1..]),
         None => ("", body),
