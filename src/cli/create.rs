@@ -8,9 +8,12 @@
 //! same time, summing file sizes, and the spinner becomes a bar with an ETA as soon as that
 //! walk ends. It reads only metadata (one `readdir` per directory and one `lstat` and
 //! `access` per entry, the same calls as the archiving walk, so the second pass over a tree is
-//! mostly served from the kernel's caches): measured on /usr (see the report of issue 14), it
-//! ends long before the archiving walk, which also reads and compresses every byte. Nightly
-//! jobs without a terminal never start it. The total is what the walk saw; files that change
+//! mostly served from the kernel's caches), and ends long before the archiving walk, which
+//! also reads and hashes every byte. Measured (release build, warm cache, load 3-4 on 2
+//! cores) on /usr/lib, 72k entries and 3.6 GiB, with `-s` to /dev/null (the case where the
+//! scan costs most): 6.73 and 6.92 s without the scan, 6.86, 6.97 and 7.00 s with it (system
+//! time 2.35 s against 2.7-2.8 s), about 1-2 % of the run. Nightly jobs without a terminal
+//! never start it. The total is what the walk saw; files that change
 //! meanwhile make the ETA approximate, never the archive.
 
 use std::path::PathBuf;
