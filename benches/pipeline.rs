@@ -94,6 +94,7 @@ fn write_archive(path: &std::path::Path, data: &[u8], key: Option<&SymmetricKey>
         uid: 0,
         gid: 0,
         link: Vec::new(),
+        ..Default::default()
     };
     w.add_file(&meta, &mut ReaderSource::new(data, "data"))
         .expect("add");

@@ -43,6 +43,9 @@ command -v xz >/dev/null 2>&1 && peers="$peers; $(version xz -V)"
 command -v gzip >/dev/null 2>&1 && peers="$peers; $(version gzip -V)"
 command -v 7z >/dev/null 2>&1 && peers="$peers; $(7z i 2>/dev/null | grep -m1 '7-Zip' | tr -s ' ')"
 command -v age >/dev/null 2>&1 && peers="$peers; age $(version age --version)"
+command -v par2 >/dev/null 2>&1 && peers="$peers; $(version par2 --version)"
+command -v weed >/dev/null 2>&1 && peers="$peers; SeaweedFS $(weed version 2>/dev/null | head -n 1 | awk '{print $3}')"
+command -v aws >/dev/null 2>&1 && peers="$peers; $(version aws --version | cut -d' ' -f1)"
 
 {
 	echo "# krypta benchmarks"
@@ -89,6 +92,8 @@ make bench      # release build, `krypta bench --fixtures fixtures/data`, rewrit
 - Table 7 runs the peers found on `PATH` (zstd, xz, gzip, 7z, age + age-keygen); missing
   ones are named in the table's method line. On Debian/Ubuntu:
   `apt-get install zstd xz-utils gzip p7zip-full age`.
+- Tables 9–11 measure the recovery data (`src/recovery/`); table 11 runs `par2` (par2cmdline)
+  beside it when it is on `PATH`: `apt-get install par2`.
 - Criterion benchmarks of each stage and of the end-to-end block path:
   `cargo bench --bench codec`, `--bench crypto`, `--bench pipeline`.
 MD

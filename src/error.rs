@@ -13,6 +13,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::format::FormatError;
+use crate::recovery::RecoveryError;
 
 /// Shorthand for results carrying [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -72,7 +73,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// The archive's format version is not one this build reads.
-    #[error("{}: unsupported format version {version} (this krypta reads version {supported})", path.display())]
+    #[error("{}: unsupported format version {version} (this krypta reads versions 1 to {supported})", path.display())]
     UnsupportedVersion {
         /// The archive path.
         path: PathBuf,
@@ -92,6 +93,18 @@ pub enum Error {
         #[source]
         source: FormatError,
     },
+    /// The archive uses a critical feature (format 2: a critical header extension or entry
+    /// field type) this build does not know: it needs a newer krypta.
+    #[error("{}: unsupported feature at byte {offset}: {source}", path.display())]
+    Unsupported {
+        /// The archive path.
+        path: PathBuf,
+        /// Byte offset in the archive of the structure that holds it.
+        offset: u64,
+        /// Which type.
+        #[source]
+        source: FormatError,
+    },
     /// Authentication failed: wrong password / key / identity, or the archive was tampered
     /// with. The message is the same for all of them on purpose (see `docs/SECURITY.md`).
     #[error("{}: authentication failed: wrong key or password, or the archive was modified", path.display())]
@@ -100,6 +113,15 @@ pub enum Error {
         path: PathBuf,
         /// Which check failed (printed only with `-v`).
         check: AuthCheck,
+    },
+    /// No stanza opened with the keys given, and the header has stanzas of kinds this build
+    /// does not know (format 2 skips them): a newer krypta may open the archive with them.
+    #[error("{}: authentication failed: no stanza opened with the keys given; {unknown} stanza(s) of kinds this krypta does not know were skipped (a newer krypta may open them)", path.display())]
+    StanzasUnknown {
+        /// The archive path.
+        path: PathBuf,
+        /// How many stanzas of unknown kinds the header has.
+        unknown: usize,
     },
     /// The archive is encrypted and no key was given.
     #[error("{}: archive is encrypted ({kinds}): give --pass-file, --pass-fd, -p, --keyfile or -i", path.display())]
@@ -198,6 +220,25 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// Recovery data (`krypta::recovery`): locating, verifying, repairing or writing it failed.
+    #[error("{}: {source}", path.display())]
+    Recovery {
+        /// The archive path.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: RecoveryError,
+    },
+    /// Object storage cannot be used as configured (no credentials, a profile krypta cannot
+    /// use, a malformed endpoint URL): nothing was sent.
+    #[error("{}: {source}", location.display())]
+    StoreConfig {
+        /// The `s3://BUCKET/KEY` location.
+        location: PathBuf,
+        /// What is missing or wrong.
+        #[source]
+        source: crate::store::s3::config::ConfigError,
+    },
     /// The archive was written, but some inputs could not be read (skipped), or changed or
     /// vanished while being read.
     #[error("archive written, but {}", incomplete_text(*skipped, *changed))]
@@ -264,19 +305,35 @@ impl Error {
             | Error::KeyRequired { .. }
             | Error::BadKeyFile { .. }
             | Error::Unwritable { .. }
+            | Error::StoreConfig { .. }
             | Error::OutputIsInput { .. }
             | Error::Conflicts { .. } => 1,
             Error::Crypto(_) => 1,
-            Error::AuthFailed { .. } | Error::NotEncrypted { .. } => 2,
+            Error::AuthFailed { .. }
+            | Error::NotEncrypted { .. }
+            | Error::StanzasUnknown { .. } => 2,
             Error::NotAnArchive { .. }
             | Error::UnsupportedVersion { .. }
             | Error::Corrupt { .. }
+            | Error::Unsupported { .. }
             | Error::KdfLimit { .. }
             | Error::KdfTooWeak { .. }
             | Error::UnsafePath { .. } => 3,
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::Incomplete { .. } | Error::KeptExisting { .. } => 6,
+            Error::Recovery { source, .. } => match source {
+                RecoveryError::BeyondRepair { .. } | RecoveryError::Inconsistent { .. } => 5,
+                RecoveryError::NotFound { .. }
+                | RecoveryError::BadParameter { .. }
+                | RecoveryError::BadPacket { .. } => 3,
+                RecoveryError::Read { .. }
+                | RecoveryError::Write { .. }
+                | RecoveryError::Spill { .. } => 4,
+                RecoveryError::OutOfRange { .. }
+                | RecoveryError::Code(_)
+                | RecoveryError::WorkerLost => 1,
+            },
         }
     }
 

@@ -14,6 +14,8 @@ pub mod error;
 pub mod format;
 pub mod fs;
 pub mod kat;
+pub mod recovery;
+pub mod store;
 pub mod timefmt;
 
 pub use error::{Error, Result};
@@ -40,6 +42,8 @@ pub trait Reporter {
     fn finish(&mut self) {}
     /// An entry was written to the archive (`c`) or extracted (`x`), for `-v` listings.
     fn entry_done(&mut self, _meta: &EntryMeta) {}
+    /// A detail for `-v` (where an object is, what a transfer cost). Default: ignored.
+    fn detail(&mut self, _message: &str) {}
 }
 
 /// A reporter that keeps warnings in memory and shows nothing.
@@ -74,78 +78,70 @@ pub struct CompressRequest {
     pub options: WriteOptions,
 }
 
-/// Writes an archive of the inputs. The archive is written under a temporary name in the
-/// output's directory and renamed into place only when complete, so a failure never leaves
-/// a partial archive under the final name; an existing output is kept unless `force`.
+/// Writes an archive of the inputs to `req.output`: a file, `-` (stdout) or
+/// `s3://BUCKET/KEY` (see [`store`]). The archive goes to a [`store::Sink`], which makes it
+/// visible under the final name only when complete (a temporary file renamed into place; an
+/// upload completed), so a failure never leaves a partial archive under the final name; an
+/// existing output is kept unless `force`.
 ///
-/// Errors: Exists, Io (naming the file), Usage, OutputIsInput (the existing output would be
-/// replaced although the walk reads it: refused even with `force`); `Incomplete` after a
-/// complete, valid archive was written when inputs could not be read (and not `strict`),
-/// changed or vanished while being read.
+/// Errors: Exists, Io (naming the file or object), StoreConfig, Usage, OutputIsInput (the
+/// existing output would be replaced although the walk reads it: refused even with `force`,
+/// before anything is created); `Incomplete` after a complete, valid archive was written when
+/// inputs could not be read (and not `strict`), changed or vanished while being read.
 pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
-    let to_stdout = req.output == Path::new("-");
-    let mut tmp = None;
-    let out: Box<dyn Write + Send> = if to_stdout {
-        Box::new(std::io::BufWriter::with_capacity(
-            1 << 20,
-            std::io::stdout(),
-        ))
-    } else {
-        if !req.force && std::fs::symlink_metadata(&req.output).is_ok() {
-            return Err(Error::Exists {
-                path: req.output.clone(),
-            });
+    // Before anything is created: the walk would read the file -f replaces.
+    if req.force
+        && let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select)
+    {
+        return Err(Error::OutputIsInput { path });
+    }
+    let sink = store::create_sink(&req.output, req.force)?;
+    if let Some(d) = sink.describe() {
+        rep.detail(&d);
+    }
+    let counters = sink.counters();
+    let warnings = sink.warnings();
+    let location = req.output.clone();
+    let r = compress_into(sink, req, rep);
+    // The sink is gone (finished, or aborted by its drop): report what it could not.
+    if let Ok(mut w) = warnings.lock() {
+        for m in w.drain(..) {
+            rep.warn(&m);
         }
-        // Before anything is created: the walk would read the file -f replaces.
-        if let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select) {
-            return Err(Error::OutputIsInput { path });
-        }
-        let dir = match req.output.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        // 0o666 minus the umask, as `tar` and `zstd` create their outputs (tempfile's own
-        // default would be 0o600).
-        let t = tempfile::Builder::new()
-            .prefix(".krypta-tmp-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(&dir)
-            .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
-        let f = t
-            .as_file()
-            .try_clone()
-            .map_err(|e| Error::io(t.path(), "open", e))?;
-        tmp = Some(t);
-        Box::new(std::io::BufWriter::with_capacity(1 << 20, f))
-    };
-    let out_name = if to_stdout {
+    }
+    if let Some(c) = counters {
+        rep.detail(&format!("{}: {}", location.display(), c.summary()));
+    }
+    r
+}
+
+fn compress_into(
+    sink: Box<dyn store::Sink>,
+    req: CompressRequest,
+    rep: &mut dyn Reporter,
+) -> Result<WriteSummary> {
+    let out_name = if req.output == Path::new("-") {
         PathBuf::from("<stdout>")
     } else {
         req.output.clone()
     };
     // The files being written (the temporary archive, or the file stdout points to) are never
     // archived, even when they lie inside an input directory. An existing output that the
-    // walk reaches is an input: replacing it (with -f) would destroy it, so that is refused.
-    let mut own_files: Vec<(u64, u64)> = Vec::new();
-    let mut replaced: Option<(u64, u64)> = None;
+    // walk reaches is an input: replacing it (with -f) would destroy it, so that is refused
+    // (checked before the sink was made, `fs::select::output_among_inputs`, and here again
+    // by device and inode for what only the walk finds: -L, bind mounts).
+    let own_files = sink.own_files();
+    let replaced: Option<(u64, u64)> = if req.output == Path::new("-")
+        || store::Location::parse(&req.output).is_ok_and(|l| l.is_remote())
     {
+        None
+    } else {
         use std::os::unix::fs::MetadataExt;
-        if let Some(t) = &tmp
-            && let Ok(m) = t.as_file().metadata()
-        {
-            own_files.push((m.dev(), m.ino()));
-        }
-        if !to_stdout && let Ok(m) = std::fs::metadata(&req.output) {
-            replaced = Some((m.dev(), m.ino()));
-        }
-        if to_stdout && let Ok(st) = rustix::fs::fstat(std::io::stdout()) {
-            own_files.push((st.st_dev, st.st_ino));
-        }
-    }
-    let tmp_cleanup = tmp
-        .as_ref()
-        .map(|t| fs::cleanup::register(t.path().to_path_buf()))
-        .unwrap_or(0);
+        std::fs::metadata(&req.output)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    let out = sink;
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
     let mut changed = 0usize;
     let mut skipped = 0usize;
@@ -232,34 +228,14 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
             uid: rustix::process::getuid().as_raw(),
             gid: rustix::process::getgid().as_raw(),
             link: Vec::new(),
+            ..Default::default()
         };
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
         w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
         rep.entry_done(&meta);
     }
-    let (summary, mut out) = w.finish()?;
-    out.flush().map_err(|e| Error::io(&out_name, "write", e))?;
-    drop(out);
-    if let Some(t) = tmp {
-        fs::cleanup::unregister(tmp_cleanup);
-        t.as_file()
-            .sync_all()
-            .map_err(|e| Error::io(&req.output, "sync", e))?;
-        if req.force {
-            t.persist(&req.output)
-                .map_err(|e| Error::io(&req.output, "rename into place", e.error))?;
-        } else {
-            t.persist_noclobber(&req.output).map_err(|e| {
-                if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                    Error::Exists {
-                        path: req.output.clone(),
-                    }
-                } else {
-                    Error::io(&req.output, "rename into place", e.error)
-                }
-            })?;
-        }
-    }
+    let (summary, out) = w.finish()?;
+    out.finish()?;
     rep.finish();
     if changed + skipped > 0 {
         return Err(Error::Incomplete {
@@ -330,19 +306,45 @@ pub fn extract(
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
+    report_source(&ar, rep);
+    let r = extract_opened(&mut ar, archive, req, rep);
+    report_transfer(&ar, archive, rep);
+    r
+}
+
+/// `-v`: where a remote archive is read from.
+fn report_source(ar: &Archive, rep: &mut dyn Reporter) {
+    if let Some(d) = ar.source().describe() {
+        rep.detail(&d);
+    }
+}
+
+/// `-v`: what reading a remote archive cost.
+fn report_transfer(ar: &Archive, archive: &Path, rep: &mut dyn Reporter) {
+    if let Some(c) = ar.source().counters() {
+        rep.detail(&format!("{}: {}", archive.display(), c.summary()));
+    }
+}
+
+fn extract_opened(
+    ar: &mut Archive,
+    archive: &Path,
+    req: ExtractRequest,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
     let mut select = if req.wildcards {
         Selection::wildcards(&req.paths)?
     } else {
         Selection::new(req.paths)
     };
     let index = if ar.seekable() {
-        Some(ar.read_index()?.1)
+        Some(ar.read_index()?)
     } else {
         None
     };
     let policy = req.fs.existing;
     if !req.stdout
-        && let Some(ix) = &index
+        && let Some((_, ix)) = &index
     {
         // The conflict check before anything is written (fs::conflict).
         let targets = ix
@@ -355,7 +357,7 @@ pub fn extract(
             .map(|e| (e.meta.path.as_slice(), e.meta.kind));
         fs::conflict::preflight(&req.output, targets, req.fs.strip_components, policy)?;
     }
-    if let Some(ix) = &index {
+    if let Some((_, ix)) = &index {
         rep.start(Some(total_size(&ix.entries)));
     } else {
         rep.start(None);
@@ -366,7 +368,7 @@ pub fn extract(
             std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
             &mut select,
         );
-        let s = run_scan(&mut ar, index.as_ref(), &mut Tap::new(&mut v, rep))?;
+        let s = run_scan(ar, index.as_ref(), &mut Tap::new(&mut v, rep))?;
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
@@ -375,7 +377,7 @@ pub fn extract(
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
         let mut no_progress = |_: u64| {};
         let mut v = ExtractVisitor::new(ex, &mut select, &mut no_progress);
-        let s = run_scan(&mut ar, index.as_ref(), &mut Tap::new(&mut v, rep));
+        let s = run_scan(ar, index.as_ref(), &mut Tap::new(&mut v, rep));
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { ex, .. } = v;
         for w in &warnings {
@@ -432,11 +434,11 @@ pub fn extract(
 /// entries.
 fn run_scan(
     ar: &mut Archive,
-    index: Option<&format::index::Index>,
+    index: Option<&(format::footer::Footer, format::index::Index)>,
     v: &mut dyn archive::Visitor,
 ) -> Result<ScanSummary> {
     match index {
-        Some(ix) => {
+        Some((footer, ix)) => {
             // Ask the visitor which entries it wants, then read only their frames.
             let wanted: Vec<usize> = ix
                 .entries
@@ -447,7 +449,7 @@ fn run_scan(
                 .collect();
             if wanted.len() == ix.entries.len() {
                 ar.rewind_to_data()?;
-                ar.scan(v)
+                ar.scan_against(Some((footer, ix)), v)
             } else {
                 ar.scan_selected(ix, &wanted, &mut WantAll(v))
             }
@@ -562,16 +564,25 @@ fn total_size(entries: &[IndexEntry]) -> u64 {
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
-    if ar.seekable() {
-        let (_, ix) = ar.read_index()?;
+    report_source(&ar, rep);
+    let r = test_opened(&mut ar, rep);
+    report_transfer(&ar, archive, rep);
+    r
+}
+
+fn test_opened(ar: &mut Archive, rep: &mut dyn Reporter) -> Result<ScanSummary> {
+    let known = if ar.seekable() {
+        let (footer, ix) = ar.read_index()?;
         rep.start(Some(total_size(&ix.entries)));
         ar.rewind_to_data()?;
+        Some((footer, ix))
     } else {
         rep.start(None);
-    }
+        None
+    };
     let mut progress = |b: u64| rep.progress(b);
     let mut v = VerifyVisitor::new(&mut progress);
-    let s = ar.scan(&mut v)?;
+    let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut v)?;
     rep.finish();
     warn_unverified(&s, rep);
     Ok(s)
@@ -606,11 +617,64 @@ fn warn_unverified(s: &ScanSummary, rep: &mut dyn Reporter) {
 /// The index entries (`krypta list`): from the index of a file, or by reading a stream to its
 /// index (data frames are skipped, not decoded).
 pub fn list(archive: &Path, open: OpenOptions) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
+    list_with(archive, open, &mut Collect::default())
+}
+
+/// [`list`], with `-v` details (a remote archive's location and transfer) to `rep`.
+pub fn list_with(
+    archive: &Path,
+    open: OpenOptions,
+    rep: &mut dyn Reporter,
+) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
     let mut ar = Archive::open(archive, open)?;
+    report_source(&ar, rep);
     let ix = if ar.seekable() {
         ar.read_index()?.1
     } else {
         ar.read_index_streaming()?
     };
+    report_transfer(&ar, archive, rep);
+    Ok((ix.entries, ix.frame_body_lens))
+}
+
+/// [`list`] with every file's BLAKE3 digest (`list --b3`). Format 2 stores no digest for
+/// files below 4096 bytes (their bytes are covered by the frame tags), so their content is
+/// read and hashed (holes as zeros, as `b3sum` reads the extracted file): on a seekable
+/// archive only the frames that hold them, from a pipe the whole stream (then the entries'
+/// block locations are not known and are 0). Everything read is verified as `test` verifies
+/// it. `-v` details (a remote archive's location and transfer) go to `rep`.
+pub fn list_with_digests(
+    archive: &Path,
+    open: OpenOptions,
+    rep: &mut dyn Reporter,
+) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
+    let mut ar = Archive::open(archive, open)?;
+    report_source(&ar, rep);
+    let r = list_digests_opened(&mut ar);
+    report_transfer(&ar, archive, rep);
+    r
+}
+
+fn list_digests_opened(ar: &mut Archive) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
+    let mut v = archive::visit::DigestVisitor::default();
+    if !ar.seekable() {
+        ar.scan(&mut v)?;
+        return Ok((v.into_entries(), Vec::new()));
+    }
+    let mut ix = ar.read_index()?.1;
+    let wanted: Vec<usize> = ix
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.meta.kind == EntryKind::File && e.digest.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    if !wanted.is_empty() {
+        v.only_files = true;
+        ar.scan_selected(&ix, &wanted, &mut v)?;
+        for (i, (_, _, d)) in wanted.iter().zip(v.found) {
+            ix.entries[*i].digest = Some(d);
+        }
+    }
     Ok((ix.entries, ix.frame_body_lens))
 }

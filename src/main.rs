@@ -25,6 +25,7 @@ use krypta::{Error, Reporter};
 /// (only on a terminal, only after the work has taken about a second, never with `-q`).
 pub struct Term {
     quiet: bool,
+    verbose: bool,
     bar: Option<ProgressBar>,
     started: Instant,
     total: Option<u64>,
@@ -38,9 +39,10 @@ pub struct Term {
 }
 
 impl Term {
-    fn new(quiet: bool) -> Self {
+    fn new(quiet: bool, verbose: bool) -> Self {
         Term {
             quiet,
+            verbose,
             bar: None,
             started: Instant::now(),
             total: None,
@@ -160,6 +162,15 @@ impl Reporter for Term {
             _ => print(),
         }
     }
+    fn detail(&mut self, message: &str) {
+        if self.verbose && !self.quiet {
+            let line = format!("krypta: {message}");
+            match &self.bar {
+                Some(b) if self.shown => b.println(line),
+                _ => eprintln!("{line}"),
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -224,6 +235,9 @@ fn handle_signals() {
         });
 }
 
+/// Only a broken pipe on stdout itself ends quietly: one from a connection to object storage
+/// or from a FIFO given as OUTPUT is a failed write like any other.
 fn is_broken_stdout(e: &Error) -> bool {
-    matches!(e.root(), Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    matches!(e.root(), Error::Io { path, source, .. }
+        if source.kind() == std::io::ErrorKind::BrokenPipe && path.as_os_str() == "<stdout>")
 }

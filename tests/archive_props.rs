@@ -53,6 +53,7 @@ fn meta(path: Vec<u8>, kind: EntryKind) -> EntryMeta {
         } else {
             vec![]
         },
+        ..Default::default()
     }
 }
 
@@ -87,6 +88,7 @@ proptest! {
             recipients: vec![],
             archive_id: Some([1; 16]),
             file_key: None,
+            ..WriteOptions::new()
         };
         let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
         let mut want = BTreeMap::new();

@@ -49,6 +49,7 @@ fn meta(path: &str) -> EntryMeta {
         uid: 0,
         gid: 0,
         link: vec![],
+        ..Default::default()
     }
 }
 
@@ -64,6 +65,7 @@ fn options(level: Level, jobs: usize, bcj: BcjMode) -> WriteOptions {
         recipients: vec![],
         archive_id: Some([3; 16]),
         file_key: None,
+        ..WriteOptions::new()
     }
 }
 

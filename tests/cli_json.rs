@@ -61,16 +61,16 @@ fn list_json_is_one_object_per_entry_with_every_field() {
                "digest": null}),
         json!({"schema": 1, "path": "t/a", "type": "file", "size": 5, "stored": stored[1],
                "mode": 0o4750, "uid": uid, "gid": gid, "mtime": mtime, "mtime_unix": T,
-               "digest": digest(b"hello")}),
+               "digest": null}),
         json!({"schema": 1, "path_b64": "dC9jYWb/", "type": "file", "size": 1,
                "stored": stored[2], "mode": 0o644, "uid": uid, "gid": gid, "mtime": mtime,
-               "mtime_unix": T, "digest": digest(b"x")}),
+               "mtime_unix": T, "digest": null}),
         json!({"schema": 1, "path": "t/h", "type": "hardlink", "size": 0, "stored": stored[3],
                "mode": 0o4750, "uid": uid, "gid": gid, "mtime": mtime, "mtime_unix": T,
                "digest": null, "link": "t/a"}),
         json!({"schema": 1, "path": "t/new\nline", "type": "file", "size": 0,
                "stored": stored[4], "mode": 0o644, "uid": uid, "gid": gid, "mtime": mtime,
-               "mtime_unix": T, "digest": digest(b"")}),
+               "mtime_unix": T, "digest": null}),
         json!({"schema": 1, "path": "t/s", "type": "symlink", "size": 0, "stored": stored[5],
                "mode": 0o777, "uid": uid, "gid": gid, "mtime": mtime, "mtime_unix": T,
                "digest": null, "link": "a"}),
@@ -113,6 +113,13 @@ fn list_json_is_one_object_per_entry_with_every_field() {
     // The PATH filter applies to JSON too.
     let o = fx.ok(&["l", "--json", "a.kry", "t/s"]);
     assert_eq!(lines(&o), [want[5].clone()]);
+    // Format 2 stores a digest for files of 4096 bytes and more only: the others are null
+    // (above), this one is the BLAKE3 of its content.
+    let big = common::bytes(5000, 3, true);
+    fx.file("u/big", &big);
+    fx.ok(&["c", "-q", "b.kry", "u/big"]);
+    let o = fx.ok(&["l", "--json", "b.kry"]);
+    assert_eq!(lines(&o)[0]["digest"], json!(digest(&big)));
 }
 
 #[test]
@@ -150,7 +157,7 @@ fn info_json_gives_the_header_facts() {
     assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(
         v,
-        json!({"schema": 1, "archive": "e.kry", "format_version": 1,
+        json!({"schema": 1, "archive": "e.kry", "format_version": 2,
                "created": "2023-11-14T22:13:20Z", "created_unix": T, "archive_id": id,
                "level": 5, "block_size": 1 << 20, "encrypted": true,
                "stanzas": [{"type": "argon2id", "memory_kib": 8192, "iterations": 1,

@@ -211,7 +211,7 @@ fn a_later_identity_opens_when_earlier_ones_do_not() {
 /// Re-parses framed stanza bytes; None when the format layer already refuses them.
 fn reparse(bytes: &[u8]) -> Option<Stanza> {
     let mut r = Reader::new(bytes, "stanza");
-    let s = Stanza::parse(&mut r).ok()?;
+    let s = Stanza::parse(&mut r, krypta::format::Version::V1).ok()?;
     r.finish().ok()?;
     Some(s)
 }

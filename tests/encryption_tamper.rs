@@ -37,6 +37,7 @@ fn meta(path: &str, kind: EntryKind) -> EntryMeta {
         } else {
             vec![]
         },
+        ..Default::default()
     }
 }
 
@@ -58,6 +59,7 @@ fn archive(recipient: Recipient, id: Option<[u8; 16]>, big: &[u8], store: bool) 
         recipients: vec![recipient],
         archive_id: id,
         file_key: None,
+        ..WriteOptions::new()
     };
     let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
     w.add_entry(&meta("d", EntryKind::Dir)).unwrap();
@@ -128,7 +130,8 @@ fn region(i: usize, h: usize, frames: &[(usize, usize)], len: usize) -> &'static
         48..56 => "stanza kind, length",
         56..120 => "stanza body",
         120..124 => "comment length",
-        _ if i < h - 32 => "comment",
+        _ if i < h - 34 => "comment",
+        _ if i < h - 32 => "extension count",
         _ if i < h => "header tag",
         _ if i >= len - 64 => {
             if i >= len - 32 {
@@ -156,7 +159,9 @@ fn region(i: usize, h: usize, frames: &[(usize, usize)], len: usize) -> &'static
 fn the_key_file_archive_verifies_and_has_two_data_frames() {
     let a = keyfile_archive(Some([1; 16]));
     let (h, frames) = layout(&a);
-    assert_eq!(h, 48 + 8 + 64 + 4 + 4 + 32);
+    // Format 2: the fixed part, one key-file stanza, the comment "test", the extension
+    // count (no extensions) and the tag.
+    assert_eq!(h, 48 + 8 + 64 + 4 + 4 + 2 + 32);
     assert_eq!(frames.len(), 3);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("a.kry");
@@ -578,6 +583,8 @@ fn two_password_stanzas_are_refused_by_the_writer_and_as_corrupt_by_the_reader()
     )
     .unwrap();
     let header = krypta::format::header::Header {
+        version: krypta::format::Version::V1,
+        extensions: vec![],
         archive_id: [2; 16],
         created: 0,
         block_size: 4 << 20,

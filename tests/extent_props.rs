@@ -82,6 +82,7 @@ fn meta(path: Vec<u8>) -> EntryMeta {
         uid: 0,
         gid: 0,
         link: vec![],
+        ..Default::default()
     }
 }
 
@@ -106,6 +107,7 @@ proptest! {
             recipients: vec![],
             archive_id: Some([1; 16]),
             file_key: None,
+            ..WriteOptions::new()
         };
         let mut w = ArchiveWriter::new(Vec::new(), "mem", opts).unwrap();
         let mut want = BTreeMap::new();

@@ -20,6 +20,7 @@ fn meta(path: &[u8], kind: EntryKind) -> EntryMeta {
         uid: 0,
         gid: 0,
         link: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -9,7 +9,7 @@ use krypta::format::frame::{BlockHeader, FrameHeader, FrameKind};
 use krypta::format::header::Header;
 use krypta::format::index::{Index, IndexEntry};
 use krypta::format::record::MAX_FILE_SIZE;
-use krypta::format::{EntryKind, EntryMeta, FormatError, Timestamp};
+use krypta::format::{EntryKind, EntryMeta, FormatError, Timestamp, Version};
 
 const ID: [u8; 16] = [0x2e; 16];
 /// A record stream: an END record alone (the scan is never reached in these tests).
@@ -25,9 +25,10 @@ fn file_entry(path: &[u8], size: u64, first_offset: u32) -> IndexEntry {
             uid: 0,
             gid: 0,
             link: vec![],
+            ..Default::default()
         },
         size,
-        digest: [1; 32],
+        digest: Some([1; 32]),
         first_seq: 0,
         first_offset,
         last_seq: 0,
@@ -62,6 +63,8 @@ fn push_frame(b: &mut Vec<u8>, kind: FrameKind, last: bool, seq: u64, payload: &
 /// `index` (stored), and the footer, all with valid checksums.
 fn archive_with_index(records: &[u8], index: &[u8]) -> Vec<u8> {
     let mut b = Header {
+        version: Version::V1,
+        extensions: vec![],
         archive_id: ID,
         created: 0,
         block_size: 1 << 16,
@@ -80,7 +83,7 @@ fn archive_with_index(records: &[u8], index: &[u8]) -> Vec<u8> {
         data_frames: 1,
         index_frames: 1,
     }
-    .untagged();
+    .untagged(Version::V1);
     b.extend_from_slice(&f);
     b.extend_from_slice(&Protection::Plain.footer_tag(&ID, &f));
     b
@@ -91,9 +94,10 @@ fn index_entry_size_above_max_file_size_is_rejected() {
     let ix = Index {
         entries: vec![file_entry(b"f", MAX_FILE_SIZE + 1, 0)],
         frame_body_lens: vec![100],
+        frame_ref_lens: vec![0],
     };
     assert_eq!(
-        Index::parse(&ix.write()).unwrap_err(),
+        Index::parse(&ix.write(Version::V1), Version::V1).unwrap_err(),
         FormatError::Invalid {
             what: "index",
             problem: "entry 0 size 17592186044417 exceeds the 17592186044416-byte limit".into(),
@@ -102,8 +106,12 @@ fn index_entry_size_above_max_file_size_is_rejected() {
     let ok = Index {
         entries: vec![file_entry(b"f", MAX_FILE_SIZE, 0)],
         frame_body_lens: vec![100],
+        frame_ref_lens: vec![0],
     };
-    assert_eq!(Index::parse(&ok.write()).unwrap(), ok);
+    assert_eq!(
+        Index::parse(&ok.write(Version::V1), Version::V1).unwrap(),
+        ok
+    );
 }
 
 #[test]
@@ -114,10 +122,11 @@ fn test_progress_total_of_huge_index_sizes_does_not_overflow() {
     let ix = Index {
         entries: vec![file_entry(b"a", 1 << 63, 0), file_entry(b"b", 1 << 63, 1)],
         frame_body_lens: vec![(16 + RECORDS.len()) as u32],
+        frame_ref_lens: vec![0],
     };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sum.kry");
-    std::fs::write(&path, archive_with_index(RECORDS, &ix.write())).unwrap();
+    std::fs::write(&path, archive_with_index(RECORDS, &ix.write(Version::V1))).unwrap();
     let open = || OpenOptions {
         identities: vec![],
         jobs: 1,

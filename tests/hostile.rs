@@ -17,7 +17,11 @@ use krypta::format::frame::{BlockHeader, FrameHeader, FrameKind, MAX_BODY_LEN};
 use krypta::format::header::Header;
 use krypta::format::index::{Index, IndexEntry};
 use krypta::format::record::{write_data_head, write_end, write_entry};
-use krypta::format::{EntryKind, EntryMeta, Stanza, Timestamp};
+use krypta::format::{EntryKind, EntryMeta, Stanza, Timestamp, Version};
+
+/// These hostile archives are format 1: a format-1 reader must keep refusing them (format 2's
+/// structures have their own tests).
+const V: Version = Version::V1;
 
 /// The archive id of every crafted archive.
 const ID: [u8; 16] = [0x1d; 16];
@@ -29,6 +33,8 @@ const DEADLINE: Duration = Duration::from_secs(20);
 /// A header with the given stanzas, tagged under `prot`.
 fn header(stanzas: Vec<Stanza>, prot: &Protection) -> Vec<u8> {
     let h = Header {
+        version: V,
+        extensions: vec![],
         archive_id: ID,
         created: 1_700_000_000,
         block_size: 64 << 10,
@@ -79,7 +85,7 @@ fn footer(index_offset: u64, data_frames: u64, prot: &Protection) -> Vec<u8> {
         data_frames,
         index_frames: 1,
     }
-    .untagged();
+    .untagged(V);
     let mut out = f.to_vec();
     out.extend_from_slice(&prot.footer_tag(&ID, &f));
     out
@@ -117,6 +123,7 @@ fn file_meta(path: &[u8]) -> EntryMeta {
         uid: 1000,
         gid: 1000,
         link: vec![],
+        ..Default::default()
     }
 }
 
@@ -126,26 +133,28 @@ fn one_file_index(meta: EntryMeta, size: u64, digest: [u8; 32], records_len: usi
         entries: vec![IndexEntry {
             meta,
             size,
-            digest,
+            digest: Some(digest),
             first_seq: 0,
             first_offset: 0,
             last_seq: 0,
         }],
         frame_body_lens: vec![(16 + records_len) as u32],
+        frame_ref_lens: vec![0],
     }
-    .write()
+    .write(V)
 }
 
 /// The record stream of one file `f` holding `content` (ENTRY, DATA, END).
 fn one_file_records(content: &[u8]) -> Vec<u8> {
     let mut r = Vec::new();
-    write_entry(&mut r, &file_meta(b"f"));
+    write_entry(&mut r, &file_meta(b"f"), V);
     write_data_head(&mut r, 0, content.len() as u32);
     r.extend_from_slice(content);
     write_end(
         &mut r,
         content.len() as u64,
-        blake3::hash(content).as_bytes(),
+        Some(blake3::hash(content).as_bytes()),
+        V,
     );
     r
 }
@@ -310,7 +319,7 @@ fn block_raw_length_beyond_max_block_size_is_corrupt() {
 fn entry_path_length_beyond_the_archive_size_is_truncation() {
     // An ENTRY whose path claims the maximum 65,536 bytes in an archive of a few hundred.
     let mut records = Vec::new();
-    write_entry(&mut records, &file_meta(b"f"));
+    write_entry(&mut records, &file_meta(b"f"), V);
     records[29..33].copy_from_slice(&65_536u32.to_le_bytes());
     let mut index = 1u64.to_le_bytes().to_vec();
     index.extend_from_slice(&records[1..]);
@@ -326,7 +335,7 @@ fn entry_path_length_beyond_the_archive_size_is_truncation() {
 #[test]
 fn data_segment_of_2_pow_32_minus_1_bytes_is_corrupt() {
     let mut records = Vec::new();
-    write_entry(&mut records, &file_meta(b"f"));
+    write_entry(&mut records, &file_meta(b"f"), V);
     write_data_head(&mut records, 0, u32::MAX);
     records.extend_from_slice(b"hi");
     let index = one_file_index(file_meta(b"f"), 2, [1; 32], records.len());
@@ -346,8 +355,8 @@ fn data_segment_of_2_pow_32_minus_1_bytes_is_corrupt() {
 #[test]
 fn end_size_of_2_pow_64_minus_1_is_corrupt() {
     let mut records = Vec::new();
-    write_entry(&mut records, &file_meta(b"f"));
-    write_end(&mut records, u64::MAX, &[1; 32]);
+    write_entry(&mut records, &file_meta(b"f"), V);
+    write_end(&mut records, u64::MAX, Some(&[1; 32]), V);
     // In the stream only (the index says 0 bytes): `test` finds it in the END record.
     let index = one_file_index(file_meta(b"f"), 0, [1; 32], records.len());
     let (_d, path) = write("end.kry", &archive(&records, &index));
@@ -374,7 +383,7 @@ fn index_sizes_summing_past_2_pow_64_are_corrupt_not_a_panic() {
     let entry = |path: &[u8], off: u32| IndexEntry {
         meta: file_meta(path),
         size: big,
-        digest: [1; 32],
+        digest: Some([1; 32]),
         first_seq: 0,
         first_offset: off,
         last_seq: 0,
@@ -383,8 +392,9 @@ fn index_sizes_summing_past_2_pow_64_are_corrupt_not_a_panic() {
     let index = Index {
         entries: vec![entry(b"a", 0), entry(b"b", 1)],
         frame_body_lens: vec![(16 + records.len()) as u32],
+        frame_ref_lens: vec![0],
     }
-    .write();
+    .write(V);
     let (_d, path) = write("sum.kry", &archive(&records, &index));
     assert_test_and_list_refuse(&path, "exceeds the 17592186044416-byte limit");
 }
@@ -434,8 +444,8 @@ fn header_length_of_1_mib_plus_1_is_corrupt() {
 /// END record of a file that is all hole: `size` bytes, no DATA, a wrong digest.
 fn all_hole_archive(size: u64) -> Vec<u8> {
     let mut records = Vec::new();
-    write_entry(&mut records, &file_meta(b"f"));
-    write_end(&mut records, size, &[1; 32]);
+    write_entry(&mut records, &file_meta(b"f"), V);
+    write_end(&mut records, size, Some(&[1; 32]), V);
     let index = one_file_index(file_meta(b"f"), size, [1; 32], records.len());
     archive(&records, &index)
 }
@@ -469,8 +479,8 @@ fn a_claimed_huge_hole_costs_a_bounded_amount_of_hashing() {
 /// The bytes of the one data frame of an `all_hole_archive`: what its hole allowance counts.
 fn all_hole_frame_bytes() -> u64 {
     let mut records = Vec::new();
-    write_entry(&mut records, &file_meta(b"f"));
-    write_end(&mut records, 0, &[1; 32]);
+    write_entry(&mut records, &file_meta(b"f"), V);
+    write_end(&mut records, 0, Some(&[1; 32]), V);
     (16 + 16 + records.len() + 32) as u64
 }
 
@@ -514,12 +524,12 @@ fn the_hole_allowance_is_cumulative_over_a_scan() {
     let mut entries = Vec::new();
     for name in [&b"a"[..], b"b"] {
         let first_offset = records.len() as u32;
-        write_entry(&mut records, &file_meta(name));
-        write_end(&mut records, size, &digest);
+        write_entry(&mut records, &file_meta(name), V);
+        write_end(&mut records, size, Some(&digest), V);
         entries.push(IndexEntry {
             meta: file_meta(name),
             size,
-            digest,
+            digest: Some(digest),
             first_seq: 0,
             first_offset,
             last_seq: 0,
@@ -528,8 +538,9 @@ fn the_hole_allowance_is_cumulative_over_a_scan() {
     let index = Index {
         entries,
         frame_body_lens: vec![(16 + records.len()) as u32],
+        frame_ref_lens: vec![0],
     }
-    .write();
+    .write(V);
     let (_d, path) = write("two.kry", &archive(&records, &index));
     let mut rep = krypta::Collect::default();
     let s = krypta::test(

@@ -28,6 +28,7 @@ fn meta(path: &[u8], kind: EntryKind) -> EntryMeta {
         uid: 0,
         gid: 0,
         link: vec![],
+        ..Default::default()
     }
 }
 

@@ -214,11 +214,12 @@ fn three_recipients_each_open_alone_and_a_fourth_does_not() {
         info.contains("3 stanza(s)\n  pq-box (ML-KEM-768 + X25519): 3 recipient(s)\n"),
         "{info}"
     );
-    // 1184-byte stanza bodies (FORMAT.md §5): header = 84 + 3 × (8 + 1184) bytes.
+    // 1184-byte stanza bodies (FORMAT.md §3.2) in the format-2 header the writer writes
+    // (§2: 86 bytes without stanzas, the extension count included): 86 + 3 × (8 + 1184).
     let a = std::fs::read(fx.p("three.kry")).unwrap();
     assert_eq!(
         u32::from_le_bytes(a[12..16].try_into().unwrap()),
-        84 + 3 * 1192
+        86 + 3 * 1192
     );
 }
 

@@ -273,7 +273,7 @@ fn info_reads_the_header_without_a_key() {
     assert!(o.status.success());
     let o = ok(&["info", s(&kry)]);
     let t = String::from_utf8(o.stdout).unwrap();
-    assert!(t.contains("format version: 1"), "{t}");
+    assert!(t.contains("format version: 2"), "{t}");
     assert!(t.contains("level:          7"), "{t}");
     assert!(t.contains("encryption:     none"), "{t}");
     assert!(t.contains("data blocks:    1"), "{t}");

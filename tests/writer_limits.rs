@@ -15,7 +15,8 @@ use krypta::archive::writer::{ArchiveWriter, BcjMode, ContentSource, ReaderSourc
 use krypta::codec::Level;
 use krypta::crypto::Recipient;
 use krypta::crypto::keyfile::SymmetricKey;
-use krypta::format::index::{Index, IndexEntry, entry_len, index_len};
+use krypta::format::index::{Index, IndexEntry};
+use krypta::format::index_v2::{entry_len, index_len};
 use krypta::format::limits::{
     MAX_COMMENT_LEN, MAX_FILE_SIZE, MAX_LINK_LEN, MAX_PATH_LEN, MAX_STANZAS,
 };
@@ -34,6 +35,7 @@ fn meta(path: &[u8], kind: EntryKind, link: &[u8]) -> EntryMeta {
         uid: 1,
         gid: 2,
         link: link.to_vec(),
+        ..Default::default()
     }
 }
 
@@ -292,28 +294,39 @@ fn files_past_16_tib_are_refused_before_their_holes_are_hashed() {
 
 #[test]
 fn the_writers_index_size_arithmetic_is_the_encoded_size() {
+    // Format 2 (what the writer writes): front-coded paths, a digest only where stored.
     let entries: Vec<IndexEntry> = [
         meta(b"f", EntryKind::File, b""),
         meta(b"\xff/deep/name", EntryKind::Symlink, b"../../target"),
+        meta(b"\xff/deep/nb", EntryKind::Symlink, b"t"),
         meta(b"h", EntryKind::Hardlink, b"f"),
     ]
     .into_iter()
     .enumerate()
     .map(|(i, m)| IndexEntry {
+        digest: (m.kind == EntryKind::File).then_some([0; 32]),
         meta: m,
         size: 0,
-        digest: [0; 32],
         first_seq: 0,
         first_offset: i as u32,
         last_seq: 0,
     })
     .collect();
-    let sum: u64 = entries.iter().map(|e| entry_len(&e.meta)).sum();
+    let mut prev: &[u8] = &[];
+    let mut sum = 0;
+    for e in &entries {
+        sum += entry_len(prev, &e.meta, e.digest.is_some());
+        prev = &e.meta.path;
+    }
     let index = Index {
         entries,
         frame_body_lens: vec![100, 200, 300],
+        frame_ref_lens: vec![0; 3],
     };
-    assert_eq!(index.write().len() as u64, index_len(sum, 3));
+    assert_eq!(
+        index.write(krypta::format::Version::V2).len() as u64,
+        index_len(sum, 3)
+    );
 }
 
 /// One entry the property test writes.
@@ -413,6 +426,43 @@ fn meta_ok(m: &EntryMeta) -> bool {
         }
 }
 
+/// The entry-set rules (FORMAT.md §3.3), restated independently: `m` may follow `written`
+/// (format 2: no path twice, nothing below a non-directory, a hard link to an earlier file).
+fn set_ok(written: &[EntryMeta], m: &EntryMeta) -> bool {
+    let below =
+        |p: &[u8], dir: &[u8]| p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/';
+    written.iter().all(|w| {
+        w.path != m.path
+            && !(w.kind != EntryKind::Dir && below(&m.path, &w.path))
+            && !(m.kind != EntryKind::Dir && below(&w.path, &m.path))
+    }) && (m.kind != EntryKind::Hardlink
+        || written
+            .iter()
+            .any(|w| w.kind == EntryKind::File && w.path == m.link))
+}
+
+/// What the writer stores for an entry it accepts: a symlink with mode 0o777, a hard link
+/// with its target's attributes (FORMAT.md, how krypta writes).
+fn stored_as(written: &[EntryMeta], m: &EntryMeta) -> EntryMeta {
+    match m.kind {
+        EntryKind::Symlink => EntryMeta {
+            mode: 0o777,
+            ..m.clone()
+        },
+        EntryKind::Hardlink => {
+            let t = written.iter().find(|w| w.path == m.link).expect("target");
+            EntryMeta {
+                mode: t.mode,
+                mtime: t.mtime,
+                uid: t.uid,
+                gid: t.gid,
+                ..m.clone()
+            }
+        }
+        _ => m.clone(),
+    }
+}
+
 /// An entry in a line (paths may be 64 KiB long).
 fn brief(m: &EntryMeta) -> String {
     format!(
@@ -464,13 +514,19 @@ proptest! {
             match r {
                 Ok(()) => {
                     prop_assert!(meta_ok(&m), "accepted an entry a reader refuses: {}", brief(&m));
+                    prop_assert!(set_ok(&written, &m), "accepted an entry the set rules refuse: {}", brief(&m));
                     if m.kind == EntryKind::File {
                         files.push(m.path.clone());
                     }
-                    written.push(m);
+                    let stored = stored_as(&written, &m);
+                    written.push(stored);
                 }
                 Err(Error::Unwritable { .. }) => {
-                    prop_assert!(!meta_ok(&m), "refused an entry within the limits: {}", brief(&m));
+                    prop_assert!(
+                        !meta_ok(&m) || !set_ok(&written, &m),
+                        "refused an entry within the limits and the set rules: {}",
+                        brief(&m)
+                    );
                 }
                 Err(e) => prop_assert!(false, "unexpected error {e}"),
             }

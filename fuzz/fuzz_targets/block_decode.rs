@@ -1,8 +1,12 @@
-//! Fuzz target: the block decoder on arbitrary (codec, filter, start, raw_len, payload).
-//! It must never panic, must produce exactly `raw_len` bytes when it succeeds, and whatever
-//! it produced must survive an encode/decode round trip with the same filter and start.
+//! Fuzz target: the block decoder on arbitrary (codec, filter, start, raw_len, payload), with
+//! format 1's rules (`decode`) or format 2's (`decode_v2`: the zstd frame rules, and a
+//! reference prefix taken from the payload's first bytes when bit 7 of the codec byte is
+//! set). It must never panic, must produce exactly `raw_len` bytes when it succeeds, and
+//! whatever it produced must survive an encode/decode round trip with the same filter and
+//! start.
 //!
-//! Input layout: `u8 codec, u8 filter, u32 LE raw_len (mod 1 MiB), u64 LE start, payload…`.
+//! Input layout: `u8 codec (bit 0 codec, bit 1 format 2, bit 7 prefix), u8 filter, u32 LE
+//! raw_len (mod 1 MiB), u64 LE start, [u16 LE prefix length, prefix], payload…`.
 
 #![no_main]
 
@@ -25,10 +29,22 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut out = Vec::new();
-    if dec
-        .decode(codec, filter, start, payload, raw_len, &mut out)
-        .is_err()
-    {
+    let v2 = head[0] & 2 != 0;
+    let (prefix, payload) = if v2 && head[0] & 0x80 != 0 {
+        let Some((n, rest)) = payload.split_first_chunk::<2>() else {
+            return;
+        };
+        let n = (u16::from_le_bytes(*n) as usize).min(rest.len());
+        rest.split_at(n)
+    } else {
+        (&[][..], payload)
+    };
+    let r = if v2 {
+        dec.decode_v2(codec, filter, start, payload, raw_len, prefix, &mut out)
+    } else {
+        dec.decode(codec, filter, start, payload, raw_len, &mut out)
+    };
+    if r.is_err() {
         assert!(out.is_empty());
         return;
     }

@@ -1,14 +1,17 @@
-//! Fuzz target: the record stream. The first input byte picks the mode:
-//! even, `format::record::read_record` over a slice source until the end or an error (DATA
-//! content is skipped as the reader does; every record head re-serialises to the bytes it
-//! came from); odd, `EntryMeta::parse` on the rest (+ write identity).
+//! Fuzz target: the record stream of either format version. The first input byte picks the
+//! mode: bit 1 the version (0: format 1, 1: format 2); bit 0 even,
+//! `format::record::read_record` over a slice source until the end or an error (DATA content
+//! is skipped as the reader does; every record head re-serialises to the bytes it came from);
+//! odd, `EntryMeta::parse` on the rest (+ write identity; `entry_v2` fuzzes format 2's
+//! entries alone).
 
 #![no_main]
 
 use krypta::format::record::{
     ExtentCheck, RecordHead, StreamSource, read_record, write_data_head, write_end, write_entry,
+    write_pad,
 };
-use krypta::format::{EntryMeta, FormatError, Reader};
+use krypta::format::{EntryMeta, FormatError, Reader, Version};
 use libfuzzer_sys::fuzz_target;
 
 /// A record-stream source over a byte slice, like the reader's decoded blocks.
@@ -41,11 +44,13 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
+    let version = if mode & 2 == 0 { Version::V1 } else { Version::V2 };
     if mode & 1 == 1 {
         let mut r = Reader::new(rest, "entry");
-        if let Ok(meta) = EntryMeta::parse(&mut r) {
+        if let Ok(meta) = EntryMeta::parse(&mut r, version) {
+            meta.check(version).expect("a parsed entry passes the writer's check");
             let mut again = Vec::new();
-            meta.write(&mut again);
+            meta.write(&mut again, version);
             assert!(
                 again == rest[..r.position()],
                 "entry re-serialises differently"
@@ -57,14 +62,15 @@ fuzz_target!(|data: &[u8]| {
     let mut extents = ExtentCheck::default();
     loop {
         let start = src.pos;
-        let head = match read_record(&mut src) {
+        let head = match read_record(&mut src, version) {
             Ok(Some(h)) => h,
             Ok(None) | Err(_) => return,
         };
         let mut again = Vec::new();
         match &head {
+            RecordHead::Pad => write_pad(&mut again, 1),
             RecordHead::Entry(meta) => {
-                write_entry(&mut again, meta);
+                write_entry(&mut again, meta, version);
                 extents = ExtentCheck::default();
             }
             RecordHead::Data { offset, len } => {
@@ -72,7 +78,7 @@ fuzz_target!(|data: &[u8]| {
                 let _ = extents.segment(*offset, *len);
             }
             RecordHead::End { size, digest } => {
-                write_end(&mut again, *size, digest);
+                write_end(&mut again, *size, digest.as_ref(), version);
                 let _ = extents.end(*size);
             }
         }

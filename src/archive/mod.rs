@@ -1,10 +1,14 @@
 //! The parallel archive writer and reader: ordering, bounded memory, and the composition of
 //! the format, codec and crypto stages.
 
+mod blocks;
 pub mod budget;
+mod fill;
 pub mod pipeline;
 pub mod reader;
+mod seal;
 pub mod visit;
+pub mod write_opts;
 pub mod writer;
 
 pub use reader::{Archive, OpenOptions, ScanSummary, Visitor};

@@ -7,29 +7,28 @@
 //! matched. The index and footer are checked against what the stream held, so an archive
 //! that scans clean is exactly the archive that was written.
 
-use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::blocks::{Decoded, FrameFault, Group, block_info, decode_body};
 use super::budget::ByteBudget;
 use super::hash_zeros;
 use super::pipeline::{Buffers, OrderedPool};
-use crate::codec::{BlockDecoder, Codec, decode_stored_in_place};
+use crate::codec::{BlockDecoder, Codec};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, Subkeys};
 use crate::crypto::stanza::{Identity, unwrap_versioned};
 use crate::error::{AuthCheck, Error, Result};
 use crate::format::entry::EntryKind;
+use crate::format::entry_set::EntrySet;
 use crate::format::footer::{FOOTER_LEN, Footer};
-use crate::format::frame::{
-    BLOCK_HEADER_LEN, BlockHeader, FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN,
-};
+use crate::format::frame::{FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN};
 use crate::format::header::{self, Header, PREFIX_LEN, Prefix, PrefixError};
 use crate::format::index::{Index, IndexEntry, MAX_INDEX_LEN};
 use crate::format::limits::hole_hash_allowance;
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
-use crate::format::{EntryMeta, FormatError};
+use crate::format::{EntryMeta, FormatError, Version};
 
 /// Receives what a scan finds, in stream order. Every byte given was verified first.
 pub trait Visitor {
@@ -64,25 +63,16 @@ pub struct OpenOptions {
     pub in_flight_budget: Option<u64>,
 }
 
-enum Input {
-    File(BufReader<File>),
-    Stream(Box<dyn Read + Send>),
-}
-
-impl Read for Input {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Input::File(f) => f.read(buf),
-            Input::Stream(s) => s.read(buf),
-        }
-    }
-}
+/// Where the archive bytes come from: a file, stdin or an object (see [`crate::store`]).
+type Input = Box<dyn crate::store::Source>;
 
 /// An opened archive: header parsed and authenticated.
 pub struct Archive {
     input: Input,
     path: PathBuf,
     header: Header,
+    /// The header's format version: every structure after the header follows it.
+    version: Version,
     header_len: u64,
     protection: Arc<Protection>,
     jobs: usize,
@@ -104,16 +94,6 @@ struct ReadBuffers {
     bodies: Buffers,
     /// Decoded zstd blocks.
     blocks: Buffers,
-}
-
-/// What went wrong with one frame, before the caller adds the archive path.
-#[derive(Debug)]
-enum FrameFault {
-    Tag,
-    Format(FormatError),
-    Codec(String),
-    /// The scan ended while the frame waited for room in the byte budget.
-    Stopped,
 }
 
 /// Totals of a scan.
@@ -157,12 +137,12 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Reads and parses the header of `path` (`-` = stdin) without any key: for `info`, and the
 /// first step of [`Archive::open`]. Returns the header, its bytes and the input.
 fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
-    let mut input = if path == Path::new("-") {
-        Input::Stream(Box::new(std::io::stdin()))
-    } else {
-        let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-        Input::File(BufReader::with_capacity(1 << 20, f))
-    };
+    let input = crate::store::open_source(path)?;
+    read_header_from(input, path)
+}
+
+/// [`read_header`] from an input already open; `path` names it in errors.
+fn read_header_from(mut input: Input, path: &Path) -> Result<(Header, Vec<u8>, Input)> {
     let mut prefix = [0u8; PREFIX_LEN];
     let got = read_full(&mut input, &mut prefix).map_err(|e| Error::io(path, "read", e))?;
     if got == 0 {
@@ -223,11 +203,20 @@ fn prefix_error(path: &Path, e: PrefixError) -> Error {
     }
 }
 
+/// A structure that does not parse ([`Error::Corrupt`]), or one that needs a newer krypta
+/// ([`Error::Unsupported`]).
 fn corrupt(path: &Path, offset: u64, source: FormatError) -> Error {
-    Error::Corrupt {
-        path: path.into(),
-        offset,
-        source,
+    match source {
+        FormatError::NeedsNewer { .. } => Error::Unsupported {
+            path: path.into(),
+            offset,
+            source,
+        },
+        source => Error::Corrupt {
+            path: path.into(),
+            offset,
+            source,
+        },
     }
 }
 
@@ -247,27 +236,31 @@ pub struct ArchiveFacts {
     pub size: Option<u64>,
     /// The footer, when the input is a file (its tag verified only for unencrypted archives).
     pub footer: Option<Footer>,
+    /// Lines for `-v` about a remote archive: where it was read from, what that cost.
+    pub details: Vec<String>,
 }
 
 /// Reads the header and (for a file) the footer without any key.
 pub fn facts(path: &Path) -> Result<ArchiveFacts> {
-    let (header, bytes, input) = read_header(path)?;
+    let (header, bytes, mut input) = read_header(path)?;
     let header_len = bytes.len() as u64;
     let mut footer = None;
     let mut size = None;
-    if let Input::File(mut f) = input {
-        let len = f
-            .seek(SeekFrom::End(0))
-            .map_err(|e| Error::io(path, "seek", e))?;
+    if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
         size = Some(len);
-        if len >= header_len + FOOTER_LEN as u64 {
+        if header.recovery_percent().is_some() {
+            // The footer ends the protected bytes, which a recovery section follows: it is
+            // not at the end of the file (the recovery layer locates it).
+        } else if len >= header_len + FOOTER_LEN as u64 {
             let mut fb = [0u8; FOOTER_LEN];
-            f.seek(SeekFrom::Start(len - FOOTER_LEN as u64))
+            input
+                .seek_to(len - FOOTER_LEN as u64)
                 .map_err(|e| Error::io(path, "seek", e))?;
-            f.read_exact(&mut fb)
+            input
+                .read_exact(&mut fb)
                 .map_err(|e| Error::io(path, "read", e))?;
-            let (ft, tag) =
-                Footer::parse(&fb).map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
+            let (ft, tag) = Footer::parse(&fb, header.version)
+                .map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
             if !header.encrypted() {
                 let p = Protection::Plain;
                 p.verify_header(
@@ -297,11 +290,16 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             ));
         }
     }
+    let mut details: Vec<String> = input.describe().into_iter().collect();
+    if let Some(c) = input.counters() {
+        details.push(format!("{}: {}", path.display(), c.summary()));
+    }
     Ok(ArchiveFacts {
         header,
         header_len,
         size,
         footer,
+        details,
     })
 }
 
@@ -315,33 +313,21 @@ struct FrameJob {
     offset: u64,
 }
 
-/// A decoded block: its raw bytes are `buf[start..]` (a stored block is decoded in place,
-/// after its block header).
-struct Decoded {
-    buf: Vec<u8>,
-    start: usize,
-    /// Bytes taken from the byte budget for it (0 outside a pool).
-    held: u64,
-}
-
-impl Decoded {
-    fn raw(&self) -> &[u8] {
-        &self.buf[self.start..]
-    }
-}
-
 type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, FrameFault>);
 
-/// Worker: verifies (and decrypts) one frame, then decodes its block. A stored block is
-/// unfiltered in place in the body; a zstd block is decoded into a buffer from
-/// `buffers.blocks`, and the body goes back to `buffers.bodies`. With a `budget`, the
-/// decoded block's bytes are taken from it (in ticket order, waiting for room) before it is
-/// decoded, and the body's bytes given back after.
+/// Worker: verifies (and decrypts) one frame, then decodes its block
+/// ([`super::blocks::decode_body`]). A stored block is unfiltered in place in the body; a
+/// zstd block is decoded into a buffer from `buffers.blocks`, and the body goes back to
+/// `buffers.bodies`; a referencing block is left pending for the reading thread. With a
+/// `budget`, the decoded block's bytes are taken from it (in ticket order, waiting for room)
+/// before it is decoded, and the body's bytes given back after. A pending block takes its
+/// raw length too: the reading thread decodes it into a block of that size.
 fn open_frame(
     dec: &mut BlockDecoder,
     protection: &Protection,
     archive_id: &ArchiveId,
     buffers: &ReadBuffers,
+    version: Version,
     budget: Option<&ByteBudget>,
     mut job: FrameJob,
 ) -> FrameResult {
@@ -357,13 +343,13 @@ fn open_frame(
                 &job.tag,
             )
             .map_err(|_| FrameFault::Tag)?;
-        let bh = BlockHeader::parse(&job.body).map_err(FrameFault::Format)?;
-        let codec_fault = |e: crate::codec::CodecError| FrameFault::Codec(e.to_string());
+        let (info, _) =
+            block_info(&job.body, version, job.header.kind).map_err(FrameFault::Format)?;
         // A stored block becomes the body itself; a zstd block needs raw_len more bytes.
-        let held = if bh.codec == Codec::Store {
+        let held = if info.codec == Codec::Store {
             body_len
         } else {
-            u64::from(bh.raw_len)
+            u64::from(info.raw_len)
         };
         if let Some(b) = budget {
             took_turn = true;
@@ -371,42 +357,25 @@ fn open_frame(
                 .map_err(|_| FrameFault::Stopped)?;
         }
         let held = if budget.is_some() { held } else { 0 };
-        if bh.codec == Codec::Store {
-            let r = decode_stored_in_place(
-                bh.filter,
-                bh.filter_start,
-                &mut job.body[BLOCK_HEADER_LEN..],
-                bh.raw_len as usize,
-            );
-            if let Err(e) = r {
-                budget.inspect(|b| b.release(held));
-                return Err(codec_fault(e));
+        let body = std::mem::take(&mut job.body);
+        match decode_body(
+            dec,
+            version,
+            job.header.kind,
+            body,
+            &buffers.blocks,
+            &buffers.bodies,
+        ) {
+            Ok(mut d) => {
+                d.held = held;
+                Ok(d)
             }
-            return Ok(Decoded {
-                buf: std::mem::take(&mut job.body),
-                start: BLOCK_HEADER_LEN,
-                held,
-            });
+            Err((f, body)) => {
+                buffers.bodies.give(body);
+                budget.inspect(|b| b.release(held));
+                Err(f)
+            }
         }
-        let mut out = buffers.blocks.take();
-        let r = dec.decode(
-            bh.codec,
-            bh.filter,
-            bh.filter_start,
-            &job.body[BLOCK_HEADER_LEN..],
-            bh.raw_len as usize,
-            &mut out,
-        );
-        if let Err(e) = r {
-            buffers.blocks.give(out);
-            budget.inspect(|b| b.release(held));
-            return Err(codec_fault(e));
-        }
-        Ok(Decoded {
-            buf: out,
-            start: 0,
-            held,
-        })
     })();
     buffers.bodies.give(std::mem::take(&mut job.body));
     if let Some(b) = budget {
@@ -443,6 +412,28 @@ impl Archive {
     /// header MAC failed), Integrity (unencrypted header checksum), Io.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
         let (header, bytes, input) = read_header(path)?;
+        Self::open_parsed(path, opts, header, bytes, input)
+    }
+
+    /// [`Archive::open`] on archive bytes from any reader, read front to back as from a pipe
+    /// (no seeks); `name` labels errors. For archives held in memory (known-answer vectors).
+    pub fn open_stream(
+        input: Box<dyn Read + Send>,
+        name: &Path,
+        opts: OpenOptions,
+    ) -> Result<Archive> {
+        let (header, bytes, input) =
+            read_header_from(Box::new(crate::store::local::ReadSource::new(input)), name)?;
+        Self::open_parsed(name, opts, header, bytes, input)
+    }
+
+    fn open_parsed(
+        path: &Path,
+        opts: OpenOptions,
+        header: Header,
+        bytes: Vec<u8>,
+        input: Input,
+    ) -> Result<Archive> {
         // A prompt (`Identity::Prompt`) is no key the caller gave: it asks only when needed.
         let keys_given = opts.identities.iter().any(|i| !i.is_prompt());
         if !header.encrypted() && keys_given && !opts.allow_unencrypted {
@@ -465,15 +456,11 @@ impl Archive {
                     kinds: kinds.join(", "),
                 });
             }
-            let version = <&[u8; PREFIX_LEN]>::try_from(&bytes[..PREFIX_LEN])
-                .ok()
-                .and_then(|b| header::Prefix::parse(b).ok())
-                .map_or(header::VERSION, |p| p.version);
             let key = unwrap_versioned(
                 &opts.identities,
                 &header.stanzas,
                 &header.archive_id,
-                version,
+                header.version as u16,
             )
             .map_err(|e| match e {
                 crate::crypto::CryptoError::KdfLimit {
@@ -494,9 +481,20 @@ impl Archive {
                 },
                 crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
                 crate::crypto::CryptoError::Prompt(m) => Error::Usage(m),
-                _ => Error::AuthFailed {
-                    path: path.into(),
-                    check: AuthCheck::NoStanzaOpened,
+                _ => match header
+                    .stanzas
+                    .iter()
+                    .filter(|s| matches!(s, crate::format::Stanza::Unknown { .. }))
+                    .count()
+                {
+                    0 => Error::AuthFailed {
+                        path: path.into(),
+                        check: AuthCheck::NoStanzaOpened,
+                    },
+                    unknown => Error::StanzasUnknown {
+                        path: path.into(),
+                        unknown,
+                    },
                 },
             })?;
             let p = Protection::Sealed(Box::new(Subkeys::derive(&key, &header.archive_id)));
@@ -531,6 +529,7 @@ impl Archive {
         Ok(Archive {
             input,
             path: path.into(),
+            version: header.version,
             header,
             header_len,
             protection: Arc::new(protection),
@@ -549,9 +548,14 @@ impl Archive {
         &self.header
     }
 
-    /// True when the input can seek (a file, not a pipe).
+    /// True when the input can seek (a file or an object, not a pipe).
     pub fn seekable(&self) -> bool {
-        matches!(self.input, Input::File(_))
+        self.input.seekable()
+    }
+
+    /// Where the archive bytes come from (transfer counters, `-v` description).
+    pub fn source(&self) -> &dyn crate::store::Source {
+        self.input.as_ref()
     }
 
     fn tag_error(&self, what: String) -> Error {
@@ -573,13 +577,29 @@ impl Archive {
             FrameFault::Tag => {
                 self.tag_error(format!("frame {seq} at byte {offset}: checksum mismatch"))
             }
-            FrameFault::Format(e) => corrupt(&self.path, offset, e),
+            FrameFault::Format(e) => self.structure_error(offset, e),
             FrameFault::Codec(m) => {
-                corrupt(&self.path, offset, FormatError::invalid("block payload", m))
+                self.structure_error(offset, FormatError::invalid("block payload", m))
             }
             FrameFault::Stopped => Error::Crypto(format!(
                 "internal error: frame {seq} was stopped while the scan still needed it"
             )),
+        }
+    }
+
+    /// A rule broken inside bytes whose tag verified (block header, payload, records, entries,
+    /// index): in an encrypted archive an inconsistent authenticated structure, reported as
+    /// an authentication failure (exit 2); in an unencrypted one a corrupt structure (exit 3).
+    /// A critical type this build does not know is always "needs a newer krypta" (exit 3).
+    /// This is the order of checks of docs/FORMAT.md §11.
+    fn structure_error(&self, offset: u64, e: FormatError) -> Error {
+        if self.protection.is_sealed() && !matches!(e, FormatError::NeedsNewer { .. }) {
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            corrupt(&self.path, offset, e)
         }
     }
 
@@ -634,7 +654,8 @@ impl Archive {
         let offset = self.pos;
         let mut hb = [0u8; FRAME_HEADER_LEN];
         self.read_exact_at_pos(&mut hb, "frame header")?;
-        let header = FrameHeader::parse(&hb).map_err(|e| corrupt(&self.path, offset, e))?;
+        let header =
+            FrameHeader::parse(&hb, self.version).map_err(|e| corrupt(&self.path, offset, e))?;
         // Read the body as it arrives instead of allocating the declared length up front, so
         // a truncated or hostile length costs no more memory than the bytes really present.
         // A recycled buffer already that long is overwritten in place (no zero-fill, no new
@@ -675,24 +696,24 @@ impl Archive {
     }
 
     fn seek_to(&mut self, offset: u64) -> Result<()> {
-        match &mut self.input {
-            Input::File(f) => {
-                f.seek(SeekFrom::Start(offset))
-                    .map_err(|e| Error::io(&self.path, "seek", e))?;
-                self.pos = offset;
-                Ok(())
-            }
-            Input::Stream(_) => Err(Error::Usage(format!(
+        if !self.input.seekable() {
+            return Err(Error::Usage(format!(
                 "{}: cannot seek in a stream",
                 self.path.display()
-            ))),
+            )));
         }
+        self.input
+            .seek_to(offset)
+            .map_err(|e| Error::io(&self.path, "seek", e))?;
+        self.pos = offset;
+        Ok(())
     }
 
     fn new_pool(&self) -> FramePool {
         let protection = Arc::clone(&self.protection);
         let id = self.header.archive_id;
         let buffers = self.buffers.clone();
+        let version = self.version;
         let budget = Arc::new(ByteBudget::with_base(self.jobs, self.in_flight_base));
         let worker_budget = Arc::clone(&budget);
         // The header's block size only sizes the pool's job count (a performance hint); the
@@ -702,7 +723,15 @@ impl Archive {
             super::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
             || BlockDecoder::new().expect("zstd decoder context"),
             move |dec: &mut BlockDecoder, job: FrameJob| {
-                open_frame(dec, &protection, &id, &buffers, Some(&worker_budget), job)
+                open_frame(
+                    dec,
+                    &protection,
+                    &id,
+                    &buffers,
+                    version,
+                    Some(&worker_budget),
+                    job,
+                )
             },
         );
         FramePool { pool, budget }
@@ -734,21 +763,38 @@ impl Archive {
             self.check_last_flag(&job)?;
             seq += 1;
         };
-        self.read_index_and_footer(seq, index_offset)
+        let index = self.read_index_and_footer(seq, index_offset)?;
+        self.check_entry_set(&index)?;
+        Ok(index)
     }
 
     /// After the data frames of a stream: reads the index frames and the footer, requires the
     /// end of the input after it, and checks the footer and frame table against what was
     /// read (`data_frames` frames, the first index frame at `index_offset`).
     fn read_index_and_footer(&mut self, data_frames: u64, index_offset: u64) -> Result<Index> {
+        Ok(self
+            .read_index_and_footer_of_stream(data_frames, index_offset)?
+            .1)
+    }
+
+    /// [`Archive::read_index_and_footer`], returning the footer too. After the footer of a
+    /// format-2 archive whose header announces a recovery section, the bytes that follow are
+    /// that section's (not read here).
+    fn read_index_and_footer_of_stream(
+        &mut self,
+        data_frames: u64,
+        index_offset: u64,
+    ) -> Result<(Footer, Index)> {
         let index = self.read_index_frames(data_frames, None, u64::MAX)?;
         let foot_at = self.pos;
         let mut fb = [0u8; FOOTER_LEN];
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         let mut extra = [0u8; 1];
-        if read_full(&mut self.input, &mut extra).map_err(|e| Error::io(&self.path, "read", e))?
-            != 0
+        if self.header.recovery_percent().is_none()
+            && read_full(&mut self.input, &mut extra)
+                .map_err(|e| Error::io(&self.path, "read", e))?
+                != 0
         {
             return Err(corrupt(
                 &self.path,
@@ -762,20 +808,49 @@ impl Archive {
             );
         }
         self.check_frame_table(&footer, &index)?;
-        Ok(index)
+        Ok((footer, index))
     }
 
     /// Reads and verifies the footer and the index of a seekable archive.
+    ///
+    /// A format-2 archive with a recovery section has its footer before that section, not at
+    /// the end of the file; without the recovery layer's locator this build reaches it the
+    /// way a pipe does (data frames read past, not decoded), then rewinds.
     pub fn read_index(&mut self) -> Result<(Footer, Index)> {
-        let len = match &mut self.input {
-            Input::File(f) => f
-                .seek(SeekFrom::End(0))
-                .map_err(|e| Error::io(&self.path, "seek", e))?,
-            Input::Stream(_) => {
+        let (footer, index) = self.read_index_unchecked()?;
+        self.check_entry_set(&index)?;
+        Ok((footer, index))
+    }
+
+    fn read_index_unchecked(&mut self) -> Result<(Footer, Index)> {
+        if self.header.recovery_percent().is_some() && self.seekable() {
+            self.seek_to(self.header_len)?;
+            let mut seq = 0u64;
+            let index_offset = loop {
+                let job = self.read_frame()?;
+                if job.header.kind == FrameKind::Index {
+                    let at = job.offset;
+                    self.pending_frame = Some(job);
+                    break at;
+                }
+                if job.header.seq != seq {
+                    return Err(self.sequence_error(
+                        job.offset,
+                        format!("expected data frame seq {seq}, found {}", job.header.seq),
+                    ));
+                }
+                seq += 1;
+            };
+            return self.read_index_and_footer_of_stream(seq, index_offset);
+        }
+        let len = match self.input.length() {
+            Ok(Some(len)) if self.input.seekable() => len,
+            Ok(_) => {
                 return Err(Error::Usage(
                     "reading the index needs a seekable archive".into(),
                 ));
             }
+            Err(e) => return Err(Error::io(&self.path, "seek", e)),
         };
         if len < self.header_len + FOOTER_LEN as u64 {
             return Err(corrupt(
@@ -794,13 +869,12 @@ impl Archive {
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         if footer.index_offset < self.header_len || footer.index_offset >= foot_at {
-            return Err(corrupt(
-                &self.path,
-                foot_at,
-                FormatError::invalid("footer", "index offset outside the archive"),
-            ));
+            return Err(
+                self.sequence_error(foot_at, "footer: index offset outside the archive".into())
+            );
         }
         self.seek_to(footer.index_offset)?;
+        self.input.read_ahead_to(Some(foot_at));
         let index =
             self.read_index_frames(footer.data_frames, Some(footer.index_frames), foot_at)?;
         if self.pos != foot_at {
@@ -813,7 +887,8 @@ impl Archive {
     }
 
     fn check_footer(&self, at: u64, fb: &[u8; FOOTER_LEN]) -> Result<Footer> {
-        let (footer, tag) = Footer::parse(fb).map_err(|e| corrupt(&self.path, at, e))?;
+        let (footer, tag) =
+            Footer::parse(fb, self.version).map_err(|e| corrupt(&self.path, at, e))?;
         self.protection
             .verify_footer(&self.header.archive_id, &fb[..32], &tag)
             .map_err(|_| {
@@ -833,7 +908,9 @@ impl Archive {
     }
 
     fn check_frame_table(&self, footer: &Footer, index: &Index) -> Result<()> {
-        if index.frame_body_lens.len() as u64 != footer.data_frames {
+        if index.frame_body_lens.len() as u64 != footer.data_frames
+            || index.frame_ref_lens.len() != index.frame_body_lens.len()
+        {
             return Err(self.sequence_error(
                 footer.index_offset,
                 "index frame table disagrees with the footer".into(),
@@ -890,14 +967,28 @@ impl Archive {
                 &self.protection,
                 &self.header.archive_id,
                 &self.buffers,
+                self.version,
                 None,
                 job,
             );
             let decoded = r.map_err(|f| self.fault(offset, h.seq, f))?;
-            let raw = decoded.raw();
-            if bytes.len() as u64 + raw.len() as u64 > MAX_INDEX_LEN {
+            if self.version == Version::V2 && decoded.info.stream_offset != bytes.len() as u64 {
                 return Err(corrupt(
                     &self.path,
+                    offset,
+                    FormatError::invalid(
+                        "index block header",
+                        format!(
+                            "stream offset {} where the index blocks before it end at {}",
+                            decoded.info.stream_offset,
+                            bytes.len()
+                        ),
+                    ),
+                ));
+            }
+            let raw = decoded.raw();
+            if bytes.len() as u64 + raw.len() as u64 > MAX_INDEX_LEN {
+                return Err(self.structure_error(
                     offset,
                     FormatError::invalid("index", format!("larger than {MAX_INDEX_LEN} bytes")),
                 ));
@@ -920,7 +1011,20 @@ impl Archive {
                 self.sequence_error(self.pos, format!("{i} index frames, footer says {count}"))
             );
         }
-        Index::parse(&bytes).map_err(|e| corrupt(&self.path, self.pos, e))
+        Index::parse(&bytes, self.version).map_err(|e| self.structure_error(self.pos, e))
+    }
+
+    /// The entry-set rules on an index (FORMAT.md §7.3), so that `list`, `test` and `extract`
+    /// all refuse an archive whose set of entries breaks them before reading its data. (A
+    /// scan checks the stream instead, or compares it entry by entry with an index that was
+    /// checked.)
+    fn check_entry_set(&self, index: &Index) -> Result<()> {
+        let mut set = EntrySet::with_capacity(self.version, index.entries.len());
+        for e in &index.entries {
+            set.admit(&e.meta)
+                .map_err(|e| self.structure_error(self.pos, e))?;
+        }
+        Ok(())
     }
 
     /// Reads the whole archive front to back (works on pipes): every data frame is verified and
@@ -928,16 +1032,51 @@ impl Archive {
     /// checked against the stream. Entries the visitor does not want are verified but not
     /// passed on.
     pub fn scan(&mut self, visitor: &mut dyn Visitor) -> Result<ScanSummary> {
+        self.scan_against(None, visitor)
+    }
+
+    /// [`Archive::scan`] of an archive whose footer and index were read (and checked) first
+    /// ([`Archive::read_index`], then [`Archive::rewind_to_data`]): each entry of the stream
+    /// is compared with the index as soon as it is parsed, so a stream that differs from its
+    /// index is refused before the visitor sees the differing entry; the entry-set rules,
+    /// which the index passed, need no second check, and the index is not read again (the
+    /// data frames must end where the footer says, with the reference lengths the frame
+    /// table gives).
+    pub fn scan_against(
+        &mut self,
+        known: Option<(&Footer, &Index)>,
+        visitor: &mut dyn Visitor,
+    ) -> Result<ScanSummary> {
+        self.input.read_ahead_to(None);
         let mut pool = self.new_pool();
-        let mut feed = Feed::new(self, &mut pool, None);
+        let mut feed = Feed::new(self, &mut pool, None, 0);
         let mut parsed = Vec::new();
-        let mut summary = parse_records(&mut feed, visitor, &mut parsed, None, (0, 0))?;
+        let mut set = EntrySet::new(feed.ar.version);
+        let check = match known {
+            Some((_, ix)) => Check::Index(&ix.entries),
+            None => Check::Set(&mut set),
+        };
+        let mut summary = parse_records(&mut feed, visitor, &mut parsed, None, check, (0, 0))?;
         let (data_frames, index_offset) = feed.finish_data()?;
+        let refs = std::mem::take(&mut feed.refs_seen);
         summary.peak_held = pool.budget.peak();
         drop(pool);
+        if let Some((footer, index)) = known {
+            if summary.entries != index.entries.len() as u64
+                || data_frames != footer.data_frames
+                || index_offset != footer.index_offset
+                || index.frame_ref_lens != refs
+            {
+                return Err(self.sequence_error(
+                    index_offset,
+                    "index disagrees with the record stream".into(),
+                ));
+            }
+            return Ok(summary);
+        }
         // Then the index frames and the footer.
         let index = self.read_index_and_footer(data_frames, index_offset)?;
-        if index.entries != parsed {
+        if index.entries != parsed || index.frame_ref_lens != refs {
             return Err(self.sequence_error(
                 index_offset,
                 "index disagrees with the record stream".into(),
@@ -947,7 +1086,8 @@ impl Archive {
     }
 
     /// Extracts only the index entries at `wanted` positions (seekable archives): decodes just
-    /// the frames that hold them.
+    /// the frames that hold them, from the start of their group (format 2: the frames a
+    /// referencing block needs before it; the frame table says where a group starts).
     pub fn scan_selected(
         &mut self,
         index: &Index,
@@ -974,10 +1114,14 @@ impl Archive {
             let run_entries: Vec<&IndexEntry> =
                 index.entries[wanted[i]..=wanted[j - 1]].iter().collect();
             let want_set: std::collections::HashSet<usize> = wanted[i..j].iter().copied().collect();
-            self.seek_to(offsets[first.first_seq as usize])?;
+            let start = crate::format::index_v2::group_start(index, first.first_seq);
+            self.seek_to(offsets[start as usize])?;
+            let run_end = offsets.get(last_seq as usize + 1).copied().unwrap_or(off);
+            self.input.read_ahead_to(Some(run_end));
             let mut pool = self.new_pool();
-            let mut feed = Feed::new(self, &mut pool, Some((first.first_seq, last_seq)));
+            let mut feed = Feed::new(self, &mut pool, Some((start, last_seq)), first.first_seq);
             feed.skip = first.first_offset as usize;
+            feed.expected_refs = Some(&index.frame_ref_lens);
             let mut filter = SelectVisitor {
                 inner: visitor,
                 base: wanted[i],
@@ -985,19 +1129,20 @@ impl Archive {
                 n: 0,
             };
             let mut parsed = Vec::new();
+            let expected: Vec<IndexEntry> = run_entries.iter().map(|&e| e.clone()).collect();
             let r = parse_records(
                 &mut feed,
                 &mut filter,
                 &mut parsed,
                 Some(run_entries.len()),
+                Check::Index(&expected),
                 (total.holes_hashed, total.frame_bytes),
             );
             drop(feed);
             total.peak_held = total.peak_held.max(pool.budget.peak());
             drop(pool);
             let s = r?;
-            let expected: Vec<IndexEntry> = run_entries.into_iter().cloned().collect();
-            if parsed != expected {
+            if s.entries != expected.len() as u64 {
                 return Err(self.sequence_error(
                     offsets[first.first_seq as usize],
                     "record stream disagrees with the index".into(),
@@ -1044,15 +1189,40 @@ impl Visitor for SelectVisitor<'_> {
     }
 }
 
+/// Reads the next record that is not a PAD (format 2's alignment records are skipped),
+/// checking each record start against its block's first-record offset.
+fn next_non_pad(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
+    loop {
+        if !feed.record_start()? {
+            return Ok(None);
+        }
+        match next_record(feed)? {
+            Some(RecordHead::Pad) => continue,
+            r => return Ok(r),
+        }
+    }
+}
+
+/// How a scan checks the entries it parses besides their own rules.
+enum Check<'a> {
+    /// Against the entry-set rules (a stream read without its index first: a pipe).
+    Set(&'a mut EntrySet),
+    /// Against index entries (which passed the entry-set rules), one by one, in order.
+    Index(&'a [IndexEntry]),
+}
+
 /// Parses records from the feed, verifying digests and passing wanted entries on. Collects
 /// what it parsed as index entries (for the comparison with the index). With `limit`, stops
-/// after that many entries. `holes` carries (hole bytes hashed, data frame bytes read) from
-/// earlier runs of the same scan.
+/// after that many entries. `check` is the entry-set rules or the index the entries must
+/// equal (their metadata before the visitor sees them, their size, digest and location once
+/// parsed). `holes` carries (hole bytes hashed, data frame bytes read) from earlier runs of
+/// the same scan.
 fn parse_records(
     feed: &mut Feed<'_>,
     visitor: &mut dyn Visitor,
     parsed: &mut Vec<IndexEntry>,
     limit: Option<usize>,
+    mut check: Check<'_>,
     holes: (u64, u64),
 ) -> Result<ScanSummary> {
     let (hashed_before, frames_before) = holes;
@@ -1061,29 +1231,61 @@ fn parse_records(
         ..ScanSummary::default()
     };
     loop {
-        if limit.is_some_and(|l| parsed.len() >= l) {
+        if limit.is_some_and(|l| summary.entries >= l as u64) {
             break;
         }
-        let (first_seq, first_offset) = feed.position();
-        let Some(rec) = next_record(feed)? else { break };
+        let rec = loop {
+            if !feed.record_start()? {
+                break None;
+            }
+            let at = feed.position();
+            match next_record(feed)? {
+                Some(RecordHead::Pad) => continue,
+                r => break r.map(|r| (at, r)),
+            }
+        };
+        let Some(((first_seq, first_offset), rec)) = rec else {
+            break;
+        };
         let meta = match rec {
             RecordHead::Entry(m) => m,
             _ => return Err(feed.corrupt("a DATA or END record outside a file")),
         };
+        match &mut check {
+            Check::Set(set) => {
+                set.admit(&meta).map_err(|e| feed.corrupt_with(e))?;
+            }
+            Check::Index(ix) => {
+                if ix
+                    .get(summary.entries as usize)
+                    .is_none_or(|e| e.meta != meta)
+                {
+                    return Err(feed.ar.sequence_error(
+                        feed.ar.pos,
+                        "index disagrees with the record stream".into(),
+                    ));
+                }
+            }
+        }
         summary.entries += 1;
         let wanted = visitor.wants(&meta);
         if meta.kind != EntryKind::File {
             if wanted {
                 visitor.entry(&meta)?;
             }
-            parsed.push(IndexEntry {
-                meta,
-                size: 0,
-                digest: [0; 32],
-                first_seq,
-                first_offset,
-                last_seq: feed.last_byte_seq(),
-            });
+            check.entry_done(
+                feed,
+                parsed,
+                summary.entries - 1,
+                IndexEntry {
+                    meta,
+                    size: 0,
+                    digest: None,
+                    first_seq,
+                    first_offset,
+                    last_seq: feed.last_byte_seq(),
+                },
+            )?;
             continue;
         }
         if wanted {
@@ -1095,7 +1297,7 @@ fn parse_records(
         };
         let holes_hashed = &mut summary.holes_hashed;
         let unverified = &mut summary.unverified;
-        let r = (|| -> Result<(u64, [u8; 32])> {
+        let r = (|| -> Result<(u64, Option<[u8; 32]>)> {
             let mut hasher = Some(blake3::Hasher::new());
             let mut hashed_to = 0u64;
             let mut extents = ExtentCheck::default();
@@ -1116,7 +1318,7 @@ fn parse_records(
                 }
             };
             loop {
-                let rec = next_record(feed)
+                let rec = next_non_pad(feed)
                     .map_err(in_entry)?
                     .ok_or_else(|| in_entry(feed.corrupt("the stream ends inside a file")))?;
                 match rec {
@@ -1147,6 +1349,11 @@ fn parse_records(
                         extents
                             .end(size)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
+                        let Some(digest) = digest else {
+                            // Format 2's END: no digest; every byte was covered by the tags
+                            // of the frames that held it.
+                            return Ok((size, None));
+                        };
                         zeros(
                             &mut hasher,
                             size - hashed_to,
@@ -1159,11 +1366,12 @@ fn parse_records(
                             Some(_) => {}
                             None => unverified.push(crate::fs::escape_path(&meta.path)),
                         }
-                        return Ok((size, digest));
+                        return Ok((size, Some(digest)));
                     }
                     RecordHead::Entry(_) => {
                         return Err(in_entry(feed.corrupt("an ENTRY record inside a file")));
                     }
+                    RecordHead::Pad => unreachable!("next_non_pad skips PAD records"),
                 }
             }
         })();
@@ -1174,14 +1382,19 @@ fn parse_records(
                 }
                 summary.files += 1;
                 summary.bytes += size;
-                parsed.push(IndexEntry {
-                    meta,
-                    size,
-                    digest,
-                    first_seq,
-                    first_offset,
-                    last_seq: feed.last_byte_seq(),
-                });
+                check.entry_done(
+                    feed,
+                    parsed,
+                    summary.entries - 1,
+                    IndexEntry {
+                        meta,
+                        size,
+                        digest,
+                        first_seq,
+                        first_offset,
+                        last_seq: feed.last_byte_seq(),
+                    },
+                )?;
             }
             Err(e) => {
                 if wanted {
@@ -1196,8 +1409,35 @@ fn parse_records(
     Ok(summary)
 }
 
+impl Check<'_> {
+    /// Entry number `i` of the stream, just parsed: collected (entry-set mode) or compared
+    /// with index entry `i`.
+    fn entry_done(
+        &self,
+        feed: &Feed<'_>,
+        parsed: &mut Vec<IndexEntry>,
+        i: u64,
+        e: IndexEntry,
+    ) -> Result<()> {
+        match self {
+            Check::Set(_) => parsed.push(e),
+            Check::Index(ix) => {
+                if ix.get(i as usize) != Some(&e) {
+                    return Err(feed.ar.sequence_error(
+                        feed.ar.pos,
+                        "index disagrees with the record stream".into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The decoded record stream: reads data frames ahead into the pool and yields their bytes
-/// in order.
+/// in order, checking format 2's rules between blocks (stream offsets, groups, first-record
+/// offsets, reference lengths against the index) and decoding referencing blocks with the
+/// blocks before them.
 struct Feed<'a> {
     ar: &'a mut Archive,
     pool: &'a mut FramePool,
@@ -1213,8 +1453,11 @@ struct Feed<'a> {
     /// Seq of the current block (valid once one is loaded).
     cur_seq: Option<u64>,
     next_read_seq: u64,
-    /// Bytes to drop from the start of the first block (selective extraction).
+    /// Bytes to drop from the start of the first delivered block (selective extraction).
     skip: usize,
+    /// Blocks before this seq are decoded (a later block of their group references them)
+    /// but not delivered.
+    deliver_from: u64,
     /// (first, last) seq to read; None = all data frames until the first index frame.
     range: Option<(u64, u64)>,
     /// The first index frame's header once seen (sequential mode).
@@ -1224,10 +1467,27 @@ struct Feed<'a> {
     /// Bytes of the data frames loaded so far (header, body and tag).
     frame_bytes: u64,
     pending_index: bool,
+    /// Format 2: stream offsets and the blocks a referencing block needs.
+    group: Group,
+    /// Format 2: the current block's first-record offset, and whether a record start in it
+    /// was seen (checked against it) or the block is the first of a selective run (whose
+    /// first record parsed is at `skip`, not necessarily the block's first).
+    first_record: Option<u32>,
+    first_checked: bool,
+    /// Reference length of every block read (compared with the index's frame table).
+    refs_seen: Vec<u32>,
+    /// The index's frame table, when known before reading (selective runs).
+    expected_refs: Option<&'a [u32]>,
+    dec: Option<BlockDecoder>,
 }
 
 impl<'a> Feed<'a> {
-    fn new(ar: &'a mut Archive, pool: &'a mut FramePool, range: Option<(u64, u64)>) -> Self {
+    fn new(
+        ar: &'a mut Archive,
+        pool: &'a mut FramePool,
+        range: Option<(u64, u64)>,
+        deliver_from: u64,
+    ) -> Self {
         let next_read_seq = range.map(|r| r.0).unwrap_or(0);
         Feed {
             ar,
@@ -1240,12 +1500,19 @@ impl<'a> Feed<'a> {
             cur_seq: None,
             next_read_seq,
             skip: 0,
+            deliver_from,
             range,
             stopped: false,
             index_offset: 0,
             frames_done: 0,
             frame_bytes: 0,
             pending_index: false,
+            group: Group::default(),
+            first_record: None,
+            first_checked: true,
+            refs_seen: Vec::new(),
+            expected_refs: None,
+            dec: None,
         }
     }
 
@@ -1254,7 +1521,7 @@ impl<'a> Feed<'a> {
     }
 
     fn corrupt_with(&self, e: FormatError) -> Error {
-        if self.ar.protection.is_sealed() {
+        if self.ar.protection.is_sealed() && !matches!(e, FormatError::NeedsNewer { .. }) {
             Error::AuthFailed {
                 path: self.ar.path.clone(),
                 check: AuthCheck::Structure,
@@ -1284,12 +1551,53 @@ impl<'a> Feed<'a> {
         match self.cur_seq {
             Some(s) if self.at < self.block.len() => (s, (self.at - self.base) as u32),
             Some(s) => (s + 1, 0),
-            None => (self.next_read_seq, self.skip as u32),
+            None => (self.deliver_from, self.skip as u32),
         }
     }
 
     fn last_byte_seq(&self) -> u64 {
         self.cur_seq.unwrap_or(0)
+    }
+
+    /// A record starts at the next byte: loads the block that holds it (false at the end of
+    /// the stream) and, in format 2, checks it against the block's first-record offset.
+    fn record_start(&mut self) -> Result<bool> {
+        while self.at >= self.block.len() {
+            if !self.next_block()? {
+                return Ok(false);
+            }
+        }
+        if !self.first_checked {
+            self.first_checked = true;
+            let at = (self.at - self.base) as u32;
+            if self.first_record != Some(at) {
+                return Err(self.corrupt_with(FormatError::invalid(
+                    "block header",
+                    format!(
+                        "first record {:?} of block {}, but a record starts at {at}",
+                        self.first_record,
+                        self.cur_seq.unwrap_or(0)
+                    ),
+                )));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Format 2, on leaving the current block: a block in which no record started must say
+    /// so.
+    fn check_left_block(&self) -> Result<()> {
+        if !self.first_checked && self.first_record.is_some() {
+            return Err(self.corrupt_with(FormatError::invalid(
+                "block header",
+                format!(
+                    "block {} says a record starts at {:?}, but none does",
+                    self.cur_seq.unwrap_or(0),
+                    self.first_record
+                ),
+            )));
+        }
+        Ok(())
     }
 
     /// Keeps the pool busy: reads frames while it has room for another job and the byte
@@ -1341,39 +1649,115 @@ impl<'a> Feed<'a> {
         Ok(())
     }
 
-    /// Loads the next decoded block; false at the end of the data. The current block is
-    /// fully read when this is called: it is given back (buffer and budget bytes) first, so
-    /// the budget's room is there for the frames still to come.
+    /// Loads the next block to deliver; false at the end of the data. Blocks before
+    /// `deliver_from` are decoded and kept for the references of the blocks after them.
+    /// The current block is fully read when this is called: its budget bytes are given back
+    /// first, so the budget's room is there for the frames still to come. (Blocks the group
+    /// keeps for a later block's reference are no longer counted: at most
+    /// `MAX_REFERENCE_LEN` bytes of them.)
     fn next_block(&mut self) -> Result<bool> {
-        let old = std::mem::take(&mut self.block);
-        if self.base == 0 {
-            self.ar.buffers.blocks.give(old);
-        } else {
-            self.ar.buffers.bodies.give(old);
+        loop {
+            if self.cur_seq.is_some_and(|s| s >= self.deliver_from) {
+                self.check_left_block()?;
+            }
+            self.pool
+                .budget
+                .release(std::mem::take(&mut self.block_held));
+            self.fill_pool()?;
+            let Some((offset, h, r)) = self
+                .pool
+                .pool
+                .next_result()
+                .map_err(|e| Error::Crypto(e.to_string()))?
+            else {
+                return Ok(false);
+            };
+            let mut decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
+            let info = decoded.info;
+            if self.ar.version == Version::V2 {
+                let problem = self.group.check(&info).err().or_else(|| {
+                    self.expected_refs
+                        .and_then(|t| t.get(h.seq as usize))
+                        .filter(|&&r| r != info.reference_len)
+                        .map(|r| {
+                            FormatError::invalid(
+                                "block header",
+                                format!(
+                                    "reference length {} where the index says {r}",
+                                    info.reference_len
+                                ),
+                            )
+                        })
+                });
+                if let Some(p) = problem {
+                    return Err(self.ar.fault(offset, h.seq, FrameFault::Format(p)));
+                }
+            }
+            self.refs_seen.push(info.reference_len);
+            // The block left behind: kept if this one references it, else recycled.
+            let old = std::mem::take(&mut self.block);
+            let prev = (self.cur_seq.is_some() && !old.is_empty()).then_some((old, self.base));
+            let buffers = self.ar.buffers.clone();
+            self.group.advance(prev, &info, &mut |b, start| {
+                if start == 0 {
+                    buffers.blocks.give(b);
+                } else {
+                    buffers.bodies.give(b);
+                }
+            });
+            if decoded.pending {
+                let dec = match self.dec.as_mut() {
+                    Some(d) => d,
+                    None => self
+                        .dec
+                        .insert(BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?),
+                };
+                let out = self.ar.buffers.blocks.take();
+                let raw = self
+                    .group
+                    .resolve(dec, &mut decoded, out)
+                    .map_err(|(f, out)| {
+                        self.ar.buffers.blocks.give(out);
+                        self.ar.fault(offset, h.seq, f)
+                    })?;
+                let body = std::mem::replace(&mut decoded.buf, raw);
+                self.ar.buffers.bodies.give(body);
+                decoded.start = 0;
+                decoded.pending = false;
+            }
+            self.block = decoded.buf;
+            self.block_held = decoded.held;
+            self.base = decoded.start;
+            self.cur_seq = Some(h.seq);
+            self.frames_done += 1;
+            self.frame_bytes += h.frame_len();
+            self.first_record = info.first_record;
+            if h.seq < self.deliver_from {
+                // Not delivered: only there for the references of the blocks after it.
+                self.at = self.block.len();
+                self.first_checked = true;
+                continue;
+            }
+            let skip = std::mem::take(&mut self.skip);
+            self.at = self.base + skip.min(self.block.len() - self.base);
+            self.first_checked = self.ar.version == Version::V1;
+            if skip > 0 && !self.first_checked {
+                // A selective run starts at an entry's record, which need not be the first
+                // record of its block, but is one.
+                self.first_checked = true;
+                if self.first_record.is_none_or(|f| f as usize > skip) {
+                    return Err(self.corrupt_with(FormatError::invalid(
+                        "block header",
+                        format!(
+                            "first record {:?} of block {} is after the entry at {skip}",
+                            self.first_record, h.seq
+                        ),
+                    )));
+                }
+            }
+            self.fill_pool()?;
+            return Ok(true);
         }
-        self.pool
-            .budget
-            .release(std::mem::take(&mut self.block_held));
-        self.fill_pool()?;
-        let Some((offset, h, r)) = self
-            .pool
-            .pool
-            .next_result()
-            .map_err(|e| Error::Crypto(e.to_string()))?
-        else {
-            return Ok(false);
-        };
-        let decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
-        self.block = decoded.buf;
-        self.block_held = decoded.held;
-        self.base = decoded.start;
-        let skip = std::mem::take(&mut self.skip);
-        self.at = self.base + skip.min(self.block.len() - self.base);
-        self.cur_seq = Some(h.seq);
-        self.frames_done += 1;
-        self.frame_bytes += h.frame_len();
-        self.fill_pool()?;
-        Ok(true)
     }
 
     /// The next up to `max` bytes (at least 1) of the stream, borrowed from the current
@@ -1432,7 +1816,8 @@ impl From<Error> for FeedError {
 }
 
 fn next_record(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
-    record::read_record(feed).map_err(|e| match e {
+    let version = feed.ar.version;
+    record::read_record(feed, version).map_err(|e| match e {
         FeedError::Format(f) => feed.corrupt_with(f),
         FeedError::Other(e) => e,
     })

@@ -101,6 +101,7 @@ pub fn write_archive(
             uid: 0,
             gid: 0,
             link: Vec::new(),
+            ..Default::default()
         };
         w.add_file(&meta, &mut ReaderSource::new(*data, *name))?;
     }
@@ -142,7 +143,8 @@ fn bench_dir_base() -> std::path::PathBuf {
     }
 }
 
-fn temp_dir() -> Result<tempfile::TempDir> {
+/// A fresh directory under [`bench_dir_base`].
+pub(super) fn temp_dir() -> Result<tempfile::TempDir> {
     let base = bench_dir_base();
     tempfile::Builder::new()
         .prefix("krypta-bench-")

@@ -5,7 +5,10 @@
 //! Tables: 1 codec (ratio, compress and extract MB/s per input × level), 2 BCJ gain, 3
 //! hashing, 4 encryption overhead (per MB and one-time), 5 stage cost, 6 compute tax end to
 //! end, 7 peers (zstd, xz, gzip, 7z, age when installed); then, when tables 1, 3, 4 and 6
-//! ran, 8: the side-by-side with VaptVupt's published figures. MB = 10^6 bytes.
+//! ran, 8: the side-by-side with VaptVupt's published figures; 9–11 recovery data (size and
+//! speed, its cost inside `c -l 3`, par2 side by side); 12 and 13 object storage
+//! (upload/download vs the AWS CLI and a local file; one file of a large archive), when a
+//! server is available (see `store_tables`). MB = 10^6 bytes.
 
 mod archive_tables;
 mod codec_tables;
@@ -15,8 +18,10 @@ mod elf;
 pub mod fixtures;
 mod measure;
 mod peers;
+mod recovery_tables;
 mod report;
 mod sha256_scalar;
+mod store_tables;
 mod synth;
 
 use std::path::{Path, PathBuf};
@@ -32,7 +37,7 @@ pub use report::{BenchReport, Cell, Table};
 pub struct BenchOptions {
     /// Small inputs and one run per measurement: finishes in under a minute on 2 cores.
     pub quick: bool,
-    /// Table numbers 1..=7 to run; empty = all.
+    /// Table numbers (1..=7, 9..=13) to run; empty = all.
     pub tables: Vec<u8>,
     /// The user's own files: when given, table 1 runs on them (and nothing else).
     pub files: Vec<PathBuf>,
@@ -60,6 +65,10 @@ pub struct Plan {
     pub tax_mb: usize,
     /// Fixtures of table 7.
     pub peer_fixtures: Vec<&'static str>,
+    /// P of table 9 (recovery data speed), MB.
+    pub recovery_mb: usize,
+    /// Input of tables 9 and 10 (object storage), MB.
+    pub s3_mb: usize,
 }
 
 impl Plan {
@@ -74,6 +83,8 @@ impl Plan {
                 bcj_levels: vec![1, 3, 9],
                 tax_mb: 8,
                 peer_fixtures: vec!["text", "binary"],
+                recovery_mb: 8,
+                s3_mb: 64,
             }
         } else {
             Plan {
@@ -84,6 +95,9 @@ impl Plan {
                 bcj_levels: (1..=9).collect(),
                 tax_mb: 200,
                 peer_fixtures: fixtures::NAMES.to_vec(),
+                // Two full 128 MiB segments and a short one, so "all jobs" repairs in parallel.
+                recovery_mb: 280,
+                s3_mb: 1000,
             }
         }
     }
@@ -95,12 +109,16 @@ pub fn make_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
 }
 
 /// Runs the selected tables and returns their numbers. `progress` receives one line per
-/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 or missing
-/// fixture inputs, Io for files.
+/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 and 9..=13 or
+/// missing fixture inputs, Io for files.
 pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchReport> {
-    if let Some(bad) = opts.tables.iter().find(|t| !(1..=7).contains(*t)) {
+    if let Some(bad) = opts
+        .tables
+        .iter()
+        .find(|t| !(1..=7).contains(*t) && !(9..=13).contains(*t))
+    {
         return Err(Error::Usage(format!(
-            "there is no table {bad}: tables are 1 to 7"
+            "there is no table {bad}: tables are 1 to 7 and 9 to 13 (8 is computed from 1, 3, 4 and 6)"
         )));
     }
     let plan = Plan::new(opts.quick);
@@ -135,7 +153,7 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
             .push(codec_tables::table1(&files, &plan, progress)?);
         return Ok(report);
     }
-    let needs_fixtures = [1, 2, 3, 5, 6, 7].iter().any(|&n| wants(n));
+    let needs_fixtures = [1, 2, 3, 5, 6, 7, 10, 11].iter().any(|&n| wants(n));
     let (all, skipped) = if needs_fixtures {
         load_fixtures(opts.fixtures_dir.as_deref(), progress)?
     } else {
@@ -187,8 +205,29 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
             .collect();
         report.tables.push(peers::table7(&peers, &plan, progress)?);
     }
+    if wants(9) {
+        report
+            .tables
+            .push(recovery_tables::table9(&plan, jobs, progress)?);
+    }
+    if wants(10) {
+        report
+            .tables
+            .push(recovery_tables::table10(&fx, &plan, jobs, progress)?);
+    }
+    if wants(11) {
+        report
+            .tables
+            .push(recovery_tables::table11(&fx, &plan, progress)?);
+    }
     if let Some(t) = compare::side_by_side(&report.tables) {
         report.tables.push(t);
+    }
+    if wants(12) || wants(13) {
+        let t = store_tables::tables(&plan, progress)?;
+        report
+            .tables
+            .extend(t.into_iter().filter(|t| wants(t.number)));
     }
     Ok(report)
 }
@@ -198,13 +237,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_numbers_outside_one_to_seven_are_usage_errors() {
-        let opts = BenchOptions {
-            tables: vec![8],
-            ..Default::default()
-        };
-        let err = run(&opts, &mut |_| {}).unwrap_err();
-        assert_eq!(err.to_string(), "there is no table 8: tables are 1 to 7");
+    fn table_numbers_outside_the_list_are_usage_errors() {
+        for bad in [8, 14] {
+            let opts = BenchOptions {
+                tables: vec![bad],
+                ..Default::default()
+            };
+            let err = run(&opts, &mut |_| {}).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "there is no table {bad}: tables are 1 to 7 and 9 to 13 (8 is computed from 1, 3, 4 and 6)"
+                )
+            );
+        }
     }
 
     #[test]

@@ -12,11 +12,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  usage or general error (bad option, output exists, key missing, path not in archive)
+  1  usage or general error (bad option, output exists, key missing, path not in archive,
+     no AWS credentials for an s3:// path)
   2  authentication failed: wrong password or key, or the archive was modified
      (or a key was given for an unencrypted archive: see --allow-unencrypted)
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
-  4  I/O error (disk full, permission denied, missing input)
+  4  I/O error (disk full, permission denied, missing input; s3://: missing bucket or key,
+     refused credentials, store unreachable)
   5  data integrity: checksum mismatch in an unencrypted archive
   6  finished, but some items were skipped, each named in a warning:
      c: inputs that could not be read, changed or vanished (--strict: abort)
@@ -100,7 +102,7 @@ pub(crate) struct BenchArgs {
     /// Small inputs, one run each: under a minute on 2 cores (indicative numbers)
     #[arg(long)]
     pub(crate) quick: bool,
-    /// Run only table N (1..7; repeatable)
+    /// Run only table N (1..7, 9..13; repeatable)
     #[arg(long = "table", value_name = "N")]
     pub(crate) tables: Vec<u8>,
     /// Print JSON instead of markdown
@@ -127,6 +129,15 @@ pub(crate) struct Common {
     /// Print nothing but errors
     #[arg(short, long, global = true)]
     pub(crate) quiet: bool,
+}
+
+/// Object storage options (archives given as `s3://BUCKET/KEY`).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct StoreArgs {
+    /// S3-compatible endpoint for s3:// archives, e.g. http://127.0.0.1:8333 (default:
+    /// AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS)
+    #[arg(long, value_name = "URL")]
+    pub(crate) endpoint_url: Option<String>,
 }
 
 /// Keys for reading an archive. Without one, an archive that needs a password asks for it on
@@ -181,7 +192,7 @@ pub(crate) enum KdfName {
 
 #[derive(Args, Debug)]
 pub(crate) struct CompressArgs {
-    /// Archive to write (- = stdout)
+    /// Archive to write (- = stdout, s3://BUCKET/KEY = an object)
     pub(crate) output: PathBuf,
     /// Files and directories to archive (- = one stream from stdin)
     #[arg(required_unless_present = "files_from")]
@@ -280,6 +291,8 @@ pub(crate) struct CompressArgs {
     )]
     pub(crate) recipients_files: Vec<PathBuf>,
     #[command(flatten)]
+    pub(crate) storage: StoreArgs,
+    #[command(flatten)]
     pub(crate) common: Common,
 }
 
@@ -302,7 +315,7 @@ Exit codes:
 
 #[derive(Args, Debug)]
 pub(crate) struct ExtractArgs {
-    /// Archive to read (- = stdin)
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
     /// Only these paths (and what is below them); globs with --wildcards
     pub(crate) paths: Vec<OsString>,
@@ -336,6 +349,8 @@ pub(crate) struct ExtractArgs {
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
+    pub(crate) storage: StoreArgs,
+    #[command(flatten)]
     pub(crate) common: Common,
 }
 
@@ -358,7 +373,7 @@ Exit codes:
 
 #[derive(Args, Debug)]
 pub(crate) struct ListArgs {
-    /// Archive to read (- = stdin)
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
     /// Only these paths (and what is below them); globs with --wildcards
     pub(crate) paths: Vec<OsString>,
@@ -380,12 +395,14 @@ pub(crate) struct ListArgs {
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
+    pub(crate) storage: StoreArgs,
+    #[command(flatten)]
     pub(crate) common: Common,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct TestArgs {
-    /// Archive to read (- = stdin)
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
     /// Print the result as one JSON object on stdout (schema: docs/JSON.md)
     #[arg(long)]
@@ -393,12 +410,14 @@ pub(crate) struct TestArgs {
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
+    pub(crate) storage: StoreArgs,
+    #[command(flatten)]
     pub(crate) common: Common,
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct InfoArgs {
-    /// Archive to read (- = stdin)
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
     /// Print the facts as one JSON object (schema: docs/JSON.md)
     #[arg(long)]
@@ -406,6 +425,8 @@ pub(crate) struct InfoArgs {
     /// The creation time in UTC (default: local time with the zone offset)
     #[arg(long)]
     pub(crate) utc: bool,
+    #[command(flatten)]
+    pub(crate) storage: StoreArgs,
     #[command(flatten)]
     pub(crate) common: Common,
 }
@@ -442,6 +463,17 @@ impl Cli {
             Command::Bench(a) => &a.common,
             Command::Completions(a) => &a.common,
             Command::Manpage(a) => &a.common,
+        }
+    }
+    /// The object-storage options of the commands that take an archive path.
+    pub(crate) fn store(&self) -> Option<&StoreArgs> {
+        match &self.cmd {
+            Command::Compress(a) => Some(&a.storage),
+            Command::Extract(a) => Some(&a.storage),
+            Command::List(a) => Some(&a.storage),
+            Command::Test(a) => Some(&a.storage),
+            Command::Info(a) => Some(&a.storage),
+            _ => None,
         }
     }
     /// `-v` given.

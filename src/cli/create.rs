@@ -196,6 +196,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         recipients,
         archive_id: reproducible.then(|| krypta::reproducible_archive_id(created)),
         file_key: None,
+        ..WriteOptions::new()
     };
     let started = Instant::now();
     let scan = if term.shows_progress() && !inputs.iter().any(|p| p.as_os_str() == "-") {

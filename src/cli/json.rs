@@ -104,10 +104,7 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
         "archive",
         std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()),
     );
-    o.insert(
-        "format_version".into(),
-        json!(krypta::format::header::VERSION),
-    );
+    o.insert("format_version".into(), json!(h.version as u16));
     o.insert("created".into(), json!(rfc3339_utc(h.created, 0)));
     o.insert("created_unix".into(), json!(h.created));
     o.insert("archive_id".into(), json!(hex(&h.archive_id)));
@@ -133,6 +130,9 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
             }
             Stanza::KeyFile { .. } => json!({"type": "keyfile"}),
             Stanza::PqBox { .. } => json!({"type": "pq-box"}),
+            Stanza::Unknown { kind, body } => {
+                json!({"type": "unknown", "kind": kind, "bytes": body.len()})
+            }
         })
         .collect();
     o.insert("stanzas".into(), Value::Array(stanzas));

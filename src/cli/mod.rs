@@ -27,13 +27,18 @@ pub(crate) use create::TotalScan;
 pub fn run(cli: Cli) -> Result<u8> {
     let quiet = cli.quiet();
     let verbose = cli.verbose();
-    let mut term = Term::new(quiet);
+    let mut term = Term::new(quiet, verbose);
+    if let Some(s) = cli.store() {
+        krypta::store::configure(krypta::store::StoreSettings {
+            endpoint_url: s.endpoint_url.clone(),
+        });
+    }
     match cli.cmd {
         Command::Compress(a) => create::compress(a, &mut term, verbose),
         Command::Extract(a) => extract::extract(a, &mut term, verbose),
-        Command::List(a) => read::list(a, verbose),
+        Command::List(a) => read::list(a, verbose, &mut term),
         Command::Test(a) => read::test(a, &mut term),
-        Command::Info(a) => read::info(a),
+        Command::Info(a) => read::info(a, &mut term),
         Command::Keygen(a) => keygen::keygen(a, quiet),
         Command::Kat(a) => {
             let report = match &a.dir {

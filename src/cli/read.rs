@@ -12,7 +12,7 @@ use crate::Term;
 use krypta::archive::visit::Selection;
 use krypta::{Error, Result};
 
-pub(crate) fn list(a: ListArgs, verbose: bool) -> Result<u8> {
+pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
     let open = open_options(&a.keys, &a.archive)?;
     let paths: Vec<Vec<u8>> = a.paths.iter().map(|p| p.as_bytes().to_vec()).collect();
     let mut select = if a.wildcards {
@@ -20,7 +20,13 @@ pub(crate) fn list(a: ListArgs, verbose: bool) -> Result<u8> {
     } else {
         Selection::new(paths)
     };
-    let (entries, frames) = krypta::list(&a.archive, open)?;
+    // --b3 needs every file's digest: format 2 stores none for small files, so those are
+    // read and hashed (krypta::list_with_digests).
+    let (entries, frames) = if a.b3 {
+        krypta::list_with_digests(&a.archive, open, term)?
+    } else {
+        krypta::list_with(&a.archive, open, term)?
+    };
     let all: Vec<_> = entries.iter().map(view).collect();
     // Shares are computed over every entry (a frame is shared by all its entries), then the
     // filter picks the lines.
@@ -73,8 +79,11 @@ pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
     Ok(0)
 }
 
-pub(crate) fn info(a: InfoArgs) -> Result<u8> {
+pub(crate) fn info(a: InfoArgs, term: &mut Term) -> Result<u8> {
     let f = krypta::archive::reader::facts(&a.archive)?;
+    for d in &f.details {
+        krypta::Reporter::detail(term, d);
+    }
     if a.json {
         super::json::print_object(&super::json::info_object(&a.archive, &f))?;
     } else {

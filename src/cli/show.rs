@@ -14,7 +14,7 @@ pub(crate) fn print_info(
 ) {
     let h = &f.header;
     println!("archive:        {}", path.display());
-    println!("format version: {}", krypta::format::header::VERSION);
+    println!("format version: {}", h.version as u16);
     println!("created:        {} ({})", clock.show(h.created), h.created);
     println!("archive id:     {}", hex(&h.archive_id));
     let level = if h.level == 0 {
@@ -50,6 +50,10 @@ pub(crate) fn print_info(
                 }
                 krypta::format::Stanza::KeyFile { .. } => println!("  keyfile"),
                 krypta::format::Stanza::PqBox { .. } => {}
+                krypta::format::Stanza::Unknown { kind, body } => println!(
+                    "  unknown kind {kind} ({} bytes; skipped by this krypta)",
+                    body.len()
+                ),
             }
         }
         if pq > 0 {

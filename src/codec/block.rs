@@ -18,7 +18,34 @@ const DECODE_WINDOW_LOG_MAX: u32 = 28;
 /// dictionary, no checksum (block integrity is covered by the frame's MAC or BLAKE3 checksum).
 pub struct BlockEncoder {
     cctx: Option<Compressor<'static>>,
+    level: Option<Level>,
     scratch: Vec<u8>,
+}
+
+/// A libzstd error code as a [`CodecError`].
+fn zstd_error(code: usize) -> CodecError {
+    CodecError::Zstd(std::io::Error::other(zstd::zstd_safe::get_error_name(code)))
+}
+
+/// Sets krypta's parameters for `level` on a compression context: window, long-distance
+/// matching at level 9, content size in the frame header, no checksum, no dictionary id.
+fn set_params(c: &mut zstd::zstd_safe::CCtx<'_>, level: Level) -> Result<(), CodecError> {
+    let e = zstd_error;
+    c.set_parameter(CParameter::CompressionLevel(level.zstd_level()))
+        .map_err(e)?;
+    c.set_parameter(CParameter::WindowLog(level.window_log()))
+        .map_err(e)?;
+    if level.long_distance_matching() {
+        // `false` would mean "auto" to libzstd, so only ever set it on.
+        c.set_parameter(CParameter::EnableLongDistanceMatching(true))
+            .map_err(e)?;
+    }
+    c.set_parameter(CParameter::ContentSizeFlag(true))
+        .map_err(e)?;
+    c.set_parameter(CParameter::ChecksumFlag(false))
+        .map_err(e)?;
+    c.set_parameter(CParameter::DictIdFlag(false)).map_err(e)?;
+    Ok(())
 }
 
 impl BlockEncoder {
@@ -28,24 +55,13 @@ impl BlockEncoder {
             None => None,
             Some(level) => {
                 let mut c = Compressor::new(level.zstd_level()).map_err(CodecError::Zstd)?;
-                c.set_parameter(CParameter::WindowLog(level.window_log()))
-                    .map_err(CodecError::Zstd)?;
-                if level.long_distance_matching() {
-                    // `false` would mean "auto" to libzstd, so only ever set it on.
-                    c.set_parameter(CParameter::EnableLongDistanceMatching(true))
-                        .map_err(CodecError::Zstd)?;
-                }
-                c.set_parameter(CParameter::ContentSizeFlag(true))
-                    .map_err(CodecError::Zstd)?;
-                c.set_parameter(CParameter::ChecksumFlag(false))
-                    .map_err(CodecError::Zstd)?;
-                c.set_parameter(CParameter::DictIdFlag(false))
-                    .map_err(CodecError::Zstd)?;
+                set_params(c.context_mut(), level)?;
                 Some(c)
             }
         };
         Ok(BlockEncoder {
             cctx,
+            level,
             scratch: Vec::new(),
         })
     }
@@ -105,6 +121,52 @@ impl BlockEncoder {
             out.clear();
             out.extend_from_slice(raw);
             Ok((Codec::Store, Filter::None))
+        }
+    }
+}
+
+impl BlockEncoder {
+    /// [`BlockEncoder::encode`] with a raw-content prefix (format 2's reference length): the
+    /// zstd frame may copy from `prefix`, the stream bytes right before the block, which a
+    /// decoder must give back ([`BlockDecoder::decode_v2`]). Returns the codec and filter as
+    /// `encode` does, and whether the prefix was used: a stored block never references, and
+    /// an empty prefix or the store mode is plain [`BlockEncoder::encode`].
+    ///
+    /// Uses a fresh compression context per call (zstd ties a referenced prefix to the
+    /// context's lifetime): this is the test-only writer path of referencing blocks, not
+    /// tuned for speed.
+    pub fn encode_referencing(
+        &mut self,
+        raw: &[u8],
+        filter: Filter,
+        filter_start: u64,
+        prefix: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(Codec, Filter, bool), CodecError> {
+        let Some(level) = self.level.filter(|_| !prefix.is_empty()) else {
+            let (c, f) = self.encode(raw, filter, filter_start, out)?;
+            return Ok((c, f, false));
+        };
+        out.clear();
+        if raw.len() > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw.len() as u64,
+            });
+        }
+        let mut filtered = raw.to_vec();
+        bcj::encode(filter, &mut filtered, filter_start);
+        let mut c = zstd::zstd_safe::CCtx::create();
+        set_params(&mut c, level)?;
+        let e = zstd_error;
+        c.ref_prefix(prefix).map_err(e)?;
+        out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        let n = c.compress2(out, &filtered).map_err(e)?;
+        if n < raw.len() {
+            Ok((Codec::Zstd, filter, true))
+        } else {
+            out.clear();
+            out.extend_from_slice(raw);
+            Ok((Codec::Store, Filter::None, false))
         }
     }
 }
@@ -183,6 +245,66 @@ impl BlockDecoder {
         Ok(())
     }
 }
+
+impl BlockDecoder {
+    /// Decodes a format-2 block: as [`BlockDecoder::decode`], but a zstd payload must follow
+    /// format 2's frame rules ([`super::zframe::check_v2`]: one frame, content size R, no
+    /// dictionary id, a window of at most 512 MiB, no trailing bytes), and with a non-empty
+    /// `prefix` (the `reference length` stream bytes right before the block, already
+    /// decoded) the frame is decoded with that prefix as raw content (ZSTD_DCtx_refPrefix),
+    /// in a fresh context whose window limit covers a maximal block and reference.
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_v2(
+        &mut self,
+        codec: Codec,
+        filter: Filter,
+        stream_offset: u64,
+        payload: &[u8],
+        raw_len: usize,
+        prefix: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        out.clear();
+        if codec == Codec::Store || prefix.is_empty() {
+            if codec == Codec::Zstd {
+                super::zframe::check_v2(payload, raw_len)?;
+            }
+            return self.decode(codec, filter, stream_offset, payload, raw_len, out);
+        }
+        if raw_len > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw_len as u64,
+            });
+        }
+        super::zframe::check_v2(payload, raw_len)?;
+        let mut d = zstd::zstd_safe::DCtx::create();
+        let e = zstd_error;
+        d.set_parameter(DParameter::WindowLogMax(REFERENCE_WINDOW_LOG_MAX))
+            .map_err(e)?;
+        d.ref_prefix(prefix).map_err(e)?;
+        out.reserve_exact(raw_len);
+        let n = match d.decompress(out, payload) {
+            Ok(n) => n,
+            Err(code) => {
+                out.clear();
+                return Err(e(code));
+            }
+        };
+        if n != raw_len {
+            out.clear();
+            return Err(CodecError::SizeMismatch {
+                expected: raw_len as u64,
+                got: n as u64,
+            });
+        }
+        bcj::decode(filter, out, stream_offset);
+        Ok(())
+    }
+}
+
+/// Window log bound of a decoder given a reference prefix: 2^29 bytes, a maximal block and a
+/// maximal reference ([`crate::format::limits::MAX_ZSTD_WINDOW`]).
+const REFERENCE_WINDOW_LOG_MAX: u32 = 29;
 
 /// Decodes a stored block in place: checks that `payload` is exactly `raw_len` bytes
 /// (1..=[`MAX_BLOCK_SIZE`]) and undoes `filter` on it with start `filter_start`. The
@@ -325,6 +447,12 @@ mod tests {
         enc.encode(&raw, Filter::None, 0, &mut payload).unwrap();
         let mut dec = BlockDecoder::new().unwrap();
         let mut out = vec![1, 2, 3];
+        for lie in [49_999usize, 50_001] {
+            let err = dec
+                .decode_v2(Codec::Zstd, Filter::None, 0, &payload, lie, &[], &mut out)
+                .unwrap_err();
+            assert!(matches!(err, CodecError::SizeMismatch { .. }), "{err:?}");
+        }
         for lie in [49_999, 50_001] {
             let err = dec
                 .decode(Codec::Zstd, Filter::None, 0, &payload, lie, &mut out)
@@ -335,5 +463,80 @@ mod tests {
             );
             assert!(out.is_empty());
         }
+    }
+
+    #[test]
+    fn a_referencing_block_decodes_only_with_its_prefix() {
+        // Incompressible bytes the block repeats: it compresses only through the prefix.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let before: Vec<u8> = (0..60_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let mut raw = before[1000..41_000].to_vec();
+        raw.extend_from_slice(b"a tail only this block has");
+        let mut enc = BlockEncoder::new(Some(Level::DEFAULT)).unwrap();
+        let (mut alone, mut with) = (Vec::new(), Vec::new());
+        enc.encode(&raw, Filter::X86, 60_000, &mut alone).unwrap();
+        let got = enc
+            .encode_referencing(&raw, Filter::X86, 60_000, &before, &mut with)
+            .unwrap();
+        assert_eq!(got, (Codec::Zstd, Filter::X86, true));
+        assert!(with.len() < 1000, "{} bytes with the prefix", with.len());
+        assert!(
+            alone.len() > 39_000 || alone == raw,
+            "{} bytes alone",
+            alone.len()
+        );
+        let mut dec = BlockDecoder::new().unwrap();
+        let mut out = Vec::new();
+        dec.decode_v2(
+            Codec::Zstd,
+            Filter::X86,
+            60_000,
+            &with,
+            raw.len(),
+            &before,
+            &mut out,
+        )
+        .unwrap();
+        assert!(out == raw);
+        // Without the prefix (or with another one) the frame does not decode to the block.
+        let wrong = dec.decode_v2(
+            Codec::Zstd,
+            Filter::X86,
+            60_000,
+            &with,
+            raw.len(),
+            &[],
+            &mut out,
+        );
+        assert!(wrong.is_err() || out != raw);
+        let mut other = before.clone();
+        other[30_000] ^= 1;
+        let r = dec.decode_v2(
+            Codec::Zstd,
+            Filter::X86,
+            60_000,
+            &with,
+            raw.len(),
+            &other,
+            &mut out,
+        );
+        assert!(r.is_err() || out != raw);
+        // An empty prefix is the plain encoding (here: stored, it does not shrink alone).
+        let mut plain = Vec::new();
+        let got = enc
+            .encode_referencing(&raw, Filter::X86, 60_000, &[], &mut plain)
+            .unwrap();
+        let expect = enc.encode(&raw, Filter::X86, 60_000, &mut alone).unwrap();
+        assert_eq!(
+            (got.0, got.1, got.2, &plain),
+            (expect.0, expect.1, false, &alone)
+        );
     }
 }

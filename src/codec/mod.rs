@@ -108,6 +108,7 @@ pub mod bcj;
 mod block;
 pub mod detect;
 mod level;
+pub mod zframe;
 
 pub use block::{BlockDecoder, BlockEncoder, decode_stored_in_place};
 pub use detect::detect_filter;
@@ -252,6 +253,15 @@ pub enum CodecError {
     /// The zstd frame is cut short.
     #[error("zstd frame is truncated")]
     Truncated,
+    /// A zstd frame rule of format 2 is broken (docs/FORMAT.md §2.2).
+    #[error("zstd frame: {0}")]
+    FrameRule(&'static str),
+    /// The zstd frame declares a window beyond what format 2 lets it ask of a decoder.
+    #[error("zstd frame declares a {window}-byte window (at most 512 MiB)")]
+    WindowTooLarge {
+        /// The declared `Window_Size`, bytes.
+        window: u64,
+    },
     /// Bytes follow the single zstd frame of a block.
     #[error("{} bytes follow the {frame_len}-byte zstd frame", payload_len - frame_len)]
     TrailingData {

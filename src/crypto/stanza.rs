@@ -160,6 +160,8 @@ fn sealed(
             *wrapped = w;
             *tag = t;
         }
+        // Never built by a writer: only parsed from a format-2 header.
+        Stanza::Unknown { .. } => {}
     }
     stanza
 }
@@ -243,7 +245,7 @@ pub fn stanza_kdf(stanza: &Stanza) -> Option<(Kdf, [u8; SALT_LEN])> {
         Stanza::Pbkdf2 {
             iterations, salt, ..
         } => Some((Kdf::Pbkdf2 { iterations }, salt)),
-        Stanza::KeyFile { .. } | Stanza::PqBox { .. } => None,
+        Stanza::KeyFile { .. } | Stanza::PqBox { .. } | Stanza::Unknown { .. } => None,
     }
 }
 
@@ -261,6 +263,8 @@ pub fn open_stanza(
         | Stanza::Pbkdf2 { wrapped, tag, .. }
         | Stanza::KeyFile { wrapped, tag }
         | Stanza::PqBox { wrapped, tag, .. } => (wrapped, tag),
+        // A kind this build does not know is skipped (format 2), as age does.
+        Stanza::Unknown { .. } => return Ok(None),
     };
     let kek = match (identity, stanza) {
         (Identity::Password(pw), Stanza::Argon2id { .. } | Stanza::Pbkdf2 { .. }) => {

@@ -1,14 +1,22 @@
-//! The 64-byte footer at the very end of an archive: where the index starts, how many frames
-//! of each kind precede it, a magic, and a 32-byte tag.
+//! The 64-byte footer at the end of the protected bytes: where the index starts, how many
+//! frames of each kind precede it, a magic, and a 32-byte tag.
+//!
+//! Format 1: `u64 index_offset ‖ u64 data_frames ‖ u64 index_frames ‖ magic ‖ tag`.
+//! Format 2: `u64 index_offset ‖ u64 data_frames ‖ u32 index_frames ‖ u32 flags ‖ magic ‖
+//! tag`, flags 0 (bit 0 is reserved: "a signature frame precedes the footer", issue 16).
 
-use super::{FormatError, Reader};
+use super::{FormatError, Reader, Version};
 
 /// Footer length, bytes.
 pub const FOOTER_LEN: usize = 64;
 /// Footer magic (bytes 24..32 of the footer).
 pub const FOOTER_MAGIC: [u8; 8] = *b"KRYPTAZ\n";
 
-/// Footer fields: `u64 index_offset, u64 data_frames, u64 index_frames, magic[8], tag[32]`.
+/// Footer flags bit 0 (format 2, reserved): a signature frame precedes the footer. This build
+/// writes 0 and refuses any other flags.
+pub const FOOTER_FLAG_SIGNATURE: u32 = 1;
+
+/// Footer fields (see the module doc for each version's layout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Footer {
     /// Byte offset of the first index frame from the start of the archive.
@@ -20,22 +28,50 @@ pub struct Footer {
 }
 
 impl Footer {
-    /// The 32 bytes the tag covers (fields and magic).
-    pub fn untagged(&self) -> [u8; 32] {
+    /// The 32 bytes the tag covers (fields and magic) in `version`'s layout. Format 2 stores
+    /// the index frame count in 32 bits: the writer never has more (an index of at most
+    /// 2 GiB in blocks of at least one byte is cut into at most 4 MiB pieces).
+    pub fn untagged(&self, version: Version) -> [u8; 32] {
         let mut b = [0u8; 32];
         b[0..8].copy_from_slice(&self.index_offset.to_le_bytes());
         b[8..16].copy_from_slice(&self.data_frames.to_le_bytes());
-        b[16..24].copy_from_slice(&self.index_frames.to_le_bytes());
+        match version {
+            Version::V1 => b[16..24].copy_from_slice(&self.index_frames.to_le_bytes()),
+            Version::V2 => b[16..20].copy_from_slice(&(self.index_frames as u32).to_le_bytes()),
+        }
         b[24..32].copy_from_slice(&FOOTER_MAGIC);
         b
     }
 
-    /// Parses 64 footer bytes into the footer and its tag (unchecked: the caller verifies).
-    pub fn parse(b: &[u8; FOOTER_LEN]) -> Result<(Footer, [u8; 32]), FormatError> {
+    /// Parses 64 footer bytes of a `version` archive into the footer and its tag (unchecked:
+    /// the caller verifies it).
+    pub fn parse(
+        b: &[u8; FOOTER_LEN],
+        version: Version,
+    ) -> Result<(Footer, [u8; 32]), FormatError> {
         let mut r = Reader::new(b, "footer");
         let index_offset = r.u64()?;
         let data_frames = r.u64()?;
-        let index_frames = r.u64()?;
+        let index_frames = match version {
+            Version::V1 => r.u64()?,
+            Version::V2 => {
+                let n = r.u32()? as u64;
+                let flags = r.u32()?;
+                if flags & FOOTER_FLAG_SIGNATURE != 0 {
+                    return Err(FormatError::invalid(
+                        "footer",
+                        "flag bit 0 (a signature frame) is reserved: this krypta does not read signed archives",
+                    ));
+                }
+                if flags != 0 {
+                    return Err(FormatError::invalid(
+                        "footer",
+                        format!("unknown flags {flags:#010x}"),
+                    ));
+                }
+                n
+            }
+        };
         if r.array::<8>()? != FOOTER_MAGIC {
             return Err(FormatError::invalid(
                 "footer",
@@ -68,11 +104,34 @@ mod tests {
             data_frames: 9,
             index_frames: 1,
         };
+        for v in [Version::V1, Version::V2] {
+            let mut b = [0u8; FOOTER_LEN];
+            b[..32].copy_from_slice(&f.untagged(v));
+            b[32..].copy_from_slice(&[7; 32]);
+            assert_eq!(Footer::parse(&b, v).unwrap(), (f, [7; 32]));
+            b[24] ^= 1;
+            assert!(Footer::parse(&b, v).is_err());
+        }
+    }
+
+    #[test]
+    fn v2_footer_layout_and_flags() {
+        let f = Footer {
+            index_offset: 0x0102,
+            data_frames: 3,
+            index_frames: 2,
+        };
+        let u = f.untagged(Version::V2);
+        assert_eq!(&u[16..24], &[2, 0, 0, 0, 0, 0, 0, 0]);
         let mut b = [0u8; FOOTER_LEN];
-        b[..32].copy_from_slice(&f.untagged());
-        b[32..].copy_from_slice(&[7; 32]);
-        assert_eq!(Footer::parse(&b).unwrap(), (f, [7; 32]));
-        b[24] ^= 1;
-        assert!(Footer::parse(&b).is_err());
+        b[..32].copy_from_slice(&u);
+        for (flag, want) in [(1u8, "signature"), (2, "unknown flags")] {
+            let mut x = b;
+            x[20] = flag;
+            let e = Footer::parse(&x, Version::V2).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        b[16..20].copy_from_slice(&[0; 4]);
+        assert!(Footer::parse(&b, Version::V2).is_err(), "no index frames");
     }
 }

@@ -1,20 +1,34 @@
 //! Frames: the unit of storage after the header. Each frame is
-//! `clear header (16) ‖ body (body_len) ‖ tag (32)`; the body starts with a 16-byte block
-//! header (codec, filter, raw length, filter start) followed by the codec payload. In an
+//! `clear header (16) ‖ body (body_len) ‖ tag (32)`; the body starts with a block header —
+//! 16 bytes in format 1 ([`BlockHeader`]: codec, filter, raw length, filter start), 24 in
+//! format 2 ([`super::block::BlockHeaderV2`]) — followed by the codec payload. In an
 //! encrypted archive the whole body is AES-256-CTR ciphertext, so codec, filter and raw
-//! length are hidden; the tag covers everything (see `crypto::frame`).
+//! length are hidden; the tag covers everything (see `crypto::frame`). The frame header and
+//! its tag are the same in both versions.
 
+use super::block::BLOCK_HEADER_LEN_V2;
 use super::limits::MAX_BLOCK_SIZE;
 pub use super::limits::MAX_BODY_LEN;
-use super::{FormatError, Reader};
+use super::{FormatError, Reader, Version};
 use crate::codec::{Codec, Filter};
 
 /// Length of the clear frame header, bytes.
 pub const FRAME_HEADER_LEN: usize = 16;
 /// Length of a frame tag (HMAC-SHA256 or BLAKE3), bytes.
 pub const TAG_LEN: usize = 32;
-/// Length of the block header at the start of every body, bytes.
+/// Length of the format-1 block header at the start of every body, bytes.
 pub const BLOCK_HEADER_LEN: usize = 16;
+/// Largest frame body of format 2, bytes: its 24-byte block header and a stored maximal block.
+pub const MAX_BODY_LEN_V2: usize = BLOCK_HEADER_LEN_V2 + MAX_BLOCK_SIZE;
+
+/// The smallest and largest body length of a frame in `version`, bytes: a block header and
+/// a payload of at most one maximal block.
+pub fn body_len_range(version: Version) -> std::ops::RangeInclusive<usize> {
+    match version {
+        Version::V1 => BLOCK_HEADER_LEN..=MAX_BODY_LEN,
+        Version::V2 => BLOCK_HEADER_LEN_V2..=MAX_BODY_LEN_V2,
+    }
+}
 
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +38,10 @@ pub enum FrameKind {
     /// A block of the index.
     Index = 2,
 }
+
+/// Frame kind 3 is reserved for the signature frame of format 2 (issue 16: between the last
+/// index frame and the footer, announced by footer flag bit 0); this build refuses it.
+pub const FRAME_KIND_SIGNATURE: u8 = 3;
 
 /// The clear 16-byte frame header: `u8 kind, u8 flags, u16 0, u32 body_len, u64 seq`
 /// (little-endian). Flags bit 0 = LAST, set on the final index frame only (the footer
@@ -53,12 +71,19 @@ impl FrameHeader {
         b
     }
 
-    /// Parses and validates the 16 header bytes.
-    pub fn parse(b: &[u8; FRAME_HEADER_LEN]) -> Result<Self, FormatError> {
+    /// Parses and validates the 16 header bytes of a `version` archive (the body length
+    /// bounds are the version's, [`body_len_range`]).
+    pub fn parse(b: &[u8; FRAME_HEADER_LEN], version: Version) -> Result<Self, FormatError> {
         let mut r = Reader::new(b, "frame header");
         let kind = match r.u8()? {
             1 => FrameKind::Data,
             2 => FrameKind::Index,
+            FRAME_KIND_SIGNATURE if version == Version::V2 => {
+                return Err(FormatError::invalid(
+                    "frame header",
+                    "frame kind 3 (signature) is reserved: this krypta does not read signed archives",
+                ));
+            }
             k => {
                 return Err(FormatError::invalid(
                     "frame header",
@@ -75,10 +100,15 @@ impl FrameHeader {
         }
         r.reserved_zero(2)?;
         let body_len = r.u32()?;
-        if (body_len as usize) < BLOCK_HEADER_LEN || body_len as usize > MAX_BODY_LEN {
+        let range = body_len_range(version);
+        if !range.contains(&(body_len as usize)) {
             return Err(FormatError::invalid(
                 "frame header",
-                format!("body length {body_len} outside {BLOCK_HEADER_LEN}..={MAX_BODY_LEN}"),
+                format!(
+                    "body length {body_len} outside {}..={}",
+                    range.start(),
+                    range.end()
+                ),
             ));
         }
         let seq = r.u64()?;
@@ -197,16 +227,31 @@ mod tests {
         };
         let b = h.to_bytes();
         assert_eq!(b[..8], [2, 1, 0, 0, 0xe8, 0x03, 0, 0]);
-        assert_eq!(FrameHeader::parse(&b).unwrap(), h);
-        assert_eq!(h.frame_len(), 1048);
-        for (i, v) in [(0usize, 3u8), (1, 2), (2, 1), (3, 1)] {
-            let mut bad = b;
-            bad[i] = v;
-            assert!(FrameHeader::parse(&bad).is_err(), "byte {i} = {v}");
+        for v in [Version::V1, Version::V2] {
+            assert_eq!(FrameHeader::parse(&b, v).unwrap(), h);
+            for (i, x) in [(0usize, 3u8), (0, 4), (1, 2), (2, 1), (3, 1)] {
+                let mut bad = b;
+                bad[i] = x;
+                assert!(FrameHeader::parse(&bad, v).is_err(), "byte {i} = {x}");
+            }
+            let mut huge = b;
+            huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+            assert!(FrameHeader::parse(&huge, v).is_err());
         }
-        let mut huge = b;
-        huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(FrameHeader::parse(&huge).is_err());
+        assert_eq!(h.frame_len(), 1048);
+        // Body length bounds follow the block header of each version.
+        for (len, v1, v2) in [
+            (16u32, true, false),
+            (24, true, true),
+            ((16 + MAX_BLOCK_SIZE) as u32, true, true),
+            ((24 + MAX_BLOCK_SIZE) as u32, false, true),
+            ((25 + MAX_BLOCK_SIZE) as u32, false, false),
+        ] {
+            let mut x = b;
+            x[4..8].copy_from_slice(&len.to_le_bytes());
+            assert_eq!(FrameHeader::parse(&x, Version::V1).is_ok(), v1, "{len}");
+            assert_eq!(FrameHeader::parse(&x, Version::V2).is_ok(), v2, "{len}");
+        }
     }
 
     #[test]

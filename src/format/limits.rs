@@ -25,6 +25,20 @@
 //! | symlink target or hard-link target, bytes | 1 ..= 65,536 | [`MAX_LINK_LEN`] |
 //! | index (decoded), bytes | 2 GiB | [`MAX_INDEX_LEN`] |
 //! | hole bytes hashed per scan (to check file digests) | 1 GiB + 1024 × frame bytes read | [`hole_hash_allowance`] |
+//!
+//! Format 2 adds (docs/FORMAT.md §10):
+//!
+//! | what | limit | constant |
+//! |---|---|---|
+//! | header extensions | 64 | [`MAX_EXTENSIONS`] |
+//! | recovery percent (extension 0x0001) | 1 ..= 50 | [`RECOVERY_PERCENT`] |
+//! | nominal block size in a v2 header, bytes | 64 KiB ..= 256 MiB | [`MIN_BLOCK_SIZE`], [`MAX_BLOCK_SIZE`] |
+//! | reference length of a block, bytes | 0 ..= 256 MiB | [`MAX_REFERENCE_LEN`] |
+//! | zstd Window_Size a decoder must support, bytes | 512 MiB | [`MAX_ZSTD_WINDOW`] |
+//! | entry fields area, bytes | 1 MiB | [`MAX_FIELDS_LEN`] |
+//! | owner user / group name, bytes | 1 ..= 256 | [`MAX_OWNER_NAME_LEN`] |
+//! | extended attribute name, bytes | 1 ..= 255 | [`MAX_XATTR_NAME_LEN`] |
+//! | extended attribute value, bytes | 0 ..= 65,536 | [`MAX_XATTR_VALUE_LEN`] |
 
 use super::frame::BLOCK_HEADER_LEN;
 
@@ -62,6 +76,26 @@ pub const MAX_LINK_LEN: usize = 64 * 1024;
 /// Largest index (decoded), bytes: 2 GiB, about 20 million entries with short paths.
 pub const MAX_INDEX_LEN: u64 = 2 << 30;
 
+/// Most extensions a format-2 header may carry.
+pub const MAX_EXTENSIONS: usize = 64;
+/// The recovery percentages a format-2 recovery extension (type 0x0001) may state.
+pub const RECOVERY_PERCENT: std::ops::RangeInclusive<u8> = 1..=50;
+/// Largest reference length of a format-2 block, bytes: the stream bytes before the block
+/// that its zstd frame uses as a raw-content prefix (at most one maximal block).
+pub const MAX_REFERENCE_LEN: u32 = MAX_BLOCK_SIZE as u32;
+/// Largest zstd `Window_Size` (RFC 8878 §3.1.1.1.2; the content size for single-segment
+/// frames) a format-2 block may declare, bytes: 512 MiB, a maximal block and a maximal
+/// reference before it. A decoder must support it; one that decodes a block in one shot into
+/// a buffer of its raw length needs no window memory besides the prefix and the block.
+pub const MAX_ZSTD_WINDOW: u64 = 512 << 20;
+/// Largest fields area of format-2 entry metadata, bytes (the `u32 F` after the link).
+pub const MAX_FIELDS_LEN: usize = 1 << 20;
+/// Longest owner user or group name (entry fields 0x0001, 0x0002), bytes. glibc allows 256.
+pub const MAX_OWNER_NAME_LEN: usize = 256;
+/// Longest extended attribute name, bytes: Linux `XATTR_NAME_MAX`.
+pub const MAX_XATTR_NAME_LEN: usize = 255;
+/// Largest extended attribute value, bytes: Linux `XATTR_SIZE_MAX`.
+pub const MAX_XATTR_VALUE_LEN: usize = 64 * 1024;
 /// Hole bytes (read as zeros) a scan may hash without reading any frame, bytes: 1 GiB,
 /// about 0.3 s of one core.
 pub const HOLE_HASH_BASE: u64 = 1 << 30;

@@ -1,19 +1,58 @@
-//! Every byte layout of a krypta archive: header, stanzas, frames, records, index, footer.
+//! Every byte layout of a krypta archive: header, stanzas, frames, records, index, footer,
+//! for both format versions.
 //!
 //! Nothing outside this module reads or writes archive bytes. Each structure keeps its
-//! parser and its writer side by side, and `parse(write(x)) == x` is tested.
+//! parser and its writer side by side, and `parse(write(x)) == x` is tested. krypta writes
+//! format 2 ([`Version::V2`]) and reads both; format 1 is parsed exactly as it always was
+//! (its golden archives in `test-vectors/krypta_archive.txt` stay readable forever). Where
+//! the two versions differ, a function takes the [`Version`] (the version is in the
+//! header; the structures after it do not repeat it).
 
+pub mod block;
 pub mod entry;
+pub mod entry_set;
+pub mod entry_v2;
+pub mod extension;
 pub mod footer;
 pub mod frame;
 pub mod header;
 pub mod index;
+pub mod index_v2;
 pub mod limits;
 pub mod record;
 pub mod stanza;
 
-pub use entry::{EntryKind, EntryMeta, Timestamp};
+pub use entry::{EntryKind, EntryMeta, OtherField, Timestamp, Xattr};
 pub use stanza::Stanza;
+
+/// A format version: the `u16` at byte 8 of every archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Version {
+    /// Format 1 (krypta 0.1): read-only since format 2.
+    V1 = 1,
+    /// Format 2: typed entry fields, header extensions, block headers with stream offsets,
+    /// first-record offsets and reference lengths, a front-coded index. What krypta writes.
+    V2 = 2,
+}
+
+impl Version {
+    /// The version krypta writes.
+    pub const CURRENT: Version = Version::V2;
+
+    /// The version of code `v`, or `None` for a version this build does not read.
+    pub fn from_u16(v: u16) -> Option<Version> {
+        match v {
+            1 => Some(Version::V1),
+            2 => Some(Version::V2),
+            _ => None,
+        }
+    }
+
+    /// The stored code.
+    pub fn code(self) -> u16 {
+        self as u16
+    }
+}
 
 /// Why a structure could not be parsed. Carries the structure's name and what was wrong,
 /// so the caller can report "archive.kry: corrupt index: entry path is empty".
@@ -36,6 +75,17 @@ pub enum FormatError {
         what: &'static str,
         /// What is wrong with it, in plain words.
         problem: String,
+    },
+    /// A critical extension or entry field type this build does not know (format 2: bit 15
+    /// of the type is set): the archive needs a newer krypta.
+    #[error(
+        "{what} type {code:#06x} is marked critical and is unknown to this krypta: the archive needs a newer krypta"
+    )]
+    NeedsNewer {
+        /// Which kind of type ("header extension", "entry field").
+        what: &'static str,
+        /// The type code.
+        code: u16,
     },
 }
 
@@ -142,4 +192,19 @@ impl<'a> Reader<'a> {
 pub fn put_bytes_u32(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_le_bytes());
     out.extend_from_slice(b);
+}
+
+/// Appends a u16 (little-endian).
+pub fn put_u16(out: &mut Vec<u8>, v: u16) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Appends a u32 (little-endian).
+pub fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Appends a u64 (little-endian).
+pub fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
 }

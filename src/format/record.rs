@@ -2,29 +2,47 @@
 //!
 //! It is a sequence of records, tar-like, so it can be read front to back from a pipe:
 //! ```text
-//! ENTRY  0x01  EntryMeta (see format::entry)
-//! DATA   0x02  u64 file_offset, u32 len (1..=MAX_SEGMENT), len content bytes
-//! END    0x03  u64 size, digest[32] (BLAKE3 of the whole content, holes read as zeros)
+//! PAD         0x00  (format 2) nothing: one byte that aligns what follows
+//! ENTRY       0x01  EntryMeta (see format::entry; format 2 adds its fields area)
+//! DATA        0x02  u64 file_offset, u32 len (1..=MAX_SEGMENT), len content bytes
+//! END         0x03  format 1: u64 size, digest[32]; format 2: u64 size (no digest)
+//! END_DIGEST  0x04  (format 2) u64 size, digest[32]
 //! ```
-//! A file is `ENTRY, DATA*, END`; other entries are a lone `ENTRY`. DATA segments of one
-//! file have strictly increasing, non-overlapping offsets; the gaps between them (and up to
-//! `size`) are holes that read as zeros. Records may span block boundaries.
+//! The digest is BLAKE3 of the whole content, holes read as zeros (what `b3sum` prints).
+//! A file is `ENTRY, DATA*, END` (or `END_DIGEST`); other entries are a lone `ENTRY`; PAD
+//! records may come between any two records. DATA segments of one file have strictly
+//! increasing, non-overlapping offsets; the gaps between them (and up to `size`) are holes
+//! that read as zeros. Records may span block boundaries.
+//!
+//! Format 2's END without a digest exists for small files (krypta writes it below 4096
+//! bytes): a 32-byte digest does not compress and would double the archive of a tree of
+//! small files, while every byte of the file is already covered by the 32-byte tag of the
+//! frame that holds it (HMAC-SHA256 or a BLAKE3 checksum). Readers accept END for any size.
 
 use super::entry::{EntryKind, EntryMeta};
+use super::limits::{MAX_FIELDS_LEN, MAX_LINK_LEN, MAX_PATH_LEN};
 pub use super::limits::{MAX_FILE_SIZE, MAX_SEGMENT};
-use super::limits::{MAX_LINK_LEN, MAX_PATH_LEN};
-use super::{FormatError, Reader};
+use super::{FormatError, Reader, Version};
 
+/// Record tag of a PAD record (format 2).
+pub const TAG_PAD: u8 = 0;
 /// Record tag of an ENTRY record.
 pub const TAG_ENTRY: u8 = 1;
 /// Record tag of a DATA segment.
 pub const TAG_DATA: u8 = 2;
-/// Record tag of an END record.
+/// Record tag of an END record (format 2: without a digest).
 pub const TAG_END: u8 = 3;
-/// Length of an END record, bytes.
+/// Record tag of an END_DIGEST record (format 2).
+pub const TAG_END_DIGEST: u8 = 4;
+/// Length of a format-1 END record (and of a format-2 END_DIGEST record), bytes.
 pub const END_LEN: usize = 1 + 8 + 32;
+/// Length of a format-2 END record (no digest), bytes.
+pub const END_LEN_V2: usize = 1 + 8;
 /// Length of a DATA segment's head (before the content), bytes.
 pub const DATA_HEAD_LEN: usize = 1 + 8 + 4;
+/// The smallest file krypta's writer gives an END_DIGEST (format 2), bytes: below it a file
+/// gets END and is covered by its frame's tag alone (a writer policy, not a reader rule).
+pub const DIGEST_MIN_SIZE: u64 = 4096;
 
 /// Fixed part of an encoded EntryMeta before the path bytes, bytes.
 const ENTRY_FIXED: usize = 28;
@@ -42,6 +60,8 @@ pub trait StreamSource {
 /// the caller to stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordHead {
+    /// A PAD record (format 2).
+    Pad,
     /// An ENTRY record.
     Entry(EntryMeta),
     /// A DATA segment's head.
@@ -51,19 +71,19 @@ pub enum RecordHead {
         /// Content length that follows, bytes.
         len: u32,
     },
-    /// An END record.
+    /// An END (or format 2's END_DIGEST) record.
     End {
         /// The file's size, bytes.
         size: u64,
-        /// BLAKE3 of the content.
-        digest: [u8; 32],
+        /// BLAKE3 of the content; `None` for a format-2 END.
+        digest: Option<[u8; 32]>,
     },
 }
 
-/// Appends an ENTRY record.
-pub fn write_entry(out: &mut Vec<u8>, meta: &EntryMeta) {
+/// Appends an ENTRY record in `version`'s encoding.
+pub fn write_entry(out: &mut Vec<u8>, meta: &EntryMeta, version: Version) {
     out.push(TAG_ENTRY);
-    meta.write(out);
+    meta.write(out, version);
 }
 
 /// Appends a DATA segment head; the caller appends `len` content bytes after it.
@@ -73,15 +93,47 @@ pub fn write_data_head(out: &mut Vec<u8>, offset: u64, len: u32) {
     out.extend_from_slice(&len.to_le_bytes());
 }
 
-/// Appends an END record.
-pub fn write_end(out: &mut Vec<u8>, size: u64, digest: &[u8; 32]) {
-    out.push(TAG_END);
-    out.extend_from_slice(&size.to_le_bytes());
-    out.extend_from_slice(digest);
+/// Appends the record ending a file: format 1's END (which always has a digest: `None`
+/// writes 32 zero bytes, which no reader accepts for real content), or format 2's END
+/// (`None`) or END_DIGEST (`Some`).
+pub fn write_end(out: &mut Vec<u8>, size: u64, digest: Option<&[u8; 32]>, version: Version) {
+    match (version, digest) {
+        (Version::V2, None) => {
+            out.push(TAG_END);
+            out.extend_from_slice(&size.to_le_bytes());
+        }
+        (Version::V2, Some(d)) => {
+            out.push(TAG_END_DIGEST);
+            out.extend_from_slice(&size.to_le_bytes());
+            out.extend_from_slice(d);
+        }
+        (Version::V1, d) => {
+            out.push(TAG_END);
+            out.extend_from_slice(&size.to_le_bytes());
+            out.extend_from_slice(d.unwrap_or(&[0; 32]));
+        }
+    }
 }
 
-/// Reads the next record head; `Ok(None)` at a clean end of the stream.
-pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S::Error> {
+/// Appends `n` PAD records (format 2).
+pub fn write_pad(out: &mut Vec<u8>, n: usize) {
+    out.resize(out.len() + n, TAG_PAD);
+}
+
+/// Length of the END record ending a file of `version` with or without a digest, bytes.
+pub fn end_len(version: Version, digest: bool) -> usize {
+    if version == Version::V2 && !digest {
+        END_LEN_V2
+    } else {
+        END_LEN
+    }
+}
+
+/// Reads the next record head of a `version` stream; `Ok(None)` at a clean end of the stream.
+pub fn read_record<S: StreamSource>(
+    src: &mut S,
+    version: Version,
+) -> Result<Option<RecordHead>, S::Error> {
     let mut tag = [0u8; 1];
     if !src.fill(&mut tag)? {
         return Ok(None);
@@ -98,12 +150,15 @@ pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S
             .into())
         }
     };
+    let v2 = version == Version::V2;
+    let len_at =
+        |buf: &[u8]| u32::from_le_bytes(buf[buf.len() - 4..].try_into().expect("4 bytes")) as usize;
     match tag[0] {
+        TAG_PAD if v2 => Ok(Some(RecordHead::Pad)),
         TAG_ENTRY => {
             let mut buf = vec![0u8; ENTRY_FIXED + 4];
             need(src, &mut buf)?;
-            let path_len =
-                u32::from_le_bytes(buf[ENTRY_FIXED..].try_into().expect("4 bytes")) as usize;
+            let path_len = len_at(&buf);
             if path_len == 0 || path_len > MAX_PATH_LEN {
                 return Err(FormatError::invalid(
                     "entry record",
@@ -114,8 +169,7 @@ pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S
             let start = buf.len();
             buf.resize(start + path_len + 4, 0);
             need(src, &mut buf[start..])?;
-            let link_len =
-                u32::from_le_bytes(buf[buf.len() - 4..].try_into().expect("4 bytes")) as usize;
+            let link_len = len_at(&buf);
             if link_len > MAX_LINK_LEN {
                 return Err(FormatError::invalid(
                     "entry record",
@@ -124,10 +178,23 @@ pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S
                 .into());
             }
             let start = buf.len();
-            buf.resize(start + link_len, 0);
+            buf.resize(start + link_len + if v2 { 4 } else { 0 }, 0);
             need(src, &mut buf[start..])?;
+            if v2 {
+                let fields_len = len_at(&buf);
+                if fields_len > MAX_FIELDS_LEN {
+                    return Err(FormatError::invalid(
+                        "entry record",
+                        format!("fields area of {fields_len} bytes (at most {MAX_FIELDS_LEN})"),
+                    )
+                    .into());
+                }
+                let start = buf.len();
+                buf.resize(start + fields_len, 0);
+                need(src, &mut buf[start..])?;
+            }
             let mut r = Reader::new(&buf, "entry record");
-            let meta = EntryMeta::parse(&mut r)?;
+            let meta = EntryMeta::parse(&mut r, version)?;
             r.finish()?;
             Ok(Some(RecordHead::Entry(meta)))
         }
@@ -145,13 +212,24 @@ pub fn read_record<S: StreamSource>(src: &mut S) -> Result<Option<RecordHead>, S
             }
             Ok(Some(RecordHead::Data { offset, len }))
         }
-        TAG_END => {
+        TAG_END if v2 => {
+            let mut b = [0u8; 8];
+            need(src, &mut b)?;
+            Ok(Some(RecordHead::End {
+                size: u64::from_le_bytes(b),
+                digest: None,
+            }))
+        }
+        TAG_END | TAG_END_DIGEST if tag[0] == TAG_END || v2 => {
             let mut b = [0u8; END_LEN - 1];
             need(src, &mut b)?;
             let size = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
             let mut digest = [0u8; 32];
             digest.copy_from_slice(&b[8..]);
-            Ok(Some(RecordHead::End { size, digest }))
+            Ok(Some(RecordHead::End {
+                size,
+                digest: Some(digest),
+            }))
         }
         other => Err(FormatError::invalid(
             "record stream",
@@ -249,35 +327,104 @@ mod tests {
             uid: 1,
             gid: 2,
             link: vec![],
+            ..Default::default()
+        };
+        for version in [Version::V1, Version::V2] {
+            let mut s = Vec::new();
+            write_entry(&mut s, &meta, version);
+            write_data_head(&mut s, 4096, 3);
+            s.extend_from_slice(b"xyz");
+            write_end(&mut s, 8192, Some(&[5; 32]), version);
+            let mut src = Slice(&s);
+            assert_eq!(
+                read_record(&mut src, version).unwrap(),
+                Some(RecordHead::Entry(meta.clone()))
+            );
+            assert_eq!(
+                read_record(&mut src, version).unwrap(),
+                Some(RecordHead::Data {
+                    offset: 4096,
+                    len: 3
+                })
+            );
+            let mut c = [0u8; 3];
+            assert!(src.fill(&mut c).unwrap());
+            assert_eq!(&c, b"xyz");
+            assert_eq!(
+                read_record(&mut src, version).unwrap(),
+                Some(RecordHead::End {
+                    size: 8192,
+                    digest: Some([5; 32])
+                })
+            );
+            assert_eq!(read_record(&mut src, version).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn v2_pad_end_and_end_digest_records() {
+        let mut s = Vec::new();
+        write_pad(&mut s, 3);
+        write_end(&mut s, 7, None, Version::V2);
+        write_end(&mut s, 4096, Some(&[9; 32]), Version::V2);
+        assert_eq!(s.len(), 3 + END_LEN_V2 + END_LEN);
+        assert_eq!(&s[..5], &[0, 0, 0, TAG_END, 7]);
+        assert_eq!(s[3 + END_LEN_V2], TAG_END_DIGEST);
+        let mut src = Slice(&s);
+        for _ in 0..3 {
+            assert_eq!(
+                read_record(&mut src, Version::V2).unwrap(),
+                Some(RecordHead::Pad)
+            );
+        }
+        assert_eq!(
+            read_record(&mut src, Version::V2).unwrap(),
+            Some(RecordHead::End {
+                size: 7,
+                digest: None
+            })
+        );
+        assert_eq!(
+            read_record(&mut src, Version::V2).unwrap(),
+            Some(RecordHead::End {
+                size: 4096,
+                digest: Some([9; 32])
+            })
+        );
+        // Format 1 has neither PAD nor END_DIGEST.
+        assert!(read_record(&mut Slice(&[TAG_PAD]), Version::V1).is_err());
+        assert!(read_record(&mut Slice(&s[3 + END_LEN_V2..]), Version::V1).is_err());
+        assert_eq!(end_len(Version::V1, false), 41);
+        assert_eq!(end_len(Version::V2, false), 9);
+        assert_eq!(end_len(Version::V2, true), 41);
+    }
+
+    #[test]
+    fn v2_entry_records_carry_their_fields() {
+        let meta = EntryMeta {
+            path: b"f".to_vec(),
+            mode: 0o600,
+            user: Some(b"alice".to_vec()),
+            xattrs: vec![crate::format::Xattr {
+                name: b"user.k".to_vec(),
+                value: b"v".to_vec(),
+            }],
+            ..Default::default()
         };
         let mut s = Vec::new();
-        write_entry(&mut s, &meta);
-        write_data_head(&mut s, 4096, 3);
-        s.extend_from_slice(b"xyz");
-        write_end(&mut s, 8192, &[5; 32]);
+        write_entry(&mut s, &meta, Version::V2);
         let mut src = Slice(&s);
         assert_eq!(
-            read_record(&mut src).unwrap(),
+            read_record(&mut src, Version::V2).unwrap(),
             Some(RecordHead::Entry(meta))
         );
-        assert_eq!(
-            read_record(&mut src).unwrap(),
-            Some(RecordHead::Data {
-                offset: 4096,
-                len: 3
-            })
-        );
-        let mut c = [0u8; 3];
-        assert!(src.fill(&mut c).unwrap());
-        assert_eq!(&c, b"xyz");
-        assert_eq!(
-            read_record(&mut src).unwrap(),
-            Some(RecordHead::End {
-                size: 8192,
-                digest: [5; 32]
-            })
-        );
-        assert_eq!(read_record(&mut src).unwrap(), None);
+        assert!(src.0.is_empty());
+        // A huge fields length is refused before anything is allocated.
+        let mut bad = s.clone();
+        let at = 1 + 28 + 4 + 1 + 4;
+        bad[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = read_record(&mut Slice(&bad), Version::V2).unwrap_err();
+        assert!(e.to_string().contains("fields area"), "{e}");
     }
 
     #[test]
@@ -295,9 +442,11 @@ mod tests {
 
     #[test]
     fn unknown_tag_and_zero_segment_are_errors() {
-        assert!(read_record(&mut Slice(&[9])).is_err());
-        let mut s = Vec::new();
-        write_data_head(&mut s, 0, 0);
-        assert!(read_record(&mut Slice(&s)).is_err());
+        for v in [Version::V1, Version::V2] {
+            assert!(read_record(&mut Slice(&[9]), v).is_err());
+            let mut s = Vec::new();
+            write_data_head(&mut s, 0, 0);
+            assert!(read_record(&mut Slice(&s), v).is_err());
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! In the header each stanza is framed as `u8 kind, u8 0, u16 0, u32 body_len, body`.
 //! The bodies below are fixed-size; `crypto::stanza` does the cryptography.
 
-use super::{FormatError, Reader};
+use super::{FormatError, Reader, Version};
 
 /// Length of the salt in password stanzas, bytes.
 pub const SALT_LEN: usize = 16;
@@ -98,6 +98,16 @@ pub enum Stanza {
         /// HMAC-SHA256 over the stanza.
         tag: [u8; TAG_LEN],
     },
+    /// Format 2: a stanza of a kind this build does not know, kept as read. Readers skip it
+    /// (its body length frames it), as age skips stanzas it does not know, so an archive a
+    /// newer writer also sealed to a new kind of recipient still opens with the kinds known
+    /// here. Format 1 refuses unknown kinds.
+    Unknown {
+        /// The kind code (not 1..=4).
+        kind: u8,
+        /// The body, uninterpreted.
+        body: Vec<u8>,
+    },
 }
 
 impl Stanza {
@@ -108,6 +118,7 @@ impl Stanza {
             Stanza::Pbkdf2 { .. } => kind::PBKDF2,
             Stanza::KeyFile { .. } => kind::KEYFILE,
             Stanza::PqBox { .. } => kind::PQ_BOX,
+            Stanza::Unknown { kind, .. } => *kind,
         }
     }
 
@@ -123,6 +134,7 @@ impl Stanza {
             Stanza::Pbkdf2 { .. } => "pbkdf2",
             Stanza::KeyFile { .. } => "keyfile",
             Stanza::PqBox { .. } => "pq-box (ML-KEM-768 + X25519)",
+            Stanza::Unknown { .. } => "unknown kind",
         }
     }
 
@@ -171,13 +183,19 @@ impl Stanza {
                 b.extend_from_slice(wrapped);
                 b.extend_from_slice(tag);
             }
+            Stanza::Unknown { body, .. } => b.extend_from_slice(body),
         }
         b
     }
 
-    /// The bytes a stanza's tag covers besides the wrapped key: the kind code and the
-    /// parameters (KDF costs and salt, or the KEM ciphertext and ephemeral key).
+    /// The bytes a stanza's tag covers besides the wrapped key: the kind code (one byte) and
+    /// the parameters, which are the body bytes before `wrapped` (KDF costs and salt, the KEM
+    /// ciphertext and ephemeral key, or nothing for a key file). Empty for
+    /// [`Stanza::Unknown`], which has no known tag.
     pub fn params(&self) -> Vec<u8> {
+        if matches!(self, Stanza::Unknown { .. }) {
+            return Vec::new();
+        }
         let body = self.body();
         let params_len = body.len() - WRAPPED_LEN - TAG_LEN;
         let mut p = vec![self.kind()];
@@ -194,8 +212,9 @@ impl Stanza {
         out.extend_from_slice(&body);
     }
 
-    /// Parses one framed stanza. Unknown kinds and wrong body lengths are errors.
-    pub fn parse(r: &mut Reader<'_>) -> Result<Self, FormatError> {
+    /// Parses one framed stanza of a `version` header. Wrong body lengths of known kinds are
+    /// errors; unknown kinds are errors in format 1 and [`Stanza::Unknown`] in format 2.
+    pub fn parse(r: &mut Reader<'_>, version: Version) -> Result<Self, FormatError> {
         let k = r.u8()?;
         r.reserved_zero(3)?;
         let body = r.bytes_u32()?;
@@ -224,6 +243,10 @@ impl Stanza {
                 ephemeral: b.array()?,
                 wrapped: b.array()?,
                 tag: b.array()?,
+            },
+            other if version == Version::V2 => Stanza::Unknown {
+                kind: other,
+                body: b.take(body.len())?.to_vec(),
             },
             other => {
                 return Err(FormatError::invalid(
@@ -286,9 +309,11 @@ mod tests {
             let mut buf = Vec::new();
             s.write(&mut buf);
             assert_eq!(buf.len(), 8 + body_len);
-            let mut r = Reader::new(&buf, "stanza");
-            assert_eq!(Stanza::parse(&mut r).unwrap(), s);
-            r.finish().unwrap();
+            for v in [Version::V1, Version::V2] {
+                let mut r = Reader::new(&buf, "stanza");
+                assert_eq!(Stanza::parse(&mut r, v).unwrap(), s);
+                r.finish().unwrap();
+            }
         }
     }
 
@@ -346,6 +371,17 @@ mod tests {
         .write(&mut buf);
         buf.push(0);
         buf[4] = 65;
-        assert!(Stanza::parse(&mut Reader::new(&buf, "stanza")).is_err());
+        for v in [Version::V1, Version::V2] {
+            assert!(Stanza::parse(&mut Reader::new(&buf, "stanza"), v).is_err());
+        }
+        buf[0] = 77;
+        assert!(Stanza::parse(&mut Reader::new(&buf, "stanza"), Version::V1).is_err());
+        assert_eq!(
+            Stanza::parse(&mut Reader::new(&buf, "stanza"), Version::V2).unwrap(),
+            Stanza::Unknown {
+                kind: 77,
+                body: buf[8..].to_vec()
+            }
+        );
     }
 }

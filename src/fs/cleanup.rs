@@ -1,46 +1,117 @@
-//! Temporary files that must not outlive an interrupted run: the extractor's files being
-//! written and the archive being created register here, and the CLI's SIGINT/SIGTERM handler
-//! removes whatever is still registered before exiting.
+//! What must not outlive an interrupted run: the extractor's files being written, the archive
+//! file being created, and the multipart upload of an archive going to object storage
+//! register here, and the CLI's SIGINT/SIGTERM handler removes or aborts whatever is still
+//! registered before exiting.
+//!
+//! Actions (an upload's abort) run outside the registry's lock, so an action that takes time
+//! (a network request, bounded by its own attempts) never blocks a thread that registers or
+//! unregisters meanwhile.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-static PENDING: Mutex<Vec<(u64, PathBuf)>> = Mutex::new(Vec::new());
+/// Something to undo at interrupt time.
+enum Pending {
+    /// A temporary file to remove.
+    File(PathBuf),
+    /// An action to run (e.g. abort a multipart upload).
+    Action(Box<dyn FnOnce() + Send>),
+}
+
+/// A list of things to undo. The process has one ([`register`] and friends use it); tests
+/// make their own, so they never remove another test's files.
+#[derive(Default)]
+pub struct Registry {
+    pending: Mutex<Vec<(u64, Pending)>>,
+}
+
+static GLOBAL: Registry = Registry::new();
 static NEXT: AtomicU64 = AtomicU64::new(1);
+
+impl Registry {
+    /// An empty registry.
+    pub const fn new() -> Self {
+        Registry {
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn push(&self, p: Pending) -> u64 {
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut v) = self.pending.lock() {
+            v.push((id, p));
+        }
+        id
+    }
+
+    /// See [`register`].
+    pub fn register(&self, path: PathBuf) -> u64 {
+        self.push(Pending::File(path))
+    }
+
+    /// See [`register_action`].
+    pub fn register_action(&self, action: Box<dyn FnOnce() + Send>) -> u64 {
+        self.push(Pending::Action(action))
+    }
+
+    /// See [`unregister`].
+    pub fn unregister(&self, id: u64) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.retain(|(i, _)| *i != id);
+        }
+    }
+
+    /// See [`remove_all`].
+    pub fn remove_all(&self) -> usize {
+        let taken = match self.pending.lock() {
+            Ok(mut p) => std::mem::take(&mut *p),
+            Err(_) => return 0,
+        };
+        let mut n = 0;
+        for (_, p) in taken {
+            match p {
+                Pending::File(path) => n += usize::from(std::fs::remove_file(path).is_ok()),
+                Pending::Action(f) => {
+                    f();
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+}
 
 /// Registers a temporary file; returns the id to [`unregister`] it with once it was renamed
 /// into place or removed.
 pub fn register(path: PathBuf) -> u64 {
-    let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    if let Ok(mut p) = PENDING.lock() {
-        p.push((id, path));
-    }
-    id
+    GLOBAL.register(path)
 }
 
-/// Forgets a temporary file (it was renamed into place or removed).
+/// Registers an action to run at interrupt time (an unfinished upload's abort); returns the
+/// id to [`unregister`] it with once the work it undoes is finished or undone.
+pub fn register_action(action: Box<dyn FnOnce() + Send>) -> u64 {
+    GLOBAL.register_action(action)
+}
+
+/// Forgets a registration (the file was renamed into place or removed; the upload finished
+/// or was aborted).
 pub fn unregister(id: u64) {
-    if let Ok(mut p) = PENDING.lock() {
-        p.retain(|(i, _)| *i != id);
-    }
+    GLOBAL.unregister(id)
 }
 
-/// Removes every registered temporary file (best effort) and forgets them; returns how many
-/// were removed. Called from the interrupt handler.
+/// Removes every registered temporary file and runs every registered action (best effort),
+/// and forgets them; returns how many files were removed plus actions run. Called from the
+/// interrupt handler.
 pub fn remove_all() -> usize {
-    let Ok(mut p) = PENDING.lock() else { return 0 };
-    let n = p
-        .iter()
-        .filter(|(_, path)| std::fs::remove_file(path).is_ok())
-        .count();
-    p.clear();
-    n
+    GLOBAL.remove_all()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
 
     #[test]
     fn registered_files_are_removed_and_unregistered_ones_kept() {
@@ -49,11 +120,29 @@ mod tests {
         let b = d.path().join("b.tmp");
         std::fs::write(&a, b"x").unwrap();
         std::fs::write(&b, b"y").unwrap();
-        let _ia = register(a.clone());
-        let ib = register(b.clone());
-        unregister(ib);
-        assert!(remove_all() >= 1);
+        let r = Registry::new();
+        let _ia = r.register(a.clone());
+        let ib = r.register(b.clone());
+        r.unregister(ib);
+        assert_eq!(r.remove_all(), 1);
         assert!(!a.exists());
         assert!(b.exists());
+    }
+
+    #[test]
+    fn registered_actions_run_once_and_unregistered_ones_never() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (r1, r2) = (Arc::clone(&ran), Arc::clone(&ran));
+        let r = Registry::new();
+        let _keep = r.register_action(Box::new(move || {
+            r1.fetch_add(1, Ordering::SeqCst);
+        }));
+        let gone = r.register_action(Box::new(move || {
+            r2.fetch_add(100, Ordering::SeqCst);
+        }));
+        r.unregister(gone);
+        assert_eq!(r.remove_all(), 1);
+        assert_eq!(r.remove_all(), 0);
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
     }
 }

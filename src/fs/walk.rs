@@ -276,6 +276,7 @@ impl Walker<'_> {
             uid: p.st.st_uid,
             gid: p.st.st_gid,
             link: p.link,
+            ..Default::default()
         };
         let mut size = 0;
         match kind {

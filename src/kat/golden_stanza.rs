@@ -52,7 +52,7 @@ fn stanza_bytes(stanza: &Stanza) -> Vec<u8> {
 fn parse_stanza(v: &Block) -> Result<Stanza, KatError> {
     let bytes = v.hex("stanza")?;
     let mut reader = Reader::new(&bytes, "stanza");
-    Stanza::parse(&mut reader).map_err(|_| KatError::BadValue {
+    Stanza::parse(&mut reader, crate::format::Version::V1).map_err(|_| KatError::BadValue {
         key: "stanza".to_string(),
         line: v.line,
         expected: "a stanza the format parser accepts",

@@ -245,6 +245,10 @@ pub const SETS: &[(&str, &str)] = &[
         "krypta_archive.txt",
         include_str!("../../test-vectors/krypta_archive.txt"),
     ),
+    (
+        "krypta_archive_v2.txt",
+        include_str!("../../test-vectors/krypta_archive_v2.txt"),
+    ),
 ];
 
 /// The outcome of one vector set.

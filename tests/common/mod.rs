@@ -4,6 +4,7 @@
 #![allow(dead_code, missing_docs)]
 
 pub mod craft;
+pub mod craft2;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

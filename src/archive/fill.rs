@@ -1,0 +1,284 @@
+//! How the writer fills and cuts the blocks of the record stream (docs/FORMAT.md, "how krypta
+//! writes"): records are appended to the current block; a block is cut when it holds
+//! `cap` bytes (the block size rounded down to a multiple of 16), when the BCJ filter
+//! changes (a block has one filter), or when a file under a grid filter cannot place its
+//! next DATA head and one grid step of PAD in the room left. Every cut other than the last
+//! pads the block with PAD records to a multiple of 16 bytes, so every block starts on a
+//! 16-byte boundary of the stream: the BCJ position of a block is its stream offset, and
+//! format 2 requires it to be a multiple of the filter's alignment (4 for arm, arm64,
+//! powerpc, sparc; 2 for armthumb, riscv; 16 for ia64) instead of rounding it.
+//!
+//! Inside a block, the content of a file under a grid filter is put on the filter's
+//! instruction grid: up to `align - 1` PAD records before a DATA head make its first content
+//! byte land at a stream offset congruent to its file offset, so the filter sees the file's
+//! instruction words whole (format 1's writer used one-byte DATA records for this).
+//! Records never need to be cut at block ends: a record may span blocks, and each block
+//! header says where the first record starting in it begins.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use super::seal::{Job, PREFIX, Sealed, new_block};
+use super::writer::ArchiveWriter;
+use crate::codec::Filter;
+use crate::error::{Error, Result};
+use crate::format::frame::{FRAME_HEADER_LEN, FrameKind, TAG_LEN};
+use crate::format::record::{self, DATA_HEAD_LEN};
+
+/// How many PAD records must come before a DATA head at block offset `head_off` (the block
+/// starts on a 16-byte boundary of the stream) so that its first content byte, of file offset
+/// `offset`, lands on a filter grid of `align` bytes (a power of two, at most 16): the
+/// smallest `p` with `head_off + p + 13 ≡ offset (mod align)`.
+pub(crate) fn grid_pad(head_off: usize, offset: u64, align: usize) -> usize {
+    let mask = align as u64 - 1;
+    (offset.wrapping_sub((head_off + DATA_HEAD_LEN) as u64) & mask) as usize
+}
+
+impl<W: Write> ArchiveWriter<W> {
+    pub(super) fn write_out(&mut self, b: &[u8]) -> Result<()> {
+        self.out
+            .write_all(b)
+            .map_err(|e| Error::io(&self.out_name, "write", e))?;
+        self.offset += b.len() as u64;
+        Ok(())
+    }
+
+    fn emit(&mut self, sealed: Result<Sealed>) -> Result<()> {
+        let Sealed {
+            frame,
+            in_block,
+            reference_len,
+        } = sealed?;
+        let body_len = (frame.len() - FRAME_HEADER_LEN - TAG_LEN) as u32;
+        if frame[0] == FrameKind::Data as u8 {
+            self.frame_lens.push(body_len);
+            self.frame_refs.push(reference_len);
+        }
+        self.write_out(&frame)?;
+        if in_block {
+            self.buffers.blocks.give(frame);
+        } else {
+            self.buffers.frames.give(frame);
+        }
+        Ok(())
+    }
+
+    /// Record bytes in the current block.
+    pub(super) fn used(&self) -> usize {
+        self.fill - PREFIX
+    }
+
+    /// Copies `bytes` to `block[fill..]` (the caller checked the room) and moves `fill`:
+    /// over the initialised part, then appended (the buffer's length is never below `fill`).
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.fill + bytes.len();
+        let init = self.block.len().clamp(self.fill, end);
+        let (over, tail) = bytes.split_at(init - self.fill);
+        self.block[self.fill..init].copy_from_slice(over);
+        self.block.extend_from_slice(tail);
+        self.fill = end;
+    }
+
+    /// Makes `block[..end]` initialised (zero-filling only what never was) so content can be
+    /// read into it.
+    pub(super) fn ensure_init(&mut self, end: usize) {
+        if self.block.len() < end {
+            self.block.resize(end, 0);
+        }
+    }
+
+    pub(super) fn submit(&mut self, job: Job) -> Result<()> {
+        while !self.pool.has_capacity() {
+            let r = self
+                .pool
+                .next_result()
+                .map_err(|e| Error::Crypto(e.to_string()))?;
+            if let Some(r) = r {
+                self.emit(r)?;
+            }
+        }
+        self.pool
+            .submit(job)
+            .map_err(|e| Error::Crypto(e.to_string()))?;
+        while let Some(r) = self
+            .pool
+            .try_next()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
+            self.emit(r)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every block in flight and writes them in order.
+    pub(super) fn drain(&mut self) -> Result<()> {
+        while let Some(r) = self
+            .pool
+            .next_result()
+            .map_err(|e| Error::Crypto(e.to_string()))?
+        {
+            self.emit(r)?;
+        }
+        Ok(())
+    }
+
+    /// Notes that a record starts at the current position (for the block's first-record
+    /// offset). The block is never full here: it is cut as soon as it is.
+    fn mark_record(&mut self) {
+        if self.first_record.is_none() {
+            self.first_record = Some(self.used() as u32);
+        }
+    }
+
+    /// Appends one whole record (its bytes may span blocks).
+    pub(super) fn push_record(&mut self, mut bytes: &[u8]) -> Result<()> {
+        self.mark_record();
+        while !bytes.is_empty() {
+            let room = self.cap - self.used();
+            let n = room.min(bytes.len());
+            self.put(&bytes[..n]);
+            bytes = &bytes[n..];
+            if self.used() == self.cap {
+                self.cut()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cuts the current block (if it holds anything) after padding it to a multiple of 16
+    /// bytes, so the next block starts on a 16-byte boundary of the stream.
+    pub(super) fn flush_block(&mut self) -> Result<()> {
+        if self.used() == 0 {
+            return Ok(());
+        }
+        let pad = self.used().wrapping_neg() & 15;
+        if pad > 0 {
+            self.mark_record();
+            self.put(&[record::TAG_PAD; 16][..pad]);
+        }
+        self.cut()
+    }
+
+    /// Cuts the last data block, unpadded.
+    pub(super) fn flush_last_block(&mut self) -> Result<()> {
+        if self.used() == 0 {
+            return Ok(());
+        }
+        self.cut()
+    }
+
+    /// Hands the current block to the workers.
+    fn cut(&mut self) -> Result<()> {
+        let len = self.used() as u64;
+        let mut block = std::mem::replace(
+            &mut self.block,
+            new_block(&self.buffers.blocks, self.block_size),
+        );
+        block.truncate(self.fill);
+        self.fill = PREFIX;
+        let prefix = self.test_prefix(&block[PREFIX..])?;
+        let job = Job {
+            header_kind: FrameKind::Data,
+            last: false,
+            seq: self.submitted,
+            block,
+            filter: self.block_filter,
+            stream_offset: self.stream_pos,
+            first_record: self.first_record.take(),
+            prefix,
+        };
+        self.submitted += 1;
+        self.stream_pos += len;
+        self.submit(job)?;
+        if let Some(p) = self.on_progress.as_mut() {
+            p(self.content_bytes);
+        }
+        Ok(())
+    }
+
+    /// Test-only referencing blocks ([`super::write_opts::TestReference`]): the prefix the
+    /// next block (`raw`) may reference, the tail (at most `max_len` bytes) of the stream
+    /// bytes of its group, which may span several blocks. Waits for the blocks in flight
+    /// first, so the group is known: a block that referenced nothing (the first of every
+    /// `group_blocks`, or one that was stored) starts a group.
+    fn test_prefix(&mut self, raw: &[u8]) -> Result<Arc<Vec<u8>>> {
+        if self.reference.is_none() {
+            return Ok(Arc::new(Vec::new()));
+        }
+        self.drain()?;
+        let seq = self.submitted;
+        let previous_started_group = self.frame_refs.last().is_none_or(|&r| r == 0);
+        let Some((tr, state)) = self.reference.as_mut() else {
+            return Ok(Arc::new(Vec::new()));
+        };
+        let mut group = if previous_started_group {
+            Vec::new()
+        } else {
+            std::mem::take(&mut state.group_tail)
+        };
+        group.extend_from_slice(&state.previous);
+        let keep = group.len().saturating_sub(tr.max_len);
+        group.drain(..keep);
+        let prefix = if seq.is_multiple_of(tr.group_blocks.max(1)) {
+            Vec::new()
+        } else {
+            group.clone()
+        };
+        state.group_tail = group;
+        state.previous = raw.to_vec();
+        Ok(Arc::new(prefix))
+    }
+
+    /// (seq, offset) where the next record byte will land.
+    pub(super) fn position(&self) -> (u64, u32) {
+        (self.submitted, self.used() as u32)
+    }
+
+    /// Seq of the block holding the last byte pushed.
+    pub(super) fn last_byte_seq(&self) -> u64 {
+        if self.used() == 0 {
+            self.submitted - 1
+        } else {
+            self.submitted
+        }
+    }
+
+    /// Switches the block's filter, starting a new block if the current one holds data.
+    pub(super) fn use_filter(&mut self, filter: Filter) -> Result<()> {
+        if filter != self.block_filter {
+            self.flush_block()?;
+            self.block_filter = filter;
+        }
+        Ok(())
+    }
+
+    /// Writes the PAD and DATA records of `len` content bytes (file offset `offset`) that sit
+    /// at `data_at` in the block, with the first record at `head_at` (the current fill), and
+    /// moves `fill` past them. `data_at` was chosen for the extent continuing the file; when
+    /// it does not (a hole before it) under a grid filter, the bytes are moved to where the
+    /// real offset needs them (rare: holes in executables). The caller reserved
+    /// `DATA_HEAD_LEN + align - 1` bytes in front of the data.
+    pub(super) fn place_data(
+        &mut self,
+        head_at: usize,
+        data_at: usize,
+        offset: u64,
+        len: usize,
+        align: usize,
+    ) {
+        debug_assert_eq!(head_at, self.fill);
+        let pad = grid_pad(head_at - PREFIX, offset, align);
+        let main_head = head_at + pad;
+        let main_data = main_head + DATA_HEAD_LEN;
+        self.ensure_init(main_data + len);
+        if data_at != main_data {
+            self.block.copy_within(data_at..data_at + len, main_data);
+        }
+        self.mark_record();
+        self.block[head_at..main_head].fill(record::TAG_PAD);
+        let mut head = Vec::with_capacity(DATA_HEAD_LEN);
+        record::write_data_head(&mut head, offset, len as u32);
+        self.block[main_head..main_data].copy_from_slice(&head);
+        self.fill = main_data + len;
+    }
+}

@@ -1,0 +1,163 @@
+//! What the archive writer is given: its options, where file content comes from, and the
+//! totals it reports.
+
+use std::path::PathBuf;
+
+use crate::codec::{Filter, Level};
+use crate::crypto::keys::{ArchiveId, FileKey};
+use crate::crypto::stanza::Recipient;
+use crate::error::{Error, Result};
+
+/// How the BCJ filter is chosen for each file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BcjMode {
+    /// Detect x86-64 / AArch64 executables (ELF, PE, Mach-O) from each file's first bytes.
+    Auto,
+    /// Never filter.
+    Off,
+    /// Apply this filter to every file.
+    Force(Filter),
+}
+
+/// Options for writing an archive.
+pub struct WriteOptions {
+    /// krypta level 1..=9, or `None` to store (`-s`).
+    pub level: Option<Level>,
+    /// Block size, bytes (MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).
+    pub block_size: usize,
+    /// Worker threads (at least 1).
+    pub jobs: usize,
+    /// BCJ filter choice.
+    pub bcj: BcjMode,
+    /// Creation time recorded in the header, seconds since the epoch.
+    pub created: i64,
+    /// Header comment (authenticated, not encrypted).
+    pub comment: String,
+    /// Recipients; empty for an unencrypted archive.
+    pub recipients: Vec<Recipient>,
+    /// Archive id; random when `None`.
+    pub archive_id: Option<ArchiveId>,
+    /// File key; random when `None` (fixed only for golden vectors and tests).
+    pub file_key: Option<FileKey>,
+    /// Test-only: make data blocks reference the stream bytes before them (format 2's
+    /// reference length), so the reader's support for referencing blocks is tested before
+    /// the level-9 writer that will use them exists. `None` in real use.
+    #[doc(hidden)]
+    pub test_reference: Option<TestReference>,
+    /// Golden vectors only: the salt of the password stanza (random when `None`), so an
+    /// encrypted archive can be a known answer. Never set in real use.
+    #[doc(hidden)]
+    pub fixed_salt: Option<[u8; 16]>,
+}
+
+/// Test-only parameters of referencing blocks ([`WriteOptions::test_reference`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestReference {
+    /// Most stream bytes a block references (the tail of the block before it, at most).
+    pub max_len: usize,
+    /// Blocks per group: every `group_blocks`-th data block starts a group (references
+    /// nothing).
+    pub group_blocks: u64,
+}
+
+impl WriteOptions {
+    /// Defaults: level default, its block size, all cores, BCJ auto, unencrypted, now.
+    pub fn new() -> Self {
+        let level = Level::DEFAULT;
+        WriteOptions {
+            level: Some(level),
+            block_size: level.default_block_size(),
+            jobs: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            bcj: BcjMode::Auto,
+            created: 0,
+            comment: String::new(),
+            recipients: Vec::new(),
+            archive_id: None,
+            file_key: None,
+            test_reference: None,
+            fixed_salt: None,
+        }
+    }
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where the content of a file comes from: a sequence of data extents (holes skipped).
+pub trait ContentSource {
+    /// Reads up to `buf.len()` (> 0) bytes of the next data extent into the front of `buf`
+    /// and returns its file offset and length (> 0), offsets increasing; `None` at the end.
+    /// The writer passes a slice of its block, so content is read once, straight into place.
+    fn read_extent(&mut self, buf: &mut [u8]) -> Result<Option<(u64, usize)>>;
+    /// Logical size read (including a trailing hole), bytes.
+    fn final_size(&self) -> u64;
+}
+
+impl ContentSource for crate::fs::source::FileSource {
+    fn read_extent(&mut self, buf: &mut [u8]) -> Result<Option<(u64, usize)>> {
+        crate::fs::source::FileSource::read_extent(self, buf)
+    }
+    fn final_size(&self) -> u64 {
+        crate::fs::source::FileSource::final_size(self)
+    }
+}
+
+/// Content from any reader (stdin), read front to back with no holes.
+pub struct ReaderSource<R> {
+    inner: R,
+    pos: u64,
+    name: PathBuf,
+}
+
+impl<R: std::io::Read> ReaderSource<R> {
+    /// Wraps a reader; `name` labels I/O errors.
+    pub fn new(inner: R, name: impl Into<PathBuf>) -> Self {
+        ReaderSource {
+            inner,
+            pos: 0,
+            name: name.into(),
+        }
+    }
+}
+
+impl<R: std::io::Read> ContentSource for ReaderSource<R> {
+    fn read_extent(&mut self, buf: &mut [u8]) -> Result<Option<(u64, usize)>> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.inner.read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(&self.name, "read", e)),
+            }
+        }
+        if got == 0 {
+            return Ok(None);
+        }
+        let off = self.pos;
+        self.pos += got as u64;
+        Ok(Some((off, got)))
+    }
+    fn final_size(&self) -> u64 {
+        self.pos
+    }
+}
+
+/// Totals reported by [`ArchiveWriter::finish`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteSummary {
+    /// Entries written.
+    pub entries: u64,
+    /// Content bytes read (logical file sizes, holes included).
+    pub content_bytes: u64,
+    /// Data frames written.
+    pub data_frames: u64,
+    /// Archive size, bytes.
+    pub archive_bytes: u64,
+}

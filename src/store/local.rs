@@ -1,0 +1,375 @@
+//! Local files and stdio behind the store seam.
+//!
+//! A new archive file is written under a temporary name (`.krypta-tmp-*`, mode 0o666 minus
+//! the umask, as `tar` and `zstd` create their outputs) in the output's own directory, so the
+//! final rename is atomic and never crosses a filesystem; it is registered with
+//! [`crate::fs::cleanup`] so SIGINT/SIGTERM removes it. `finish` syncs it and renames it into
+//! place: with `link`+`unlink` semantics (noclobber) unless `-f`, so an output that appeared
+//! meanwhile is not replaced. An existing output is refused up front too, before any work.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::{Sink, Source};
+use crate::error::{Error, Result};
+use crate::fs::cleanup;
+
+/// Buffer of local reads and writes, bytes (1 MiB).
+const BUF_LEN: usize = 1 << 20;
+
+/// A local archive file opened for reading.
+pub struct FileSource {
+    inner: BufReader<File>,
+}
+
+impl FileSource {
+    /// Opens `path`. Errors: Io ("open") naming it.
+    pub fn open(path: &Path) -> Result<FileSource> {
+        let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+        Ok(FileSource {
+            inner: BufReader::with_capacity(BUF_LEN, f),
+        })
+    }
+}
+
+impl Read for FileSource {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl Source for FileSource {
+    fn seekable(&self) -> bool {
+        true
+    }
+    fn length(&mut self) -> io::Result<Option<u64>> {
+        let m = self.inner.get_ref().metadata()?;
+        if m.is_file() {
+            return Ok(Some(m.len()));
+        }
+        // A device or other special file: its length is where a seek to the end lands.
+        let here = self.inner.stream_position()?;
+        let len = self.inner.seek(SeekFrom::End(0))?;
+        self.inner.seek(SeekFrom::Start(here))?;
+        Ok(Some(len))
+    }
+    fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        self.inner.seek(SeekFrom::Start(offset)).map(|_| ())
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self.inner.get_ref(), buf, offset)
+    }
+    fn identity(&self) -> Option<String> {
+        let m = self.inner.get_ref().metadata().ok()?;
+        Some(format!(
+            "{}:{}:{}:{}.{:09}",
+            m.dev(),
+            m.ino(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec()
+        ))
+    }
+}
+
+/// Standard input as an archive source: sequential only.
+pub struct StdinSource {
+    inner: io::Stdin,
+}
+
+impl StdinSource {
+    /// Wraps the process's stdin.
+    pub fn new() -> Self {
+        StdinSource { inner: io::stdin() }
+    }
+}
+
+impl Default for StdinSource {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Read for StdinSource {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+fn not_seekable() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, "cannot seek in a stream")
+}
+
+impl Source for StdinSource {
+    fn seekable(&self) -> bool {
+        false
+    }
+    fn length(&mut self) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
+    fn seek_to(&mut self, _offset: u64) -> io::Result<()> {
+        Err(not_seekable())
+    }
+    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> io::Result<usize> {
+        Err(not_seekable())
+    }
+    fn identity(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Any byte reader as an archive source, read front to back like a pipe (no seeks): for
+/// archive bytes held in memory, such as the known-answer vectors
+/// (`archive::reader::Archive::open_stream`).
+pub struct ReadSource {
+    inner: Box<dyn Read + Send>,
+}
+
+impl ReadSource {
+    /// Wraps `inner`.
+    pub fn new(inner: Box<dyn Read + Send>) -> Self {
+        ReadSource { inner }
+    }
+}
+
+impl Read for ReadSource {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl Source for ReadSource {
+    fn seekable(&self) -> bool {
+        false
+    }
+    fn length(&mut self) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
+    fn seek_to(&mut self, _offset: u64) -> io::Result<()> {
+        Err(not_seekable())
+    }
+    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> io::Result<usize> {
+        Err(not_seekable())
+    }
+    fn identity(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A new local archive file: a temporary file renamed into place by `finish`.
+pub struct FileSink {
+    /// The temporary file (None once finished).
+    tmp: Option<tempfile::NamedTempFile>,
+    out: Option<BufWriter<File>>,
+    path: PathBuf,
+    force: bool,
+    /// The cleanup registration of the temporary file (0 once unregistered).
+    cleanup_id: u64,
+    own: Vec<(u64, u64)>,
+}
+
+impl FileSink {
+    /// Creates the temporary file next to `path`. Errors: Exists (unless `force`), Io.
+    pub fn create(path: &Path, force: bool) -> Result<FileSink> {
+        if !force && std::fs::symlink_metadata(path).is_ok() {
+            return Err(Error::Exists { path: path.into() });
+        }
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let t = tempfile::Builder::new()
+            .prefix(".krypta-tmp-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .tempfile_in(&dir)
+            .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
+        let f = t
+            .as_file()
+            .try_clone()
+            .map_err(|e| Error::io(t.path(), "open", e))?;
+        // The temporary archive and the output it replaces are never archived, even when
+        // they lie inside an input directory (`krypta::compress` refuses, before this, to
+        // replace an output the walk would read: `Error::OutputIsInput`).
+        let mut own = Vec::new();
+        if let Ok(m) = t.as_file().metadata() {
+            own.push((m.dev(), m.ino()));
+        }
+        if let Ok(m) = std::fs::metadata(path) {
+            own.push((m.dev(), m.ino()));
+        }
+        let cleanup_id = cleanup::register(t.path().to_path_buf());
+        Ok(FileSink {
+            tmp: Some(t),
+            out: Some(BufWriter::with_capacity(BUF_LEN, f)),
+            path: path.to_path_buf(),
+            force,
+            cleanup_id,
+            own,
+        })
+    }
+
+    fn unregister(&mut self) {
+        if self.cleanup_id != 0 {
+            cleanup::unregister(std::mem::take(&mut self.cleanup_id));
+        }
+    }
+}
+
+impl Write for FileSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.out {
+            Some(o) => o.write(buf),
+            None => Err(io::Error::other("archive already finished")),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.out {
+            Some(o) => o.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Sink for FileSink {
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        if let Some(mut o) = self.out.take() {
+            o.flush().map_err(|e| Error::io(&self.path, "write", e))?;
+        }
+        let Some(t) = self.tmp.take() else {
+            return Ok(());
+        };
+        self.unregister();
+        t.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(&self.path, "sync", e))?;
+        if self.force {
+            t.persist(&self.path)
+                .map_err(|e| Error::io(&self.path, "rename into place", e.error))?;
+        } else {
+            t.persist_noclobber(&self.path).map_err(|e| {
+                if e.error.kind() == io::ErrorKind::AlreadyExists {
+                    Error::Exists {
+                        path: self.path.clone(),
+                    }
+                } else {
+                    Error::io(&self.path, "rename into place", e.error)
+                }
+            })?;
+        }
+        Ok(())
+    }
+    fn abort(self: Box<Self>) {
+        drop(self);
+    }
+    fn own_files(&self) -> Vec<(u64, u64)> {
+        self.own.clone()
+    }
+}
+
+impl Drop for FileSink {
+    fn drop(&mut self) {
+        // The temporary file (if any) is removed by NamedTempFile's own drop.
+        self.out = None;
+        self.tmp = None;
+        self.unregister();
+    }
+}
+
+/// Standard output as an archive sink (written as it goes; `abort` cannot take bytes back).
+pub struct StdoutSink {
+    out: BufWriter<io::Stdout>,
+}
+
+impl StdoutSink {
+    /// Wraps the process's stdout with a 1 MiB buffer.
+    pub fn new() -> Self {
+        StdoutSink {
+            out: BufWriter::with_capacity(BUF_LEN, io::stdout()),
+        }
+    }
+}
+
+impl Default for StdoutSink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Write for StdoutSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Sink for StdoutSink {
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        self.out
+            .flush()
+            .map_err(|e| Error::io("<stdout>", "write", e))
+    }
+    fn abort(self: Box<Self>) {}
+    fn own_files(&self) -> Vec<(u64, u64)> {
+        // The file stdout points to (`krypta c - dir > dir/a.kry`) is not archived.
+        match rustix::fs::fstat(io::stdout()) {
+            Ok(st) => vec![(st.st_dev, st.st_ino)],
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_aborted_file_sink_leaves_no_file_and_no_temporary() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.kry");
+        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, false).unwrap());
+        s.write_all(b"partial").unwrap();
+        s.abort();
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_finished_file_sink_is_renamed_into_place_and_never_clobbers() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.kry");
+        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, false).unwrap());
+        s.write_all(b"one").unwrap();
+        // Another writer takes the name meanwhile: finishing refuses to replace it.
+        std::fs::write(&p, b"other").unwrap();
+        assert!(matches!(s.finish(), Err(Error::Exists { .. })));
+        assert_eq!(std::fs::read(&p).unwrap(), b"other");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        // With force it is replaced.
+        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, true).unwrap());
+        s.write_all(b"two").unwrap();
+        s.finish().unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+    }
+
+    #[test]
+    fn file_source_reads_at_offsets_without_moving_its_position() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, b"0123456789").unwrap();
+        let mut s = FileSource::open(&p).unwrap();
+        let mut b = [0u8; 3];
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"012");
+        assert_eq!(s.read_at(7, &mut b).unwrap(), 3);
+        assert_eq!(&b, b"789");
+        assert_eq!(s.length().unwrap(), Some(10));
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"345");
+        s.seek_to(9).unwrap();
+        assert_eq!(s.read(&mut b).unwrap(), 1);
+        assert_eq!(b[0], b'9');
+    }
+}

@@ -1,0 +1,395 @@
+//! The requests krypta makes for one object, each signed (SigV4 presigned URL, rusty-s3), sent
+//! (ureq, blocking, rustls) and retried when the failure is transient.
+//!
+//! Retry policy (bounded): up to `max_attempts` attempts per request (5 unless
+//! `AWS_MAX_ATTEMPTS` or the profile's `max_attempts` says otherwise), retrying connection
+//! failures, broken-off transfers (a ranged GET resumes where the bytes stopped), timeouts,
+//! HTTP 5xx, 429 and the throttling codes (SlowDown, Throttling, RequestTimeout, ...). Before
+//! retry n the client sleeps a uniformly random time in `[0, min(20 s, 0.5 s × 2^(n-1)))`
+//! (exponential backoff with full jitter, as the AWS SDKs' standard mode). Timeouts: 10 s to
+//! connect, 30 s without progress on a read or write. Redirects are not followed: S3's only
+//! redirect is to another region, which is reported with the region to set.
+//!
+//! Secrets: a presigned URL holds the key id, the signature and the session token in its
+//! query, so no URL is ever put into a message; server text is cleaned and every credential
+//! string scrubbed from it before it is shown.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+use url::Url;
+
+use super::ObjectUrl;
+use super::StoreError;
+use super::config::{self, Settings};
+use super::fault::status_text;
+pub(crate) use super::fault::{Fault, xml_field};
+use crate::error::{Error, Result};
+use crate::store::{Counters, StoreSettings};
+
+/// Validity of each presigned URL (signed just before each attempt).
+const PRESIGN_FOR: Duration = Duration::from_secs(15 * 60);
+/// Most bytes of an error or XML response read, bytes.
+const MAX_XML: u64 = 1 << 20;
+/// First backoff ceiling, and the cap.
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+const BACKOFF_CAP: Duration = Duration::from_secs(20);
+
+/// A client for one object (`s3://BUCKET/KEY`), shared by the threads that fetch or upload.
+pub struct Client {
+    agent: ureq::Agent,
+    bucket: Bucket,
+    creds: Credentials,
+    key: String,
+    location: String,
+    pub(super) endpoint: String,
+    path_style: bool,
+    pub(super) region: String,
+    pub(super) credentials_from: String,
+    key_hint: String,
+    max_attempts: u32,
+    /// Strings never to show (secret, token, key id).
+    pub(super) secrets: Vec<String>,
+    /// What was sent and received.
+    pub counters: Arc<Counters>,
+}
+
+/// HTTP methods krypta uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Verb {
+    Get,
+    Put,
+    Post,
+    Delete,
+}
+
+/// A response: status, the headers krypta reads, and the body to read.
+pub(crate) struct Reply {
+    pub status: u16,
+    pub etag: Option<String>,
+    pub content_range: Option<String>,
+    pub content_length: Option<u64>,
+    pub body: ureq::BodyReader<'static>,
+}
+
+impl Client {
+    /// A client for `url` with the AWS configuration of this process. Errors: StoreConfig.
+    pub fn new(url: &ObjectUrl, store: &StoreSettings) -> Result<Client> {
+        let location = url.display();
+        let cfg_err = |source: config::ConfigError| Error::StoreConfig {
+            location: location.clone().into(),
+            source,
+        };
+        let get = |k: &str| std::env::var(k).ok();
+        let s = config::resolve(&get, store.endpoint_url.as_deref()).map_err(cfg_err)?;
+        Self::with_settings(url, s)
+    }
+
+    /// A client for `url` with the given settings. Errors: StoreConfig.
+    pub fn with_settings(url: &ObjectUrl, s: Settings) -> Result<Client> {
+        let location = url.display();
+        let bad = |name: &'static str, value: &str, problem: &'static str| Error::StoreConfig {
+            location: location.clone().into(),
+            source: config::ConfigError::BadValue {
+                name,
+                value: value.to_string(),
+                problem,
+            },
+        };
+        let (endpoint_text, custom) = match &s.endpoint {
+            Some(e) => (e.clone(), true),
+            None => (format!("https://s3.{}.amazonaws.com", s.region), false),
+        };
+        let mut endpoint: Url = endpoint_text
+            .parse()
+            .map_err(|_| bad("endpoint URL", &endpoint_text, "not a URL"))?;
+        if !matches!(endpoint.scheme(), "http" | "https") || endpoint.host_str().is_none() {
+            return Err(bad(
+                "endpoint URL",
+                &endpoint_text,
+                "expected http://HOST[:PORT] or https://HOST[:PORT]",
+            ));
+        }
+        let _ = endpoint.set_username("");
+        let _ = endpoint.set_password(None);
+        let path_style = s.path_style.unwrap_or(custom || url.bucket.contains('.'));
+        let style = if path_style {
+            UrlStyle::Path
+        } else {
+            UrlStyle::VirtualHost
+        };
+        let bucket = Bucket::new(
+            endpoint.clone(),
+            style,
+            url.bucket.clone(),
+            s.region.clone(),
+        )
+        .map_err(|_| {
+            bad(
+                "bucket",
+                &url.bucket,
+                "not a valid bucket name for this endpoint",
+            )
+        })?;
+        let creds = match &s.keys.session_token {
+            Some(t) => Credentials::new_with_token(
+                s.keys.access_key_id.clone(),
+                s.keys.secret_access_key.clone(),
+                t.clone(),
+            ),
+            None => Credentials::new(
+                s.keys.access_key_id.clone(),
+                s.keys.secret_access_key.clone(),
+            ),
+        };
+        let mut tls = ureq::tls::TlsConfig::builder();
+        if let Some(pem) = &s.ca_bundle {
+            let bytes = std::fs::read(pem).map_err(|e| Error::io(pem, "read the CA bundle", e))?;
+            let certs: Vec<_> = ureq::tls::parse_pem(&bytes)
+                .filter_map(|i| match i {
+                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            if certs.is_empty() {
+                return Err(bad(
+                    "AWS_CA_BUNDLE",
+                    &pem.display().to_string(),
+                    "no PEM certificate in the file",
+                ));
+            }
+            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
+        }
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .user_agent(format!("krypta/{}", env!("CARGO_PKG_VERSION")))
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_per_read(Some(Duration::from_secs(30)))
+            .timeout_per_write(Some(Duration::from_secs(30)))
+            .max_idle_connections_per_host(16)
+            .tls_config(tls.build())
+            .build()
+            .into();
+        let mut secrets = vec![
+            s.keys.secret_access_key.clone(),
+            s.keys.access_key_id.clone(),
+        ];
+        secrets.extend(s.keys.session_token.clone());
+        secrets.retain(|x| x.len() >= 4);
+        let mut shown = endpoint.clone();
+        shown.set_query(None);
+        let endpoint = shown.as_str().trim_end_matches('/').to_string();
+        Ok(Client {
+            agent,
+            bucket,
+            creds,
+            key: url.key.clone(),
+            location,
+            endpoint,
+            path_style,
+            region: s.region,
+            credentials_from: s.credentials_from,
+            key_hint: config::key_hint(&s.keys.access_key_id),
+            max_attempts: s.max_attempts,
+            secrets,
+            counters: Arc::new(Counters::default()),
+        })
+    }
+
+    /// `s3://BUCKET/KEY`.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The bucket and the object key.
+    pub fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+
+    /// The object key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The credentials requests are signed with.
+    pub(crate) fn creds(&self) -> &Credentials {
+        &self.creds
+    }
+
+    /// One line for `-v`: endpoint, addressing, region, where credentials came from.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: endpoint {} ({}), region {}, credentials from {} (key id {})",
+            self.location,
+            self.endpoint,
+            if self.path_style {
+                "path-style"
+            } else {
+                "virtual-host style"
+            },
+            self.region,
+            self.credentials_from,
+            self.key_hint
+        )
+    }
+
+    /// Deletes the object (an object already gone counts as deleted).
+    pub(crate) fn delete_object(&self) -> std::result::Result<(), StoreError> {
+        self.retry(0, || {
+            let a = self.bucket().delete_object(Some(self.creds()), self.key());
+            let url = self.sign(&a);
+            match self.send(Verb::Delete, &url, &[], None) {
+                Ok(r) => self.read_xml(r.body).map(|_| ()),
+                Err(Fault::Status { status: 404, .. }) => Ok(()),
+                Err(f) => Err(f),
+            }
+        })
+        .map_err(|(f, n)| self.error(f, n))
+    }
+
+    /// Attempts per request.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// Signs an action for now.
+    pub(crate) fn sign<'a>(&self, action: &impl S3Action<'a>) -> Url {
+        action.sign(PRESIGN_FOR)
+    }
+
+    /// Sends one request; a response of any status is a [`Reply`] for 2xx and a fault
+    /// otherwise (the error body is read for its code and message).
+    pub(crate) fn send(
+        &self,
+        verb: Verb,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> std::result::Result<Reply, Fault> {
+        Counters::add(&self.counters.requests, 1);
+        let u = url.as_str();
+        let r = match verb {
+            Verb::Get | Verb::Delete => {
+                let mut b = match verb {
+                    Verb::Get => self.agent.get(u),
+                    _ => self.agent.delete(u),
+                };
+                for (k, v) in headers {
+                    b = b.header(*k, *v);
+                }
+                b.call()
+            }
+            Verb::Put | Verb::Post => {
+                let mut b = match verb {
+                    Verb::Put => self.agent.put(u),
+                    _ => self.agent.post(u),
+                };
+                for (k, v) in headers {
+                    b = b.header(*k, *v);
+                }
+                let data = body.unwrap_or(&[]);
+                Counters::add(&self.counters.bytes_out, data.len() as u64);
+                b.send(data)
+            }
+        };
+        let resp = r.map_err(|e| self.transport_fault(e))?;
+        let status = resp.status().as_u16();
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let etag = header("etag");
+        let content_range = header("content-range");
+        let content_length = header("content-length").and_then(|v| v.parse().ok());
+        let region = header("x-amz-bucket-region");
+        let body = resp.into_body().into_reader();
+        if (200..300).contains(&status) {
+            return Ok(Reply {
+                status,
+                etag,
+                content_range,
+                content_length,
+                body,
+            });
+        }
+        let text = self.read_xml(body).unwrap_or_default();
+        let code = xml_field(&text, "Code").unwrap_or_else(|| "-".into());
+        let message = xml_field(&text, "Message").unwrap_or_else(|| status_text(status).into());
+        let region = region.or_else(|| xml_field(&text, "Region"));
+        Err(Fault::Status {
+            status,
+            code: self.clean(&code),
+            message: self.clean(&message),
+            region: region.map(|r| self.clean(&r)),
+        })
+    }
+
+    /// Reads an XML body (at most 1 MiB), counting its bytes.
+    pub(crate) fn read_xml(
+        &self,
+        body: ureq::BodyReader<'static>,
+    ) -> std::result::Result<String, Fault> {
+        let mut text = String::new();
+        let n = body
+            .take(MAX_XML)
+            .read_to_string(&mut text)
+            .map_err(Fault::body)?;
+        Counters::add(&self.counters.bytes_in, n as u64);
+        Ok(text)
+    }
+
+    /// Runs `f` until it succeeds, fails for good, or `attempts` attempts were made (0: the
+    /// configured count), sleeping with backoff between attempts.
+    pub(crate) fn retry<T>(
+        &self,
+        attempts: u32,
+        mut f: impl FnMut() -> std::result::Result<T, Fault>,
+    ) -> std::result::Result<T, (Fault, u32)> {
+        let max = if attempts == 0 {
+            self.max_attempts
+        } else {
+            attempts
+        };
+        let mut n = 1;
+        loop {
+            match f() {
+                Ok(v) => return Ok(v),
+                Err(fault) if n < max && fault.retryable() => {
+                    std::thread::sleep(backoff(n));
+                    Counters::add(&self.counters.retries, 1);
+                    n += 1;
+                }
+                Err(fault) => return Err((fault, n)),
+            }
+        }
+    }
+}
+
+/// Exponential backoff with full jitter before retry `n` (1-based).
+fn backoff(n: u32) -> Duration {
+    let ceiling = BACKOFF_BASE
+        .saturating_mul(1u32 << (n - 1).min(16))
+        .min(BACKOFF_CAP);
+    let r = getrandom::u64().unwrap_or(u64::MAX / 2);
+    ceiling.mul_f64((r >> 11) as f64 / (1u64 << 53) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_exponentially_and_stays_under_its_cap() {
+        for _ in 0..200 {
+            assert!(backoff(1) < Duration::from_millis(500));
+            assert!(backoff(3) < Duration::from_secs(2));
+            assert!(backoff(10) < Duration::from_secs(20));
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! Writing an object: one PUT for a small archive, else a multipart upload streamed with
+//! bounded memory.
+//!
+//! Parts: the archive bytes fill a part buffer; a full part goes to one of the upload threads
+//! while compression goes on. Part `n` (1-based) is `8 MiB × 2^((n-1) / 1000)` bytes (8 MiB
+//! for the first 1000 parts, then doubling every 1000), so S3's 10,000-part limit is reached
+//! only at about 7.8 TiB. At most `clamp(64 MiB / part, 1, 4)` parts are in flight, so upload
+//! memory is at most (in flight + 1) × part size: 40 MiB for archives up to 7.8 GiB, 80 MiB up
+//! to 23 GiB, 96 MiB up to 55 GiB, then 2 × part size. An archive smaller than one part is
+//! sent with one PUT at the end.
+//!
+//! Never replacing without `-f`: creating the sink probes the key (a 1-byte GET, which also
+//! checks the bucket and the credentials before any work) and refuses an existing object;
+//! the final PutObject / CompleteMultipartUpload carries `If-None-Match: *`, so an object
+//! created meanwhile by another writer is not replaced either (the store answers 412; the
+//! upload is then aborted and the run fails with "already exists"; SeaweedFS 4.48 does this on
+//! both calls, as AWS does since August 2024). Stores that ignore the header have only the
+//! probe: a writer that creates the key between the probe and the end of the run is
+//! overwritten. A second probe just before completing was left out on purpose: it would only
+//! narrow that window, and it would hide whether the store honours the header, which
+//! `an_object_created_during_the_upload_is_not_replaced` checks.
+//!
+//! Aborting: an error, or dropping the unfinished sink, stops the upload threads, waits for
+//! the parts in flight, then sends AbortMultipartUpload, so no object and no unfinished upload
+//! is left. SIGINT/SIGTERM abort it through [`crate::fs::cleanup`]. When the store cannot be
+//! reached to abort (it went away), the upload id is reported with the command that removes it.
+
+use std::io::{self, Write};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::client::{Client, Fault, Verb, xml_field};
+use super::{ObjectUrl, StoreError};
+use crate::error::{Error, Result};
+use crate::fs::cleanup;
+use crate::store::{Counters, Sink, StoreSettings};
+use rusty_s3::S3Action;
+
+/// Bytes of the first 1000 parts (8 MiB, the AWS CLI's default part size).
+pub const FIRST_PART: usize = 8 << 20;
+/// Parts of one size before the size doubles.
+pub const PARTS_PER_SIZE: u32 = 1000;
+/// Most parts of one upload (S3's limit).
+pub const MAX_PARTS: u32 = 10_000;
+/// Most part bytes in flight (the in-flight count shrinks as parts grow), bytes.
+pub const IN_FLIGHT_BUDGET: usize = 64 << 20;
+/// Most parts in flight.
+pub const MAX_IN_FLIGHT: usize = 4;
+
+/// Size of part `n` (1-based), bytes.
+pub fn part_size(n: u32) -> usize {
+    FIRST_PART << (n.saturating_sub(1) / PARTS_PER_SIZE).min(9)
+}
+
+/// Parts uploaded at once while parts are `part` bytes.
+pub fn in_flight_parts(part: usize) -> usize {
+    (IN_FLIGHT_BUDGET / part.max(1)).clamp(1, MAX_IN_FLIGHT)
+}
+
+/// A new object being written. See the module documentation.
+pub struct S3Sink {
+    client: Arc<Client>,
+    force: bool,
+    buf: Vec<u8>,
+    /// Number of the part `buf` fills.
+    part: u32,
+    upload: Option<Upload>,
+    failed: Option<String>,
+    done: bool,
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+struct Upload {
+    id: String,
+    cleanup_id: u64,
+    jobs: Option<Sender<(u32, Vec<u8>)>>,
+    results: Receiver<(u32, std::result::Result<String, StoreError>)>,
+    workers: Vec<JoinHandle<()>>,
+    outstanding: usize,
+    etags: Vec<Option<String>>,
+}
+
+impl Client {
+    fn precondition_or(&self, (f, n): (Fault, u32)) -> StoreError {
+        if f.status() == Some(412) {
+            StoreError::Taken
+        } else {
+            self.error(f, n)
+        }
+    }
+
+    /// Whether the key exists (a 1-byte GET; it also checks bucket and credentials).
+    fn exists(&self) -> std::result::Result<bool, StoreError> {
+        match self.get_range(0, 1, None, None) {
+            Ok(_) => Ok(true),
+            Err((f, _)) if f.status() == Some(416) => Ok(true),
+            Err(e) => match self.error(e.0, e.1) {
+                StoreError::NoSuchKey => Ok(false),
+                other => Err(other),
+            },
+        }
+    }
+
+    fn put_object(&self, body: &[u8], if_none_match: bool) -> std::result::Result<(), StoreError> {
+        self.retry(0, || {
+            let mut a = self.bucket().put_object(Some(self.creds()), self.key());
+            let mut hs = Vec::new();
+            if if_none_match {
+                a.headers_mut().insert("if-none-match", "*");
+                hs.push(("if-none-match", "*"));
+            }
+            let url = self.sign(&a);
+            let r = self.send(Verb::Put, &url, &hs, Some(body))?;
+            self.read_xml(r.body).map(|_| ())
+        })
+        .map_err(|e| self.precondition_or(e))
+    }
+
+    fn create_upload(&self) -> std::result::Result<String, StoreError> {
+        self.retry(0, || {
+            let a = self
+                .bucket()
+                .create_multipart_upload(Some(self.creds()), self.key());
+            let url = self.sign(&a);
+            let r = self.send(Verb::Post, &url, &[], Some(&[]))?;
+            let text = self.read_xml(r.body)?;
+            rusty_s3::actions::CreateMultipartUpload::parse_response(&text)
+                .map(|r| r.upload_id().to_string())
+                .map_err(|_| {
+                    Fault::Protocol("no UploadId in the CreateMultipartUpload answer".into())
+                })
+        })
+        .map_err(|(f, n)| self.error(f, n))
+    }
+
+    fn upload_part(
+        &self,
+        id: &str,
+        n: u32,
+        body: &[u8],
+    ) -> std::result::Result<String, StoreError> {
+        let number = u16::try_from(n).map_err(|_| StoreError::TooLarge {
+            max: MAX_PARTS,
+            limit_gib: limit_gib(),
+        })?;
+        self.retry(0, || {
+            let a = self
+                .bucket()
+                .upload_part(Some(self.creds()), self.key(), number, id);
+            let url = self.sign(&a);
+            let r = self.send(Verb::Put, &url, &[], Some(body))?;
+            let etag = r.etag.clone();
+            self.read_xml(r.body)?;
+            etag.ok_or_else(|| Fault::Protocol("no ETag in the UploadPart answer".into()))
+        })
+        .map_err(|(f, n)| self.error(f, n))
+    }
+
+    fn complete_upload(
+        &self,
+        id: &str,
+        etags: &[String],
+        if_none_match: bool,
+    ) -> std::result::Result<(), StoreError> {
+        self.retry(0, || {
+            let parts = || etags.iter().map(String::as_str);
+            let mut a = self.bucket().complete_multipart_upload(
+                Some(self.creds()),
+                self.key(),
+                id,
+                parts(),
+            );
+            let mut hs = Vec::new();
+            if if_none_match {
+                a.headers_mut().insert("if-none-match", "*");
+                hs.push(("if-none-match", "*"));
+            }
+            let url = self.sign(&a);
+            let body = self
+                .bucket()
+                .complete_multipart_upload(Some(self.creds()), self.key(), id, parts())
+                .body();
+            let r = self.send(Verb::Post, &url, &hs, Some(body.as_bytes()))?;
+            let text = self.read_xml(r.body)?;
+            // S3 may answer 200 and then report an error in the body.
+            if let Some(code) = xml_field(&text, "Code").filter(|_| text.contains("<Error>")) {
+                return Err(Fault::Status {
+                    status: if code == "PreconditionFailed" {
+                        412
+                    } else {
+                        500
+                    },
+                    code: self.clean(&code),
+                    message: self.clean(&xml_field(&text, "Message").unwrap_or_default()),
+                    region: None,
+                });
+            }
+            Ok(())
+        })
+        .map_err(|e| self.precondition_or(e))
+    }
+
+    /// Aborts an upload (an upload already gone counts as aborted).
+    pub(crate) fn abort_upload(
+        &self,
+        id: &str,
+        attempts: u32,
+    ) -> std::result::Result<(), StoreError> {
+        self.retry(attempts, || {
+            let a = self
+                .bucket()
+                .abort_multipart_upload(Some(self.creds()), self.key(), id);
+            let url = self.sign(&a);
+            match self.send(Verb::Delete, &url, &[], None) {
+                Ok(r) => self.read_xml(r.body).map(|_| ()),
+                Err(Fault::Status { status: 404, .. }) => Ok(()),
+                Err(f) => Err(f),
+            }
+        })
+        .map_err(|(f, n)| self.error(f, n))
+    }
+}
+
+fn limit_gib() -> u64 {
+    (1..=MAX_PARTS).map(|n| part_size(n) as u64).sum::<u64>() >> 30
+}
+
+impl S3Sink {
+    /// Prepares `s3://BUCKET/KEY` for a new archive: checks the credentials and the bucket,
+    /// and (unless `force`) that the key is free. Errors: Exists, Io ("check"), StoreConfig.
+    pub fn create(url: &ObjectUrl, store: &StoreSettings, force: bool) -> Result<S3Sink> {
+        let client = Arc::new(Client::new(url, store)?);
+        let exists = client
+            .exists()
+            .map_err(|e| Error::io(client.location(), "create", e.into_io()))?;
+        if exists && !force {
+            return Err(Error::Exists {
+                path: client.location().into(),
+            });
+        }
+        Ok(S3Sink {
+            client,
+            force,
+            buf: Vec::new(),
+            part: 1,
+            upload: None,
+            failed: None,
+            done: false,
+            warnings: Arc::new(Mutex::new(Vec::new())),
+        })
+    }
+
+    fn fail(&mut self, e: StoreError) -> io::Error {
+        if self.failed.is_none() {
+            self.failed = Some(e.to_string());
+        }
+        e.into_io()
+    }
+
+    fn start_upload(&mut self) -> std::result::Result<(), StoreError> {
+        let id = self.client.create_upload()?;
+        let client = Arc::clone(&self.client);
+        let abort_id = id.clone();
+        // At SIGINT/SIGTERM: two quick attempts, then the process exits.
+        let cleanup_id = cleanup::register_action(Box::new(move || {
+            let _ = client.abort_upload(&abort_id, 2);
+        }));
+        let (jobs, job_rx) = channel::<(u32, Vec<u8>)>();
+        let (res_tx, results) = channel();
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let workers = (0..MAX_IN_FLIGHT)
+            .map(|_| {
+                let (client, id) = (Arc::clone(&self.client), id.clone());
+                let (job_rx, res_tx) = (Arc::clone(&job_rx), res_tx.clone());
+                std::thread::spawn(move || {
+                    loop {
+                        let job = match job_rx.lock().map(|r| r.recv()) {
+                            Ok(Ok(j)) => j,
+                            _ => return,
+                        };
+                        let (n, body) = job;
+                        let r = client.upload_part(&id, n, &body);
+                        drop(body);
+                        if res_tx.send((n, r)).is_err() {
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        self.upload = Some(Upload {
+            id,
+            cleanup_id,
+            jobs: Some(jobs),
+            results,
+            workers,
+            outstanding: 0,
+            etags: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Records finished parts; waits while `limit` parts are in flight.
+    fn collect(&mut self, limit: usize) -> std::result::Result<(), StoreError> {
+        let Some(u) = self.upload.as_mut() else {
+            return Ok(());
+        };
+        let mut first_err = None;
+        loop {
+            let got = if u.outstanding >= limit && u.outstanding > 0 {
+                u.results.recv().ok()
+            } else {
+                u.results.try_recv().ok()
+            };
+            let Some((n, r)) = got else { break };
+            u.outstanding -= 1;
+            match r {
+                Ok(etag) => {
+                    let i = n as usize - 1;
+                    if u.etags.len() <= i {
+                        u.etags.resize(i + 1, None);
+                    }
+                    u.etags[i] = Some(etag);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Hands the full part buffer to the upload threads.
+    fn ship(&mut self) -> std::result::Result<(), StoreError> {
+        if self.upload.is_none() {
+            self.start_upload()?;
+        }
+        let size = part_size(self.part);
+        self.collect(in_flight_parts(size))?;
+        let body = std::mem::take(&mut self.buf);
+        let u = self.upload.as_mut().expect("started");
+        let sent = u.jobs.as_ref().map(|j| j.send((self.part, body)).is_ok());
+        if sent != Some(true) {
+            return Err(StoreError::Protocol {
+                problem: "the upload threads stopped".into(),
+            });
+        }
+        u.outstanding += 1;
+        self.part += 1;
+        Ok(())
+    }
+
+    /// Stops the upload threads (after the parts in flight) and aborts the upload.
+    fn abort_upload(&mut self) {
+        let Some(mut u) = self.upload.take() else {
+            return;
+        };
+        u.jobs = None;
+        for w in u.workers.drain(..) {
+            let _ = w.join();
+        }
+        if let Err(e) = self.client.abort_upload(&u.id, 0) {
+            let (bucket, key) = (self.client.bucket().name(), self.client.key());
+            if let Ok(mut w) = self.warnings.lock() {
+                w.push(format!(
+                    "{}: the unfinished multipart upload {} could not be aborted ({e}); remove it with `aws s3api abort-multipart-upload --bucket {bucket} --key {key} --upload-id {}` (a lifecycle rule AbortIncompleteMultipartUpload does it too)",
+                    self.client.location(),
+                    u.id,
+                    u.id
+                ));
+            }
+        }
+        cleanup::unregister(u.cleanup_id);
+    }
+
+    fn finish_inner(&mut self) -> std::result::Result<(), StoreError> {
+        if let Some(f) = &self.failed {
+            return Err(StoreError::Abandoned { first: f.clone() });
+        }
+        let conditional = !self.force;
+        if self.upload.is_none() {
+            let body = std::mem::take(&mut self.buf);
+            return self.client.put_object(&body, conditional);
+        }
+        if !self.buf.is_empty() {
+            self.ship()?;
+        }
+        self.collect(1)?;
+        let u = self.upload.as_ref().expect("started");
+        let etags: Vec<String> = u
+            .etags
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                e.clone().ok_or_else(|| StoreError::Protocol {
+                    problem: format!("part {} has no ETag", i + 1),
+                })
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        self.client.complete_upload(&u.id, &etags, conditional)
+    }
+}
+
+impl Write for S3Sink {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if let Some(f) = &self.failed {
+            return Err(StoreError::Abandoned { first: f.clone() }.into_io());
+        }
+        if data.is_empty() {
+            return Ok(0);
+        }
+        if self.part > MAX_PARTS {
+            let e = StoreError::TooLarge {
+                max: MAX_PARTS,
+                limit_gib: limit_gib(),
+            };
+            return Err(self.fail(e));
+        }
+        let size = part_size(self.part);
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(size);
+        }
+        let n = data.len().min(size - self.buf.len());
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == size
+            && let Err(e) = self.ship()
+        {
+            return Err(self.fail(e));
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Sink for S3Sink {
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        let location = self.client.location().to_string();
+        match self.finish_inner() {
+            Ok(()) => {
+                self.done = true;
+                if let Some(mut u) = self.upload.take() {
+                    u.jobs = None;
+                    for w in u.workers.drain(..) {
+                        let _ = w.join();
+                    }
+                    cleanup::unregister(u.cleanup_id);
+                }
+                Ok(())
+            }
+            Err(StoreError::Taken) => {
+                self.abort_upload();
+                self.done = true;
+                Err(Error::Exists {
+                    path: location.into(),
+                })
+            }
+            Err(e) => {
+                self.abort_upload();
+                self.done = true;
+                Err(Error::io(location, "upload", e.into_io()))
+            }
+        }
+    }
+    fn abort(self: Box<Self>) {
+        drop(self);
+    }
+    fn counters(&self) -> Option<Arc<Counters>> {
+        Some(Arc::clone(&self.client.counters))
+    }
+    fn describe(&self) -> Option<String> {
+        Some(self.client.describe())
+    }
+    fn warnings(&self) -> Arc<Mutex<Vec<String>>> {
+        Arc::clone(&self.warnings)
+    }
+}
+
+impl Drop for S3Sink {
+    fn drop(&mut self) {
+        if !self.done {
+            self.abort_upload();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_grow_so_that_ten_thousand_reach_terabytes() {
+        assert_eq!(part_size(1), 8 << 20);
+        assert_eq!(part_size(1000), 8 << 20);
+        assert_eq!(part_size(1001), 16 << 20);
+        assert_eq!(part_size(2001), 32 << 20);
+        assert_eq!(part_size(10_000), 4 << 30);
+        // 8 MiB × 1000 × (1 + 2 + ... + 512) = 7,992 GiB.
+        assert_eq!(limit_gib(), 7992);
+        assert!(part_size(10_000) <= 5 << 30, "S3's largest part");
+    }
+
+    #[test]
+    fn parts_in_flight_stay_within_the_budget() {
+        assert_eq!(in_flight_parts(8 << 20), 4);
+        assert_eq!(in_flight_parts(16 << 20), 4);
+        assert_eq!(in_flight_parts(32 << 20), 2);
+        assert_eq!(in_flight_parts(64 << 20), 1);
+        assert_eq!(in_flight_parts(4 << 30), 1);
+    }
+}

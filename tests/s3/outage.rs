@@ -1,0 +1,146 @@
+//! The server going away mid-transfer: a SeaweedFS of the test's own is killed (SIGKILL, by
+//! its pid) while krypta uploads or downloads through a slowed counting proxy. krypta must
+//! end with a clean error naming the object, leave nothing partial locally, and no object.
+
+use std::io::Write;
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::common;
+use crate::harness::*;
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every file under `dir` (relative paths), recursively.
+fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().strip_prefix(dir).unwrap().to_path_buf())
+        .collect()
+}
+
+#[test]
+fn the_server_killed_mid_upload_is_a_clean_error_and_leaves_no_object() {
+    if server_available().is_none() {
+        return;
+    }
+    let mut w = Weed::start();
+    w.client().create_bucket("upl");
+    let d = tempfile::tempdir().unwrap();
+    let proxy = Proxy::start(w.addr());
+    proxy.state.rate.store(4 << 20, Ordering::SeqCst);
+    let mut child = krypta_s3(&proxy.endpoint(), d.path())
+        .env("AWS_MAX_ATTEMPTS", "3")
+        .current_dir(d.path())
+        .args(["c", "-s", "s3://upl/a.kry", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&common::bytes(40 << 20, 9, false));
+    });
+    wait_for("10 MB uploaded", || {
+        proxy.state.up.load(Ordering::SeqCst) > 10 << 20
+    });
+    w.kill();
+    let o = child.wait_with_output().unwrap();
+    let _ = feeder.join();
+    let e = stderr(&o);
+    assert_eq!(common::code(&o), 4, "{e}");
+    assert!(
+        e.contains("krypta: s3://upl/a.kry: write: ")
+            || e.contains("krypta: s3://upl/a.kry: upload: "),
+        "{e}"
+    );
+    assert!(e.contains(&format!("http://{}", proxy.addr)), "{e}");
+    // The store could not be reached to abort: the leftover upload is named, with the command
+    // that removes it.
+    let warning = e
+        .lines()
+        .find(|l| l.contains("could not be aborted"))
+        .unwrap_or_else(|| panic!("no abort warning: {e}"));
+    assert!(
+        warning.contains("aws s3api abort-multipart-upload --bucket upl --key a.kry --upload-id ")
+    );
+    assert_eq!(
+        files(d.path()),
+        Vec::<std::path::PathBuf>::new(),
+        "nothing written locally"
+    );
+    w.restart();
+    let s3 = w.client();
+    assert_eq!(s3.keys("upl"), Vec::<String>::new());
+    let uploads = s3.uploads("upl");
+    assert_eq!(uploads.len(), 1);
+    assert!(
+        warning.contains(&format!("--upload-id {}`", uploads[0].1)),
+        "{warning}"
+    );
+    s3.abort("upl", "a.kry", &uploads[0].1);
+    assert_eq!(s3.uploads("upl"), vec![]);
+    w.kill();
+}
+
+#[test]
+fn the_server_killed_mid_download_leaves_no_partial_file() {
+    if server_available().is_none() {
+        return;
+    }
+    let mut w = Weed::start();
+    w.client().create_bucket("down");
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("src");
+    for i in 0..12 {
+        common::write(
+            &src.join(format!("f{i:02}.bin")),
+            &common::bytes(3_000_000, 20 + i, false),
+        );
+    }
+    assert_ok(&out(krypta_s3(&w.endpoint(), d.path())
+        .current_dir(d.path())
+        .args(["c", "-s", "s3://down/d.kry", "src"])));
+    let proxy = Proxy::start(w.addr());
+    proxy.state.rate.store(2 << 20, Ordering::SeqCst);
+    let outdir = d.path().join("out");
+    let child = krypta_s3(&proxy.endpoint(), d.path())
+        .env("AWS_MAX_ATTEMPTS", "3")
+        .args(["x", "-o"])
+        .arg(&outdir)
+        .arg("s3://down/d.kry")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("6 MB downloaded", || proxy.down() > 6 << 20);
+    w.kill();
+    let o = child.wait_with_output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(common::code(&o), 4, "{e}");
+    assert!(e.starts_with("krypta: s3://down/d.kry: read: "), "{e}");
+    assert!(e.contains("(gave up after 3 attempt(s))"), "{e}");
+    // Whatever was extracted is complete and verified; no temporary file is left.
+    let got = files(&outdir);
+    assert!(got.len() < 12, "{got:?}");
+    for f in &got {
+        let name = f.file_name().unwrap().to_string_lossy();
+        assert!(!name.starts_with(".krypta-"), "leftover {f:?}");
+        assert_eq!(
+            std::fs::read(outdir.join(f)).unwrap(),
+            std::fs::read(d.path().join(f)).unwrap(),
+            "{f:?}"
+        );
+    }
+}
