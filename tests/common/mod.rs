@@ -59,6 +59,25 @@ pub fn split_summary(stderr: &str) -> (String, String) {
     (rest.to_string(), last.to_string())
 }
 
+/// `stderr` without the one end-summary line of `krypta c` / `krypta x` (checked to be there,
+/// with the shape [`split_summary`] checks); on exit 6 it comes before the final error line.
+pub fn drop_summary(stderr: &str) -> String {
+    let is_summary = |l: &str| {
+        l.starts_with("krypta: ")
+            && l.contains(" entries")
+            && l.contains(" in, ")
+            && l.contains(" out (")
+            && l.contains("), ")
+    };
+    let n = stderr.lines().filter(|l| is_summary(l)).count();
+    assert_eq!(n, 1, "one summary line expected in: {stderr}");
+    stderr
+        .lines()
+        .filter(|l| !is_summary(l))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 pub fn code(o: &Output) -> i32 {
     o.status.code().expect("exit code, not a signal")
 }
