@@ -2,7 +2,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: build test install lint fmt ci fuzz kat test-vectors verify-vectors bench fixtures clean
+.PHONY: build test install lint fmt ci fuzz kat test-vectors verify-vectors bench fixtures clean man
 
 build:
 	$(CARGO) build --release
@@ -12,6 +12,14 @@ test:
 
 install:
 	$(CARGO) install --path . --locked
+
+# Man pages (krypta.1 and one per command) from the clap definitions, into $(MANDIR).
+# KRYPTA= a built binary skips the build. Install: cp $(MANDIR)/*.1 /usr/local/share/man/man1/
+MANDIR ?= target/man
+KRYPTA ?=
+man:
+	@if [ -n "$(KRYPTA)" ]; then "$(KRYPTA)" manpage $(MANDIR); \
+	else $(CARGO) run --quiet --release -- manpage $(MANDIR); fi
 
 fmt:
 	$(CARGO) fmt --all

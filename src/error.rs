@@ -4,8 +4,10 @@
 //! 0 ok, 1 usage or general, 2 authentication failed (wrong key or password, or tampered; or
 //! a key was given for an unencrypted archive),
 //! 3 not an archive / unsupported version / corrupt structure, 4 I/O, 5 data integrity
-//! (checksum mismatch in an unencrypted archive), 6 archive written but incomplete
-//! (an input changed or vanished while it was read).
+//! (checksum mismatch in an unencrypted archive), 6 finished but incomplete, each item named
+//! in a warning (`c`: inputs that could not be read, changed or vanished; `x -k`: existing
+//! files kept). A signal ends the process as a shell reports it: 130 for SIGINT (Ctrl-C,
+//! also at a password prompt), 143 for SIGTERM, 129 for SIGHUP (`main.rs`).
 
 use std::io;
 use std::path::PathBuf;
@@ -237,14 +239,60 @@ pub enum Error {
         #[source]
         source: crate::store::s3::config::ConfigError,
     },
-    /// The archive was written, but some inputs changed or vanished while being read.
-    #[error(
-        "archive written, but {count} input(s) changed or vanished while being read (see warnings)"
-    )]
+    /// The archive was written, but some inputs could not be read (skipped), or changed or
+    /// vanished while being read.
+    #[error("archive written, but {}", incomplete_text(*skipped, *changed))]
     Incomplete {
-        /// How many inputs were affected.
-        count: usize,
+        /// Inputs that could not be read and are not in the archive.
+        skipped: usize,
+        /// Inputs that changed or vanished while being read (stored as read).
+        changed: usize,
+        /// What was written.
+        summary: Box<crate::archive::writer::WriteSummary>,
     },
+    /// The existing output is one of the inputs (or lies inside an input directory and is
+    /// reached by the walk): replacing it would destroy an input. Refused even with `-f`;
+    /// nothing was written.
+    #[error("{}: the output is also an input: replacing it would destroy it (nothing was written; write the archive elsewhere or exclude it)", path.display())]
+    OutputIsInput {
+        /// The output as the walk reached it.
+        path: PathBuf,
+    },
+    /// Extraction found existing files at entries' names and was not told what to do with
+    /// them (`-k`, `--skip-existing`, `-f`). Found by the check before extraction: nothing
+    /// was written. Found during it (an archive read from a stream, or a file that appeared
+    /// meanwhile): everything else was extracted and the existing files were kept.
+    #[error("{}: {count} existing file(s) in the way: {}{} ({}; -k or --skip-existing keeps existing files, -f replaces them)",
+        output.display(), names.join(", "), if *count > names.len() { format!(", and {} more", count - names.len()) } else { String::new() },
+        if *before_start { "nothing was extracted" } else { "they were kept; everything else was extracted" })]
+    Conflicts {
+        /// The output directory.
+        output: PathBuf,
+        /// How many entries conflict.
+        count: usize,
+        /// The first few, as shown (escaped paths in the output).
+        names: Vec<String>,
+        /// True when found before anything was written.
+        before_start: bool,
+    },
+    /// Extracted with `-k`: everything else was extracted, the existing files were kept.
+    #[error("extracted, but {count} existing file(s) were kept, not replaced (-k; see warnings)")]
+    KeptExisting {
+        /// Existing files kept (and entries that could not be made because of them).
+        count: usize,
+        /// What was extracted.
+        summary: Box<crate::archive::reader::ScanSummary>,
+    },
+}
+
+fn incomplete_text(skipped: usize, changed: usize) -> String {
+    let skipped_text = format!("{skipped} input(s) could not be read and are not in it");
+    let changed_text = format!("{changed} input(s) changed or vanished while being read");
+    match (skipped, changed) {
+        (0, _) => format!("{changed_text} (see warnings)"),
+        (_, 0) => format!("{skipped_text} (see warnings)"),
+        _ => format!("{skipped_text}, and {changed_text} (see warnings)"),
+    }
 }
 
 impl Error {
@@ -257,7 +305,9 @@ impl Error {
             | Error::KeyRequired { .. }
             | Error::BadKeyFile { .. }
             | Error::Unwritable { .. }
-            | Error::StoreConfig { .. } => 1,
+            | Error::StoreConfig { .. }
+            | Error::OutputIsInput { .. }
+            | Error::Conflicts { .. } => 1,
             Error::Crypto(_) => 1,
             Error::AuthFailed { .. }
             | Error::NotEncrypted { .. }
@@ -271,7 +321,7 @@ impl Error {
             | Error::UnsafePath { .. } => 3,
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
-            Error::Incomplete { .. } => 6,
+            Error::Incomplete { .. } | Error::KeptExisting { .. } => 6,
             Error::Recovery { source, .. } => match source {
                 RecoveryError::BeyondRepair { .. } | RecoveryError::Inconsistent { .. } => 5,
                 RecoveryError::NotFound { .. }

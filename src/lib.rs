@@ -40,6 +40,8 @@ pub trait Reporter {
     fn progress(&mut self, _done: u64) {}
     /// Work finished.
     fn finish(&mut self) {}
+    /// An entry was written to the archive (`c`) or extracted (`x`), for `-v` listings.
+    fn entry_done(&mut self, _meta: &EntryMeta) {}
     /// A detail for `-v` (where an object is, what a transfer cost). Default: ignored.
     fn detail(&mut self, _message: &str) {}
 }
@@ -71,6 +73,11 @@ pub struct CompressRequest {
     pub xattrs: fs::xattr::XattrSelect,
     /// Store numeric owner ids only, no names (`--numeric-owner`).
     pub numeric_owner: bool,
+    /// What the walk leaves out (`--exclude`, `--one-file-system`, `--exclude-caches`).
+    pub select: fs::select::Selector,
+    /// Stop at the first input that cannot be read (`--strict`), writing no archive; without
+    /// it, such inputs are skipped, named, and the run ends with [`Error::Incomplete`].
+    pub strict: bool,
     /// Archive options.
     pub options: WriteOptions,
 }
@@ -81,9 +88,17 @@ pub struct CompressRequest {
 /// upload completed), so a failure never leaves a partial archive under the final name; an
 /// existing output is kept unless `force`.
 ///
-/// Errors: Exists, Io (naming the file or object), StoreConfig, Usage; `Incomplete` after a
-/// complete, valid archive was written when inputs changed or vanished while being read.
+/// Errors: Exists, Io (naming the file or object), StoreConfig, Usage, OutputIsInput (the
+/// existing output would be replaced although the walk reads it: refused even with `force`,
+/// before anything is created); `Incomplete` after a complete, valid archive was written when
+/// inputs could not be read (and not `strict`), changed or vanished while being read.
 pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
+    // Before anything is created: the walk would read the file -f replaces.
+    if req.force
+        && let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select)
+    {
+        return Err(Error::OutputIsInput { path });
+    }
     let sink = store::create_sink(&req.output, req.force)?;
     if let Some(d) = sink.describe() {
         rep.detail(&d);
@@ -114,12 +129,27 @@ fn compress_into(
     } else {
         req.output.clone()
     };
-    // The files being written (the temporary archive, the output it replaces, or the file
-    // stdout points to) are never archived, even when they lie inside an input directory.
+    // The files being written (the temporary archive, or the file stdout points to) are never
+    // archived, even when they lie inside an input directory. An existing output that the
+    // walk reaches is an input: replacing it (with -f) would destroy it, so that is refused
+    // (checked before the sink was made, `fs::select::output_among_inputs`, and here again
+    // by device and inode for what only the walk finds: -L, bind mounts).
     let own_files = sink.own_files();
+    let replaced: Option<(u64, u64)> = if req.output == Path::new("-")
+        || store::Location::parse(&req.output).is_ok_and(|l| l.is_remote())
+    {
+        None
+    } else {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&req.output)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
     let out = sink;
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
     let mut changed = 0usize;
+    let mut skipped = 0usize;
+    let strict = req.strict;
     rep.start(None);
     // One walk over all filesystem inputs, so hard links are found across them and each
     // path-rewriting note is shown once; a `-` input adds the stdin stream after them.
@@ -140,6 +170,14 @@ fn compress_into(
                 rep.warn(&m);
                 Ok(())
             }
+            fs::walk::WalkEvent::Skipped(s) => {
+                if strict {
+                    return Err(s.into_error());
+                }
+                rep.warn(&s.to_string());
+                skipped += 1;
+                Ok(())
+            }
             fs::walk::WalkEvent::Entry(e) => {
                 if e.meta.path == fs::walk::ROOT_PATH && format::header::VERSION < 2 {
                     // Format 1 has no root entry (its paths have no `.` component); the
@@ -147,19 +185,27 @@ fn compress_into(
                     return Ok(());
                 }
                 if e.meta.kind != EntryKind::File {
-                    return w.add_entry(&e.meta);
+                    w.add_entry(&e.meta)?;
+                    rep.entry_done(&e.meta);
+                    return Ok(());
                 }
                 let mut src = match fs::source::FileSource::open(&e.source, e.size) {
                     Ok(s) => s,
+                    Err(err) if strict => return Err(err),
                     Err(err) => {
                         // Vanished or became unreadable since the walk: skip it, say so.
                         rep.warn(&format!("skipped: {err}"));
-                        changed += 1;
+                        skipped += 1;
                         return Ok(());
                     }
                 };
                 // Compared on the open file (its fstat), not the path: no extra system call
                 // per file, and no race between the check and the read.
+                if replaced == Some(src.dev_ino()) {
+                    return Err(Error::OutputIsInput {
+                        path: e.source.clone(),
+                    });
+                }
                 if own_files.contains(&src.dev_ino()) {
                     rep.warn(&format!(
                         "{}: skipped: it is the archive being written",
@@ -173,12 +219,13 @@ fn compress_into(
                     changed += 1;
                 }
                 rep.progress(w.content_bytes());
+                rep.entry_done(&e.meta);
                 Ok(())
             }
         }
     };
     if !fs_inputs.is_empty() {
-        fs::walk::walk(&fs_inputs, &opts, &mut on_event)?;
+        fs::walk::walk_selected(&fs_inputs, &opts, &req.select, &mut on_event)?;
     }
     if req.inputs.iter().any(|p| p.as_os_str() == "-") {
         let meta = EntryMeta {
@@ -193,12 +240,17 @@ fn compress_into(
         };
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
         w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
+        rep.entry_done(&meta);
     }
     let (summary, out) = w.finish()?;
     out.finish()?;
     rep.finish();
-    if changed > 0 {
-        return Err(Error::Incomplete { count: changed });
+    if changed + skipped > 0 {
+        return Err(Error::Incomplete {
+            skipped,
+            changed,
+            summary: Box::new(summary),
+        });
     }
     Ok(summary)
 }
@@ -237,6 +289,8 @@ pub struct ExtractRequest {
     pub output: PathBuf,
     /// Entries to extract (raw bytes); empty = all.
     pub paths: Vec<Vec<u8>>,
+    /// `paths` are glob patterns (`--wildcards`, [`archive::visit::Selection::wildcards`]).
+    pub wildcards: bool,
     /// Write file contents to stdout instead of creating files.
     pub stdout: bool,
     /// Filesystem options (force, strip components, mtimes, permissions, owners).
@@ -248,6 +302,11 @@ pub struct ExtractRequest {
 ///
 /// Errors: as [`Archive::open`], plus Corrupt/AuthFailed/Integrity from the data, Io and
 /// UnsafePath from the filesystem, Usage when a requested path is not in the archive.
+/// Existing names follow [`fs::extract::ExtractOptions::existing`] ([`fs::conflict`]): found
+/// before anything is written, [`Error::Conflicts`] (`before_start`); found while
+/// extracting, everything else is extracted and each is reported with [`Reporter::warn`],
+/// then [`Error::Conflicts`] (refuse or replace), [`Error::KeptExisting`] (keep) or nothing
+/// (skip).
 pub fn extract(
     archive: &Path,
     open: OpenOptions,
@@ -281,33 +340,52 @@ fn extract_opened(
     req: ExtractRequest,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    let mut select = Selection::new(req.paths);
+    let mut select = if req.wildcards {
+        Selection::wildcards(&req.paths)?
+    } else {
+        Selection::new(req.paths)
+    };
     let index = if ar.seekable() {
         Some(ar.read_index()?)
     } else {
         None
     };
+    let policy = req.fs.existing;
+    if !req.stdout
+        && let Some((_, ix)) = &index
+    {
+        // The conflict check before anything is written (fs::conflict).
+        let targets = ix
+            .entries
+            .iter()
+            .filter(|e| {
+                select.covers(&e.meta.path)
+                    && (e.meta.kind != EntryKind::Hardlink || select.covers(&e.meta.link))
+            })
+            .map(|e| (e.meta.path.as_slice(), e.meta.kind));
+        fs::conflict::preflight(&req.output, targets, req.fs.strip_components, policy)?;
+    }
     if let Some((_, ix)) = &index {
         rep.start(Some(total_size(&ix.entries)));
     } else {
         rep.start(None);
     }
-    let mut progress = |b: u64| rep.progress(b);
     let summary = if req.stdout {
         let stdout = std::io::stdout();
         let mut v = StdoutVisitor::new(
             std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
             &mut select,
         );
-        let s = run_scan(ar, index.as_ref(), &mut v)?;
+        let s = run_scan(ar, index.as_ref(), &mut Tap::new(&mut v, rep))?;
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
         s
     } else {
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
-        let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
-        let s = run_scan(ar, index.as_ref(), &mut v);
+        let mut no_progress = |_: u64| {};
+        let mut v = ExtractVisitor::new(ex, &mut select, &mut no_progress);
+        let s = run_scan(ar, index.as_ref(), &mut Tap::new(&mut v, rep));
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {
@@ -318,7 +396,38 @@ fn extract_opened(
         for w in ex.take_warnings() {
             rep.warn(&w);
         }
-        done?
+        let s = done?;
+        let conflicts = ex.conflicts();
+        if !conflicts.is_empty() {
+            rep.finish();
+            if policy != fs::conflict::Existing::Skip {
+                for c in &conflicts {
+                    rep.warn(&c.to_string());
+                }
+            }
+            match policy {
+                fs::conflict::Existing::Skip => {}
+                fs::conflict::Existing::Keep => {
+                    return Err(Error::KeptExisting {
+                        count: conflicts.len(),
+                        summary: Box::new(s),
+                    });
+                }
+                fs::conflict::Existing::Refuse | fs::conflict::Existing::Replace => {
+                    return Err(Error::Conflicts {
+                        output: req.output.clone(),
+                        count: conflicts.len(),
+                        names: conflicts
+                            .iter()
+                            .take(fs::conflict::SHOWN_CONFLICTS)
+                            .map(|c| fs::escape_path(c.path.as_os_str().as_encoded_bytes()))
+                            .collect(),
+                        before_start: false,
+                    });
+                }
+            }
+        }
+        s
     };
     rep.finish();
     warn_unverified(&summary, rep);
@@ -358,6 +467,81 @@ fn run_scan(
             }
         }
         None => ar.scan(v),
+    }
+}
+
+/// Passes a scan through to a visitor, reporting progress and each entry done
+/// ([`Reporter::entry_done`], for `-v`): a non-file once the visitor made it, a file once its
+/// digest matched and the visitor took it; an entry the extractor kept out (a conflict) is
+/// not reported as done.
+struct Tap<'a, V: archive::Visitor + KeptCount> {
+    inner: &'a mut V,
+    rep: &'a mut dyn Reporter,
+    bytes: u64,
+    /// The current file was kept out when it began.
+    file_kept: bool,
+}
+
+impl<'a, V: archive::Visitor + KeptCount> Tap<'a, V> {
+    fn new(inner: &'a mut V, rep: &'a mut dyn Reporter) -> Self {
+        Tap {
+            inner,
+            rep,
+            bytes: 0,
+            file_kept: false,
+        }
+    }
+}
+
+/// How many entries a visitor kept out so far (conflicts of the extractor).
+trait KeptCount {
+    fn kept(&self) -> usize;
+}
+
+impl KeptCount for ExtractVisitor<'_> {
+    fn kept(&self) -> usize {
+        self.ex.conflict_count()
+    }
+}
+
+impl<W: Write> KeptCount for StdoutVisitor<'_, W> {
+    fn kept(&self) -> usize {
+        0
+    }
+}
+
+impl<V: archive::Visitor + KeptCount> archive::Visitor for Tap<'_, V> {
+    fn wants(&mut self, meta: &EntryMeta) -> bool {
+        self.inner.wants(meta)
+    }
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
+        let before = self.inner.kept();
+        self.inner.entry(meta)?;
+        let kept = self.inner.kept() != before;
+        if meta.kind == EntryKind::File {
+            self.file_kept = kept;
+        } else if !kept {
+            self.rep.entry_done(meta);
+        }
+        Ok(())
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.inner.data(offset, bytes)?;
+        self.bytes += bytes.len() as u64;
+        self.rep.progress(self.bytes);
+        Ok(())
+    }
+    fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()> {
+        let before = self.inner.kept();
+        self.inner.end(meta, size)?;
+        self.rep.progress(self.bytes);
+        if !self.file_kept && self.inner.kept() == before {
+            self.rep.entry_done(meta);
+        }
+        Ok(())
+    }
+    fn abort(&mut self) {
+        self.inner.abort()
     }
 }
 
@@ -420,7 +604,7 @@ fn test_opened(ar: &mut Archive, rep: &mut dyn Reporter) -> Result<ScanSummary> 
 /// [`OpenOptions::allow_unencrypted`]) but the archive is not encrypted: nothing was
 /// authenticated, and the key was not used.
 fn open_warning(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<Archive> {
-    let keyed = !open.identities.is_empty();
+    let keyed = open.identities.iter().any(|i| !i.is_prompt());
     let ar = Archive::open(archive, open)?;
     if keyed && !ar.header().encrypted() {
         rep.warn(&format!(

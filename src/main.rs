@@ -1,19 +1,28 @@
 //! The `krypta` command line: parses arguments (clap), calls the library, prints results and
 //! maps the library's one error type to the documented exit codes. Nothing else in krypta
 //! chooses an exit code or prints to the terminal.
+//!
+//! Signals: SIGINT, SIGTERM and SIGHUP are caught by a thread (`signal-hook`), which puts the
+//! terminal back if a password prompt had turned echo off, removes the temporary files of an
+//! unfinished extraction or archive (completed files are already in place), and exits with
+//! 128 + the signal number, as a shell reports a process killed by it: 130 for Ctrl-C (also
+//! at a password prompt), 143 for SIGTERM, 129 for SIGHUP.
 
 mod cli;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use krypta::format::{EntryKind, EntryMeta};
 use krypta::{Error, Reporter};
 
-/// Prints warnings and drives a progress bar on stderr (only on a terminal, only after the
-/// work has taken about a second, never with `-q`).
+/// Prints warnings, the `-v` listing of entries done, and drives a progress bar on stderr
+/// (only on a terminal, only after the work has taken about a second, never with `-q`).
 pub struct Term {
     quiet: bool,
     verbose: bool,
@@ -21,6 +30,12 @@ pub struct Term {
     started: Instant,
     total: Option<u64>,
     shown: bool,
+    /// `-v`: list each entry done, on stderr (`true`) or stdout.
+    list: Option<bool>,
+    /// The size scan that gives `c` its total (`cli::create`).
+    scan: Option<Arc<cli::TotalScan>>,
+    /// Entries reported done so far.
+    done: u64,
 }
 
 impl Term {
@@ -32,6 +47,9 @@ impl Term {
             started: Instant::now(),
             total: None,
             shown: false,
+            list: None,
+            scan: None,
+            done: 0,
         }
     }
 }
@@ -40,6 +58,39 @@ impl Term {
     /// `-q` was given.
     pub fn is_quiet(&self) -> bool {
         self.quiet
+    }
+
+    /// Whether a progress bar will be drawn (stderr is a terminal, no `-q`).
+    pub(crate) fn shows_progress(&self) -> bool {
+        !self.quiet && std::io::stderr().is_terminal()
+    }
+
+    /// `-v`: print each entry as it is done, as tar does: on stdout, or on stderr when
+    /// stdout carries data (`c` to `-`, `x --stdout`).
+    pub(crate) fn list_entries(&mut self, to_stderr: bool) {
+        self.list = Some(to_stderr);
+    }
+
+    /// Entries written or extracted so far (for summaries: kept ones are not counted).
+    pub(crate) fn entries_done(&self) -> u64 {
+        self.done
+    }
+
+    /// Takes the total (and so the ETA) from a size scan running alongside.
+    pub(crate) fn set_total_scan(&mut self, scan: Arc<cli::TotalScan>) {
+        self.scan = Some(scan);
+    }
+
+    fn bar_style(total: bool) -> ProgressStyle {
+        if total {
+            ProgressStyle::with_template(
+                "{spinner} {bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+        } else {
+            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {elapsed} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner())
+        }
     }
 }
 
@@ -59,22 +110,23 @@ impl Reporter for Term {
         if self.quiet || !std::io::stderr().is_terminal() {
             return;
         }
-        let bar = match total {
-            Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::hidden())
-                .with_style(
-                    ProgressStyle::with_template(
-                        "{spinner} {bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} eta {eta}",
-                    )
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-                ),
-            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()).with_style(
-                ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {elapsed}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            ),
-        };
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden())
+            .with_style(Self::bar_style(total.is_some()));
+        if total.is_none() && self.scan.is_some() {
+            bar.set_message("(counting)");
+        }
         self.bar = Some(bar);
     }
     fn progress(&mut self, done: u64) {
+        if self.total.is_none()
+            && let (Some(scan), Some(b)) = (&self.scan, &self.bar)
+            && scan.done.load(Ordering::Acquire)
+        {
+            let t = scan.bytes.load(Ordering::Relaxed);
+            self.total = Some(t);
+            b.set_length(t.max(done));
+            b.set_style(Self::bar_style(true));
+        }
         if let Some(b) = &self.bar {
             if !self.shown && self.started.elapsed().as_millis() >= 1000 {
                 b.set_draw_target(ProgressDrawTarget::stderr());
@@ -86,6 +138,28 @@ impl Reporter for Term {
     fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+        }
+    }
+    fn entry_done(&mut self, meta: &EntryMeta) {
+        self.done += 1;
+        let Some(to_stderr) = self.list else {
+            return;
+        };
+        let mut line = krypta::fs::escape_path(&meta.path);
+        if meta.kind == EntryKind::Dir {
+            line.push('/');
+        }
+        let print = || {
+            if to_stderr {
+                eprintln!("{line}");
+            } else {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+            }
+        };
+        match &self.bar {
+            Some(b) if self.shown => b.suspend(print),
+            _ => print(),
         }
     }
     fn detail(&mut self, message: &str) {
@@ -113,14 +187,10 @@ fn main() -> ExitCode {
             };
         }
     };
-    // On SIGINT/SIGTERM, remove the temporary files of an unfinished extraction or archive
-    // (completed files are already in place) and exit as a shell reports an interrupt.
-    let _ = ctrlc::set_handler(|| {
-        krypta::fs::cleanup::remove_all();
-        std::process::exit(130);
-    });
+    handle_signals();
     let verbose = args.verbose();
     let quiet = args.quiet();
+    let json_test = args.json_test_archive();
     match cli::run(args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -141,9 +211,28 @@ fn main() -> ExitCode {
             if verbose && let Error::AuthFailed { check, .. } = e.root() {
                 let _ = writeln!(stderr, "krypta: (verbose) failed check: {check}");
             }
+            cli::json_test_failure(&json_test, &shown.to_string(), e.exit_code());
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+/// See the module documentation. If the handler cannot be installed the default actions
+/// stay (the process dies by the signal, temporary files may remain).
+fn handle_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("krypta-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                krypta::crypto::password::restore_terminal();
+                krypta::fs::cleanup::remove_all();
+                std::process::exit(128 + sig);
+            }
+        });
 }
 
 /// Only a broken pipe on stdout itself ends quietly: one from a connection to object storage

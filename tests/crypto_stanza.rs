@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use krypta::crypto::keyfile::SymmetricKey;
 use krypta::crypto::password::Secret;
-use krypta::crypto::stanza::{open_stanza, unwrap, wrap, wrap_keyfile, wrap_password_with_salt};
+use krypta::crypto::stanza::{
+    open_stanza, unwrap, unwrap_versioned, wrap, wrap_keyfile, wrap_password_with_salt,
+};
 use krypta::crypto::{ArchiveId, CryptoError, FileKey, Identity, Kdf, Recipient};
 use krypta::format::Reader;
 use krypta::format::Stanza;
@@ -424,7 +426,7 @@ fn kdf_parameters_below_the_writer_floors_are_refused_before_any_kdf_runs() {
 }
 
 #[test]
-fn non_ascii_password_round_trips_as_exact_utf8_bytes() {
+fn non_ascii_password_round_trips_in_nfc_and_nfd_forms() {
     let fk = file_key();
     let nfc = "pässwörd-密码-🔑";
     let stanza = wrap(
@@ -445,9 +447,20 @@ fn non_ascii_password_round_trips_as_exact_utf8_bytes() {
         .unwrap(),
         *fk.as_bytes()
     );
+    // Issue 14: the KDF is given the NFC form, so the decomposed spelling opens it too; a
+    // different password still does not.
     let nfd = "pa\u{308}sswo\u{308}rd-密码-🔑";
+    assert_eq!(
+        opened(
+            &[Identity::Password(pw(nfd))],
+            std::slice::from_ref(&stanza),
+            &ID
+        )
+        .unwrap(),
+        *fk.as_bytes()
+    );
     assert!(matches!(
-        opened(&[Identity::Password(pw(nfd))], &[stanza], &ID),
+        opened(&[Identity::Password(pw("pässwörd-密码"))], &[stanza], &ID),
         Err(CryptoError::NoStanzaOpened)
     ));
 }
@@ -484,4 +497,64 @@ fn many_expensive_stanzas_are_refused_before_any_kdf_runs() {
         r.unwrap_err().to_string(),
         "header: 64 password stanzas (argon2id or pbkdf2); an archive holds at most 1"
     );
+}
+
+/// Issue 14: format-1 archives written before NFC normalisation hold a stanza wrapped with the
+/// password's bytes as typed (here NFD, as macOS sends it). A reader given the NFC form (or the
+/// NFD form) still opens it, because for format 1 it also tries the bytes as given and the NFD
+/// form; for a later format version only the NFC form is tried.
+#[test]
+fn format_1_stanza_wrapped_with_raw_nfd_bytes_opens_with_either_form() {
+    let nfc = "p\u{e4}ss\u{e9}";
+    let nfd = "pa\u{308}sse\u{301}";
+    let fk = file_key();
+    let raw_nfd =
+        wrap_password_with_salt(nfd.as_bytes(), &WRITER_MIN_ARGON, [5; 16], &fk, &ID).unwrap();
+    let raw_nfc =
+        wrap_password_with_salt(nfc.as_bytes(), &WRITER_MIN_ARGON, [6; 16], &fk, &ID).unwrap();
+    for given in [nfc, nfd] {
+        for stanza in [&raw_nfd, &raw_nfc] {
+            let key = unwrap_versioned(
+                &[Identity::Password(pw(given))],
+                std::slice::from_ref(stanza),
+                &ID,
+                1,
+            )
+            .unwrap();
+            assert_eq!(key.as_bytes(), fk.as_bytes());
+        }
+    }
+    // Format 2 (issue 15) was always written with NFC: only that form is tried.
+    assert!(matches!(
+        unwrap_versioned(
+            &[Identity::Password(pw(nfc))],
+            std::slice::from_ref(&raw_nfd),
+            &ID,
+            2
+        ),
+        Err(CryptoError::NoStanzaOpened)
+    ));
+    assert!(
+        unwrap_versioned(
+            &[Identity::Password(pw(nfd))],
+            std::slice::from_ref(&raw_nfc),
+            &ID,
+            2
+        )
+        .is_ok()
+    );
+    // A new stanza (`wrap`) holds the NFC form: the raw NFC bytes open it directly.
+    let new = wrap(
+        &Recipient::Password {
+            password: pw(nfd),
+            kdf: WRITER_MIN_ARGON,
+        },
+        &fk,
+        &ID,
+    )
+    .unwrap();
+    let id = Identity::Password(pw(nfc));
+    assert!(open_stanza(&id, &new, &ID).unwrap().is_some());
+    let id = Identity::Password(pw(nfd));
+    assert!(open_stanza(&id, &new, &ID).unwrap().is_none());
 }

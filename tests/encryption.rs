@@ -47,7 +47,7 @@ fn argon2id_password_round_trip_lists_tests_and_restores_the_tree() {
     let names: Vec<&str> = std::str::from_utf8(&l.stdout)
         .unwrap()
         .lines()
-        .map(|l| l.split_whitespace().nth(4).unwrap())
+        .map(|l| l.split_whitespace().nth(5).unwrap())
         .collect();
     assert_eq!(
         names,

@@ -9,7 +9,7 @@ use std::path::Path;
 use fs_common::*;
 use krypta::Error;
 use krypta::format::entry::{EntryKind, EntryMeta, Timestamp};
-use krypta::fs::extract::{ExtractOptions, Extractor};
+use krypta::fs::extract::{Conflict, Existing, ExtractOptions, Extractor, Reason};
 
 fn meta(path: &[u8], kind: EntryKind) -> EntryMeta {
     EntryMeta {
@@ -31,12 +31,22 @@ fn link_meta(path: &[u8], kind: EntryKind, target: &[u8]) -> EntryMeta {
     }
 }
 
-fn write_file(x: &mut Extractor, path: &[u8], data: &[u8]) -> krypta::Result<()> {
-    let mut s = x
-        .begin_file(&meta(path, EntryKind::File))?
-        .expect("not stripped");
+/// Writes one file entry; `Ok(false)` when the conflict policy kept what is at its name (the
+/// extractor then lists it in `conflicts()`).
+fn write_file(x: &mut Extractor, path: &[u8], data: &[u8]) -> krypta::Result<bool> {
+    let Some(mut s) = x.begin_file(&meta(path, EntryKind::File))? else {
+        return Ok(false);
+    };
     s.write_at(0, data)?;
-    s.commit(data.len() as u64)
+    s.commit(data.len() as u64)?;
+    Ok(true)
+}
+
+fn kept(path: &Path, reason: Reason) -> Conflict {
+    Conflict {
+        path: path.to_path_buf(),
+        reason,
+    }
 }
 
 fn unsafe_reason(r: krypta::Result<impl std::fmt::Debug>) -> &'static str {
@@ -125,7 +135,7 @@ fn preexisting_symlink_as_parent_directory_is_not_followed() {
     let mut x = Extractor::new(
         &out,
         ExtractOptions {
-            force: true,
+            existing: Existing::Replace,
             ..Default::default()
         },
     )
@@ -139,7 +149,7 @@ fn preexisting_symlink_as_parent_directory_is_not_followed() {
 }
 
 #[test]
-fn preexisting_symlink_at_the_final_name_is_refused_then_replaced_with_force_never_followed() {
+fn preexisting_symlink_at_the_final_name_is_kept_then_replaced_with_force_never_followed() {
     let tmp = tempfile::tempdir().unwrap();
     let victim = tmp.path().join("victim");
     let out = tmp.path().join("out");
@@ -147,20 +157,19 @@ fn preexisting_symlink_at_the_final_name_is_refused_then_replaced_with_force_nev
     std::fs::create_dir(&out).unwrap();
     symlink(&victim, out.join("f")).unwrap();
     let mut x = Extractor::new(&out, ExtractOptions::default()).unwrap();
-    match write_file(&mut x, b"f", b"evil") {
-        Err(Error::Exists { path }) => assert_eq!(path, out.join("f")),
-        other => panic!("{other:?}"),
-    }
+    assert!(!write_file(&mut x, b"f", b"evil").unwrap());
+    assert_eq!(x.conflicts(), vec![kept(&out.join("f"), Reason::Exists)]);
     assert_eq!(std::fs::read_link(out.join("f")).unwrap(), victim);
+    assert!(temp_leftovers(&out).is_empty());
     let mut x = Extractor::new(
         &out,
         ExtractOptions {
-            force: true,
+            existing: Existing::Replace,
             ..Default::default()
         },
     )
     .unwrap();
-    write_file(&mut x, b"f", b"new").unwrap();
+    assert!(write_file(&mut x, b"f", b"new").unwrap());
     assert_eq!(lstat(&out.join("f")).st_mode & 0o170000, 0o100000);
     assert_eq!(std::fs::read(out.join("f")).unwrap(), b"new");
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
@@ -181,25 +190,22 @@ fn existing_file_is_untouched_without_force_and_replaced_atomically_with_it() {
     std::fs::hard_link(out.join("f"), tmp.path().join("other-name")).unwrap();
     let old_ino = lstat(&out.join("f")).st_ino;
     let mut x = Extractor::new(&out, ExtractOptions::default()).unwrap();
-    assert!(matches!(
-        write_file(&mut x, b"f", b"new"),
-        Err(Error::Exists { .. })
-    ));
-    assert!(matches!(
-        x.make_symlink(&link_meta(b"f", EntryKind::Symlink, b"t")),
-        Err(Error::Exists { .. })
-    ));
+    assert!(!write_file(&mut x, b"f", b"new").unwrap());
+    x.make_symlink(&link_meta(b"f", EntryKind::Symlink, b"t"))
+        .unwrap();
+    // Kept and recorded once (a name is listed once however many entries wanted it).
+    assert_eq!(x.conflicts(), vec![kept(&out.join("f"), Reason::Exists)]);
     assert_eq!(std::fs::read(out.join("f")).unwrap(), b"old");
     assert_eq!(lstat(&out.join("f")).st_ino, old_ino);
     let mut x = Extractor::new(
         &out,
         ExtractOptions {
-            force: true,
+            existing: Existing::Replace,
             ..Default::default()
         },
     )
     .unwrap();
-    write_file(&mut x, b"f", b"new").unwrap();
+    assert!(write_file(&mut x, b"f", b"new").unwrap());
     assert_ne!(lstat(&out.join("f")).st_ino, old_ino);
     assert_eq!(std::fs::read(out.join("f")).unwrap(), b"new");
     // The old inode was not truncated in place: its other name still has the old bytes.
@@ -217,19 +223,18 @@ fn existing_directory_is_never_replaced_by_a_file() {
     let mut x = Extractor::new(
         tmp.path(),
         ExtractOptions {
-            force: true,
+            existing: Existing::Replace,
             ..Default::default()
         },
     )
     .unwrap();
-    match write_file(&mut x, b"d", b"x") {
-        Err(Error::Io { op, source, .. }) => {
-            assert_eq!(op, "replace");
-            assert_eq!(source.raw_os_error(), Some(21)); // EISDIR
-        }
-        other => panic!("{other:?}"),
-    }
+    assert!(!write_file(&mut x, b"d", b"x").unwrap());
+    assert_eq!(
+        x.conflicts(),
+        vec![kept(&tmp.path().join("d"), Reason::IsDirectory)]
+    );
     assert!(tmp.path().join("d/keep").is_dir());
+    assert!(temp_leftovers(tmp.path()).is_empty());
 }
 
 fn assert_failed_write_left_nothing(dir: &Path, name: &str, err: Error) {

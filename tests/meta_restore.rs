@@ -29,6 +29,7 @@ fn lib_roundtrip(src: &Path, out: &Path, opts: ExtractOptions) -> (Vec<String>, 
         match ev {
             WalkEvent::Entry(e) => entries.push(e),
             WalkEvent::Warning(w) => walk_warnings.push(w),
+            WalkEvent::Skipped(s) => walk_warnings.push(s.to_string()),
         }
         Ok(())
     })

@@ -18,7 +18,7 @@ use super::pipeline::{Buffers, OrderedPool};
 use crate::codec::{BlockDecoder, Codec};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, Subkeys};
-use crate::crypto::stanza::{Identity, unwrap};
+use crate::crypto::stanza::{Identity, unwrap_versioned};
 use crate::error::{AuthCheck, Error, Result};
 use crate::format::entry::EntryKind;
 use crate::format::entry_set::EntrySet;
@@ -434,13 +434,21 @@ impl Archive {
         bytes: Vec<u8>,
         input: Input,
     ) -> Result<Archive> {
-        if !header.encrypted() && !opts.identities.is_empty() && !opts.allow_unencrypted {
+        // A prompt (`Identity::Prompt`) is no key the caller gave: it asks only when needed.
+        let keys_given = opts.identities.iter().any(|i| !i.is_prompt());
+        if !header.encrypted() && keys_given && !opts.allow_unencrypted {
             return Err(Error::NotEncrypted { path: path.into() });
         }
         let (body, tag) = bytes.split_at(bytes.len() - 32);
         let tag: [u8; 32] = tag.try_into().expect("32 bytes");
         let protection = if header.encrypted() {
-            if opts.identities.is_empty() {
+            let has_password_stanza = header
+                .stanzas
+                .iter()
+                .any(|s| crate::crypto::stanza::stanza_kdf(s).is_some());
+            // Only a prompt was given: it can answer a password stanza, nothing else.
+            let can_prompt = has_password_stanza && opts.identities.iter().any(|i| i.is_prompt());
+            if !keys_given && !can_prompt {
                 let mut kinds: Vec<&str> = header.stanzas.iter().map(|s| s.name()).collect();
                 kinds.dedup();
                 return Err(Error::KeyRequired {
@@ -448,44 +456,47 @@ impl Archive {
                     kinds: kinds.join(", "),
                 });
             }
-            let key = unwrap(&opts.identities, &header.stanzas, &header.archive_id).map_err(
-                |e| match e {
-                    crate::crypto::CryptoError::KdfLimit {
-                        param,
-                        value,
-                        limit,
-                    } => Error::KdfLimit {
+            let key = unwrap_versioned(
+                &opts.identities,
+                &header.stanzas,
+                &header.archive_id,
+                header.version as u16,
+            )
+            .map_err(|e| match e {
+                crate::crypto::CryptoError::KdfLimit {
+                    param,
+                    value,
+                    limit,
+                } => Error::KdfLimit {
+                    path: path.into(),
+                    param,
+                    value,
+                    limit,
+                },
+                crate::crypto::CryptoError::KdfTooWeak { param, value, min } => Error::KdfTooWeak {
+                    path: path.into(),
+                    param,
+                    value,
+                    min,
+                },
+                crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
+                crate::crypto::CryptoError::Prompt(m) => Error::Usage(m),
+                _ => match header
+                    .stanzas
+                    .iter()
+                    .filter(|s| matches!(s, crate::format::Stanza::Unknown { .. }))
+                    .count()
+                {
+                    0 => Error::AuthFailed {
                         path: path.into(),
-                        param,
-                        value,
-                        limit,
+                        check: AuthCheck::NoStanzaOpened,
                     },
-                    crate::crypto::CryptoError::KdfTooWeak { param, value, min } => {
-                        Error::KdfTooWeak {
-                            path: path.into(),
-                            param,
-                            value,
-                            min,
-                        }
-                    }
-                    crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
-                    _ => match header
-                        .stanzas
-                        .iter()
-                        .filter(|s| matches!(s, crate::format::Stanza::Unknown { .. }))
-                        .count()
-                    {
-                        0 => Error::AuthFailed {
-                            path: path.into(),
-                            check: AuthCheck::NoStanzaOpened,
-                        },
-                        unknown => Error::StanzasUnknown {
-                            path: path.into(),
-                            unknown,
-                        },
+                    unknown => Error::StanzasUnknown {
+                        path: path.into(),
+                        unknown,
                     },
                 },
-            )?;
+            })?;
             let p = Protection::Sealed(Box::new(Subkeys::derive(&key, &header.archive_id)));
             p.verify_header(body, &tag).map_err(|_| Error::AuthFailed {
                 path: path.into(),

@@ -9,11 +9,13 @@ use crate::format::{EntryKind, EntryMeta};
 use crate::fs::extract::{Extractor, FileSink};
 
 /// Which entries a command asked for: paths as given (raw bytes), each matching itself and
-/// everything below it. No paths = everything.
+/// everything below it; or, with `--wildcards`, glob patterns (`crate::fs::pattern`) matched
+/// against each name and its parents. No paths = everything.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     paths: Vec<Vec<u8>>,
     hits: Vec<bool>,
+    globs: Option<crate::fs::pattern::Patterns>,
 }
 
 impl Selection {
@@ -40,7 +42,54 @@ impl Selection {
             })
             .collect();
         let hits = vec![false; paths.len()];
-        Selection { paths, hits }
+        Selection {
+            paths,
+            hits,
+            globs: None,
+        }
+    }
+
+    /// A selection of glob patterns (`--wildcards`): a name is selected when a pattern
+    /// matches it or one of its parent directories. The grammar and anchoring are those of
+    /// `--exclude` (`crate::fs::pattern`), except that a leading `!` is an ordinary character
+    /// and a trailing `/` is ignored.
+    pub fn wildcards(patterns: &[Vec<u8>]) -> Result<Self> {
+        let mut b = crate::fs::pattern::PatternsBuilder::new();
+        for p in patterns {
+            let text = std::str::from_utf8(p).map_err(|_| {
+                Error::Usage(format!(
+                    "--wildcards: pattern '{}' is not UTF-8 (names are matched as bytes)",
+                    crate::fs::escape_path(p)
+                ))
+            })?;
+            let mut t = text.trim_end_matches('/');
+            if t.is_empty() {
+                t = text;
+            }
+            let t = if t.starts_with('!') {
+                format!("\\{t}")
+            } else {
+                t.to_string()
+            };
+            b.add(&t, "--wildcards")?;
+        }
+        Ok(Selection {
+            paths: patterns.to_vec(),
+            hits: vec![false; patterns.len()],
+            globs: Some(b.build()?),
+        })
+    }
+
+    /// The patterns that match `path` or one of its parents.
+    fn glob_hits(globs: &crate::fs::pattern::Patterns, path: &[u8]) -> Vec<usize> {
+        let mut hits = Vec::new();
+        for (i, &b) in path.iter().enumerate() {
+            if b == b'/' {
+                hits.extend(globs.hits(&path[..i]));
+            }
+        }
+        hits.extend(globs.hits(path));
+        hits
     }
 
     /// True when no paths were given.
@@ -52,6 +101,13 @@ impl Selection {
     pub fn matches(&mut self, path: &[u8]) -> bool {
         if self.paths.is_empty() {
             return true;
+        }
+        if let Some(g) = &self.globs {
+            let hits = Self::glob_hits(g, path);
+            for &i in &hits {
+                self.hits[i] = true;
+            }
+            return !hits.is_empty();
         }
         let mut any = false;
         for (i, p) in self.paths.iter().enumerate() {
@@ -65,6 +121,9 @@ impl Selection {
 
     /// Whether `path` is selected, without noting a hit.
     pub fn covers(&self, path: &[u8]) -> bool {
+        if let Some(g) = &self.globs {
+            return self.paths.is_empty() || !Self::glob_hits(g, path).is_empty();
+        }
         self.paths.is_empty()
             || self.paths.iter().any(|p| {
                 path == p.as_slice() || (path.starts_with(p) && path.get(p.len()) == Some(&b'/'))

@@ -1,5 +1,8 @@
 //! The command-line definitions (clap derive): every subcommand, its options and their
-//! help text. The same definitions give `--help`.
+//! help text. The same definitions give `--help`, the man pages (`krypta manpage`, with
+//! `clap_mangen`) and the shell completions (`krypta completions`, with `clap_complete`).
+//! Help text is kept to one line per option where it can be, and checked to fit 80 columns
+//! (a test in `cli::mod`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -17,11 +20,21 @@ Exit codes:
   4  I/O error (disk full, permission denied, missing input; s3://: missing bucket or key,
      refused credentials, store unreachable)
   5  data integrity: checksum mismatch in an unencrypted archive
-  6  archive written, but some inputs changed or vanished while being read";
+  6  finished, but some items were skipped, each named in a warning:
+     c: inputs that could not be read, changed or vanished (--strict: abort)
+     x -k: existing files kept
+  130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
 #[derive(Parser, Debug)]
-#[command(name = "krypta", version, about, after_help = EXIT_CODES, propagate_version = true)]
+#[command(
+    name = "krypta",
+    version,
+    about,
+    after_help = EXIT_CODES,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub(crate) cmd: Command,
@@ -30,10 +43,10 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Create an archive: krypta c OUTPUT INPUT... (OUTPUT - = stdout, INPUT - = stdin)
-    #[command(visible_alias = "c", after_help = EXIT_CODES)]
+    #[command(visible_alias = "c", after_help = COMPRESS_NOTES)]
     Compress(CompressArgs),
     /// Extract an archive (ARCHIVE - = stdin), optionally only the given paths
-    #[command(visible_alias = "x", after_help = EXIT_CODES)]
+    #[command(visible_alias = "x", after_help = EXTRACT_NOTES)]
     Extract(ExtractArgs),
     /// List the entries of an archive
     #[command(visible_alias = "l", after_help = EXIT_CODES)]
@@ -50,6 +63,27 @@ pub(crate) enum Command {
     Kat(KatArgs),
     /// Measure the benchmark tables on this machine (markdown on stdout; see BENCHMARKS.md)
     Bench(BenchArgs),
+    /// Print a shell completion script: krypta completions bash|zsh|fish|elvish|powershell
+    Completions(CompletionsArgs),
+    /// Write the man pages (krypta.1 and one per command) into DIR
+    Manpage(ManpageArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ManpageArgs {
+    /// Directory to write the pages into (created if missing)
+    pub(crate) dir: PathBuf,
+    #[command(flatten)]
+    pub(crate) common: Common,
 }
 
 #[derive(Args, Debug)]
@@ -106,32 +140,44 @@ pub(crate) struct StoreArgs {
     pub(crate) endpoint_url: Option<String>,
 }
 
-/// Keys for reading an archive.
+/// Keys for reading an archive. Without one, an archive that needs a password asks for it on
+/// the terminal when stdin or stderr is one.
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct KeyArgs {
     /// Prompt for the password on the terminal
-    #[arg(short = 'p', long = "password")]
+    #[arg(
+        short = 'p',
+        long = "password",
+        conflicts_with_all = ["pass_file", "pass_fd"],
+        help_heading = "Keys"
+    )]
     pub(crate) password: bool,
     /// Read the password from the first line of FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "pass_fd",
+        help_heading = "Keys"
+    )]
     pub(crate) pass_file: Option<PathBuf>,
     /// Read the password from file descriptor N
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Keys")]
     pub(crate) pass_fd: Option<i32>,
     /// A key file made by `krypta keygen -o FILE` (repeatable)
-    #[arg(long = "keyfile", value_name = "FILE")]
+    #[arg(long = "keyfile", value_name = "FILE", help_heading = "Keys")]
     pub(crate) keyfiles: Vec<PathBuf>,
     /// A box secret key made by `krypta keygen --box` (repeatable)
     #[arg(
         short = 'i',
         long = "identity",
         visible_alias = "pq-box",
-        value_name = "SECRET"
+        value_name = "SECRET",
+        help_heading = "Keys"
     )]
     pub(crate) identities: Vec<String>,
-    /// Read the archive even if it is not encrypted although a key option was given (by
-    /// default that is refused: anyone can write an unencrypted archive)
-    #[arg(long)]
+    /// Read an unencrypted archive although a key was given (refused by default: anyone
+    /// can write an unencrypted archive)
+    #[arg(long, help_heading = "Keys")]
     pub(crate) allow_unencrypted: bool,
     /// Worker threads (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
@@ -149,7 +195,7 @@ pub(crate) struct CompressArgs {
     /// Archive to write (- = stdout, s3://BUCKET/KEY = an object)
     pub(crate) output: PathBuf,
     /// Files and directories to archive (- = one stream from stdin)
-    #[arg(required = true)]
+    #[arg(required_unless_present = "files_from")]
     pub(crate) inputs: Vec<PathBuf>,
     /// Compression level 1 (fast) ..= 9 (smallest); see README for the zstd mapping
     #[arg(short, long, value_name = "1..9", value_parser = clap::value_parser!(u8).range(1..=9))]
@@ -160,50 +206,90 @@ pub(crate) struct CompressArgs {
     /// Worker threads (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
-    /// Block size, e.g. 4M, 512K, 64M (default: 4M; level 9: see README)
+    /// Block size: 4M, 512K, 64MiB, 4MB (= 10^6) (default 4M; level 9: 128M)
     #[arg(short = 'b', long, value_name = "SIZE")]
     pub(crate) block_size: Option<String>,
-    /// BCJ filter: auto (detect executables), off, x86, arm64, arm, armthumb, powerpc, sparc, ia64, riscv
+    /// BCJ filter: auto, off, x86, arm64, arm, armthumb, powerpc, sparc, ia64, riscv
     #[arg(long, default_value = "auto", value_name = "FILTER")]
     pub(crate) bcj: String,
-    /// Overwrite OUTPUT if it exists
+    /// Overwrite OUTPUT if it exists (never when OUTPUT is also an input)
     #[arg(short, long)]
     pub(crate) force: bool,
     /// Follow symbolic links instead of storing them
     #[arg(short = 'L', long)]
     pub(crate) dereference: bool,
+    /// A comment stored (authenticated, not encrypted) in the header, at most 4096 bytes
+    #[arg(long)]
+    pub(crate) comment: Option<String>,
+    /// Leave out names matching PATTERN (gitignore-style glob; repeatable)
+    #[arg(long, value_name = "PATTERN", help_heading = "Choosing what goes in")]
+    pub(crate) exclude: Vec<String>,
+    /// Read exclude patterns from FILE, one per line, # comments (repeatable)
+    #[arg(long, value_name = "FILE", help_heading = "Choosing what goes in")]
+    pub(crate) exclude_from: Vec<PathBuf>,
+    /// Archive the names listed in FILE (- = stdin), one per line, as inputs
+    #[arg(long, value_name = "FILE", help_heading = "Choosing what goes in")]
+    pub(crate) files_from: Option<PathBuf>,
+    /// Names in --files-from end with NUL, not newline (find -print0)
+    #[arg(long, requires = "files_from", help_heading = "Choosing what goes in")]
+    pub(crate) null: bool,
+    /// Do not descend into directories on other file systems (mount points are stored empty)
+    #[arg(long, help_heading = "Choosing what goes in")]
+    pub(crate) one_file_system: bool,
+    /// Store only CACHEDIR.TAG of directories tagged as caches (cargo's target/, ...)
+    #[arg(long, help_heading = "Choosing what goes in")]
+    pub(crate) exclude_caches: bool,
+    /// Abort, writing nothing, if an input cannot be read (default: skip it, exit 6)
+    #[arg(long, help_heading = "Choosing what goes in")]
+    pub(crate) strict: bool,
     /// Encrypt with a password typed at a prompt (asked twice)
-    #[arg(short = 'p', long = "password")]
+    #[arg(
+        short = 'p',
+        long = "password",
+        conflicts_with_all = ["pass_file", "pass_fd"],
+        help_heading = "Encryption"
+    )]
     pub(crate) password: bool,
     /// Encrypt with the password in the first line of FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "pass_fd",
+        help_heading = "Encryption"
+    )]
     pub(crate) pass_file: Option<PathBuf>,
     /// Encrypt with the password read from file descriptor N
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Encryption")]
     pub(crate) pass_fd: Option<i32>,
     /// Password KDF (default argon2id)
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help_heading = "Encryption")]
     pub(crate) kdf: Option<KdfName>,
-    /// Argon2id memory in MiB
-    #[arg(long, value_name = "MiB")]
-    pub(crate) kdf_memory: Option<u32>,
+    /// Argon2id memory: MiB, or a size such as 512M, 1GiB (default 256)
+    #[arg(long, value_name = "SIZE", help_heading = "Encryption")]
+    pub(crate) kdf_memory: Option<String>,
     /// Argon2id passes or PBKDF2 iterations
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Encryption")]
     pub(crate) kdf_iterations: Option<u32>,
     /// Encrypt to a key file made by `krypta keygen -o FILE` (repeatable)
-    #[arg(long = "keyfile", value_name = "FILE")]
+    #[arg(long = "keyfile", value_name = "FILE", help_heading = "Encryption")]
     pub(crate) keyfiles: Vec<PathBuf>,
     /// Encrypt to a box public key: a NAME.pub file or the key text (repeatable)
     #[arg(
         short = 'r',
         long = "recipient",
         visible_alias = "pq-box",
-        value_name = "PUB"
+        value_name = "PUB",
+        help_heading = "Encryption"
     )]
     pub(crate) recipients: Vec<String>,
-    /// A comment stored (authenticated, not encrypted) in the header, at most 4096 bytes
-    #[arg(long)]
-    pub(crate) comment: Option<String>,
+    /// Encrypt to every public key in FILE: one per line, # comments (repeatable)
+    #[arg(
+        short = 'R',
+        long = "recipients-file",
+        value_name = "FILE",
+        help_heading = "Encryption"
+    )]
+    pub(crate) recipients_files: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) meta: MetaArgs,
     #[command(flatten)]
@@ -212,19 +298,45 @@ pub(crate) struct CompressArgs {
     pub(crate) common: Common,
 }
 
+pub(crate) const COMPRESS_NOTES: &str = "\
+Patterns (--exclude, --exclude-from) are gitignore-style globs matched against the
+stored name (the input path as given, without a leading /): * and ? stay within one
+path component, ** spans components, a trailing / matches directories only, !pat
+re-includes. A pattern matches at any depth (*.o, build/tmp, as tar and restic), unless
+it starts with / (anchored at the start of the stored name). An excluded directory is
+not read. See README, \"Choosing what goes in\".
+
+-v lists each entry as it is stored; a summary line ends every run unless -q.
+
+Exit codes:
+  0  success
+  1  usage or general error (bad option, output exists, key missing)
+  4  I/O error (an input missing with --strict, disk full, permission denied)
+  6  archive written, but some inputs were skipped (unreadable, vanished) or changed
+     while read: each is named in a warning";
+
 #[derive(Args, Debug)]
 pub(crate) struct ExtractArgs {
     /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
-    /// Only these paths (and what is below them)
+    /// Only these paths (and what is below them); globs with --wildcards
     pub(crate) paths: Vec<OsString>,
+    /// PATHs are glob patterns (as --exclude: *.conf matches at any depth, /etc/* anchors)
+    #[arg(long)]
+    pub(crate) wildcards: bool,
     /// Output directory
     #[arg(short, long, default_value = ".", value_name = "DIR")]
     pub(crate) output: PathBuf,
     /// Write file contents to stdout instead of creating files
     #[arg(long)]
     pub(crate) stdout: bool,
-    /// Replace existing files (atomically)
+    /// Keep existing files, name each, extract the rest (exit 6)
+    #[arg(short = 'k', long = "keep-old-files", conflicts_with_all = ["skip_existing", "force"])]
+    pub(crate) keep_old_files: bool,
+    /// Keep existing files silently, extract the rest (exit 0)
+    #[arg(long, conflicts_with = "force")]
+    pub(crate) skip_existing: bool,
+    /// Replace existing files and links (atomically; directories are never replaced)
     #[arg(short, long)]
     pub(crate) force: bool,
     /// Drop the first N path components
@@ -248,10 +360,41 @@ pub(crate) struct ExtractArgs {
     pub(crate) common: Common,
 }
 
+pub(crate) const EXTRACT_NOTES: &str = "\
+Existing files: before anything is written, every entry's name is looked up in the
+output (when ARCHIVE is a file). Without -k, --skip-existing or -f, any existing file
+in the way stops the extraction with the list of names: nothing is written. Found
+later (ARCHIVE is a pipe, or a file appeared meanwhile), existing files are kept, the
+rest is extracted and they are all named at the end (exit 1). A directory is reused
+for a directory entry and never replaced by a file. Extraction never goes through a
+symbolic link in the output.
+
+-v lists each entry as it is extracted; a summary line ends every run unless -q.
+
+Exit codes:
+  0  success      1  usage, path not in archive, existing files in the way
+  2  authentication failed (wrong password or key, or modified)
+  3  not an archive, corrupt, unsafe entry path      4  I/O error
+  5  checksum mismatch (unencrypted archive)         6  -k kept existing files";
+
 #[derive(Args, Debug)]
 pub(crate) struct ListArgs {
     /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
+    /// Only these paths (and what is below them); globs with --wildcards
+    pub(crate) paths: Vec<OsString>,
+    /// PATHs are glob patterns (as x --wildcards)
+    #[arg(long)]
+    pub(crate) wildcards: bool,
+    /// Long listing: owner, stored (compressed) size and ratio per entry
+    #[arg(short = 'l', long, conflicts_with_all = ["b3", "json"])]
+    pub(crate) long: bool,
+    /// One JSON object per entry and line (schema: docs/JSON.md)
+    #[arg(long, conflicts_with = "b3")]
+    pub(crate) json: bool,
+    /// Times in UTC (default: local time, TZ honoured, with the zone offset)
+    #[arg(long)]
+    pub(crate) utc: bool,
     /// Print `BLAKE3  path` lines that `b3sum --check` accepts
     #[arg(long)]
     pub(crate) b3: bool,
@@ -267,6 +410,9 @@ pub(crate) struct ListArgs {
 pub(crate) struct TestArgs {
     /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
+    /// Print the result as one JSON object on stdout (schema: docs/JSON.md)
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
@@ -279,6 +425,12 @@ pub(crate) struct TestArgs {
 pub(crate) struct InfoArgs {
     /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
+    /// Print the facts as one JSON object (schema: docs/JSON.md)
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The creation time in UTC (default: local time with the zone offset)
+    #[arg(long)]
+    pub(crate) utc: bool,
     #[command(flatten)]
     pub(crate) storage: StoreArgs,
     #[command(flatten)]
@@ -287,7 +439,8 @@ pub(crate) struct InfoArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct KeygenArgs {
-    /// Output file (never overwritten); with --box also writes OUTPUT.pub
+    /// Output file (never overwritten); with --box also OUTPUT.pub. - = stdout (the
+    /// public key of --box then goes to stderr, as age-keygen does)
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
     /// Generate an ML-KEM-768 + X25519 box keypair instead of a symmetric key file
@@ -314,6 +467,8 @@ impl Cli {
             Command::Keygen(a) => &a.common,
             Command::Kat(a) => &a.common,
             Command::Bench(a) => &a.common,
+            Command::Completions(a) => &a.common,
+            Command::Manpage(a) => &a.common,
         }
     }
     /// The object-storage options of the commands that take an archive path.

@@ -1,4 +1,25 @@
-//! `krypta c`: validates the compression options and calls the library.
+//! `krypta c`: validates the compression options, builds the selection (`--exclude`,
+//! `--files-from`, ...), starts the size scan behind the progress bar, calls the library and
+//! prints the summary.
+//!
+//! Decision on progress: a bar with a total and an ETA needs the total before the data is
+//! read. krypta does not walk the tree twice in a row; when the bar is shown (stderr is a
+//! terminal, no `-q`) a second thread walks the same inputs with the same selection at the
+//! same time, summing file sizes, and the spinner becomes a bar with an ETA as soon as that
+//! walk ends. It reads only metadata (one `readdir` per directory and one `lstat` and
+//! `access` per entry, the same calls as the archiving walk, so the second pass over a tree is
+//! mostly served from the kernel's caches), and ends long before the archiving walk, which
+//! also reads and hashes every byte. Measured (release build, warm cache, load 3-4 on 2
+//! cores) on /usr/lib, 72k entries and 3.6 GiB, with `-s` to /dev/null (the case where the
+//! scan costs most): 6.73 and 6.92 s without the scan, 6.86, 6.97 and 7.00 s with it (system
+//! time 2.35 s against 2.7-2.8 s), about 1-2 % of the run. Nightly jobs without a terminal
+//! never start it. The total is what the walk saw; files that change
+//! meanwhile make the ETA approximate, never the archive.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use super::args::*;
 use super::keys::*;
@@ -50,37 +71,57 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         other => BcjMode::Force(other.parse::<Filter>().map_err(Error::Usage)?),
     };
     let mut recipients = Vec::new();
-    let stdin_in_use = a.inputs.iter().any(|p| p.as_os_str() == "-");
+    let inputs = collect_inputs(&a)?;
+    let stdin_in_use = inputs.iter().any(|p| p.as_os_str() == "-")
+        || a.files_from.as_deref() == Some(std::path::Path::new("-"));
     check_pass_fd(a.pass_fd, stdin_in_use)?;
+    let select = selector(&a)?;
     if a.output.as_os_str() == "-" && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return Err(Error::Usage(
             "refusing to write an archive to a terminal; redirect stdout or give an OUTPUT file"
                 .into(),
         ));
     }
+    let kdf_memory_kib = match &a.kdf_memory {
+        None => None,
+        Some(m) => {
+            let bytes = parse_size_in(m, 1 << 20)?;
+            if bytes % 1024 != 0 {
+                return Err(Error::Usage(format!(
+                    "--kdf-memory {m} is not a whole number of KiB"
+                )));
+            }
+            Some(u32::try_from(bytes / 1024).unwrap_or(u32::MAX))
+        }
+    };
     // KRYPTA_PASSWORD is used for a new archive only when no key option was given, so a
     // variable left in the environment never adds a password to a key-file or box archive.
-    let explicit_keys = !a.keyfiles.is_empty() || !a.recipients.is_empty();
+    let explicit_keys =
+        !a.keyfiles.is_empty() || !a.recipients.is_empty() || !a.recipients_files.is_empty();
     let src = password_source(a.password, &a.pass_file, a.pass_fd, !explicit_keys);
     if matches!(src, Some(PasswordSource::Env)) && !term.is_quiet() {
         eprintln!("krypta: encrypting with the password in KRYPTA_PASSWORD");
     }
     if let Some(src) = src {
-        if let Some(mib) = a.kdf_memory
-            && !(kdf::ARGON2ID_MIN_M_KIB / 1024..=kdf::ARGON2ID_MAX_M_KIB / 1024).contains(&mib)
+        if let Some(kib) = kdf_memory_kib
+            && !(kdf::ARGON2ID_MIN_M_KIB..=kdf::ARGON2ID_MAX_M_KIB).contains(&kib)
         {
+            // Shown in the unit the user typed (a plain number is MiB).
+            let typed = a.kdf_memory.as_deref().unwrap_or_default().trim();
+            let typed = if typed.bytes().all(|b| b.is_ascii_digit()) {
+                format!("{typed} MiB")
+            } else {
+                typed.to_string()
+            };
             return Err(Error::Usage(format!(
-                "--kdf-memory {mib} MiB is outside {}..={} MiB",
+                "--kdf-memory {typed} is outside {}..={} MiB",
                 kdf::ARGON2ID_MIN_M_KIB / 1024,
                 kdf::ARGON2ID_MAX_M_KIB / 1024
             )));
         }
         let kdf = match a.kdf.unwrap_or(KdfName::Argon2id) {
             KdfName::Argon2id => Kdf::Argon2id {
-                m_kib: a
-                    .kdf_memory
-                    .map(|mib| mib.saturating_mul(1024))
-                    .unwrap_or(kdf::ARGON2ID_DEFAULT_M_KIB),
+                m_kib: kdf_memory_kib.unwrap_or(kdf::ARGON2ID_DEFAULT_M_KIB),
                 t: a.kdf_iterations.unwrap_or(kdf::ARGON2ID_DEFAULT_T),
                 p: kdf::ARGON2ID_DEFAULT_P,
             },
@@ -112,6 +153,11 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     }
     for r in &a.recipients {
         recipients.push(Recipient::PqBox(krypta::crypto::boxkey::load_public(r)?));
+    }
+    for f in &a.recipients_files {
+        for pk in krypta::crypto::boxkey::load_recipients_file(f)? {
+            recipients.push(Recipient::PqBox(pk));
+        }
     }
     // The same key given twice (`-r K -r K`, or one key file under two names) would write a
     // second stanza that opens nothing the first does not: keep the first. Keys are compared
@@ -152,26 +198,152 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         file_key: None,
         ..WriteOptions::new()
     };
+    let started = Instant::now();
+    let scan = if term.shows_progress() && !inputs.iter().any(|p| p.as_os_str() == "-") {
+        let scan = Arc::new(TotalScan::default());
+        spawn_total_scan(&scan, inputs.clone(), a.dereference, select.clone());
+        term.set_total_scan(Arc::clone(&scan));
+        Some(scan)
+    } else {
+        None
+    };
+    if verbose {
+        term.list_entries(a.output.as_os_str() == "-");
+    }
     let req = krypta::CompressRequest {
         output: a.output.clone(),
-        inputs: a.inputs,
+        inputs,
         force: a.force,
         dereference: a.dereference,
         xattrs: a.meta.xattrs(),
         numeric_owner: a.meta.numeric_owner,
+        select,
+        strict: a.strict,
         options,
     };
-    let s = krypta::compress(req, term)?;
-    if verbose {
+    let result = krypta::compress(req, term);
+    if let Some(scan) = scan {
+        scan.cancel.store(true, Ordering::Relaxed);
+    }
+    let summary = match &result {
+        Ok(s) => Some(*s),
+        Err(Error::Incomplete { summary, .. }) => Some(**summary),
+        Err(_) => None,
+    };
+    if let Some(s) = summary
+        && !term.is_quiet()
+    {
         eprintln!(
-            "krypta: {}: {} entries, {} bytes in, {} bytes out ({:.2}x), {} blocks",
+            "krypta: {}: {} entries, {} in, {} out ({}), {}",
             a.output.display(),
             s.entries,
-            s.content_bytes,
-            s.archive_bytes,
-            s.content_bytes as f64 / s.archive_bytes.max(1) as f64,
-            s.data_frames
+            human_bytes(s.content_bytes),
+            human_bytes(s.archive_bytes),
+            super::show::ratio(s.archive_bytes, s.content_bytes),
+            super::clock::duration(started.elapsed())
         );
     }
-    Ok(0)
+    result.map(|_| 0)
+}
+
+/// The inputs: the arguments, then the names read from `--files-from` (raw bytes; split at
+/// newlines, or at NUL with `--null`; empty names skipped).
+fn collect_inputs(a: &CompressArgs) -> Result<Vec<PathBuf>> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut inputs = a.inputs.clone();
+    let Some(list) = &a.files_from else {
+        return Ok(inputs);
+    };
+    let bytes = if list.as_os_str() == "-" {
+        if inputs.iter().any(|p| p.as_os_str() == "-") {
+            return Err(Error::Usage(
+                "--files-from - and the input - both want stdin; give the list as a file".into(),
+            ));
+        }
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut v)
+            .map_err(|e| Error::io("<stdin>", "read --files-from", e))?;
+        v
+    } else {
+        std::fs::read(list).map_err(|e| Error::io(list, "read --files-from", e))?
+    };
+    let sep = if a.null { 0 } else { b'\n' };
+    inputs.extend(
+        bytes
+            .split(|&b| b == sep)
+            .filter(|n| !n.is_empty())
+            .map(|n| PathBuf::from(std::ffi::OsString::from_vec(n.to_vec()))),
+    );
+    if inputs.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: names no input (one name per line{})",
+            list.display(),
+            if a.null { ", NUL-separated" } else { "" }
+        )));
+    }
+    Ok(inputs)
+}
+
+/// The selection of `--exclude`, `--exclude-from`, `--one-file-system`, `--exclude-caches`.
+fn selector(a: &CompressArgs) -> Result<krypta::fs::select::Selector> {
+    let mut b = krypta::fs::pattern::PatternsBuilder::new();
+    for p in &a.exclude {
+        b.add(p, "--exclude")?;
+    }
+    for f in &a.exclude_from {
+        let text = std::fs::read(f).map_err(|e| Error::io(f, "read --exclude-from", e))?;
+        b.add_lines(&text, &f.display().to_string())?;
+    }
+    Ok(krypta::fs::select::Selector {
+        excludes: b.build()?,
+        one_file_system: a.one_file_system,
+        exclude_caches: a.exclude_caches,
+    })
+}
+
+/// The total of the size scan behind the progress bar (module documentation).
+#[derive(Debug, Default)]
+pub(crate) struct TotalScan {
+    /// Bytes of the files seen so far.
+    pub(crate) bytes: AtomicU64,
+    /// The scan walked everything.
+    pub(crate) done: AtomicBool,
+    /// Stop early (the archive is finished or failed).
+    pub(crate) cancel: AtomicBool,
+}
+
+fn spawn_total_scan(
+    scan: &Arc<TotalScan>,
+    inputs: Vec<PathBuf>,
+    dereference: bool,
+    select: krypta::fs::select::Selector,
+) {
+    let scan = Arc::clone(scan);
+    let _ = std::thread::Builder::new()
+        .name("krypta-size-scan".into())
+        .spawn(move || {
+            // Sizes only: no attributes or owner names are read for the total.
+            let opts = krypta::fs::walk::WalkOptions {
+                dereference,
+                xattrs: krypta::fs::xattr::XattrSelect {
+                    xattrs: false,
+                    acls: false,
+                },
+                numeric_owner: true,
+            };
+            let mut sum = 0u64;
+            let walked = krypta::fs::walk::walk_selected(&inputs, &opts, &select, &mut |ev| {
+                if scan.cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Usage("size scan stopped".into()));
+                }
+                if let krypta::fs::walk::WalkEvent::Entry(e) = ev {
+                    sum = sum.saturating_add(e.size);
+                    scan.bytes.store(sum, Ordering::Relaxed);
+                }
+                Ok(())
+            });
+            if walked.is_ok() {
+                scan.done.store(true, Ordering::Release);
+            }
+        });
 }

@@ -18,7 +18,10 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
     }
     let out = a
         .output
-        .ok_or_else(|| Error::Usage("keygen needs -o FILE".into()))?;
+        .ok_or_else(|| Error::Usage("keygen needs -o FILE (or -o - for stdout)".into()))?;
+    if out.as_os_str() == "-" {
+        return to_stdout(a.box_key, quiet);
+    }
     if a.box_key {
         let pk = krypta::crypto::boxkey::generate_box_keypair(&out).map_err(no_force_hint)?;
         if !quiet {
@@ -38,6 +41,30 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             );
         }
     }
+    Ok(0)
+}
+
+/// `keygen -o -`, as `age-keygen -o -`: the secret key file's text on stdout (for a pipe, a
+/// secrets manager or `> file` with a umask of the caller's choosing); for `--box` the
+/// public key on stderr as `Public key: ...`, so the secret stream holds nothing else.
+fn to_stdout(box_key: bool, quiet: bool) -> Result<u8> {
+    use std::io::Write;
+    let text = if box_key {
+        let (secret, pk) = krypta::crypto::boxkey::new_box_keypair_text()?;
+        if !quiet {
+            eprintln!(
+                "Public key: {}",
+                krypta::crypto::boxkey::public_key_text(&pk)
+            );
+        }
+        secret
+    } else {
+        krypta::crypto::keyfile::new_keyfile_text()?
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io("<stdout>", "write", e))?;
     Ok(0)
 }
 

@@ -1,6 +1,17 @@
 //! Turning key options into the identities and open options the library takes: password
-//! sources, key files, box secret keys.
+//! sources, key files, box secret keys, recipients files.
+//!
+//! Decisions (README "Passwords and keys"):
+//! - At most one of `-p`, `--pass-file`, `--pass-fd` (clap refuses two, exit 1: a conflict is
+//!   never resolved silently). `KRYPTA_PASSWORD` is used only when none of them is given: an
+//!   explicit option says which password is meant.
+//! - Reading (`x`, `t`, `l`) with no key option at all: when stdin or stderr is a terminal, a
+//!   person is there, so an archive that turns out to need a password asks for it on the
+//!   terminal (as age and 7-Zip do) instead of failing; the prompt appears only after the
+//!   header was read and only if the archive has a password stanza. Without a terminal (cron,
+//!   CI) the error names the options to use.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use super::args::*;
@@ -9,7 +20,8 @@ use krypta::crypto::password::{PasswordSource, read_password};
 use krypta::crypto::stanza::Identity;
 use krypta::{Error, Result};
 
-/// The password source the flags ask for; `KRYPTA_PASSWORD` counts only when `use_env`.
+/// The password source the flags ask for; `KRYPTA_PASSWORD` counts only when `use_env` and no
+/// flag was given. Two flags never reach here (clap refuses them).
 pub(crate) fn password_source(
     flag: bool,
     file: &Option<PathBuf>,
@@ -63,10 +75,16 @@ pub(crate) fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
     Ok(ids)
 }
 
+/// Whether a person is at a terminal: stdin or stderr is one.
+pub(crate) fn at_terminal() -> bool {
+    std::io::stdin().is_terminal() || std::io::stderr().is_terminal()
+}
+
 /// The keys and options for reading. A key option (`-p`, `--pass-file`, `--pass-fd`,
 /// `--keyfile`, `-i`) makes an unencrypted archive an error unless `--allow-unencrypted`; a
 /// password that comes only from `KRYPTA_PASSWORD` does not (a variable left in the
 /// environment must not make every unencrypted archive unreadable): `x` and `t` then warn.
+/// With no key at all and a terminal, [`Identity::Prompt`] asks if a password is needed.
 pub(crate) fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<OpenOptions> {
     check_pass_fd(k.pass_fd, archive == std::path::Path::new("-"))?;
     let explicit = k.password
@@ -74,8 +92,12 @@ pub(crate) fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<Ope
         || k.pass_fd.is_some()
         || !k.keyfiles.is_empty()
         || !k.identities.is_empty();
+    let mut ids = identities(k)?;
+    if ids.is_empty() && at_terminal() {
+        ids.push(Identity::Prompt);
+    }
     Ok(OpenOptions {
-        identities: identities(k)?,
+        identities: ids,
         jobs: k.jobs.unwrap_or(0),
         allow_unencrypted: k.allow_unencrypted || !explicit,
         in_flight_budget: None,

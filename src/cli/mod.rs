@@ -4,24 +4,24 @@
 
 mod args;
 mod bench;
+mod clock;
 mod create;
+mod docs;
+mod entries;
+mod extract;
+mod json;
 mod keygen;
 mod keys;
+mod read;
 mod show;
 mod size;
-
-use std::os::unix::ffi::OsStrExt;
 
 use krypta::Result;
 
 use crate::Term;
 pub use args::Cli;
 use args::*;
-use bench::bench;
-use create::compress;
-use keygen::keygen;
-use keys::*;
-use show::*;
+pub(crate) use create::TotalScan;
 
 /// Runs the parsed command; returns the exit code for success paths.
 pub fn run(cli: Cli) -> Result<u8> {
@@ -34,71 +34,12 @@ pub fn run(cli: Cli) -> Result<u8> {
         });
     }
     match cli.cmd {
-        Command::Compress(a) => compress(a, &mut term, verbose),
-        Command::Extract(a) => {
-            let open = open_options(&a.keys, &a.archive)?;
-            let req = krypta::ExtractRequest {
-                output: a.output,
-                paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
-                stdout: a.stdout,
-                fs: {
-                    let d = krypta::fs::extract::ExtractOptions::default();
-                    krypta::fs::extract::ExtractOptions {
-                        force: a.force,
-                        strip_components: a.strip_components,
-                        no_mtime: a.no_mtime,
-                        same_permissions: a.same_permissions,
-                        restore_owner: (d.restore_owner || a.owner.same_owner)
-                            && !a.owner.no_same_owner,
-                        numeric_owner: a.meta.numeric_owner,
-                        xattrs: a.meta.xattrs(),
-                        ..d
-                    }
-                },
-            };
-            let s = krypta::extract(&a.archive, open, req, &mut term)?;
-            if verbose {
-                eprintln!(
-                    "krypta: extracted {} entries, {} files, {} bytes",
-                    s.entries, s.files, s.bytes
-                );
-            }
-            Ok(0)
-        }
-        Command::List(a) => {
-            let open = open_options(&a.keys, &a.archive)?;
-            let (entries, frames) = if a.b3 {
-                krypta::list_with_digests(&a.archive, open, &mut term)?
-            } else {
-                krypta::list_with(&a.archive, open, &mut term)?
-            };
-            crate::cli::print_list(&entries, &frames, a.b3, verbose)?;
-            Ok(0)
-        }
-        Command::Test(a) => {
-            let open = open_options(&a.keys, &a.archive)?;
-            let s = krypta::test(&a.archive, open, &mut term)?;
-            if !quiet {
-                eprintln!(
-                    "krypta: {}: OK ({} entries, {} files, {} bytes, {} blocks verified)",
-                    a.archive.display(),
-                    s.entries,
-                    s.files,
-                    s.bytes,
-                    s.frames
-                );
-            }
-            Ok(0)
-        }
-        Command::Info(a) => {
-            let f = krypta::archive::reader::facts(&a.archive)?;
-            for d in &f.details {
-                krypta::Reporter::detail(&mut term, d);
-            }
-            print_info(&a.archive, &f);
-            Ok(0)
-        }
-        Command::Keygen(a) => keygen(a, quiet),
+        Command::Compress(a) => create::compress(a, &mut term, verbose),
+        Command::Extract(a) => extract::extract(a, &mut term, verbose),
+        Command::List(a) => read::list(a, verbose, &mut term),
+        Command::Test(a) => read::test(a, &mut term),
+        Command::Info(a) => read::info(a, &mut term),
+        Command::Keygen(a) => keygen::keygen(a, quiet),
         Command::Kat(a) => {
             let report = match &a.dir {
                 Some(d) => krypta::kat::run_dir(d)?,
@@ -107,6 +48,60 @@ pub fn run(cli: Cli) -> Result<u8> {
             print!("{}", report.to_table());
             Ok(if report.all_passed() { 0 } else { 1 })
         }
-        Command::Bench(a) => bench(a, quiet),
+        Command::Bench(a) => bench::bench(a, quiet),
+        Command::Completions(a) => docs::completions(a.shell),
+        Command::Manpage(a) => {
+            let names = docs::manpages(&a.dir)?;
+            if !quiet {
+                eprintln!(
+                    "krypta: wrote {} man pages into {}: {}",
+                    names.len(),
+                    a.dir.display(),
+                    names.join(" ")
+                );
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// The `test --json` object for a failed run, when that is the command (`main.rs` prints it
+/// with the error it maps to an exit code).
+pub fn json_test_failure(cli_archive: &Option<std::path::PathBuf>, error: &str, code: i32) {
+    if let Some(a) = cli_archive {
+        let _ = json::print_object(&json::test_failed(a, error, code));
+    }
+}
+
+impl Cli {
+    /// The archive of `krypta t --json ARCHIVE`, if that is the command.
+    pub fn json_test_archive(&self) -> Option<std::path::PathBuf> {
+        match &self.cmd {
+            Command::Test(a) if a.json => Some(a.archive.clone()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every line of every `--help` fits an 80-column terminal.
+    #[test]
+    fn help_fits_80_columns() {
+        let mut cmd = super::Cli::command().term_width(80);
+        cmd.build();
+        let mut pages = vec![cmd.render_long_help().to_string()];
+        for sub in cmd.get_subcommands_mut() {
+            let mut sub = sub.clone().term_width(80);
+            pages.push(sub.render_help().to_string());
+            pages.push(sub.render_long_help().to_string());
+        }
+        for page in pages {
+            for line in page.lines() {
+                assert!(line.chars().count() <= 80, "{} chars: {line}", line.len());
+            }
+        }
     }
 }

@@ -1,18 +1,21 @@
-//! What `info` and `list` print: header facts, entry lines, modes and times.
+//! What `info` and `list` print as text: header facts, entry lines (short, `-l`, `-v`,
+//! `--b3`), modes and times. The JSON forms are `super::json`.
 
 use std::io::Write;
 
+use super::clock::Clock;
+use super::entries::{EntryView, spanned_bytes};
 use krypta::{Error, Result};
 
-pub(crate) fn print_info(path: &std::path::Path, f: &krypta::archive::reader::ArchiveFacts) {
+pub(crate) fn print_info(
+    path: &std::path::Path,
+    f: &krypta::archive::reader::ArchiveFacts,
+    clock: &Clock,
+) {
     let h = &f.header;
     println!("archive:        {}", path.display());
-    println!("format version: {}", krypta::format::header::VERSION);
-    println!(
-        "created:        {} ({})",
-        crate::cli::fmt_time(h.created, 0),
-        h.created
-    );
+    println!("format version: {}", h.version as u16);
+    println!("created:        {} ({})", clock.show(h.created), h.created);
     println!("archive id:     {}", hex(&h.archive_id));
     let level = if h.level == 0 {
         "store".to_string()
@@ -87,11 +90,6 @@ pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// `YYYY-MM-DD HH:MM:SS` in UTC for seconds since the epoch (also before 1970).
-pub fn fmt_time(secs: i64, _nanos: u32) -> String {
-    krypta::timefmt::datetime(secs)
-}
-
 pub(crate) fn mode_string(kind: krypta::format::EntryKind, mode: u32) -> String {
     let mut s = String::with_capacity(10);
     s.push(kind.letter());
@@ -126,31 +124,50 @@ pub(crate) fn mode_string(kind: krypta::format::EntryKind, mode: u32) -> String 
     s
 }
 
+/// How `list` prints entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListStyle {
+    /// `mode size time name`.
+    Short,
+    /// `mode uid/gid size stored ratio time name` (`-l`).
+    Long,
+    /// Short plus owner and the frames the entry spans (`-v`).
+    Verbose,
+    /// `BLAKE3  path` lines for `b3sum --check` (`--b3`).
+    B3,
+}
+
+/// `stored / size` as a percentage with one decimal, `-` for an empty entry.
+pub(crate) fn ratio(stored: u64, size: u64) -> String {
+    if size == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.1}%", stored as f64 * 100.0 / size as f64)
+    }
+}
+
 /// Prints `list` output. Names are raw bytes; undecodable bytes and control characters are
-/// shown escaped (`\xHH`, `\n`, `\\`). With `b3`, prints `b3sum --check` lines instead.
-pub fn print_list(
-    entries: &[krypta::format::index::IndexEntry],
+/// shown escaped (`\xHH`, `\n`, `\\`). `stored` is each entry's share of the archive
+/// (`super::entries`), `frames` the data frame body lengths.
+pub(crate) fn print_list(
+    views: &[EntryView<'_>],
+    stored: &[u64],
     frames: &[u32],
-    b3: bool,
-    verbose: bool,
+    style: ListStyle,
+    clock: &Clock,
 ) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let w = |e: std::io::Error| Error::io("<stdout>", "write", e);
-    for e in entries {
-        if b3 {
-            if e.meta.kind != krypta::format::EntryKind::File {
-                continue;
-            }
+    for (e, &stored) in views.iter().zip(stored) {
+        if style == ListStyle::B3 {
+            let Some(digest) = e.digest else { continue };
             // b3sum's format: a leading backslash marks a name with escaped '\' or '\n'.
             let needs = e.meta.path.iter().any(|&c| c == b'\\' || c == b'\n');
             if needs {
                 out.write_all(b"\\").map_err(w)?;
             }
-            let Some(digest) = &e.digest else {
-                continue;
-            };
-            write!(out, "{}  ", hex(digest)).map_err(w)?;
+            write!(out, "{}  ", hex(&digest)).map_err(w)?;
             if needs {
                 let esc: Vec<u8> = e
                     .meta
@@ -180,24 +197,27 @@ pub fn print_list(
             _ => String::new(),
         };
         let mode = mode_string(e.meta.kind, e.meta.mode);
-        let time = fmt_time(e.meta.mtime.secs, e.meta.mtime.nanos);
-        if verbose {
-            let stored: u64 = frames
-                .get(
-                    e.first_seq as usize
-                        ..=(e.last_seq as usize).min(frames.len().saturating_sub(1)),
-                )
-                .map(|s| s.iter().map(|&l| l as u64).sum())
-                .unwrap_or(0);
-            writeln!(
+        let time = clock.show(e.meta.mtime.secs);
+        let owner = format!("{:>5}/{:<5}", e.meta.uid, e.meta.gid);
+        match style {
+            ListStyle::Verbose => writeln!(
                 out,
-                "{mode} {:>5}/{:<5} {:>12} {time} {name}{link}  [blocks {}-{}, {} bytes stored in them]",
-                e.meta.uid, e.meta.gid, e.size, e.first_seq, e.last_seq, stored
-            )
-            .map_err(w)?;
-        } else {
-            writeln!(out, "{mode} {:>12} {time} {name}{link}", e.size).map_err(w)?;
+                "{mode} {owner} {:>12} {time} {name}{link}  [blocks {}-{}, {} bytes stored in them]",
+                e.size,
+                e.frames.0,
+                e.frames.1,
+                spanned_bytes(e, frames)
+            ),
+            ListStyle::Long => writeln!(
+                out,
+                "{mode} {owner} {:>12} {:>12} {:>6} {time} {name}{link}",
+                e.size,
+                stored,
+                ratio(stored, e.size)
+            ),
+            _ => writeln!(out, "{mode} {:>12} {time} {name}{link}", e.size),
         }
+        .map_err(w)?;
     }
     out.flush().map_err(w)?;
     Ok(())
@@ -208,11 +228,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn times_format_before_and_after_1970() {
-        assert_eq!(fmt_time(0, 0), "1970-01-01 00:00:00");
-        assert_eq!(fmt_time(-1, 0), "1969-12-31 23:59:59");
-        assert_eq!(fmt_time(1_700_000_000, 0), "2023-11-14 22:13:20");
-        assert_eq!(fmt_time(951_782_400, 0), "2000-02-29 00:00:00");
+    fn ratios_are_percent_of_the_content() {
+        assert_eq!(ratio(4567, 120_000), "3.8%");
+        assert_eq!(ratio(48, 0), "-");
+        assert_eq!(ratio(1100, 1000), "110.0%");
     }
 
     #[test]

@@ -38,6 +38,50 @@ pub const KEY_TEXT_PREFIX: &str = "KRYPTA-";
 /// Path shown in errors about key text given inline as an argument.
 pub const INLINE_KEY_PATH: &str = "<argument>";
 
+/// A fresh box key pair: the contents of its secret key file (`# created:` and
+/// `# public key:` comment lines, then the secret key line) and the public key. What
+/// [`generate_box_keypair`] writes and `krypta keygen --box -o -` prints.
+pub fn new_box_keypair_text() -> Result<(Zeroizing<String>, PublicKey), Error> {
+    let sk = SecretKey::generate().map_err(|e| Error::Crypto(e.to_string()))?;
+    let pk = sk.public_key();
+    let pub_text = public_key_text(&pk);
+    let secret_text = Zeroizing::new(format!(
+        "# created: {}\n# public key: {pub_text}\n{}\n",
+        utc_timestamp(SystemTime::now()),
+        *secret_key_text(&sk),
+    ));
+    Ok((secret_text, pk))
+}
+
+/// Reads a recipients file (`krypta c -R FILE`, as age's): one box public key text per line;
+/// blank lines and lines starting with `#` are skipped, surrounding spaces ignored. Errors
+/// name the file and the line (`FILE:3`): a line that is not a public key (a secret key, a
+/// key of another kind, a damaged key) is refused, as is a file with no key at all.
+pub fn load_recipients_file(path: &Path) -> Result<Vec<PublicKey>, Error> {
+    let text = fs::read(path).map_err(|e| Error::io(path, "read recipients file", e))?;
+    let text = String::from_utf8(text).map_err(|_| Error::BadKeyFile {
+        path: path.to_path_buf(),
+        problem: "not a recipients file (not UTF-8 text)".into(),
+    })?;
+    let mut keys = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = PathBuf::from(format!("{}:{}", path.display(), i + 1));
+        let bytes = decode(line, KeyKind::BoxPublic).map_err(|e| bad_key(&at, e))?;
+        keys.push(PublicKey::from_bytes(&bytes).map_err(|e| bad_key(&at, e))?);
+    }
+    if keys.is_empty() {
+        return Err(Error::BadKeyFile {
+            path: path.to_path_buf(),
+            problem: "holds no public key (one KRYPTA-BOX-PUBLIC-1-... line per recipient)".into(),
+        });
+    }
+    Ok(keys)
+}
+
 /// Writes a fresh box key pair: the secret key to `path` (created new with mode 0600, never
 /// overwriting: [`Error::Exists`]) with `# created:` and `# public key:` comment lines, and
 /// the public key to `path` + ".pub" (created new, never overwriting). Both are flushed to
@@ -52,14 +96,8 @@ pub fn generate_box_keypair(path: &Path) -> Result<PublicKey, Error> {
             });
         }
     }
-    let sk = SecretKey::generate().map_err(|e| Error::Crypto(e.to_string()))?;
-    let pk = sk.public_key();
+    let (secret_text, pk) = new_box_keypair_text()?;
     let pub_text = public_key_text(&pk);
-    let secret_text = Zeroizing::new(format!(
-        "# created: {}\n# public key: {pub_text}\n{}\n",
-        utc_timestamp(SystemTime::now()),
-        *secret_key_text(&sk),
-    ));
     write_new(path, 0o600, secret_text.as_bytes())?;
     if let Err(e) = write_new(&pub_path, 0o644, format!("{pub_text}\n").as_bytes()) {
         let _ = fs::remove_file(path);

@@ -64,17 +64,23 @@ impl std::fmt::Debug for SymmetricKey {
     }
 }
 
+/// The contents of a new random key file (what [`generate_keyfile`] writes, and
+/// `krypta keygen -o -` prints): two comment lines and the key line.
+pub fn new_keyfile_text() -> Result<Zeroizing<String>, Error> {
+    let key = SymmetricKey::generate().map_err(|e| Error::Crypto(e.to_string()))?;
+    Ok(Zeroizing::new(format!(
+        "# krypta key file, created {}\n# Keep it secret: it opens every archive made with it.\n{}\n",
+        crate::timefmt::rfc3339(std::time::SystemTime::now()),
+        key.to_text().as_str()
+    )))
+}
+
 /// Writes a new random key file at `path`: mode 0600, never overwriting
 /// ([`Error::Exists`] if anything is there), contents
 /// `# krypta key file, created YYYY-MM-DDTHH:MM:SSZ\n` + a warning comment + the key line.
 /// On a write error the partial file is removed.
 pub fn generate_keyfile(path: &Path) -> Result<(), Error> {
-    let key = SymmetricKey::generate().map_err(|e| Error::Crypto(e.to_string()))?;
-    let text = Zeroizing::new(format!(
-        "# krypta key file, created {}\n# Keep it secret: it opens every archive made with it.\n{}\n",
-        crate::timefmt::rfc3339(std::time::SystemTime::now()),
-        key.to_text().as_str()
-    ));
+    let text = new_keyfile_text()?;
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)

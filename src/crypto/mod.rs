@@ -84,6 +84,10 @@ pub enum CryptoError {
         /// 255 × 32 = 8160.
         max: usize,
     },
+    /// A password was needed and asking for it on the terminal failed (no terminal, or the
+    /// two entries differ); the text says what to do instead.
+    #[error("{0}")]
+    Prompt(String),
     /// The Argon2 implementation refused its inputs (parameters outside RFC 9106 §3.1).
     #[error("argon2id: {0}")]
     Argon2(argon2::Error),

@@ -1,9 +1,15 @@
 //! Passwords: the zeroizing [`Secret`] type and reading a password from the terminal, a
 //! file, an inherited file descriptor or the `KRYPTA_PASSWORD` environment variable.
 //!
-//! A password is the exact bytes given — UTF-8 as the terminal or file supplies it — with no
-//! Unicode normalisation: "é" typed as U+00E9 and as "e" + U+0301 are different passwords.
-//! From a file or descriptor the password is the first line: everything before the first
+//! A password is read as the exact bytes given — UTF-8 as the terminal or file supplies it.
+//! **What the KDF is given** ([`kdf_inputs`], [`for_new_archive`]): a password that is valid
+//! UTF-8 is normalised to Unicode NFC (UAX #15) first, so "é" typed as U+00E9 (Linux,
+//! Windows) and as "e" + U+0301 (macOS input that arrives decomposed) open the same archive,
+//! the failure borg and 7-Zip users meet. Bytes that are not UTF-8 are used as they are.
+//! Format-1 archives were written with the bytes as typed, so for them a reader also tries
+//! the bytes as given and their NFD form when those differ from the NFC form (at most three
+//! KDF runs, one for any ASCII password). Only the KDF input changes: the known-answer
+//! vectors, which call the KDFs directly, are the same. From a file or descriptor the password is the first line: everything before the first
 //! "\n", with one "\r" before that "\n" removed (so "pw\n", "pw\r\n", "pw\n\n" and "pw" all
 //! give "pw"); a password therefore never contains a newline. The environment variable is
 //! taken whole. At most [`MAX_PASSWORD_LEN`] bytes are read.
@@ -13,6 +19,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use subtle::ConstantTimeEq;
+use unicode_normalization::UnicodeNormalization;
 use zeroize::Zeroizing;
 
 use crate::Error;
@@ -54,6 +61,79 @@ impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(<redacted>)")
     }
+}
+
+/// The NFC form of `pw` when it is UTF-8, else `pw` as it is: the KDF input of a password
+/// stanza written now.
+pub fn for_new_archive(pw: &Secret) -> Secret {
+    match std::str::from_utf8(pw.as_bytes()) {
+        Ok(text) => Secret::new(
+            Zeroizing::new(text.nfc().collect::<String>())
+                .as_bytes()
+                .to_vec(),
+        ),
+        Err(_) => pw.clone(),
+    }
+}
+
+/// The KDF inputs to try for `pw` on an archive of `format_version`, in order, without
+/// repeats: the NFC form; for format 1 also the bytes as given and the NFD form (see the
+/// module documentation).
+pub fn kdf_inputs(pw: &Secret, format_version: u16) -> Vec<Secret> {
+    let mut out = vec![for_new_archive(pw)];
+    if format_version <= 1 {
+        let mut add = |s: Secret| {
+            if !out
+                .iter()
+                .any(|o| bool::from(o.as_bytes().ct_eq(s.as_bytes())))
+            {
+                out.push(s);
+            }
+        };
+        add(pw.clone());
+        if let Ok(text) = std::str::from_utf8(pw.as_bytes()) {
+            add(Secret::new(
+                Zeroizing::new(text.nfd().collect::<String>())
+                    .as_bytes()
+                    .to_vec(),
+            ));
+        }
+    }
+    out
+}
+
+/// The terminal settings saved while a prompt has echo off, for [`restore_terminal`].
+static PROMPT_TTY: std::sync::Mutex<Option<rustix::termios::Termios>> = std::sync::Mutex::new(None);
+
+/// Puts the terminal back as it was before a password prompt turned echo off, if one is
+/// showing: called by the signal handler (`main.rs`) before it exits on Ctrl-C or SIGTERM, so
+/// an interrupted prompt does not leave the shell without echo. Returns whether a prompt was
+/// interrupted.
+pub fn restore_terminal() -> bool {
+    let saved = PROMPT_TTY.lock().ok().and_then(|mut g| g.take());
+    let Some(t) = saved else {
+        return false;
+    };
+    if let Ok(tty) = std::fs::OpenOptions::new().write(true).open("/dev/tty") {
+        let _ = rustix::termios::tcsetattr(&tty, rustix::termios::OptionalActions::Now, &t);
+        let _ = std::io::Write::write_all(&mut &tty, b"\n");
+    }
+    true
+}
+
+/// Runs `f` (a prompt) with the terminal's settings saved for [`restore_terminal`].
+fn with_saved_terminal<T>(f: impl FnOnce() -> T) -> T {
+    if let Ok(tty) = File::open("/dev/tty")
+        && let Ok(t) = rustix::termios::tcgetattr(&tty)
+        && let Ok(mut g) = PROMPT_TTY.lock()
+    {
+        *g = Some(t);
+    }
+    let r = f();
+    if let Ok(mut g) = PROMPT_TTY.lock() {
+        *g = None;
+    }
+    r
 }
 
 /// Where a password comes from. There is deliberately no variant for a password given as a
@@ -124,25 +204,28 @@ fn prompt(confirm: bool) -> Result<Secret, Error> {
     // No terminal at all (cron, CI, a pipe into ssh) is a usage problem with a way out, not
     // an I/O failure to puzzle over.
     let tty = |e: std::io::Error| {
+        if e.kind() == io::ErrorKind::Interrupted {
+            // Only the signals `main.rs` catches (SIGINT, SIGTERM, SIGHUP) interrupt the read:
+            // its signal thread is restoring the terminal and about to exit with 128 + the
+            // signal. Give it that moment rather than racing it to a misleading exit 1.
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
         Error::Usage(format!(
             "-p/--password prompts on the terminal, and there is none (/dev/tty: {e}); \
              without a terminal use --pass-file FILE, --pass-fd N or {PASSWORD_ENV}"
         ))
     };
-    let first = Secret::new(
-        rpassword::prompt_password("Password: ")
-            .map_err(tty)?
-            .into_bytes(),
-    );
+    let ask = |label: &str| {
+        with_saved_terminal(|| rpassword::prompt_password(label))
+            .map(|s| Secret::new(Zeroizing::new(s).as_bytes().to_vec()))
+            .map_err(tty)
+    };
+    let first = ask("Password: ")?;
     if confirm {
         if first.is_empty() {
             return Err(Error::Usage("empty password refused".to_string()));
         }
-        let again = Secret::new(
-            rpassword::prompt_password("Repeat password: ")
-                .map_err(tty)?
-                .into_bytes(),
-        );
+        let again = ask("Repeat password: ")?;
         if !bool::from(first.as_bytes().ct_eq(again.as_bytes())) {
             return Err(Error::Usage("the two passwords do not match".to_string()));
         }
@@ -307,6 +390,41 @@ mod tests {
             read_password(&PasswordSource::Fd(-1), false),
             Err(Error::Usage(_))
         ));
+    }
+
+    #[test]
+    fn kdf_input_is_nfc_and_format_1_also_tries_the_bytes_given_and_nfd() {
+        let nfc = "p\u{e4}ss";
+        let nfd = "pa\u{308}ss";
+        let bytes =
+            |v: Vec<Secret>| -> Vec<Vec<u8>> { v.iter().map(|s| s.as_bytes().to_vec()).collect() };
+        assert_eq!(
+            for_new_archive(&Secret::from(nfd)).as_bytes(),
+            nfc.as_bytes()
+        );
+        assert_eq!(
+            for_new_archive(&Secret::from(nfc)).as_bytes(),
+            nfc.as_bytes()
+        );
+        assert_eq!(
+            bytes(kdf_inputs(&Secret::from(nfd), 1)),
+            vec![nfc.as_bytes().to_vec(), nfd.as_bytes().to_vec()]
+        );
+        assert_eq!(
+            bytes(kdf_inputs(&Secret::from(nfc), 1)),
+            vec![nfc.as_bytes().to_vec(), nfd.as_bytes().to_vec()]
+        );
+        assert_eq!(
+            bytes(kdf_inputs(&Secret::from(nfd), 2)),
+            vec![nfc.as_bytes().to_vec()]
+        );
+        assert_eq!(
+            bytes(kdf_inputs(&Secret::from("ascii"), 1)),
+            vec![b"ascii".to_vec()]
+        );
+        let raw = Secret::new(b"caf\xff".to_vec());
+        assert_eq!(bytes(kdf_inputs(&raw, 1)), vec![b"caf\xff".to_vec()]);
+        assert_eq!(for_new_archive(&raw).as_bytes(), b"caf\xff");
     }
 
     #[test]

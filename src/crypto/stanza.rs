@@ -20,7 +20,11 @@
 //! before anything is decrypted.
 //!
 //! The KEK is: Argon2id(password, salt, m, t, p) or PBKDF2-HMAC-SHA256(password, salt, c)
-//! (see [`super::kdf`]), or the key file's 32 bytes as they are.
+//! (see [`super::kdf`]), or the key file's 32 bytes as they are. The password given to the KDF
+//! is its NFC form when it is UTF-8 ([`super::password::for_new_archive`]); readers of format
+//! 1 also try the bytes as given and the NFD form ([`super::password::kdf_inputs`]).
+//! [`wrap_password_with_salt`] and [`open_stanza`] take the KDF input as it is (the golden
+//! vectors call them).
 
 use crate::format::stanza::{SALT_LEN, Stanza, TAG_LEN, WRAPPED_LEN, kind};
 
@@ -61,6 +65,17 @@ pub enum Identity {
     KeyFile(SymmetricKey),
     /// A box secret key: tried on every `pq-box` stanza.
     PqBox(super::pqbox::SecretKey),
+    /// Ask for a password on the terminal, only if the archive has a password stanza and no
+    /// other identity opened it (`krypta x` run by a person with no key option given).
+    Prompt,
+}
+
+impl Identity {
+    /// True for [`Identity::Prompt`]: it is no key the caller gave (so it does not make an
+    /// unencrypted archive an error).
+    pub fn is_prompt(&self) -> bool {
+        matches!(self, Identity::Prompt)
+    }
 }
 
 /// The kind name used in the wrap HKDF info.
@@ -164,7 +179,8 @@ pub fn wrap(
             kdf.check_bounds()?;
             let mut salt = [0u8; SALT_LEN];
             random_bytes(&mut salt)?;
-            wrap_password_with_salt(password.as_bytes(), kdf, salt, file_key, archive_id)
+            let input = super::password::for_new_archive(password);
+            wrap_password_with_salt(input.as_bytes(), kdf, salt, file_key, archive_id)
         }
         Recipient::KeyFile(key) => Ok(wrap_keyfile(key, file_key, archive_id)),
         Recipient::PqBox(pk) => super::pqbox::seal(pk, file_key, archive_id),
@@ -289,13 +305,34 @@ pub fn open_stanza(
 ///
 /// [`CryptoError::NoStanzaOpened`] when nothing opens — the same for a wrong password, a
 /// wrong key and a tampered stanza.
+///
+/// Passwords are tried as [`super::password::kdf_inputs`] says for the current format
+/// version; [`unwrap_versioned`] takes the archive's.
 pub fn unwrap(
     identities: &[Identity],
     stanzas: &[Stanza],
     archive_id: &ArchiveId,
 ) -> Result<FileKey, CryptoError> {
+    unwrap_versioned(
+        identities,
+        stanzas,
+        archive_id,
+        crate::format::header::VERSION,
+    )
+}
+
+/// [`unwrap`] for an archive of `format_version`: each password is tried in the forms
+/// [`super::password::kdf_inputs`] gives for it (NFC; for format 1 also the bytes as given
+/// and NFD), each form once against the password stanza. An [`Identity::Prompt`] asks on the
+/// terminal when the password stanza is reached ([`CryptoError::Prompt`] if it cannot).
+pub fn unwrap_versioned(
+    identities: &[Identity],
+    stanzas: &[Stanza],
+    archive_id: &ArchiveId,
+    format_version: u16,
+) -> Result<FileKey, CryptoError> {
     crate::format::stanza::check_stanza_set(stanzas).map_err(CryptoError::StanzaSet)?;
-    let is_password = |i: &&Identity| matches!(i, Identity::Password(_));
+    let is_password = |i: &&Identity| matches!(i, Identity::Password(_) | Identity::Prompt);
     for identity in identities.iter().filter(|i| !is_password(i)) {
         for stanza in stanzas {
             if let Some(key) = open_stanza(identity, stanza, archive_id)? {
@@ -309,8 +346,18 @@ pub fn unwrap(
     {
         kdf.check_bounds()?;
         for identity in identities.iter().filter(is_password) {
-            if let Some(key) = open_stanza(identity, stanza, archive_id)? {
-                return Ok(key);
+            let given = match identity {
+                Identity::Password(pw) => pw.clone(),
+                _ => {
+                    super::password::read_password(&super::password::PasswordSource::Prompt, false)
+                        .map_err(|e| CryptoError::Prompt(e.to_string()))?
+                }
+            };
+            for input in super::password::kdf_inputs(&given, format_version) {
+                let id = Identity::Password(input);
+                if let Some(key) = open_stanza(&id, stanza, archive_id)? {
+                    return Ok(key);
+                }
             }
         }
     }

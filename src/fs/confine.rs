@@ -1,7 +1,8 @@
 //! Keeping extraction inside the output directory: entry paths split and checked, the errors
 //! of a directory walk that meets a link (the walk itself, one component at a time from the
 //! root's descriptor with `openat(O_NOFOLLOW | O_DIRECTORY)`, is `super::dirchain`),
-//! temporary names, and the final no-replace/replace rename.
+//! temporary names, and the final no-replace/replace rename (what to do with an existing name
+//! is `super::conflict`'s policy).
 
 use std::ffi::OsStr;
 use std::io;
@@ -139,20 +140,6 @@ pub(crate) fn create_temp<T>(
         "create temporary file",
         io::Error::from(io::ErrorKind::AlreadyExists),
     ))
-}
-
-/// Fails with [`Error::Exists`] if `name` exists and `force` is off, or with an I/O error if it
-/// is a directory (never replaced by a non-directory). Early check; [`place`] is the race-free
-/// one.
-pub(crate) fn check_free(dir: BorrowedFd<'_>, name: &[u8], force: bool, path: &Path) -> Result<()> {
-    match lstat_type(dir, name).map_err(|e| Error::io(path, "stat", e))? {
-        None => Ok(()),
-        Some(_) if !force => Err(Error::Exists {
-            path: path.to_path_buf(),
-        }),
-        Some(FileType::Directory) => Err(Error::io(path, "replace", Errno::ISDIR.into())),
-        Some(_) => Ok(()),
-    }
 }
 
 /// Renames `tmp` to `name` in `dir`. Without `force` an existing name is never replaced

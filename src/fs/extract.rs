@@ -13,15 +13,16 @@
 //!   `d -> /tmp/x` and then `d/file` gets `d/file` refused (unsafe path), and a symbolic link
 //!   already present in the output as a parent directory is refused the same way. Symlink
 //!   targets are stored as they are (absolute ones too): they are data, never followed here.
-//! - **Existing names**: without force, an existing file, link or other non-directory at an
-//!   entry's name is an [`Error::Exists`] and is left untouched (checked early — except in a
-//!   directory this run created, where nothing was before — and again race-free with
-//!   `renameat2(RENAME_NOREPLACE)`). With force it is replaced atomically: the
+//! - **Existing names** follow the conflict policy ([`super::conflict`], chosen with
+//!   [`ExtractOptions::existing`]): unless it is [`Existing::Replace`], an existing file, link
+//!   or other non-directory at an entry's name is kept untouched and recorded (checked early,
+//!   and again race-free with `renameat2(RENAME_NOREPLACE)`), and extraction goes on; the
+//!   caller reports [`Extractor::conflicts`]. With `Replace` it is replaced atomically: the
 //!   new file is written under a temporary name in the same directory and renamed over it, so
 //!   the old inode is never truncated or written through, and an existing symbolic link is
 //!   replaced by the entry itself, never followed. An existing directory is reused for a
-//!   directory entry and never replaced by a non-directory (I/O error "Is a directory"). With
-//!   force, a non-directory where a directory entry goes is removed first.
+//!   directory entry and never replaced by a non-directory (recorded as a conflict). With
+//!   `Replace`, a non-directory where a directory entry goes is removed first.
 //! - **Atomicity**: data goes to `.krypta-<16 hex>.tmp` in the target directory; only
 //!   [`FileSink::commit`] renames it to the final name, after length, owner, attributes, mode
 //!   and mtime are set. An error or a dropped sink removes the temporary file. Files are not
@@ -55,10 +56,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, linkat, mkdirat, openat, symlinkat, unlinkat};
+use rustix::fs::{AtFlags, Mode, OFlags, linkat, mkdirat, openat, symlinkat, unlinkat};
 use rustix::io::Errno;
 
 use super::confine::{self, Target};
+pub use super::conflict::{Conflict, Existing, Reason};
+use super::conflict::{ConflictLog, Outcome, decide, is_not_a_directory};
 use super::dirchain::DirChain;
 use super::notes::Notes;
 use super::owner::IdCache;
@@ -78,8 +81,9 @@ const ROOT_PATH: &[u8] = b".";
 /// How to extract. `ExtractOptions::default()` gives the defaults for the current user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtractOptions {
-    /// Replace existing files and links (atomically); without it they are an error.
-    pub force: bool,
+    /// What to do with existing names ([`super::conflict`]): kept and recorded unless
+    /// [`Existing::Replace`] (`-f`), which replaces files and links atomically.
+    pub existing: Existing,
     /// Leading path components to drop (`--strip-components`); entries left with no name
     /// are skipped.
     pub strip_components: usize,
@@ -105,7 +109,7 @@ impl Default for ExtractOptions {
     fn default() -> Self {
         let root = rustix::process::geteuid().is_root();
         ExtractOptions {
-            force: false,
+            existing: Existing::Refuse,
             strip_components: 0,
             no_mtime: false,
             same_permissions: false,
@@ -165,6 +169,7 @@ pub struct Extractor {
     ids: IdCache,
     /// Warnings about metadata that could not be set.
     notes: Notes,
+    conflicts: ConflictLog,
 }
 
 impl Extractor {
@@ -187,7 +192,7 @@ impl Extractor {
             root: fd,
             root_path: root.to_path_buf(),
             policy: Policy {
-                force: opts.force,
+                existing: opts.existing,
                 no_mtime: opts.no_mtime,
                 keep_special,
                 umask: if keep_special { 0 } else { umask },
@@ -209,20 +214,97 @@ impl Extractor {
             made_dirs: HashMap::new(),
             ids: IdCache::default(),
             notes: Notes::default(),
+            conflicts: ConflictLog::default(),
         })
     }
 
+    /// The entries not written because of what was in the output, in the order met (see
+    /// [`super::conflict`]).
+    pub fn conflicts(&self) -> Vec<Conflict> {
+        self.conflicts.list()
+    }
+
+    /// How many entries were kept out so far.
+    pub fn conflict_count(&self) -> usize {
+        self.conflicts.len()
+    }
+
+    /// Records that the entry `t` (on disk `path`) was kept for `reason`.
+    fn keep(&self, path: PathBuf, reason: Reason, t: &Target<'_>) {
+        self.conflicts
+            .record(Conflict { path, reason }, Some(extracted_key(&t.rel)));
+    }
+
+    /// The parent directory of `t`, or `None` (recorded) when an existing non-directory is in
+    /// the way: the entry is kept out, the extraction goes on.
+    /// Below a directory entry that was kept (a link or file at its name), nothing is made
+    /// and nothing more is listed: the kept name says it.
+    fn parent_or_keep(
+        &mut self,
+        t: &Target<'_>,
+    ) -> Result<Option<(Arc<OwnedFd>, Option<DirInfo>)>> {
+        if self.conflicts.below_kept(&t.parents) {
+            self.conflicts.note_kept(extracted_key(&t.rel));
+            return Ok(None);
+        }
+        match self.parent(t) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) => match is_not_a_directory(&e) {
+                Some(p) => {
+                    self.conflicts.record(
+                        Conflict {
+                            path: p,
+                            reason: Reason::NotADirectory,
+                        },
+                        Some(extracted_key(&t.rel)),
+                    );
+                    Ok(None)
+                }
+                None => Err(e),
+            },
+        }
+    }
+
+    /// Whether a non-directory entry `t` may be written at its name (else it is recorded).
+    fn free_for_file(&self, dir: &OwnedFd, t: &Target<'_>, path: &Path) -> Result<bool> {
+        let there =
+            confine::lstat_type(dir.as_fd(), t.name).map_err(|e| Error::io(path, "stat", e))?;
+        match decide(there, false, self.policy.existing) {
+            Outcome::Keep(reason) => {
+                self.keep(path.to_path_buf(), reason, t);
+                Ok(false)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// The result of a final rename: a name taken meanwhile (without `Replace`) is recorded
+    /// as kept, not an error.
+    fn placed(&self, res: Result<()>, t: &Target<'_>) -> Result<bool> {
+        match res {
+            Ok(()) => Ok(true),
+            Err(Error::Exists { path }) => {
+                self.keep(path, Reason::Exists, t);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Starts a regular file: returns a sink writing a temporary file in the target directory,
-    /// or `None` when `--strip-components` removes the entry. Fails early with
-    /// [`Error::Exists`] when the name exists and force is off.
+    /// or `None` when `--strip-components` removes the entry or the conflict policy keeps
+    /// what is at its name (recorded in [`Extractor::conflicts`]).
     pub fn begin_file(&mut self, meta: &EntryMeta) -> Result<Option<FileSink>> {
         let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
             return Ok(None);
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
-        let (dir, info) = self.parent(&t)?;
-        if !info.is_some_and(|i| i.fresh) {
-            confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let Some((dir, info)) = self.parent_or_keep(&t)? else {
+            return Ok(None);
+        };
+        // Nothing was at any name in a directory this run created: no check needed.
+        if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
+            return Ok(None);
         }
         let plan = self
             .policy
@@ -250,6 +332,7 @@ impl Extractor {
             policy: self.policy,
             notes: self.notes.clone(),
             extracted: Arc::clone(&self.extracted),
+            conflicts: self.conflicts.clone(),
             pos: 0,
             written_end: 0,
             accepted: 0,
@@ -260,8 +343,9 @@ impl Extractor {
 
     /// Creates a directory entry's directory (mode 0o700 for now) or reuses an existing
     /// directory; its stored metadata is applied by [`Extractor::finish`]. A symbolic link or
-    /// file in its place is an [`Error::Exists`] without force and removed with it. The root
-    /// entry `.` names the output directory itself (skipped with `--strip-components`).
+    /// file in its place is kept (recorded) unless the policy is [`Existing::Replace`], which
+    /// removes it. The root entry `.` names the output directory itself (skipped with
+    /// `--strip-components`).
     pub fn make_dir(&mut self, meta: &EntryMeta) -> Result<()> {
         if meta.path == ROOT_PATH {
             if self.strip == 0 {
@@ -278,23 +362,30 @@ impl Extractor {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
-        let (dir, info) = self.parent(&t)?;
+        let Some((dir, info)) = self.parent_or_keep(&t)? else {
+            return Ok(());
+        };
         let mode = Mode::from_raw_mode(DIR_MODE_WHILE_EXTRACTING);
         let mut made = info.map(|i| i.child());
         match mkdirat(&*dir, t.name, mode) {
             Ok(()) => {}
-            Err(Errno::EXIST) => match confine::lstat_type(dir.as_fd(), t.name)
-                .map_err(|e| Error::io(&path, "stat", e))?
-            {
-                Some(FileType::Directory) => made = None,
-                Some(_) if self.policy.force => {
-                    unlinkat(&*dir, t.name, AtFlags::empty())
-                        .map_err(|e| Error::io(&path, "remove", e.into()))?;
-                    mkdirat(&*dir, t.name, mode)
-                        .map_err(|e| Error::io(&path, "create directory", e.into()))?;
+            Err(Errno::EXIST) => {
+                let there = confine::lstat_type(dir.as_fd(), t.name)
+                    .map_err(|e| Error::io(&path, "stat", e))?;
+                match decide(there, true, self.policy.existing) {
+                    Outcome::Reuse => made = None,
+                    Outcome::RemoveFirst | Outcome::Write => {
+                        unlinkat(&*dir, t.name, AtFlags::empty())
+                            .map_err(|e| Error::io(&path, "remove", e.into()))?;
+                        mkdirat(&*dir, t.name, mode)
+                            .map_err(|e| Error::io(&path, "create directory", e.into()))?;
+                    }
+                    Outcome::Keep(reason) => {
+                        self.keep(path, reason, &t);
+                        return Ok(());
+                    }
                 }
-                _ => return Err(Error::Exists { path }),
-            },
+            }
             Err(e) => return Err(Error::io(&path, "create directory", e.into())),
         }
         let how = if made.is_some() {
@@ -327,9 +418,11 @@ impl Extractor {
                 reason: "symbolic link entry without a target",
             });
         }
-        let (dir, info) = self.parent(&t)?;
-        if !info.is_some_and(|i| i.fresh) {
-            confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let Some((dir, info)) = self.parent_or_keep(&t)? else {
+            return Ok(());
+        };
+        if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
+            return Ok(());
         }
         let plan = self
             .policy
@@ -344,11 +437,12 @@ impl Extractor {
             &path,
             &self.notes,
         )
-        .and_then(|()| confine::place(dir.as_fd(), &tmp, t.name, self.policy.force, &path));
-        if res.is_err() {
+        .and_then(|()| confine::place(dir.as_fd(), &tmp, t.name, self.policy.replace(), &path));
+        let res = self.placed(res, &t);
+        if !matches!(res, Ok(true)) {
             confine::remove(dir.as_fd(), &tmp);
         }
-        res
+        res.map(|_| ())
     }
 
     /// Creates a hard link to `meta.link`, which must be a file committed earlier in this run
@@ -359,6 +453,13 @@ impl Extractor {
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
         let target = confine::split_entry(&meta.link, self.strip)?;
+        if let Some(tt) = &target
+            && !self.was_extracted(&tt.rel)
+            && self.conflicts.was_kept(&extracted_key(&tt.rel))
+        {
+            self.keep(path, Reason::LinkTargetKept(tt.rel.clone()), &t);
+            return Ok(());
+        }
         let Some(target) = target.filter(|tt| self.was_extracted(&tt.rel)) else {
             return Err(Error::UnsafePath {
                 path,
@@ -376,20 +477,23 @@ impl Extractor {
             .open(self.root.as_fd(), &self.root_path, &target.parents, false)?
             .try_clone_to_owned()
             .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))?;
-        let (dir, info) = self.parent(&t)?;
-        if !info.is_some_and(|i| i.fresh) {
-            confine::check_free(dir.as_fd(), t.name, self.policy.force, &path)?;
+        let Some((dir, info)) = self.parent_or_keep(&t)? else {
+            return Ok(());
+        };
+        if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
+            return Ok(());
         }
         let (tmp, ()) = confine::create_temp(&path, |name| {
             linkat(&target_dir, target.name, &*dir, name, AtFlags::empty())
         })?;
-        let res = confine::place(dir.as_fd(), &tmp, t.name, self.policy.force, &path);
-        if res.is_err() {
+        let res = confine::place(dir.as_fd(), &tmp, t.name, self.policy.replace(), &path);
+        let res = self.placed(res, &t);
+        if !matches!(res, Ok(true)) {
             confine::remove(dir.as_fd(), &tmp);
         } else if let Ok(mut set) = self.extracted.lock() {
             set.insert(extracted_key(&t.rel));
         }
-        res
+        res.map(|_| ())
     }
 
     /// Applies the stored metadata of every directory entry (see

@@ -1,12 +1,14 @@
 //! The filesystem side of krypta: walking inputs into entries ([`walk`]) with their owner
-//! names and extended attributes ([`xattr`]), reading file data hole-aware ([`source`]),
-//! confined and atomic extraction ([`extract`]) that restores that metadata in a fixed order,
-//! and showing raw path bytes as text ([`names`]). Each module's documentation states its
-//! choices.
+//! names and extended attributes ([`xattr`]), choosing what goes in ([`select`], with the glob
+//! grammar of [`pattern`]), reading file data hole-aware ([`source`]), confined and atomic
+//! extraction ([`extract`]) that restores that metadata in a fixed order and what it does with
+//! existing names ([`conflict`]), and showing raw path bytes as text ([`names`]). Each module's
+//! documentation states its choices.
 
 mod attrs;
 pub mod cleanup;
 mod confine;
+pub mod conflict;
 mod dirchain;
 pub mod extract;
 mod longpath;
@@ -15,7 +17,9 @@ pub mod names;
 mod notes;
 mod overlap;
 mod owner;
+pub mod pattern;
 mod restore;
+pub mod select;
 mod sink;
 pub mod source;
 pub mod walk;

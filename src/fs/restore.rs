@@ -54,8 +54,8 @@ const S_ISGID: u32 = 0o2000;
 /// How metadata is applied (computed once from `ExtractOptions`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Policy {
-    /// Replace existing non-directories.
-    pub force: bool,
+    /// What to do with existing names (`super::conflict`).
+    pub existing: super::conflict::Existing,
     /// Leave mtimes at extraction time.
     pub no_mtime: bool,
     /// Keep setuid/setgid/sticky and ignore the umask (root or `--same-permissions`).
@@ -138,6 +138,11 @@ pub(crate) struct Plan {
 }
 
 impl Policy {
+    /// Existing non-directories are replaced (`-f`).
+    pub(crate) fn replace(&self) -> bool {
+        self.existing == super::conflict::Existing::Replace
+    }
+
     /// The mode to set for a stored mode (`0o7777` mask).
     pub(crate) fn mode(&self, stored: u32) -> u32 {
         if self.keep_special {
@@ -335,7 +340,7 @@ mod tests {
 
     fn policy(root: bool) -> Policy {
         Policy {
-            force: false,
+            existing: crate::fs::conflict::Existing::Refuse,
             no_mtime: false,
             keep_special: root,
             umask: if root { 0 } else { 0o022 },

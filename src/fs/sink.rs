@@ -57,6 +57,8 @@ pub struct FileSink {
     /// Where warnings about metadata that could not be set go.
     pub(crate) notes: Notes,
     pub(crate) extracted: Extracted,
+    /// Where a name taken meanwhile is recorded (kept, not replaced) without `-f`.
+    pub(crate) conflicts: super::conflict::ConflictLog,
     /// End of the data given so far (next write must start at or after it), in bytes.
     pub(crate) pos: u64,
     /// End of the bytes actually written (all-zero blocks are skipped), in bytes: the length
@@ -129,8 +131,9 @@ impl FileSink {
     /// then), the metadata (owner when restoring owners, extended attributes, mode, mtime, in
     /// that order), then renames the file over its final name: an
     /// existing name is refused without force ([`Error::Exists`]) and replaced atomically with
-    /// it (an existing symbolic link is replaced, never followed). On any error the temporary
-    /// file is removed and nothing appears under the final name.
+    /// it (an existing symbolic link is replaced, never followed). A name taken meanwhile
+    /// without `-f` is recorded as a conflict (the existing file kept) and is not an error.
+    /// On any error the temporary file is removed and nothing appears under the final name.
     pub fn commit(mut self, size: u64) -> Result<()> {
         if size < self.pos {
             return Err(Error::io(
@@ -154,13 +157,27 @@ impl FileSink {
             &self.path,
             &self.notes,
         )?;
-        confine::place(
+        match confine::place(
             self.dir.as_fd(),
             &self.tmp,
             &self.name,
-            self.policy.force,
+            self.policy.replace(),
             &self.path,
-        )?;
+        ) {
+            Ok(()) => {}
+            Err(Error::Exists { path }) => {
+                // The temporary file is removed on drop (`done` stays false).
+                self.conflicts.record(
+                    super::conflict::Conflict {
+                        path,
+                        reason: super::conflict::Reason::Exists,
+                    },
+                    Some(self.rel_key),
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
         self.done = true;
         super::cleanup::unregister(self.cleanup_id);
         if let Ok(mut set) = self.extracted.lock() {

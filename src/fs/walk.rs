@@ -28,9 +28,13 @@
 //!   FIFO is never opened, so the walk can not hang on one.
 //! - **Loops**: a directory already walked in this run (same device and inode, reached again
 //!   through `-L` or a bind mount) is stored but not descended into again, with a warning.
-//! - **Errors**: an input that can not be `lstat`ed is an error ([`crate::Error::Io`] naming it);
-//!   anything deeper that vanishes or can not be read is a [`WalkEvent::Warning`] and skipped (an
-//!   unreadable directory is still stored, empty). An input `-` is not walked (stdin).
+//! - **Errors**: an input that can not be `lstat`ed, and anything deeper that vanishes or can
+//!   not be read, is a [`WalkEvent::Skipped`] naming it and the I/O error (an unreadable
+//!   directory is still stored, empty); the caller decides whether that stops the run
+//!   (`--strict`) or is counted (exit code 6). An input `-` is not walked (stdin).
+//! - **Selection** (`--exclude`, `--one-file-system`, `--exclude-caches`, a name met twice) is
+//!   [`super::select`]'s; the walk asks it before an input, before each entry and after
+//!   listing a directory ([`walk_selected`]).
 //! - **Deep trees**: directories are opened by path in pieces (see `longpath`), children are
 //!   `lstat`ed relative to their directory's descriptor, so paths longer than `PATH_MAX` work;
 //!   the walk keeps one directory descriptor open at a time, whatever the depth.
@@ -48,7 +52,8 @@ use super::attrs::EntryAttrs;
 use super::longpath;
 use super::meta::{StatKind, identity, kind_of, mode_of, mtime_of, size_of};
 use super::names::escape_path;
-use super::overlap::{Overlap, Verdict};
+use super::overlap::{self, Overlap};
+use super::select::{Selector, Verdict, is_tagged_cache};
 use super::xattr::XattrSelect;
 use crate::format::entry::{EntryKind, EntryMeta, MAX_PATH_LEN, Xattr};
 use crate::{Error, Result};
@@ -82,12 +87,48 @@ pub struct InputEntry {
 }
 
 /// What the walk reports, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum WalkEvent {
     /// An entry to archive.
     Entry(InputEntry),
-    /// Something skipped or changed; the text names the file (escaped with `escape_path`).
+    /// Something left out by design (a FIFO, a loop) or rewritten; the text names the file
+    /// (escaped with `escape_path`).
     Warning(String),
+    /// A file or directory that could not be read: left out (a directory: stored empty).
+    Skipped(Skipped),
+}
+
+/// A file the walk could not read, and what was done about it.
+#[derive(Debug)]
+pub struct Skipped {
+    /// The file on disk.
+    pub path: PathBuf,
+    /// What failed ("stat", "open directory", "read", ...).
+    pub op: &'static str,
+    /// The error.
+    pub error: io::Error,
+    /// What the walk did: "skipped", "stored empty", "listing cut short".
+    pub outcome: &'static str,
+}
+
+impl Skipped {
+    /// The I/O error this skip stands for ([`Error::Io`] naming the file), for `--strict`.
+    pub fn into_error(self) -> Error {
+        Error::io(self.path, self.op, self.error)
+    }
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: cannot {} ({}); {}",
+            escape_path(self.path.as_os_str().as_bytes()),
+            self.op,
+            self.error,
+            self.outcome
+        )
+    }
 }
 
 /// A path waiting on the walk's stack: its stat was taken when its directory was listed.
@@ -108,6 +149,16 @@ pub fn walk(
     opts: &WalkOptions,
     on_event: &mut dyn FnMut(WalkEvent) -> Result<()>,
 ) -> Result<()> {
+    walk_selected(inputs, opts, &Selector::default(), on_event)
+}
+
+/// [`walk`], leaving out what `select` says ([`super::select`]).
+pub fn walk_selected(
+    inputs: &[PathBuf],
+    opts: &WalkOptions,
+    select: &Selector,
+    on_event: &mut dyn FnMut(WalkEvent) -> Result<()>,
+) -> Result<()> {
     let roots: Vec<Option<Vec<u8>>> = inputs
         .iter()
         .map(|i| (i.as_os_str() != "-").then(|| archive_path_of(i.as_os_str().as_bytes()).0))
@@ -121,6 +172,8 @@ pub fn walk(
         attrs: EntryAttrs::new(opts.xattrs, opts.numeric_owner),
         input: 0,
         on_event,
+        select,
+        input_dev: 0,
     };
     if let Some(i) = roots
         .iter()
@@ -153,6 +206,9 @@ struct Walker<'a> {
     /// Index of the input being walked (in the `inputs` given to [`walk`]).
     input: usize,
     on_event: &'a mut dyn FnMut(WalkEvent) -> Result<()>,
+    select: &'a Selector,
+    /// Device of the input being walked (`--one-file-system`).
+    input_dev: u64,
 }
 
 impl Walker<'_> {
@@ -212,6 +268,21 @@ impl Walker<'_> {
         }))
     }
 
+    fn skip(
+        &mut self,
+        path: &Path,
+        op: &'static str,
+        error: io::Error,
+        outcome: &'static str,
+    ) -> Result<()> {
+        (self.on_event)(WalkEvent::Skipped(Skipped {
+            path: path.to_path_buf(),
+            op,
+            error,
+            outcome,
+        }))
+    }
+
     fn walk_input(&mut self, input: &Path) -> Result<()> {
         let (arch, note) = archive_path_of(input.as_os_str().as_bytes());
         if let Some(note) = note
@@ -225,9 +296,12 @@ impl Walker<'_> {
                 "lies below a file or link stored from an earlier input; skipped",
             );
         }
+        if self.select.excludes_a_parent(&arch) {
+            return Ok(());
+        }
         let deref = self.opts.dereference;
         let mut warnings = Vec::new();
-        let (st, via_link, xattrs) = longpath::with_parent(input, |dir, name| {
+        let found = longpath::with_parent(input, |dir, name| {
             let (st, via_link) = stat_child(dir, name, deref)?;
             // The root's own attributes went into the root entry.
             let xattrs = if arch.is_empty() || matches!(kind_of(&st), StatKind::Special(_)) {
@@ -237,21 +311,28 @@ impl Walker<'_> {
                     .xattrs(dir, name, input, via_link, &mut |w| warnings.push(w))
             };
             Ok((st, via_link, xattrs))
-        })
-        .map_err(|e| Error::io(input, "stat", e))?;
+        });
         self.warn_all(input, warnings)?;
+        let (st, via_link, xattrs) = match found {
+            Ok(found) => found,
+            Err(e) => return self.skip(input, "stat", e, "skipped"),
+        };
         let mut source = input.to_path_buf();
         if via_link && kind_of(&st) == StatKind::File {
-            source = std::fs::canonicalize(input)
-                .map_err(|e| Error::io(input, "resolve symbolic link", e))?;
+            source = match std::fs::canonicalize(input) {
+                Ok(real) => real,
+                Err(e) => return self.skip(input, "resolve symbolic link", e, "skipped"),
+            };
         }
         let link = if kind_of(&st) == StatKind::Symlink {
-            longpath::with_parent(input, |dir, name| Ok(readlinkat(dir, name, Vec::new())?))
-                .map_err(|e| Error::io(input, "readlink", e))?
-                .into_bytes()
+            match longpath::with_parent(input, |dir, name| Ok(readlinkat(dir, name, Vec::new())?)) {
+                Ok(t) => t.into_bytes(),
+                Err(e) => return self.skip(input, "read link", e, "skipped"),
+            }
         } else {
             Vec::new()
         };
+        self.input_dev = st.st_dev;
         if arch.is_empty() && kind_of(&st) != StatKind::Dir {
             return self.warn(
                 input,
@@ -273,11 +354,19 @@ impl Walker<'_> {
 
     fn visit(&mut self, p: Pending, stack: &mut Vec<Pending>) -> Result<()> {
         if p.arch.len() > MAX_PATH_LEN {
-            return self.warn(
-                &p.source,
-                format!("path is longer than {MAX_PATH_LEN} bytes; skipped"),
+            let e = io::Error::new(
+                io::ErrorKind::InvalidFilename,
+                format!("its path is longer than {MAX_PATH_LEN} bytes"),
             );
+            return self.skip(&p.source, "archive", e, "skipped");
         }
+        let is_dir = kind_of(&p.st) == StatKind::Dir;
+        let other_device = p.st.st_dev != self.input_dev;
+        let descend = match self.select.verdict(&p.arch, is_dir, other_device, None) {
+            Verdict::Leave => return Ok(()),
+            Verdict::Store => true,
+            Verdict::StoreNoDescend => false,
+        };
         let kind = match kind_of(&p.st) {
             StatKind::Special(noun) => return self.warn(&p.source, format!("skipping {noun}")),
             StatKind::File => EntryKind::File,
@@ -289,15 +378,15 @@ impl Walker<'_> {
                 .overlap
                 .admit(self.input, &p.arch, kind == EntryKind::Dir)
             {
-                Verdict::New => {}
-                Verdict::Duplicate => return Ok(()),
-                Verdict::Conflict => {
+                overlap::Verdict::New => {}
+                overlap::Verdict::Duplicate => return Ok(()),
+                overlap::Verdict::Conflict => {
                     return self.warn(
                         &p.source,
                         "stored already as another kind of entry from an earlier input; skipped with what is below it",
                     );
                 }
-                Verdict::SameDir => {
+                overlap::Verdict::SameDir => {
                     // Stored already; walk below it unless it is the directory walked then.
                     if !self.dirs_seen.contains(&identity(&p.st)) {
                         let children = self.list_dir(&p.source, &p.st, &p.arch)?;
@@ -333,7 +422,7 @@ impl Walker<'_> {
                     }
                 }
             }
-            EntryKind::Dir => {
+            EntryKind::Dir if descend => {
                 let children = self.list_dir(&p.source, &p.st, &meta.path)?;
                 stack.extend(children.into_iter().rev());
             }
@@ -372,24 +461,22 @@ impl Walker<'_> {
         let fd = match longpath::open(source, flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(e) => {
-                self.warn(source, format!("cannot open directory: {e}; stored empty"))?;
+                self.skip(source, "open directory", e, "stored empty")?;
                 return Ok(Vec::new());
             }
         };
         match fstat(&fd) {
             Ok(now) if identity(&now) == identity(st) => {}
             _ => {
-                self.warn(
-                    source,
-                    "directory was replaced while being archived; stored empty",
-                )?;
+                let e = io::Error::other("it was replaced while being archived");
+                self.skip(source, "read directory", e, "stored empty")?;
                 return Ok(Vec::new());
             }
         }
         let mut dir = match Dir::new(fd) {
             Ok(d) => d,
             Err(e) => {
-                self.warn(source, format!("cannot read directory: {e}; stored empty"))?;
+                self.skip(source, "read directory", e.into(), "stored empty")?;
                 return Ok(Vec::new());
             }
         };
@@ -403,10 +490,7 @@ impl Walker<'_> {
                     }
                 }
                 Err(e) => {
-                    self.warn(
-                        source,
-                        format!("error while reading directory: {e}; listing cut short"),
-                    )?;
+                    self.skip(source, "read directory", e.into(), "listing cut short")?;
                     break;
                 }
             }
@@ -415,17 +499,20 @@ impl Walker<'_> {
         let dirfd = match dir.fd() {
             Ok(fd) => fd,
             Err(e) => {
-                self.warn(source, format!("cannot read directory: {e}; stored empty"))?;
+                self.skip(source, "read directory", e.into(), "stored empty")?;
                 return Ok(Vec::new());
             }
         };
+        if self.select.exclude_caches && is_tagged_cache(dirfd.as_fd(), &names) {
+            names.retain(|n| n == super::select::CACHEDIR_TAG);
+        }
         let mut out = Vec::with_capacity(names.len());
         for name in names {
             let mut child = source.join(OsStr::from_bytes(&name));
             let (st, via_link) = match stat_child(dirfd.as_fd(), &name, self.opts.dereference) {
                 Ok(found) => found,
                 Err(e) => {
-                    self.warn(&child, format!("cannot stat ({e}); skipped"))?;
+                    self.skip(&child, "stat", e, "skipped")?;
                     continue;
                 }
             };
@@ -437,10 +524,7 @@ impl Walker<'_> {
                 match std::fs::canonicalize(&child) {
                     Ok(real) => child = real,
                     Err(e) => {
-                        self.warn(
-                            &child,
-                            format!("cannot resolve symbolic link ({e}); skipped"),
-                        )?;
+                        self.skip(&child, "resolve symbolic link", e, "skipped")?;
                         continue;
                     }
                 }
@@ -449,10 +533,7 @@ impl Walker<'_> {
                 match readlinkat(dirfd.as_fd(), name.as_slice(), Vec::new()) {
                     Ok(t) => t.into_bytes(),
                     Err(e) => {
-                        self.warn(
-                            &child,
-                            format!("cannot read link ({}); skipped", io::Error::from(e)),
-                        )?;
+                        self.skip(&child, "read link", e.into(), "skipped")?;
                         continue;
                     }
                 }
@@ -467,10 +548,7 @@ impl Walker<'_> {
                     AtFlags::EACCESS,
                 )
             {
-                self.warn(
-                    &child,
-                    format!("cannot read ({}); skipped", io::Error::from(e)),
-                )?;
+                self.skip(&child, "read", e.into(), "skipped")?;
                 continue;
             }
             let mut child_arch = Vec::with_capacity(arch.len() + 1 + name.len());

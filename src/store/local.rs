@@ -190,7 +190,8 @@ impl FileSink {
             .try_clone()
             .map_err(|e| Error::io(t.path(), "open", e))?;
         // The temporary archive and the output it replaces are never archived, even when
-        // they lie inside an input directory.
+        // they lie inside an input directory (`krypta::compress` refuses, before this, to
+        // replace an output the walk would read: `Error::OutputIsInput`).
         let mut own = Vec::new();
         if let Ok(m) = t.as_file().metadata() {
             own.push((m.dev(), m.ino()));

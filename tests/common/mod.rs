@@ -37,6 +37,47 @@ pub fn ok(args: &[&str]) -> Output {
     o
 }
 
+/// Splits the end summary of `krypta c` / `krypta x` (issue 14: one line, last, unless `-q`)
+/// off `stderr`, checking its shape: `krypta: NAME: N entries[ extracted], A in, B out (R%),
+/// T` (R is `-` for no input). Returns the lines before it (each with its newline) and the summary line.
+pub fn split_summary(stderr: &str) -> (String, String) {
+    let body = stderr
+        .strip_suffix('\n')
+        .expect("stderr ends with a newline");
+    let (rest, last) = match body.rfind('\n') {
+        Some(i) => (&stderr[..=i], &body[i + 1..]),
+        None => ("", body),
+    };
+    assert!(
+        last.starts_with("krypta: ")
+            && last.contains(" entries")
+            && last.contains(" in, ")
+            && last.contains(" out (")
+            && last.contains("), "),
+        "no summary line at the end of: {stderr}"
+    );
+    (rest.to_string(), last.to_string())
+}
+
+/// `stderr` without the one end-summary line of `krypta c` / `krypta x` (checked to be there,
+/// with the shape [`split_summary`] checks); on exit 6 it comes before the final error line.
+pub fn drop_summary(stderr: &str) -> String {
+    let is_summary = |l: &str| {
+        l.starts_with("krypta: ")
+            && l.contains(" entries")
+            && l.contains(" in, ")
+            && l.contains(" out (")
+            && l.contains("), ")
+    };
+    let n = stderr.lines().filter(|l| is_summary(l)).count();
+    assert_eq!(n, 1, "one summary line expected in: {stderr}");
+    stderr
+        .lines()
+        .filter(|l| !is_summary(l))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 pub fn code(o: &Output) -> i32 {
     o.status.code().expect("exit code, not a signal")
 }

@@ -12,7 +12,8 @@ use krypta::fs::extract::{ExtractOptions, Extractor};
 use krypta::fs::source::FileSource;
 use krypta::fs::walk::{InputEntry, WalkEvent, WalkOptions, archive_path_of, walk};
 
-/// Walks `inputs`, returning entries and warnings.
+/// Walks `inputs`, returning entries and warnings; an input that cannot be read ends the walk
+/// with its I/O error, as `krypta c --strict` does (the walk itself only reports it).
 pub fn collect(
     inputs: &[PathBuf],
     opts: WalkOptions,
@@ -23,6 +24,7 @@ pub fn collect(
         match ev {
             WalkEvent::Entry(e) => entries.push(e),
             WalkEvent::Warning(w) => warnings.push(w),
+            WalkEvent::Skipped(s) => return Err(s.into_error()),
         }
         Ok(())
     })?;

@@ -1,0 +1,66 @@
+//! `krypta x`: the conflict policy flags, the selection (literal or `--wildcards`), the
+//! library call and the summary line.
+
+use std::os::unix::ffi::OsStrExt;
+use std::time::Instant;
+
+use super::args::*;
+use super::keys::open_options;
+use super::size::human_bytes;
+use crate::Term;
+use krypta::fs::conflict::Existing;
+use krypta::{Error, Result};
+
+pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<u8> {
+    let open = open_options(&a.keys, &a.archive)?;
+    let existing = if a.force {
+        Existing::Replace
+    } else if a.keep_old_files {
+        Existing::Keep
+    } else if a.skip_existing {
+        Existing::Skip
+    } else {
+        Existing::Refuse
+    };
+    let d = krypta::fs::extract::ExtractOptions::default();
+    let req = krypta::ExtractRequest {
+        output: a.output.clone(),
+        paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        wildcards: a.wildcards,
+        stdout: a.stdout,
+        fs: krypta::fs::extract::ExtractOptions {
+            existing,
+            strip_components: a.strip_components,
+            no_mtime: a.no_mtime,
+            same_permissions: a.same_permissions,
+            restore_owner: (d.restore_owner || a.owner.same_owner) && !a.owner.no_same_owner,
+            numeric_owner: a.meta.numeric_owner,
+            xattrs: a.meta.xattrs(),
+            ..d
+        },
+    };
+    if verbose {
+        term.list_entries(a.stdout);
+    }
+    let started = Instant::now();
+    let result = krypta::extract(&a.archive, open, req, term);
+    let summary = match &result {
+        Ok(s) => Some(s.clone()),
+        Err(Error::KeptExisting { summary, .. }) => Some((**summary).clone()),
+        Err(_) => None,
+    };
+    if let Some(s) = summary
+        && !term.is_quiet()
+    {
+        eprintln!(
+            "krypta: {}: {} entries extracted, {} in, {} out ({}), {}",
+            a.archive.display(),
+            term.entries_done(),
+            human_bytes(s.frame_bytes),
+            human_bytes(s.bytes),
+            super::show::ratio(s.frame_bytes, s.bytes),
+            super::clock::duration(started.elapsed())
+        );
+    }
+    result.map(|_| 0)
+}

@@ -1,0 +1,93 @@
+//! `krypta l`, `krypta t` and `krypta info`: reading an archive and printing what it holds,
+//! as text or JSON (`super::json`).
+
+use std::os::unix::ffi::OsStrExt;
+
+use super::args::*;
+use super::clock::Clock;
+use super::entries::{stored_shares, view};
+use super::keys::open_options;
+use super::show::{ListStyle, print_info, print_list};
+use crate::Term;
+use krypta::archive::visit::Selection;
+use krypta::{Error, Result};
+
+pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
+    let open = open_options(&a.keys, &a.archive)?;
+    let paths: Vec<Vec<u8>> = a.paths.iter().map(|p| p.as_bytes().to_vec()).collect();
+    let mut select = if a.wildcards {
+        Selection::wildcards(&paths)?
+    } else {
+        Selection::new(paths)
+    };
+    // --b3 needs every file's digest: format 2 stores none for small files, so those are
+    // read and hashed (krypta::list_with_digests).
+    let (entries, frames) = if a.b3 {
+        krypta::list_with_digests(&a.archive, open, term)?
+    } else {
+        krypta::list_with(&a.archive, open, term)?
+    };
+    let all: Vec<_> = entries.iter().map(view).collect();
+    // Shares are computed over every entry (a frame is shared by all its entries), then the
+    // filter picks the lines.
+    let stored = stored_shares(&all, &frames);
+    let (views, stored): (Vec<_>, Vec<u64>) = all
+        .into_iter()
+        .zip(stored)
+        .filter(|(v, _)| select.matches(&v.meta.path))
+        .unzip();
+    let missing = select.unmatched();
+    if a.json {
+        super::json::print_entries(&views, &stored)?;
+    } else {
+        let style = if a.b3 {
+            ListStyle::B3
+        } else if a.long {
+            ListStyle::Long
+        } else if verbose {
+            ListStyle::Verbose
+        } else {
+            ListStyle::Short
+        };
+        print_list(&views, &stored, &frames, style, &Clock::new(a.utc))?;
+    }
+    if !missing.is_empty() {
+        return Err(Error::Usage(format!(
+            "not found in {}: {}",
+            a.archive.display(),
+            missing.join(", ")
+        )));
+    }
+    Ok(0)
+}
+
+pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
+    let open = open_options(&a.keys, &a.archive)?;
+    let s = krypta::test(&a.archive, open, term)?;
+    if a.json {
+        super::json::print_object(&super::json::test_ok(&a.archive, &s))?;
+    } else if !term.is_quiet() {
+        eprintln!(
+            "krypta: {}: OK ({} entries, {} files, {} bytes, {} blocks verified)",
+            a.archive.display(),
+            s.entries,
+            s.files,
+            s.bytes,
+            s.frames
+        );
+    }
+    Ok(0)
+}
+
+pub(crate) fn info(a: InfoArgs, term: &mut Term) -> Result<u8> {
+    let f = krypta::archive::reader::facts(&a.archive)?;
+    for d in &f.details {
+        krypta::Reporter::detail(term, d);
+    }
+    if a.json {
+        super::json::print_object(&super::json::info_object(&a.archive, &f))?;
+    } else {
+        print_info(&a.archive, &f, &Clock::new(a.utc));
+    }
+    Ok(0)
+}

@@ -1,0 +1,233 @@
+//! Issue 14, "Restoring into a tree that is not empty", through the binary: the check before
+//! anything is written, `-k`, `--skip-existing`, `-f`, conflicts met while reading a stream,
+//! and `--wildcards` PATHs with a pattern that matches nothing named.
+
+mod cli_common;
+mod common;
+
+use cli_common::*;
+use common::code;
+
+/// a.kry holding t/{one,two,sub/three,sub/deep/four.c,new.c}.
+fn archive(fx: &Fx) {
+    fx.file("t/one", b"1");
+    fx.file("t/two", b"2");
+    fx.file("t/sub/three", b"3");
+    fx.file("t/sub/deep/four.c", b"4");
+    fx.file("t/new.c", b"new");
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+}
+
+/// An output o/ where t/one and t/sub/three already exist with other contents.
+fn occupied(fx: &Fx) {
+    fx.file("o/t/one", b"old one");
+    fx.file("o/t/sub/three", b"old three");
+}
+
+#[test]
+fn existing_files_stop_the_extraction_before_anything_is_written_naming_them_all() {
+    let fx = Fx::new();
+    archive(&fx);
+    occupied(&fx);
+    let o = fx.run(&["x", "a.kry", "-o", "o"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: o: 2 existing file(s) in the way: o/t/one, o/t/sub/three (nothing was \
+             extracted; -k or --skip-existing keeps existing files, -f replaces them)\n"
+                .to_string()
+        )
+    );
+    assert!(!fx.exists("o/t/two"));
+    assert!(!fx.exists("o/t/new.c"));
+    assert!(!fx.exists("o/t/sub/deep"));
+    assert_eq!(fx.read("o/t/one"), b"old one");
+}
+
+#[test]
+fn more_than_ten_conflicts_are_counted_and_the_first_ten_named() {
+    let fx = Fx::new();
+    for i in 0..12 {
+        fx.file(&format!("t/f{i:02}"), b"x");
+        fx.file(&format!("o/t/f{i:02}"), b"y");
+    }
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+    let o = fx.run(&["x", "a.kry", "-o", "o"]);
+    let names: Vec<String> = (0..10).map(|i| format!("o/t/f{i:02}")).collect();
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            format!(
+                "krypta: o: 12 existing file(s) in the way: {}, and 2 more (nothing was \
+                 extracted; -k or --skip-existing keeps existing files, -f replaces them)\n",
+                names.join(", ")
+            )
+        )
+    );
+}
+
+#[test]
+fn keep_old_files_names_each_kept_file_extracts_the_rest_and_exits_6() {
+    let fx = Fx::new();
+    archive(&fx);
+    for flag in ["-k", "--keep-old-files"] {
+        if fx.exists("o") {
+            std::fs::remove_dir_all(fx.p("o")).unwrap();
+        }
+        occupied(&fx);
+        let o = fx.run(&["x", "a.kry", "-o", "o", flag]);
+        assert_eq!(code(&o), 6, "{}", err(&o));
+        let e = err(&o);
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 4, "{e}");
+        assert_eq!(
+            lines[..2],
+            [
+                "krypta: warning: o/t/one: exists; kept, not replaced",
+                "krypta: warning: o/t/sub/three: exists; kept, not replaced"
+            ]
+        );
+        assert!(lines[2].starts_with("krypta: a.kry: "), "{e}");
+        assert_eq!(
+            lines[3],
+            "krypta: extracted, but 2 existing file(s) were kept, not replaced (-k; see warnings)"
+        );
+        assert_eq!(fx.read("o/t/one"), b"old one");
+        assert_eq!(fx.read("o/t/sub/three"), b"old three");
+        assert_eq!(fx.read("o/t/two"), b"2");
+        assert_eq!(fx.read("o/t/sub/deep/four.c"), b"4");
+        assert_eq!(fx.read("o/t/new.c"), b"new");
+    }
+}
+
+#[test]
+fn skip_existing_keeps_existing_files_silently_and_exits_0() {
+    let fx = Fx::new();
+    archive(&fx);
+    occupied(&fx);
+    let o = fx.run(&["x", "a.kry", "-o", "o", "--skip-existing"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(warnings(&o).is_empty(), "{}", err(&o));
+    assert_eq!(fx.read("o/t/one"), b"old one");
+    assert_eq!(fx.read("o/t/two"), b"2");
+    let o = fx.run(&["x", "-q", "a.kry", "-o", "o", "--skip-existing"]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+}
+
+#[test]
+fn force_replaces_existing_files_and_the_flags_exclude_each_other() {
+    let fx = Fx::new();
+    archive(&fx);
+    occupied(&fx);
+    fx.ok(&["x", "-q", "a.kry", "-o", "o", "-f"]);
+    assert_eq!(fx.read("o/t/one"), b"1");
+    assert_eq!(fx.read("o/t/sub/three"), b"3");
+    for pair in [
+        ["-k", "-f"],
+        ["-k", "--skip-existing"],
+        ["--skip-existing", "-f"],
+    ] {
+        let o = fx.run(&["x", "a.kry", "-o", "o", pair[0], pair[1]]);
+        assert_eq!(code(&o), 1, "{pair:?}: {}", err(&o));
+        assert!(err(&o).contains("cannot be used with"), "{}", err(&o));
+    }
+}
+
+#[test]
+fn a_directory_is_never_replaced_by_a_file_even_with_force() {
+    let fx = Fx::new();
+    archive(&fx);
+    fx.mkdir("o/t/two/inside");
+    let o = fx.run(&["x", "a.kry", "-o", "o", "-f"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: o: 1 existing file(s) in the way: o/t/two (nothing was extracted; -k or \
+             --skip-existing keeps existing files, -f replaces them)\n"
+                .to_string()
+        )
+    );
+    assert!(is_dir(&fx.p("o/t/two/inside")));
+    assert!(!fx.exists("o/t/one"));
+}
+
+#[test]
+fn from_a_stream_conflicts_are_kept_everything_else_extracted_and_all_named_at_the_end() {
+    let fx = Fx::new();
+    archive(&fx);
+    occupied(&fx);
+    let kry = fx.read("a.kry");
+    let o = fx.run_stdin(&["x", "-", "-o", "o"], &kry);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: warning: o/t/one: exists; kept, not replaced\n\
+             krypta: warning: o/t/sub/three: exists; kept, not replaced\n\
+             krypta: o: 2 existing file(s) in the way: o/t/one, o/t/sub/three (they were kept; \
+             everything else was extracted; -k or --skip-existing keeps existing files, -f \
+             replaces them)\n"
+                .to_string()
+        )
+    );
+    assert_eq!(fx.read("o/t/one"), b"old one");
+    assert_eq!(fx.read("o/t/two"), b"2");
+    assert_eq!(fx.read("o/t/sub/deep/four.c"), b"4");
+    // -k on a stream: the same files kept, exit 6.
+    let o = fx.run_stdin(&["x", "-q", "-", "-o", "o", "-k"], &kry);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+}
+
+#[test]
+fn wildcards_select_by_glob_and_a_pattern_that_matches_nothing_is_named() {
+    let fx = Fx::new();
+    archive(&fx);
+    let o = fx.run(&["x", "a.kry", "-o", "o", "--wildcards", "*.c", "nomatch*"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o).lines().last().unwrap(),
+        "krypta: not found in a.kry: nomatch*"
+    );
+    assert_eq!(fx.read("o/t/new.c"), b"new");
+    assert_eq!(fx.read("o/t/sub/deep/four.c"), b"4");
+    assert!(!fx.exists("o/t/one"));
+    // A matching directory selects everything below it; a leading / anchors.
+    fx.ok(&["x", "-q", "a.kry", "-o", "p", "--wildcards", "/t/s?b"]);
+    let got: Vec<String> = walkdir::WalkDir::new(fx.p("p"))
+        .sort_by_file_name()
+        .into_iter()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .strip_prefix(fx.p("p"))
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "",
+            "t",
+            "t/sub",
+            "t/sub/deep",
+            "t/sub/deep/four.c",
+            "t/sub/three"
+        ]
+    );
+    let o = fx.run(&["x", "a.kry", "-o", "q", "--wildcards", "/sub"]);
+    assert_eq!(
+        (code(&o), err(&o).lines().last().unwrap().to_string()),
+        (1, "krypta: not found in a.kry: /sub".to_string())
+    );
+    // Without --wildcards a * is a literal character.
+    let o = fx.run(&["x", "a.kry", "-o", "r", "*.c"]);
+    assert_eq!(
+        (code(&o), err(&o).lines().last().unwrap().to_string()),
+        (1, "krypta: not found in a.kry: *.c".to_string())
+    );
+}

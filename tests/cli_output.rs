@@ -1,0 +1,277 @@
+//! Issue 14, "Output people read": `-v` lists entries as they are written or extracted, the
+//! end summary of `c` and `x` (and `-q`), `list` PATH filters, `-l/--long`, times in local
+//! time with the zone (TZ honoured) and `--utc`, sizes in the units people type.
+
+mod cli_common;
+mod common;
+
+use cli_common::*;
+use common::code;
+
+const T: i64 = 1_700_000_000; // 2023-11-14 22:13:20 UTC
+
+fn set_mtime(p: &std::path::Path, secs: i64) {
+    let t = filetime::FileTime::from_unix_time(secs, 0);
+    filetime::set_symlink_file_times(p, t, t).unwrap();
+}
+
+/// t/ = { a (5 bytes), d/, d/b (3 bytes), l -> a }, every mtime T, modes 0644 / 0755.
+fn tree(fx: &Fx) {
+    use std::os::unix::fs::PermissionsExt;
+    fx.file("t/a", b"hello");
+    fx.file("t/d/b", b"abc");
+    std::os::unix::fs::symlink("a", fx.p("t/l")).unwrap();
+    for (rel, mode) in [
+        ("t/a", 0o644),
+        ("t/d/b", 0o644),
+        ("t/d", 0o755),
+        ("t", 0o755),
+    ] {
+        std::fs::set_permissions(fx.p(rel), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    for rel in ["t/a", "t/d/b", "t/l", "t/d", "t"] {
+        set_mtime(&fx.p(rel), T);
+    }
+}
+
+#[test]
+fn verbose_lists_entries_as_written_and_extracted_and_the_summary_ends_the_run() {
+    let fx = Fx::new();
+    tree(&fx);
+    let o = fx.run(&["c", "-v", "a.kry", "t"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(out(&o), "t/\nt/a\nt/d/\nt/d/b\nt/l\n");
+    let (rest, summary) = common::split_summary(&err(&o));
+    assert_eq!(rest, "");
+    assert!(
+        summary.starts_with("krypta: a.kry: 5 entries, 8 B in, "),
+        "{summary}"
+    );
+    assert!(summary.ends_with(" s"), "{summary}");
+    // The archive on stdout: the listing moves to stderr, before the summary.
+    let o = fx.run(&["c", "-v", "-", "t"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let (rest, _) = common::split_summary(&err(&o));
+    assert_eq!(rest, "t/\nt/a\nt/d/\nt/d/b\nt/l\n");
+    let o = fx.run(&["x", "-v", "a.kry", "-o", "o"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(out(&o), "t/\nt/a\nt/d/\nt/d/b\nt/l\n");
+    let (rest, summary) = common::split_summary(&err(&o));
+    assert_eq!(rest, "");
+    assert!(
+        summary.starts_with("krypta: a.kry: 5 entries extracted, "),
+        "{summary}"
+    );
+    assert!(summary.contains(" in, 8 B out ("), "{summary}");
+    // -k: a kept file is not listed as extracted, and not counted.
+    std::fs::remove_file(fx.p("o/t/d/b")).unwrap();
+    let o = fx.run(&["x", "-v", "-k", "a.kry", "-o", "o"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(out(&o), "t/\nt/d/\nt/d/b\n");
+    assert!(
+        err(&o).contains("krypta: a.kry: 3 entries extracted, "),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn quiet_prints_no_summary() {
+    let fx = Fx::new();
+    tree(&fx);
+    for args in [
+        &["c", "-q", "a.kry", "t"][..],
+        &["x", "-q", "a.kry", "-o", "o"],
+    ] {
+        let o = fx.run(args);
+        assert_eq!(
+            (code(&o), err(&o), out(&o)),
+            (0, String::new(), String::new())
+        );
+    }
+}
+
+#[test]
+fn list_filters_by_path_and_names_a_path_not_in_the_archive() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+    let o = fx.ok(&["l", "--utc", "a.kry", "t/d"]);
+    assert_eq!(
+        out(&o),
+        "drwxr-xr-x            0 2023-11-14 22:13:20 +0000 t/d\n\
+         -rw-r--r--            3 2023-11-14 22:13:20 +0000 t/d/b\n"
+    );
+    let o = fx.ok(&["l", "--utc", "--wildcards", "a.kry", "*/b", "l"]);
+    assert_eq!(
+        out(&o),
+        "-rw-r--r--            3 2023-11-14 22:13:20 +0000 t/d/b\n\
+         lrwxrwxrwx            0 2023-11-14 22:13:20 +0000 t/l -> a\n"
+    );
+    let o = fx.run(&["l", "--utc", "a.kry", "t/a", "t/nope"]);
+    assert_eq!(
+        (code(&o), out(&o), err(&o)),
+        (
+            1,
+            "-rw-r--r--            5 2023-11-14 22:13:20 +0000 t/a\n".to_string(),
+            "krypta: not found in a.kry: t/nope\n".to_string()
+        )
+    );
+}
+
+#[test]
+fn long_listing_shows_owner_stored_bytes_and_ratio_and_they_add_up() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+    let long = out(&fx.ok(&["l", "-l", "--utc", "a.kry"]));
+    let json = out(&fx.ok(&["l", "--json", "a.kry"]));
+    let verbose = out(&fx.ok(&["l", "-v", "--utc", "a.kry"]));
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    let mut total = 0;
+    let lines: Vec<&str> = long.lines().collect();
+    assert_eq!(lines.len(), 5);
+    for (line, obj) in lines.iter().zip(json.lines()) {
+        let v: serde_json::Value = serde_json::from_str(obj).unwrap();
+        let (size, stored) = (v["size"].as_u64().unwrap(), v["stored"].as_u64().unwrap());
+        total += stored;
+        let ratio = if size == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}%", stored as f64 * 100.0 / size as f64)
+        };
+        let mode = match v["type"].as_str().unwrap() {
+            "dir" => "drwxr-xr-x",
+            "file" => "-rw-r--r--",
+            _ => "lrwxrwxrwx",
+        };
+        let path = v["path"].as_str().unwrap();
+        let link = if path == "t/l" { " -> a" } else { "" };
+        let owner = format!("{uid:>5}/{gid:<5}");
+        assert_eq!(
+            *line,
+            format!(
+                "{mode} {owner} {size:>12} {stored:>12} {ratio:>6} 2023-11-14 22:13:20 +0000 \
+                 {path}{link}"
+            )
+        );
+    }
+    // One data block holds everything: the shares add up to its bytes exactly.
+    let in_block: Vec<&str> = verbose
+        .lines()
+        .map(|l| l.split("[blocks 0-0, ").nth(1).unwrap())
+        .collect();
+    assert!(in_block.iter().all(|b| *b == in_block[0]), "{verbose}");
+    let block_bytes: u64 = in_block[0].split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(total, block_bytes);
+    for conflicting in [&["-l", "--json"][..], &["-l", "--b3"]] {
+        let o = fx.run(&[&["l"], conflicting, &["a.kry"]].concat());
+        assert_eq!(code(&o), 1, "{}", err(&o));
+    }
+}
+
+#[test]
+fn times_are_local_with_the_zone_tz_honoured_and_utc_on_request() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+    let line = |tz: &str, extra: &[&str]| {
+        let o = fx.run_env(&[&["l"], extra, &["a.kry", "t/a"]].concat(), &[("TZ", tz)]);
+        assert_eq!(code(&o), 0, "{}", err(&o));
+        out(&o)
+    };
+    let want = |when: &str| format!("-rw-r--r--            5 {when} t/a\n");
+    assert_eq!(line("UTC", &[]), want("2023-11-14 22:13:20 +0000"));
+    assert_eq!(
+        line("CET-1CEST,M3.5.0,M10.5.0/3", &[]),
+        want("2023-11-14 23:13:20 +0100")
+    );
+    assert_eq!(line("<-0330>3:30", &[]), want("2023-11-14 18:43:20 -0330"));
+    assert_eq!(
+        line("CET-1CEST,M3.5.0,M10.5.0/3", &["--utc"]),
+        want("2023-11-14 22:13:20 +0000")
+    );
+    if std::path::Path::new("/usr/share/zoneinfo/Asia/Kolkata").exists() {
+        assert_eq!(line("Asia/Kolkata", &[]), want("2023-11-15 03:43:20 +0530"));
+    }
+    // info: the creation time the same way (SOURCE_DATE_EPOCH fixes it).
+    let o = fx.run_env(
+        &["c", "-q", "e.kry", "t"],
+        &[("SOURCE_DATE_EPOCH", &T.to_string())],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let created = |tz: &str, extra: &[&str]| {
+        let o = fx.run_env(&[&["info"], extra, &["e.kry"]].concat(), &[("TZ", tz)]);
+        out(&o)
+            .lines()
+            .find(|l| l.starts_with("created:"))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        created("CET-1CEST,M3.5.0,M10.5.0/3", &[]),
+        "created:        2023-11-14 23:13:20 +0100 (1700000000)"
+    );
+    assert_eq!(
+        created("CET-1CEST,M3.5.0,M10.5.0/3", &["--utc"]),
+        "created:        2023-11-14 22:13:20 +0000 (1700000000)"
+    );
+}
+
+#[test]
+fn sizes_accept_the_units_people_type() {
+    let fx = Fx::new();
+    tree(&fx);
+    for (arg, bytes) in [
+        ("4M", 4 << 20),
+        ("4MiB", 4 << 20),
+        ("4Mi", 4 << 20),
+        ("4m", 4 << 20),
+        ("4MB", 4_000_000),
+        ("512k", 512 << 10),
+        ("512K", 512 << 10),
+        ("512kB", 512_000),
+        ("1.5M", 3 << 19),
+        ("65536", 65536),
+    ] {
+        let name = format!("{arg}.kry");
+        fx.ok(&["c", "-q", "-b", arg, &name, "t"]);
+        let o = fx.ok(&["info", "--json", &name]);
+        let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+        assert_eq!(v["block_size"], bytes, "-b {arg}");
+    }
+    for (arg, why) in [
+        ("4X", "unknown unit"),
+        ("1.3K", "not a whole number of bytes"),
+        ("M", "expected a number"),
+    ] {
+        let o = fx.run(&["c", "-b", arg, "x.kry", "t"]);
+        assert_eq!(code(&o), 1);
+        assert!(
+            err(&o).starts_with(&format!("krypta: bad size '{arg}': {why}")),
+            "{arg}: {}",
+            err(&o)
+        );
+    }
+    // --kdf-memory: a plain number is MiB, units as for -b.
+    fx.file("pw", b"pw");
+    for (arg, kib) in [("8", 8192), ("8MiB", 8192), ("16M", 16384)] {
+        let name = format!("k{arg}.kry");
+        fx.ok(&[
+            "c",
+            "-q",
+            "--pass-file",
+            "pw",
+            "--kdf-memory",
+            arg,
+            "--kdf-iterations",
+            "1",
+            &name,
+            "t",
+        ]);
+        let o = fx.ok(&["info", "--json", &name]);
+        let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+        assert_eq!(v["stanzas"][0]["memory_kib"], kib, "--kdf-memory {arg}");
+    }
+}
