@@ -27,7 +27,6 @@
 //!   remembers 16 bytes (a BLAKE3 prefix) per stored name for this, only when there is more
 //!   than one input.
 
-use std::collections::HashSet;
 use std::io::Read;
 use std::os::fd::BorrowedFd;
 
@@ -134,21 +133,10 @@ impl Selector {
     }
 
     /// The decision for the entry stored as `name`; `other_device` is true for a directory
-    /// on another device than its input; `seen` remembers the names stored (when given).
-    pub fn verdict(
-        &self,
-        name: &[u8],
-        is_dir: bool,
-        other_device: bool,
-        seen: Option<&mut SeenNames>,
-    ) -> Verdict {
+    /// on another device than its input. (Overlapping inputs are the walk's
+    /// `super::overlap`, which also knows the kind of what was stored first.)
+    pub fn verdict(&self, name: &[u8], is_dir: bool, other_device: bool) -> Verdict {
         if !name.is_empty() && self.excludes(name, is_dir) {
-            return Verdict::Leave;
-        }
-        if let Some(seen) = seen
-            && !name.is_empty()
-            && !seen.first_time(name)
-        {
             return Verdict::Leave;
         }
         if is_dir && other_device && self.one_file_system {
@@ -156,19 +144,6 @@ impl Selector {
         } else {
             Verdict::Store
         }
-    }
-}
-
-/// The stored names met so far, as 128-bit BLAKE3 prefixes (16 bytes each).
-#[derive(Debug, Default)]
-pub struct SeenNames(HashSet<[u8; 16]>);
-
-impl SeenNames {
-    /// True the first time `name` is offered.
-    pub fn first_time(&mut self, name: &[u8]) -> bool {
-        let mut k = [0u8; 16];
-        k.copy_from_slice(&blake3::hash(name).as_bytes()[..16]);
-        self.0.insert(k)
     }
 }
 
@@ -225,23 +200,15 @@ mod tests {
     }
 
     #[test]
-    fn verdicts_for_excluded_seen_and_other_device_entries() {
+    fn verdicts_for_excluded_and_other_device_entries() {
         let mut s = sel(&["*.o"]);
         s.one_file_system = true;
-        let mut seen = SeenNames::default();
-        assert_eq!(s.verdict(b"a.o", false, false, None), Verdict::Leave);
-        assert_eq!(
-            s.verdict(b"d", true, false, Some(&mut seen)),
-            Verdict::Store
-        );
-        assert_eq!(
-            s.verdict(b"d", true, false, Some(&mut seen)),
-            Verdict::Leave
-        );
-        assert_eq!(s.verdict(b"mnt", true, true, None), Verdict::StoreNoDescend);
-        assert_eq!(s.verdict(b"f", false, true, None), Verdict::Store);
+        assert_eq!(s.verdict(b"a.o", false, false), Verdict::Leave);
+        assert_eq!(s.verdict(b"d", true, false), Verdict::Store);
+        assert_eq!(s.verdict(b"mnt", true, true), Verdict::StoreNoDescend);
+        assert_eq!(s.verdict(b"f", false, true), Verdict::Store);
         s.one_file_system = false;
-        assert_eq!(s.verdict(b"mnt", true, true, None), Verdict::Store);
+        assert_eq!(s.verdict(b"mnt", true, true), Verdict::Store);
     }
 
     #[test]

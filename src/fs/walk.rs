@@ -362,7 +362,7 @@ impl Walker<'_> {
         }
         let is_dir = kind_of(&p.st) == StatKind::Dir;
         let other_device = p.st.st_dev != self.input_dev;
-        let descend = match self.select.verdict(&p.arch, is_dir, other_device, None) {
+        let descend = match self.select.verdict(&p.arch, is_dir, other_device) {
             Verdict::Leave => return Ok(()),
             Verdict::Store => true,
             Verdict::StoreNoDescend => false,
