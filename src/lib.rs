@@ -255,12 +255,30 @@ fn compress_into(
     Ok(summary)
 }
 
+/// `SOURCE_DATE_EPOCH` (reproducible builds): `None` when unset; a value that is not an
+/// integer number of seconds is refused (the reproducible-builds specification asks tools to
+/// fail), since it would otherwise give an archive id derived from the current second,
+/// neither random nor reproducible.
+pub fn source_date_epoch() -> Result<Option<i64>> {
+    match std::env::var_os("SOURCE_DATE_EPOCH") {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .map(Some)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "SOURCE_DATE_EPOCH={}: not an integer number of seconds since 1970",
+                    fs::escape_path(v.as_encoded_bytes())
+                ))
+            }),
+    }
+}
+
 /// The creation time to record: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
+/// (`compress` refuses an unparsable `SOURCE_DATE_EPOCH` first, see [`source_date_epoch`].)
 pub fn now_or_epoch() -> Timestamp {
-    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|v| v.trim().parse::<i64>().ok())
-    {
+    if let Ok(Some(secs)) = source_date_epoch() {
         return Timestamp { secs, nanos: 0 };
     }
     let d = std::time::SystemTime::now()

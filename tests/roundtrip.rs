@@ -80,6 +80,32 @@ fn output_does_not_depend_on_jobs_and_source_date_epoch_reproduces() {
     );
 }
 
+/// Regression: an unparsable SOURCE_DATE_EPOCH was ignored for the time but still made the
+/// archive "reproducible", so its id came from the current second (two archives made in the
+/// same second shared an id). It is refused, naming the value, and nothing is written.
+#[test]
+fn an_unparsable_source_date_epoch_is_refused_and_writes_nothing() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("f"), b"x").unwrap();
+    for bad in ["garbage", "12.5", ""] {
+        let o = krypta()
+            .args(["c", "a.kry", "f"])
+            .env("SOURCE_DATE_EPOCH", bad)
+            .current_dir(src.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{bad:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "krypta: SOURCE_DATE_EPOCH={bad}: not an integer number of seconds since 1970\n"
+            ),
+            "{bad:?}"
+        );
+        assert!(!src.path().join("a.kry").exists(), "{bad:?}");
+    }
+}
+
 #[test]
 fn stdin_to_stdout_streams_both_ways() {
     let data = bytes(3 * 1024 * 1024 + 17, 7, true);

@@ -176,8 +176,9 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         seen.push(id);
         true
     });
+    let epoch = krypta::source_date_epoch()?;
     let created = krypta::now_or_epoch().secs;
-    let reproducible = std::env::var_os("SOURCE_DATE_EPOCH").is_some() && recipients.is_empty();
+    let reproducible = epoch.is_some() && recipients.is_empty();
     let jobs = a
         .jobs
         .unwrap_or_else(|| {

@@ -49,6 +49,14 @@ impl Footer {
         b: &[u8; FOOTER_LEN],
         version: Version,
     ) -> Result<(Footer, [u8; 32]), FormatError> {
+        // The magic is checked first: a truncated archive's last 64 bytes are data, and their
+        // "flags" must not be reported as a signature or unknown flags.
+        if b[24..32] != FOOTER_MAGIC {
+            return Err(FormatError::invalid(
+                "footer",
+                "bad footer magic (truncated or not a krypta archive)",
+            ));
+        }
         let mut r = Reader::new(b, "footer");
         let index_offset = r.u64()?;
         let data_frames = r.u64()?;
@@ -72,12 +80,7 @@ impl Footer {
                 n
             }
         };
-        if r.array::<8>()? != FOOTER_MAGIC {
-            return Err(FormatError::invalid(
-                "footer",
-                "bad footer magic (truncated or not a krypta archive)",
-            ));
-        }
+        r.array::<8>()?;
         if index_frames == 0 {
             return Err(FormatError::invalid("footer", "no index frames"));
         }
@@ -96,6 +99,24 @@ impl Footer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the last 64 bytes of a truncated archive are data, and their bytes 20..24
+    /// were reported as "flag bit 0 (a signature frame)" or "unknown flags" before the magic
+    /// was looked at. The magic is checked first, in both versions.
+    #[test]
+    fn a_footer_without_its_magic_is_named_as_such_whatever_its_flags() {
+        for flags in [0u32, 1, 0x76d3_e01e] {
+            let mut b = [0xA5u8; FOOTER_LEN];
+            b[20..24].copy_from_slice(&flags.to_le_bytes());
+            for v in [Version::V1, Version::V2] {
+                let e = Footer::parse(&b, v).unwrap_err().to_string();
+                assert!(
+                    e.contains("bad footer magic (truncated or not a krypta archive)"),
+                    "{v:?} flags {flags:#x}: {e}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn footer_round_trips() {
