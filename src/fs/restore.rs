@@ -190,7 +190,16 @@ impl Policy {
         ids: &mut IdCache,
         kind: Made,
     ) -> Plan {
-        let wanted = self.mode(meta.mode);
+        // An access ACL restored with the entry states its permissions exactly (its mask is
+        // the group bits): the umask is not applied to them, as GNU tar does with `--acls`,
+        // or chmod would cut the mask and `getfacl` would differ from the source.
+        let exact_acl =
+            self.xattrs.keeps(ACL_ACCESS) && meta.xattrs.iter().any(|x| x.name == ACL_ACCESS);
+        let wanted = if exact_acl && !self.keep_special {
+            meta.mode & 0o777
+        } else {
+            self.mode(meta.mode)
+        };
         let created_owner = dir.map(|d| (self.euid, d.new_gid));
         let owner = if self.restore_owner {
             let want = self.owner_of(meta, ids);
@@ -390,6 +399,31 @@ mod tests {
             (p.owner, p.mode, p.created_mode),
             (None, Some(0o644), Some(0o644))
         );
+    }
+
+    /// Regression (review): as an ordinary user with umask 022, a file of mode 664 with an
+    /// access ACL came back 644 with its ACL mask cut to r--. The ACL's permissions are
+    /// restored exactly; without an ACL, or with ACLs not restored, the umask still applies.
+    #[test]
+    fn an_access_acl_keeps_its_permissions_from_the_umask() {
+        let mut ids = IdCache::default();
+        let mut m = meta(0o664, 5, 5);
+        m.xattrs = vec![crate::format::entry::Xattr {
+            name: ACL_ACCESS.to_vec(),
+            value: vec![2, 0, 0, 0],
+        }];
+        let p = policy(false).plan(&m, Some(&plain(1000)), &mut ids, Made::File);
+        assert_eq!(p.mode, Some(0o664));
+        let mut no_acls = policy(false);
+        no_acls.xattrs.acls = false;
+        assert_eq!(
+            no_acls
+                .plan(&m, Some(&plain(1000)), &mut ids, Made::File)
+                .mode,
+            Some(0o644)
+        );
+        let p = policy(false).plan(&meta(0o664, 5, 5), Some(&plain(1000)), &mut ids, Made::File);
+        assert_eq!(p.mode, Some(0o644));
     }
 
     #[test]
