@@ -138,6 +138,36 @@ pub enum Error {
         /// The archive path.
         path: PathBuf,
     },
+    /// A data frame of an archive whose header verified failed its tag: the key is known to
+    /// be right (a stanza opened and the header tag verified), so this is damage or
+    /// modification, never a wrong key (issue 11). Exit 2 (encrypted).
+    #[error("{}: archive damaged or modified at byte {offset} (frame {frame})", path.display())]
+    Damaged {
+        /// The archive path.
+        path: PathBuf,
+        /// The frame's offset, bytes.
+        offset: u64,
+        /// The frame's sequence number.
+        frame: u64,
+    },
+    /// A read that went on past damage (salvage): what was restored (or verified) and what
+    /// was not; the damaged entries were named in warnings before. Exit 2 for an encrypted
+    /// archive, 5 for an unencrypted one (the worst failure salvage read past).
+    #[error("{}: {verb} {restored} of {total} entries, {damaged} damaged", path.display())]
+    Salvaged {
+        /// The archive path.
+        path: PathBuf,
+        /// "restored" (extract) or "verified" (test).
+        verb: &'static str,
+        /// Entries restored or verified.
+        restored: u64,
+        /// Entries asked for.
+        total: u64,
+        /// Entries not restored.
+        damaged: u64,
+        /// The archive is encrypted.
+        sealed: bool,
+    },
     /// A checksum mismatch in an unencrypted archive (data corruption).
     #[error("{}: integrity check failed: {what}", path.display())]
     Integrity {
@@ -259,7 +289,15 @@ impl Error {
             | Error::Unwritable { .. }
             | Error::StoreConfig { .. } => 1,
             Error::Crypto(_) => 1,
+            Error::Salvaged { sealed, .. } => {
+                if *sealed {
+                    2
+                } else {
+                    5
+                }
+            }
             Error::AuthFailed { .. }
+            | Error::Damaged { .. }
             | Error::NotEncrypted { .. }
             | Error::StanzasUnknown { .. } => 2,
             Error::NotAnArchive { .. }

@@ -10,6 +10,7 @@ pub mod archive;
 pub mod bench;
 pub mod codec;
 pub mod crypto;
+mod damage;
 pub mod error;
 pub mod format;
 pub mod fs;
@@ -233,6 +234,9 @@ pub struct ExtractRequest {
     pub stdout: bool,
     /// Filesystem options (force, strip components, mtimes, permissions, owners).
     pub fs: fs::extract::ExtractOptions,
+    /// Go on past damage (issue 11 §1): restore every entry the damage did not touch and end
+    /// with [`Error::Salvaged`]; false stops at the first error (`--fail-fast`).
+    pub salvage: bool,
 }
 
 /// Extracts an archive (`-` = stdin). Every byte written was verified first; each file is
@@ -284,6 +288,8 @@ fn extract_opened(
     } else {
         rep.start(None);
     }
+    // Salvage's warnings, reported once the visitor (which holds `rep` for progress) is done.
+    let mut sw = Collect::default();
     let mut progress = |b: u64| rep.progress(b);
     let summary = if req.stdout {
         let stdout = std::io::stdout();
@@ -291,7 +297,18 @@ fn extract_opened(
             std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
             &mut select,
         );
-        let s = run_scan(ar, index.as_ref(), &mut v)?;
+        let mut t = damage::Tracker::new(&mut v);
+        let s = run_scan(ar, index.as_ref(), &mut t);
+        let s = salvage_if(
+            ar,
+            archive,
+            index.as_ref(),
+            &mut t,
+            req.salvage,
+            "restored",
+            s,
+            &mut sw,
+        );
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
@@ -299,16 +316,32 @@ fn extract_opened(
     } else {
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
         let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
-        let s = run_scan(ar, index.as_ref(), &mut v);
+        let mut t = damage::Tracker::new(&mut v);
+        let s = run_scan(ar, index.as_ref(), &mut t);
+        let s = salvage_if(
+            ar,
+            archive,
+            index.as_ref(),
+            &mut t,
+            req.salvage,
+            "restored",
+            s,
+            &mut sw,
+        );
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { ex, .. } = v;
         for w in &warnings {
             rep.warn(w);
         }
-        let s = s?;
-        ex.finish()?;
-        s
+        // Directories' times and modes are set even after salvage: what was restored is
+        // complete.
+        let finished = ex.finish();
+        s.and_then(|s| finished.map(|()| s))
     };
+    for w in &sw.warnings {
+        rep.warn(w);
+    }
+    let summary = summary?;
     rep.finish();
     warn_unverified(&summary, rep);
     let missing = select.unmatched();
@@ -320,6 +353,27 @@ fn extract_opened(
         )));
     }
     Ok(summary)
+}
+
+/// With `salvage` and an index, a scan that failed with damage goes on past it
+/// ([`damage::salvage_after`]); otherwise the scan's result as it is.
+#[allow(clippy::too_many_arguments)]
+fn salvage_if(
+    ar: &mut Archive,
+    archive: &Path,
+    index: Option<&(format::footer::Footer, format::index::Index)>,
+    t: &mut damage::Tracker<'_>,
+    salvage: bool,
+    verb: &'static str,
+    s: Result<ScanSummary>,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    match (s, index) {
+        (Err(e), Some((_, ix))) if salvage && damage::is_damage(&e) => {
+            damage::salvage_after(ar, archive, ix, t, verb, e, rep)
+        }
+        (s, _) => s,
+    }
 }
 
 /// Full scan, or (with an index and a selection) only the frames holding the selected
@@ -352,7 +406,7 @@ fn run_scan(
 
 /// Passes everything through, answering `wants` with true (the selection was applied when
 /// choosing frames).
-struct WantAll<'a>(&'a mut dyn archive::Visitor);
+pub(crate) struct WantAll<'a>(pub(crate) &'a mut dyn archive::Visitor);
 
 impl archive::Visitor for WantAll<'_> {
     fn wants(&mut self, _meta: &EntryMeta) -> bool {
@@ -380,14 +434,31 @@ fn total_size(entries: &[IndexEntry]) -> u64 {
 
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
+    test_salvaging(archive, open, false, rep)
+}
+
+/// [`test`]; with `salvage`, a scan that meets damage goes on past it, names each damaged
+/// entry in a warning and ends with [`Error::Salvaged`] ("verified N of M entries, K
+/// damaged").
+pub fn test_salvaging(
+    archive: &Path,
+    open: OpenOptions,
+    salvage: bool,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
     report_source(&ar, rep);
-    let r = test_opened(&mut ar, rep);
+    let r = test_opened(&mut ar, archive, salvage, rep);
     report_transfer(&ar, archive, rep);
     r
 }
 
-fn test_opened(ar: &mut Archive, rep: &mut dyn Reporter) -> Result<ScanSummary> {
+fn test_opened(
+    ar: &mut Archive,
+    archive: &Path,
+    salvage: bool,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
     let known = if ar.seekable() {
         let (footer, ix) = ar.read_index()?;
         rep.start(Some(total_size(&ix.entries)));
@@ -397,10 +468,28 @@ fn test_opened(ar: &mut Archive, rep: &mut dyn Reporter) -> Result<ScanSummary> 
         rep.start(None);
         None
     };
+    let mut sw = Collect::default();
     let mut progress = |b: u64| rep.progress(b);
     let mut v = VerifyVisitor::new(&mut progress);
-    let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut v)?;
+    let mut t = damage::Tracker::new(&mut v);
+    let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut t);
+    let s = salvage_if(
+        ar,
+        archive,
+        known.as_ref(),
+        &mut t,
+        salvage,
+        "verified",
+        s,
+        &mut sw,
+    );
+    drop(t);
+    drop(v);
     rep.finish();
+    for w in &sw.warnings {
+        rep.warn(w);
+    }
+    let s = s?;
     warn_unverified(&s, rep);
     Ok(s)
 }

@@ -234,6 +234,9 @@ pub(crate) struct ExtractArgs {
     /// Restore setuid/setgid/sticky bits too (always on as root)
     #[arg(long)]
     pub(crate) same_permissions: bool,
+    /// Stop at the first damaged frame or entry instead of restoring everything else
+    #[arg(long)]
+    pub(crate) fail_fast: bool,
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
@@ -261,6 +264,9 @@ pub(crate) struct ListArgs {
 pub(crate) struct TestArgs {
     /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
     pub(crate) archive: PathBuf,
+    /// Stop at the first damaged frame or entry instead of verifying everything else
+    #[arg(long)]
+    pub(crate) fail_fast: bool,
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]

@@ -48,6 +48,7 @@ pub fn run(cli: Cli) -> Result<u8> {
                     same_permissions: a.same_permissions,
                     ..Default::default()
                 },
+                salvage: !a.fail_fast,
             };
             let s = krypta::extract(&a.archive, open, req, &mut term)?;
             if verbose {
@@ -70,7 +71,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         }
         Command::Test(a) => {
             let open = open_options(&a.keys, &a.archive)?;
-            let s = krypta::test(&a.archive, open, &mut term)?;
+            let s = krypta::test_salvaging(&a.archive, open, !a.fail_fast, &mut term)?;
             if !quiet {
                 eprintln!(
                     "krypta: {}: OK ({} entries, {} files, {} bytes, {} blocks verified)",

@@ -119,6 +119,12 @@ impl Archive {
 
     pub(super) fn fault(&self, offset: u64, seq: u64, f: FrameFault) -> Error {
         match f {
+            // Once the header verified, a frame tag that fails is damage, not a wrong key.
+            FrameFault::Tag if self.protection.is_sealed() => Error::Damaged {
+                path: self.path.clone(),
+                offset,
+                frame: seq,
+            },
             FrameFault::Tag => {
                 self.tag_error(format!("frame {seq} at byte {offset}: checksum mismatch"))
             }

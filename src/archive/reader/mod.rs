@@ -11,13 +11,15 @@
 //! facts), `frames` (frame I/O, the parallel verify+decode pool, the errors a frame can
 //! raise), `index` (the index and footer, the entry-set rules on an index), `scan` (whole and
 //! selective scans), `records` (record parsing for v1 and v2 against the entry-set rules or
-//! the index) and `feed` (the decoded record stream across blocks and groups).
+//! the index), `feed` (the decoded record stream across blocks and groups) and `salvage`
+//! (reading past damage).
 
 mod feed;
 mod frames;
 mod index;
 mod open;
 mod records;
+mod salvage;
 mod scan;
 
 use std::io::Read;
@@ -46,6 +48,7 @@ use crate::format::{EntryMeta, FormatError, Version};
 use frames::{FrameJob, FramePool, open_frame};
 use open::corrupt;
 pub use open::{ArchiveFacts, facts, read_header_only};
+pub use salvage::{BadFrame, DamagedEntry, Salvage};
 
 /// Receives what a scan finds, in stream order. Every byte given was verified first.
 pub trait Visitor {
