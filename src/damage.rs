@@ -138,3 +138,64 @@ pub(crate) fn salvage_after(
         sealed,
     })
 }
+
+/// Salvage of an archive whose index or footer could not be read (`first` says why):
+/// resynchronising front to back ([`Archive::salvage_stream`]); warns about each lost region
+/// and damaged entry, says what could not be checked, and returns [`Error::Salvaged`].
+pub(crate) fn salvage_without_index(
+    ar: &mut Archive,
+    archive: &Path,
+    tracker: &mut Tracker<'_>,
+    verb: &'static str,
+    first: Error,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    let s = ar.salvage_stream(tracker)?;
+    let sealed = ar.header().encrypted();
+    rep.warn(&format!(
+        "{}: the index could not be read ({first}): reading front to back without it",
+        archive.display()
+    ));
+    for l in &s.lost {
+        let kind = if sealed {
+            "archive damaged or modified"
+        } else {
+            "archive damaged"
+        };
+        rep.warn(&format!(
+            "{}: {kind} at byte {} (frame {}): {}",
+            archive.display(),
+            l.offset,
+            l.seq,
+            l.what
+        ));
+    }
+    let not = if verb == "verified" {
+        "not verified"
+    } else {
+        "not restored"
+    };
+    for (p, why) in &s.damaged {
+        rep.warn(&format!("{p}: {not}: {why}"));
+    }
+    if s.budget_hit {
+        rep.warn(&format!(
+            "{}: stopped resynchronising: the damaged region cost more than {} times the archive's length in checks",
+            archive.display(),
+            crate::archive::reader::MAC_BUDGET_FACTOR
+        ));
+    }
+    rep.warn(&format!(
+        "{}: without the index, entries wholly inside lost bytes cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only",
+        archive.display()
+    ));
+    let damaged = s.damaged.len() as u64;
+    Err(Error::Salvaged {
+        path: archive.into(),
+        verb,
+        restored: s.restored,
+        total: s.restored + damaged,
+        damaged,
+        sealed,
+    })
+}

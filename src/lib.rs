@@ -278,11 +278,7 @@ fn extract_opened(
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
     let mut select = Selection::new(req.paths);
-    let index = if ar.seekable() {
-        Some(ar.read_index()?)
-    } else {
-        None
-    };
+    let (index, mut no_index) = read_index_or_salvage(ar, req.salvage)?;
     if let Some((_, ix)) = &index {
         rep.start(Some(total_size(&ix.entries)));
     } else {
@@ -298,17 +294,22 @@ fn extract_opened(
             &mut select,
         );
         let mut t = damage::Tracker::new(&mut v);
-        let s = run_scan(ar, index.as_ref(), &mut t);
-        let s = salvage_if(
-            ar,
-            archive,
-            index.as_ref(),
-            &mut t,
-            req.salvage,
-            "restored",
-            s,
-            &mut sw,
-        );
+        let s = match no_index.take() {
+            Some(e) => damage::salvage_without_index(ar, archive, &mut t, "restored", e, &mut sw),
+            None => {
+                let s = run_scan(ar, index.as_ref(), &mut t);
+                salvage_if(
+                    ar,
+                    archive,
+                    index.as_ref(),
+                    &mut t,
+                    req.salvage,
+                    "restored",
+                    s,
+                    &mut sw,
+                )
+            }
+        };
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
@@ -317,17 +318,22 @@ fn extract_opened(
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
         let mut v = ExtractVisitor::new(ex, &mut select, &mut progress);
         let mut t = damage::Tracker::new(&mut v);
-        let s = run_scan(ar, index.as_ref(), &mut t);
-        let s = salvage_if(
-            ar,
-            archive,
-            index.as_ref(),
-            &mut t,
-            req.salvage,
-            "restored",
-            s,
-            &mut sw,
-        );
+        let s = match no_index.take() {
+            Some(e) => damage::salvage_without_index(ar, archive, &mut t, "restored", e, &mut sw),
+            None => {
+                let s = run_scan(ar, index.as_ref(), &mut t);
+                salvage_if(
+                    ar,
+                    archive,
+                    index.as_ref(),
+                    &mut t,
+                    req.salvage,
+                    "restored",
+                    s,
+                    &mut sw,
+                )
+            }
+        };
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { ex, .. } = v;
         for w in &warnings {
@@ -353,6 +359,23 @@ fn extract_opened(
         )));
     }
     Ok(summary)
+}
+
+/// The footer and index of a seekable archive (None for a stream); with `salvage`, a
+/// damaged or missing index is returned as the error that salvage without it reads past.
+type Known = (format::footer::Footer, format::index::Index);
+fn read_index_or_salvage(
+    ar: &mut Archive,
+    salvage: bool,
+) -> Result<(Option<Known>, Option<Error>)> {
+    if !ar.seekable() {
+        return Ok((None, None));
+    }
+    match ar.read_index() {
+        Ok(k) => Ok((Some(k), None)),
+        Err(e) if salvage && damage::is_damage(&e) => Ok((None, Some(e))),
+        Err(e) => Err(e),
+    }
 }
 
 /// With `salvage` and an index, a scan that failed with damage goes on past it
@@ -459,30 +482,34 @@ fn test_opened(
     salvage: bool,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    let known = if ar.seekable() {
-        let (footer, ix) = ar.read_index()?;
-        rep.start(Some(total_size(&ix.entries)));
-        ar.rewind_to_data()?;
-        Some((footer, ix))
-    } else {
-        rep.start(None);
-        None
-    };
+    let (known, no_index) = read_index_or_salvage(ar, salvage)?;
+    match &known {
+        Some((_, ix)) => {
+            rep.start(Some(total_size(&ix.entries)));
+            ar.rewind_to_data()?;
+        }
+        None => rep.start(None),
+    }
     let mut sw = Collect::default();
     let mut progress = |b: u64| rep.progress(b);
     let mut v = VerifyVisitor::new(&mut progress);
     let mut t = damage::Tracker::new(&mut v);
-    let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut t);
-    let s = salvage_if(
-        ar,
-        archive,
-        known.as_ref(),
-        &mut t,
-        salvage,
-        "verified",
-        s,
-        &mut sw,
-    );
+    let s = match no_index {
+        Some(e) => damage::salvage_without_index(ar, archive, &mut t, "verified", e, &mut sw),
+        None => {
+            let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut t);
+            salvage_if(
+                ar,
+                archive,
+                known.as_ref(),
+                &mut t,
+                salvage,
+                "verified",
+                s,
+                &mut sw,
+            )
+        }
+    };
     drop(t);
     drop(v);
     rep.finish();

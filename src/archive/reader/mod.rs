@@ -12,13 +12,15 @@
 //! raise), `index` (the index and footer, the entry-set rules on an index), `scan` (whole and
 //! selective scans), `records` (record parsing for v1 and v2 against the entry-set rules or
 //! the index), `feed` (the decoded record stream across blocks and groups) and `salvage`
-//! (reading past damage).
+//! (reading past damage, with the index) and
+//! `resync` (without it: resynchronising on the next good frame).
 
 mod feed;
 mod frames;
 mod index;
 mod open;
 mod records;
+mod resync;
 mod salvage;
 mod scan;
 
@@ -48,6 +50,7 @@ use crate::format::{EntryMeta, FormatError, Version};
 use frames::{FrameJob, FramePool, open_frame};
 use open::corrupt;
 pub use open::{ArchiveFacts, facts, read_header_only};
+pub use resync::{MAC_BUDGET_FACTOR, StreamSalvage};
 pub use salvage::{BadFrame, DamagedEntry, Salvage};
 
 /// Receives what a scan finds, in stream order. Every byte given was verified first.
