@@ -61,6 +61,44 @@ impl Visitor for Tracker<'_> {
     }
 }
 
+/// The footer and index of a seekable archive (None for a stream); with `salvage`, a
+/// damaged or missing index is returned as the error that salvage without it reads past.
+pub(crate) type Known = (crate::format::footer::Footer, crate::format::index::Index);
+pub(crate) fn read_index_or_salvage(
+    ar: &mut Archive,
+    salvage: bool,
+) -> Result<(Option<Known>, Option<Error>)> {
+    if !ar.seekable() {
+        return Ok((None, None));
+    }
+    match ar.read_index() {
+        Ok(k) => Ok((Some(k), None)),
+        Err(e) if salvage && is_index_damage(&e) => Ok((None, Some(e))),
+        Err(e) => Err(e),
+    }
+}
+
+/// With `salvage` and an index, a scan that failed with damage goes on past it
+/// ([`salvage_after`]); otherwise the scan's result as it is.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn salvage_if(
+    ar: &mut Archive,
+    archive: &Path,
+    index: Option<&(crate::format::footer::Footer, crate::format::index::Index)>,
+    t: &mut Tracker<'_>,
+    salvage: bool,
+    verb: &'static str,
+    s: Result<ScanSummary>,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    match (s, index) {
+        (Err(e), Some((_, ix))) if salvage && is_damage(&e) => {
+            salvage_after(ar, archive, ix, t, verb, e, rep)
+        }
+        (s, _) => s,
+    }
+}
+
 /// Whether a failed scan is damage that salvage reads past: a frame tag, a structure that
 /// does not parse or breaks a rule, a digest. Not: I/O, the filesystem, usage.
 pub(crate) fn is_damage(e: &Error) -> bool {
@@ -74,6 +112,37 @@ pub(crate) fn is_damage(e: &Error) -> bool {
                 ..
             }
     )
+}
+
+/// Whether a failure to read the index and footer is damage to bytes no tag covered yet
+/// (so salvage without the index may read past it): a truncated archive, a footer or frame
+/// head that does not parse, a footer or index frame whose tag fails. Not: a rule broken
+/// inside an index that verified (a crafted or miswritten archive, refused as before).
+pub(crate) fn is_index_damage(e: &Error) -> bool {
+    use crate::format::FormatError;
+    match e.root() {
+        Error::Corrupt { source, .. } => matches!(
+            source,
+            FormatError::Truncated {
+                what: "frame header"
+                    | "frame body"
+                    | "frame tag"
+                    | "footer"
+                    | "archive (no footer)",
+                ..
+            } | FormatError::Invalid {
+                what: "footer" | "frame header",
+                ..
+            }
+        ),
+        Error::Damaged { .. }
+        | Error::AuthFailed {
+            check: AuthCheck::FrameMac | AuthCheck::FooterMac,
+            ..
+        } => true,
+        Error::Integrity { what, .. } => what.contains("checksum mismatch"),
+        _ => false,
+    }
 }
 
 /// After a scan of `index`'s archive failed with damage (`first`): restores the wanted
@@ -101,7 +170,9 @@ pub(crate) fn salvage_after(
         .filter(|&i| tracker.done.contains(&index.entries[i].meta.path))
         .collect();
     let s = ar.salvage_selected(index, &wanted, &skip, &mut WantAll(tracker.inner))?;
-    if s.damaged.is_empty() {
+    // No frame failed on its own: the scan broke a rule across verified frames (a crafted
+    // or miswritten archive, not damage), refused as before.
+    if s.bad_frames.is_empty() || s.damaged.is_empty() {
         return Err(first);
     }
     let sealed = ar.header().encrypted();
@@ -129,13 +200,17 @@ pub(crate) fn salvage_after(
     }
     let total = wanted.len() as u64;
     let damaged = s.damaged.len() as u64;
+    let tag_failed = s
+        .bad_frames
+        .iter()
+        .any(|b| !b.what.starts_with("block does not"));
     Err(Error::Salvaged {
         path: archive.into(),
         verb,
         restored: total - damaged,
         total,
         damaged,
-        sealed,
+        code: worst(sealed, tag_failed),
     })
 }
 
@@ -152,6 +227,13 @@ pub(crate) fn salvage_without_index(
 ) -> Result<ScanSummary> {
     let s = ar.salvage_stream(tracker)?;
     let sealed = ar.header().encrypted();
+    let damaged = s.damaged.len() as u64;
+    if (s.restored == 0 && damaged == 0) || (s.lost.is_empty() && damaged == 0 && !s.budget_hit) {
+        // Nothing could be read without the index (nothing to salvage), or every data frame
+        // verified and the fault is in the index or footer alone: refused as before, with
+        // the first error only.
+        return Err(first);
+    }
     rep.warn(&format!(
         "{}: the index could not be read ({first}): reading front to back without it",
         archive.display()
@@ -189,13 +271,22 @@ pub(crate) fn salvage_without_index(
         "{}: without the index, entries wholly inside lost bytes cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only",
         archive.display()
     ));
-    let damaged = s.damaged.len() as u64;
     Err(Error::Salvaged {
         path: archive.into(),
         verb,
         restored: s.restored,
         total: s.restored + damaged,
         damaged,
-        sealed,
+        // Without the index, damage is missing or failing bytes.
+        code: worst(sealed, true),
     })
+}
+
+/// The exit code of the worst failure salvage read past (see [`Error::Salvaged`]).
+fn worst(sealed: bool, tag_failed: bool) -> u8 {
+    match (sealed, tag_failed) {
+        (true, _) => 2,
+        (false, true) => 5,
+        (false, false) => 3,
+    }
 }

@@ -151,8 +151,10 @@ pub enum Error {
         frame: u64,
     },
     /// A read that went on past damage (salvage): what was restored (or verified) and what
-    /// was not; the damaged entries were named in warnings before. Exit 2 for an encrypted
-    /// archive, 5 for an unencrypted one (the worst failure salvage read past).
+    /// was not; the damaged entries were named in warnings before. Its exit code is the worst
+    /// failure salvage read past: 2 in an encrypted archive, 5 in an unencrypted one when a
+    /// frame failed its checksum or bytes were missing, 3 when only structures that verified
+    /// failed to parse or decode.
     #[error("{}: {verb} {restored} of {total} entries, {damaged} damaged", path.display())]
     Salvaged {
         /// The archive path.
@@ -165,8 +167,8 @@ pub enum Error {
         total: u64,
         /// Entries not restored.
         damaged: u64,
-        /// The archive is encrypted.
-        sealed: bool,
+        /// The exit code (2, 3 or 5).
+        code: u8,
     },
     /// A checksum mismatch in an unencrypted archive (data corruption).
     #[error("{}: integrity check failed: {what}", path.display())]
@@ -289,13 +291,7 @@ impl Error {
             | Error::Unwritable { .. }
             | Error::StoreConfig { .. } => 1,
             Error::Crypto(_) => 1,
-            Error::Salvaged { sealed, .. } => {
-                if *sealed {
-                    2
-                } else {
-                    5
-                }
-            }
+            Error::Salvaged { code, .. } => i32::from(*code),
             Error::AuthFailed { .. }
             | Error::Damaged { .. }
             | Error::NotEncrypted { .. }

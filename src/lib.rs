@@ -278,7 +278,7 @@ fn extract_opened(
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
     let mut select = Selection::new(req.paths);
-    let (index, mut no_index) = read_index_or_salvage(ar, req.salvage)?;
+    let (index, mut no_index) = damage::read_index_or_salvage(ar, req.salvage)?;
     if let Some((_, ix)) = &index {
         rep.start(Some(total_size(&ix.entries)));
     } else {
@@ -298,7 +298,7 @@ fn extract_opened(
             Some(e) => damage::salvage_without_index(ar, archive, &mut t, "restored", e, &mut sw),
             None => {
                 let s = run_scan(ar, index.as_ref(), &mut t);
-                salvage_if(
+                damage::salvage_if(
                     ar,
                     archive,
                     index.as_ref(),
@@ -322,7 +322,7 @@ fn extract_opened(
             Some(e) => damage::salvage_without_index(ar, archive, &mut t, "restored", e, &mut sw),
             None => {
                 let s = run_scan(ar, index.as_ref(), &mut t);
-                salvage_if(
+                damage::salvage_if(
                     ar,
                     archive,
                     index.as_ref(),
@@ -359,44 +359,6 @@ fn extract_opened(
         )));
     }
     Ok(summary)
-}
-
-/// The footer and index of a seekable archive (None for a stream); with `salvage`, a
-/// damaged or missing index is returned as the error that salvage without it reads past.
-type Known = (format::footer::Footer, format::index::Index);
-fn read_index_or_salvage(
-    ar: &mut Archive,
-    salvage: bool,
-) -> Result<(Option<Known>, Option<Error>)> {
-    if !ar.seekable() {
-        return Ok((None, None));
-    }
-    match ar.read_index() {
-        Ok(k) => Ok((Some(k), None)),
-        Err(e) if salvage && damage::is_damage(&e) => Ok((None, Some(e))),
-        Err(e) => Err(e),
-    }
-}
-
-/// With `salvage` and an index, a scan that failed with damage goes on past it
-/// ([`damage::salvage_after`]); otherwise the scan's result as it is.
-#[allow(clippy::too_many_arguments)]
-fn salvage_if(
-    ar: &mut Archive,
-    archive: &Path,
-    index: Option<&(format::footer::Footer, format::index::Index)>,
-    t: &mut damage::Tracker<'_>,
-    salvage: bool,
-    verb: &'static str,
-    s: Result<ScanSummary>,
-    rep: &mut dyn Reporter,
-) -> Result<ScanSummary> {
-    match (s, index) {
-        (Err(e), Some((_, ix))) if salvage && damage::is_damage(&e) => {
-            damage::salvage_after(ar, archive, ix, t, verb, e, rep)
-        }
-        (s, _) => s,
-    }
 }
 
 /// Full scan, or (with an index and a selection) only the frames holding the selected
@@ -482,7 +444,7 @@ fn test_opened(
     salvage: bool,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    let (known, no_index) = read_index_or_salvage(ar, salvage)?;
+    let (known, no_index) = damage::read_index_or_salvage(ar, salvage)?;
     match &known {
         Some((_, ix)) => {
             rep.start(Some(total_size(&ix.entries)));
@@ -498,7 +460,7 @@ fn test_opened(
         Some(e) => damage::salvage_without_index(ar, archive, &mut t, "verified", e, &mut sw),
         None => {
             let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut t);
-            salvage_if(
+            damage::salvage_if(
                 ar,
                 archive,
                 known.as_ref(),

@@ -383,3 +383,149 @@ fn a_real_tree_with_a_flipped_byte_through_the_cli() {
     let restored = walkdir::WalkDir::new(&out).min_depth(1).into_iter().count();
     assert!(restored >= total - want.len(), "{restored} of {total}");
 }
+
+/// A cut-off tail (the index and footer gone, the archive ending inside a data frame): read
+/// front to back, every entry whose frames all arrived is restored, the one the cut goes
+/// through is named, the summary says the index could not be read; plain and encrypted.
+fn cut_tail_case(sealed: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.kry");
+    let bad = dir.path().join("cut.kry");
+    let bytes = build(sealed);
+    std::fs::write(&good, &bytes).unwrap();
+    let (entries, frames) = geometry(&good, sealed);
+    // Cut in the middle of frame L.
+    let l = frames.len() * 2 / 3;
+    let cut = (frames[l].0 + frames[l].1) / 2;
+    std::fs::write(&bad, &bytes[..cut as usize]).unwrap();
+    let l = l as u64;
+    let restored: BTreeSet<String> = entries
+        .iter()
+        .filter(|(_, _, last)| *last < l)
+        .map(|(p, _, _)| p.clone())
+        .collect();
+    let cut_through: BTreeSet<String> = entries
+        .iter()
+        .filter(|(_, first, last)| *first < l && l <= *last)
+        .map(|(p, _, _)| p.clone())
+        .collect();
+    assert_eq!(cut_through.len(), 1, "the cut goes through one file");
+
+    let mut rep = krypta::Collect::default();
+    let e = krypta::test_salvaging(&bad, open(sealed), true, &mut rep).unwrap_err();
+    assert_eq!(named(&rep.warnings, "not verified"), cut_through);
+    let (n, k) = (restored.len(), cut_through.len());
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: verified {n} of {} entries, {k} damaged",
+            bad.display(),
+            n + k
+        )
+    );
+    assert_eq!(e.exit_code(), if sealed { 2 } else { 5 });
+    assert!(
+        rep.warnings
+            .iter()
+            .any(|w| w.contains("the index could not be read")),
+        "{:?}",
+        rep.warnings
+    );
+    assert!(
+        rep.warnings
+            .iter()
+            .any(|w| w.contains("entries wholly inside lost bytes cannot be named")),
+        "{:?}",
+        rep.warnings
+    );
+
+    let out = dir.path().join("out");
+    let req = krypta::ExtractRequest {
+        output: out.clone(),
+        paths: vec![],
+        stdout: false,
+        fs: Default::default(),
+        salvage: true,
+    };
+    let e = krypta::extract(&bad, open(sealed), req, &mut krypta::Collect::default()).unwrap_err();
+    assert!(e.to_string().contains(&format!("restored {n} of")), "{e}");
+    let on_disk: BTreeSet<String> = walkdir::WalkDir::new(&out)
+        .min_depth(1)
+        .into_iter()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .strip_prefix(&out)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(on_disk, restored);
+    for p in &restored {
+        if let Some(i) = p.strip_prefix("t/f") {
+            let i: usize = i.parse().unwrap();
+            assert_eq!(std::fs::read(out.join(p)).unwrap(), content(i), "{p}");
+        }
+    }
+}
+
+#[test]
+fn a_cut_off_tail_loses_only_what_was_cut_plain() {
+    cut_tail_case(false);
+}
+
+#[test]
+fn a_cut_off_tail_loses_only_what_was_cut_encrypted() {
+    cut_tail_case(true);
+}
+
+/// Without the index, a zeroed run in the middle is skipped by resynchronising: the entries
+/// before it and every entry that starts after it are restored.
+#[test]
+fn resync_past_a_zeroed_run_when_the_tail_is_cut_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.kry");
+    let bad = dir.path().join("bad.kry");
+    let bytes = build(false);
+    std::fs::write(&good, &bytes).unwrap();
+    let (entries, frames) = geometry(&good, false);
+    let (z0, z1) = (1_000_000u64, 1_100_000u64);
+    let lost: Vec<u64> = frames
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.0 < z1 && z0 < f.1)
+        .map(|(i, _)| i as u64)
+        .collect();
+    let (a, b) = (lost[0], *lost.last().unwrap());
+    let mut v = bytes.clone();
+    v[z0 as usize..z1 as usize].fill(0);
+    // Drop the footer: the index frame is kept but the archive ends before the footer.
+    v.truncate(v.len() - 10);
+    std::fs::write(&bad, &v).unwrap();
+    // Restored: entries wholly before the run, and entries that start after it.
+    let want: BTreeSet<String> = entries
+        .iter()
+        .filter(|(_, f, l)| *l < a || *f > b)
+        .map(|(p, _, _)| p.clone())
+        .collect();
+    let named_want: BTreeSet<String> = entries
+        .iter()
+        .filter(|(_, f, l)| *f < a && a <= *l)
+        .map(|(p, _, _)| p.clone())
+        .collect();
+    let mut rep = krypta::Collect::default();
+    let e = krypta::test_salvaging(&bad, open(false), true, &mut rep).unwrap_err();
+    assert_eq!(named(&rep.warnings, "not verified"), named_want);
+    assert!(
+        e.to_string().contains(&format!(
+            "verified {} of {} entries, {} damaged",
+            want.len(),
+            want.len() + named_want.len(),
+            named_want.len()
+        )),
+        "{e}\n{:?}",
+        rep.warnings
+    );
+}

@@ -105,7 +105,7 @@ impl Archive {
             let next_seq = last_seq.map_or(0, |s| s + 1);
             let head = FrameHeader::parse(&hb, self.version).ok().filter(|h| {
                 let max_seq = next_seq + (pos - last_end) / min_frame;
-                !h.last
+                (!h.last || h.kind == FrameKind::Index)
                     && h.seq >= next_seq
                     && h.seq <= max_seq
                     && pos + h.frame_len() <= len
@@ -220,7 +220,10 @@ impl Archive {
             } else if self.version == Version::V1 {
                 None
             } else {
-                match run.iter().position(|g| g.group_start && g.first_record.is_some()) {
+                match run
+                    .iter()
+                    .position(|g| g.group_start && g.first_record.is_some())
+                {
                     Some(p) => self.probe_entry(&run[p..])?,
                     None => None,
                 }

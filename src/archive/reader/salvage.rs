@@ -22,8 +22,8 @@
 //! Cost: one extra pass over the data frames (read, verify, decode) on a damaged archive;
 //! nothing on an intact one. Memory: one frame at a time in the verify pass.
 //!
-//! Not here (yet): resynchronising without an index (a truncated archive, a damaged tail):
-//! such an archive still fails as before.
+//! Without an index (a truncated archive, a damaged tail) salvage resynchronises instead:
+//! `resync`.
 
 use super::*;
 
