@@ -473,7 +473,6 @@ fn test_opened(
         }
     };
     drop(t);
-    drop(v);
     rep.finish();
     for w in &sw.warnings {
         rep.warn(w);

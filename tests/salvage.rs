@@ -86,8 +86,11 @@ fn open(sealed: bool) -> OpenOptions {
     }
 }
 
-/// (entry paths with their frame ranges, frame start offsets) of the intact archive.
-fn geometry(p: &Path, sealed: bool) -> (Vec<(String, u64, u64)>, Vec<(u64, u64)>) {
+/// An entry's path and its first and last data frame.
+type Span = (String, u64, u64);
+
+/// (entry paths with their frame ranges, frame (start, end) offsets) of the intact archive.
+fn geometry(p: &Path, sealed: bool) -> (Vec<Span>, Vec<(u64, u64)>) {
     let (entries, lens) = krypta::list(p, open(sealed)).unwrap();
     let hlen = u32::from_le_bytes(std::fs::read(p).unwrap()[12..16].try_into().unwrap()) as u64;
     let mut frames = vec![];
@@ -112,7 +115,7 @@ fn geometry(p: &Path, sealed: bool) -> (Vec<(String, u64, u64)>, Vec<(u64, u64)>
 
 /// The entries a damaged byte range costs: those with a frame in it.
 fn expected_damage(
-    entries: &[(String, u64, u64)],
+    entries: &[Span],
     frames: &[(u64, u64)],
     range: (u64, u64),
 ) -> BTreeSet<String> {
