@@ -95,6 +95,15 @@ pub(crate) fn salvage_if(
         (Err(e), Some((_, ix))) if salvage && is_damage(&e) => {
             salvage_after(ar, archive, ix, t, verb, e, rep)
         }
+        (Err(e), None) if salvage && is_index_damage(&e) && !ar.seekable() => {
+            // A pipe cannot be read twice or seeked: what came before the damage was
+            // restored; the rest needs the archive as a file.
+            rep.warn(&format!(
+                "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
+                archive.display()
+            ));
+            Err(e)
+        }
         (s, _) => s,
     }
 }

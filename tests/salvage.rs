@@ -114,11 +114,7 @@ fn geometry(p: &Path, sealed: bool) -> (Vec<Span>, Vec<(u64, u64)>) {
 }
 
 /// The entries a damaged byte range costs: those with a frame in it.
-fn expected_damage(
-    entries: &[Span],
-    frames: &[(u64, u64)],
-    range: (u64, u64),
-) -> BTreeSet<String> {
+fn expected_damage(entries: &[Span], frames: &[(u64, u64)], range: (u64, u64)) -> BTreeSet<String> {
     let bad: Vec<u64> = frames
         .iter()
         .enumerate()
