@@ -39,6 +39,22 @@ printf 'just a stream' | "$K" c -q out/stdin.kry -
 mkdir -p "$C/header" "$C/stanza" "$C/index" "$C/record" "$C/frame" "$C/archive" \
     "$C/keytext" "$C/block_decode"
 cp out/*.kry "$C/archive/"
+# salvage: the same archives, and damaged copies (a flipped byte mid-data, a zeroed run, a
+# cut-off tail) so the walk starts from real frames.
+mkdir -p "$C/salvage" "$C/recovery"
+cp out/*.kry "$C/salvage/"
+python3 - "$C/salvage" out/multiblock.kry <<'PY'
+import sys
+d, src = sys.argv[1], sys.argv[2]
+b = open(src, "rb").read()
+f = bytearray(b); f[len(b) // 2] ^= 1; open(d + "/flip.kry", "wb").write(f)
+z = bytearray(b); z[len(b) // 3 : len(b) // 3 + 4096] = bytes(4096); open(d + "/zero.kry", "wb").write(z)
+open(d + "/cut.kry", "wb").write(b[: len(b) * 2 // 3])
+PY
+# recovery: its input is a whole file (bytes, then a recovery section). Seeded with the
+# archives, which have no section (the locator's not-found and backward-scan paths); seeds
+# with a section need `krypta c --recovery`, which is not wired to the CLI yet.
+cp out/*.kry "$C/recovery/"
 cp key.txt box box.pub "$C/keytext/"
 C="$C" python3 - <<'PY'
 import glob, os, struct

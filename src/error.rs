@@ -140,6 +140,38 @@ pub enum Error {
         /// The archive path.
         path: PathBuf,
     },
+    /// A data frame of an archive whose header verified failed its tag: the key is known to
+    /// be right (a stanza opened and the header tag verified), so this is damage or
+    /// modification, never a wrong key (issue 11). Exit 2 (encrypted).
+    #[error("{}: archive damaged or modified at byte {offset} (frame {frame})", path.display())]
+    Damaged {
+        /// The archive path.
+        path: PathBuf,
+        /// The frame's offset, bytes.
+        offset: u64,
+        /// The frame's sequence number.
+        frame: u64,
+    },
+    /// A read that went on past damage (salvage): what was restored (or verified) and what
+    /// was not; the damaged entries were named in warnings before. Its exit code is the worst
+    /// failure salvage read past: 2 in an encrypted archive, 5 in an unencrypted one when a
+    /// frame failed its checksum or bytes were missing, 3 when only structures that verified
+    /// failed to parse or decode.
+    #[error("{}: {verb} {restored} of {total} entries, {damaged} damaged", path.display())]
+    Salvaged {
+        /// The archive path.
+        path: PathBuf,
+        /// "restored" (extract) or "verified" (test).
+        verb: &'static str,
+        /// Entries restored or verified.
+        restored: u64,
+        /// Entries asked for.
+        total: u64,
+        /// Entries not restored.
+        damaged: u64,
+        /// The exit code (2, 3 or 5).
+        code: u8,
+    },
     /// A checksum mismatch in an unencrypted archive (data corruption).
     #[error("{}: integrity check failed: {what}", path.display())]
     Integrity {
@@ -309,7 +341,9 @@ impl Error {
             | Error::OutputIsInput { .. }
             | Error::Conflicts { .. } => 1,
             Error::Crypto(_) => 1,
+            Error::Salvaged { code, .. } => i32::from(*code),
             Error::AuthFailed { .. }
+            | Error::Damaged { .. }
             | Error::NotEncrypted { .. }
             | Error::StanzasUnknown { .. } => 2,
             Error::NotAnArchive { .. }

@@ -10,6 +10,7 @@ pub mod archive;
 pub mod bench;
 pub mod codec;
 pub mod crypto;
+mod damage;
 pub mod error;
 pub mod format;
 pub mod fs;
@@ -313,6 +314,9 @@ pub struct ExtractRequest {
     pub stdout: bool,
     /// Filesystem options (force, strip components, mtimes, permissions, owners).
     pub fs: fs::extract::ExtractOptions,
+    /// Go on past damage (issue 11 §1): restore every entry the damage did not touch and end
+    /// with [`Error::Salvaged`]; false stops at the first error (`--fail-fast`).
+    pub salvage: bool,
 }
 
 /// Extracts an archive (`-` = stdin). Every byte written was verified first; each file is
@@ -363,11 +367,7 @@ fn extract_opened(
     } else {
         Selection::new(req.paths)
     };
-    let index = if ar.seekable() {
-        Some(ar.read_index()?)
-    } else {
-        None
-    };
+    let (index, mut no_index) = damage::read_index_or_salvage(ar, req.salvage)?;
     let policy = req.fs.existing;
     if !req.stdout
         && let Some((_, ix)) = &index
@@ -388,13 +388,32 @@ fn extract_opened(
     } else {
         rep.start(None);
     }
+    // Salvage's warnings, reported once the visitor (which holds `rep` for progress) is done.
+    let mut sw = Collect::default();
     let summary = if req.stdout {
         let stdout = std::io::stdout();
         let mut v = StdoutVisitor::new(
             std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
             &mut select,
         );
-        let s = run_scan(ar, index.as_ref(), &mut Tap::new(&mut v, rep))?;
+        let mut tap = Tap::new(&mut v, rep);
+        let mut t = damage::Tracker::new(&mut tap);
+        let s = match no_index.take() {
+            Some(e) => damage::salvage_without_index(ar, archive, &mut t, "restored", e, &mut sw),
+            None => {
+                let s = run_scan(ar, index.as_ref(), &mut t);
+                damage::salvage_if(
+                    ar,
+                    archive,
+                    index.as_ref(),
+                    &mut t,
+                    req.salvage,
+                    "restored",
+                    s,
+                    &mut sw,
+                )
+            }
+        };
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
@@ -403,50 +422,78 @@ fn extract_opened(
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
         let mut no_progress = |_: u64| {};
         let mut v = ExtractVisitor::new(ex, &mut select, &mut no_progress);
-        let s = run_scan(ar, index.as_ref(), &mut Tap::new(&mut v, rep));
+        let mut tap = Tap::new(&mut v, rep);
+        let mut t = damage::Tracker::new(&mut tap);
+        let s = match no_index.take() {
+            Some(e) => damage::salvage_without_index(ar, archive, &mut t, "restored", e, &mut sw),
+            None => {
+                let s = run_scan(ar, index.as_ref(), &mut t);
+                damage::salvage_if(
+                    ar,
+                    archive,
+                    index.as_ref(),
+                    &mut t,
+                    req.salvage,
+                    "restored",
+                    s,
+                    &mut sw,
+                )
+            }
+        };
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {
             rep.warn(w);
         }
-        // Directories (and the root entry) get their metadata only after a complete scan.
-        let done = s.and_then(|s| ex.apply_dirs().map(|()| s));
+        // Directories (and the root entry) get their metadata after the scan, also after a
+        // salvage: what was restored is complete.
+        let dirs = ex.apply_dirs();
+        let done = s.and_then(|s| dirs.map(|()| s));
         for w in ex.take_warnings() {
             rep.warn(&w);
         }
-        let s = done?;
-        let conflicts = ex.conflicts();
-        if !conflicts.is_empty() {
-            rep.finish();
-            if policy != fs::conflict::Existing::Skip {
-                for c in &conflicts {
-                    rep.warn(&c.to_string());
+        'dirs: {
+            let s = match done {
+                Ok(s) => s,
+                Err(e) => break 'dirs Err(e),
+            };
+            let conflicts = ex.conflicts();
+            if !conflicts.is_empty() {
+                rep.finish();
+                if policy != fs::conflict::Existing::Skip {
+                    for c in &conflicts {
+                        rep.warn(&c.to_string());
+                    }
+                }
+                match policy {
+                    fs::conflict::Existing::Skip => {}
+                    fs::conflict::Existing::Keep => {
+                        break 'dirs Err(Error::KeptExisting {
+                            count: conflicts.len(),
+                            summary: Box::new(s),
+                        });
+                    }
+                    fs::conflict::Existing::Refuse | fs::conflict::Existing::Replace => {
+                        break 'dirs Err(Error::Conflicts {
+                            output: req.output.clone(),
+                            count: conflicts.len(),
+                            names: conflicts
+                                .iter()
+                                .take(fs::conflict::SHOWN_CONFLICTS)
+                                .map(|c| fs::escape_path(c.path.as_os_str().as_encoded_bytes()))
+                                .collect(),
+                            before_start: false,
+                        });
+                    }
                 }
             }
-            match policy {
-                fs::conflict::Existing::Skip => {}
-                fs::conflict::Existing::Keep => {
-                    return Err(Error::KeptExisting {
-                        count: conflicts.len(),
-                        summary: Box::new(s),
-                    });
-                }
-                fs::conflict::Existing::Refuse | fs::conflict::Existing::Replace => {
-                    return Err(Error::Conflicts {
-                        output: req.output.clone(),
-                        count: conflicts.len(),
-                        names: conflicts
-                            .iter()
-                            .take(fs::conflict::SHOWN_CONFLICTS)
-                            .map(|c| fs::escape_path(c.path.as_os_str().as_encoded_bytes()))
-                            .collect(),
-                        before_start: false,
-                    });
-                }
-            }
+            Ok(s)
         }
-        s
     };
+    for w in &sw.warnings {
+        rep.warn(w);
+    }
+    let summary = summary?;
     rep.finish();
     warn_unverified(&summary, rep);
     let missing = select.unmatched();
@@ -565,7 +612,7 @@ impl<V: archive::Visitor + KeptCount> archive::Visitor for Tap<'_, V> {
 
 /// Passes everything through, answering `wants` with true (the selection was applied when
 /// choosing frames).
-struct WantAll<'a>(&'a mut dyn archive::Visitor);
+pub(crate) struct WantAll<'a>(pub(crate) &'a mut dyn archive::Visitor);
 
 impl archive::Visitor for WantAll<'_> {
     fn wants(&mut self, _meta: &EntryMeta) -> bool {
@@ -593,27 +640,65 @@ fn total_size(entries: &[IndexEntry]) -> u64 {
 
 /// Reads and verifies everything, writing nothing (`krypta test`).
 pub fn test(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<ScanSummary> {
+    test_salvaging(archive, open, false, rep)
+}
+
+/// [`test`]; with `salvage`, a scan that meets damage goes on past it, names each damaged
+/// entry in a warning and ends with [`Error::Salvaged`] ("verified N of M entries, K
+/// damaged").
+pub fn test_salvaging(
+    archive: &Path,
+    open: OpenOptions,
+    salvage: bool,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
     report_source(&ar, rep);
-    let r = test_opened(&mut ar, rep);
+    let r = test_opened(&mut ar, archive, salvage, rep);
     report_transfer(&ar, archive, rep);
     r
 }
 
-fn test_opened(ar: &mut Archive, rep: &mut dyn Reporter) -> Result<ScanSummary> {
-    let known = if ar.seekable() {
-        let (footer, ix) = ar.read_index()?;
-        rep.start(Some(total_size(&ix.entries)));
-        ar.rewind_to_data()?;
-        Some((footer, ix))
-    } else {
-        rep.start(None);
-        None
-    };
+fn test_opened(
+    ar: &mut Archive,
+    archive: &Path,
+    salvage: bool,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    let (known, no_index) = damage::read_index_or_salvage(ar, salvage)?;
+    match &known {
+        Some((_, ix)) => {
+            rep.start(Some(total_size(&ix.entries)));
+            ar.rewind_to_data()?;
+        }
+        None => rep.start(None),
+    }
+    let mut sw = Collect::default();
     let mut progress = |b: u64| rep.progress(b);
     let mut v = VerifyVisitor::new(&mut progress);
-    let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut v)?;
+    let mut t = damage::Tracker::new(&mut v);
+    let s = match no_index {
+        Some(e) => damage::salvage_without_index(ar, archive, &mut t, "verified", e, &mut sw),
+        None => {
+            let s = ar.scan_against(known.as_ref().map(|(f, i)| (f, i)), &mut t);
+            damage::salvage_if(
+                ar,
+                archive,
+                known.as_ref(),
+                &mut t,
+                salvage,
+                "verified",
+                s,
+                &mut sw,
+            )
+        }
+    };
+    drop(t);
     rep.finish();
+    for w in &sw.warnings {
+        rep.warn(w);
+    }
+    let s = s?;
     warn_unverified(&s, rep);
     Ok(s)
 }

@@ -148,23 +148,48 @@ fn wrong_key_and_tamper_agree(fx: &Fx, create: &[&str], right: &[&str], wrong: &
             )
         )
     );
-    flip(&fx.p(name), payload_offset(&fx.p(name)));
-    for cmd in [&["t"][..], &["x", "-o", "tamper-out"]] {
+    // Tampering after the header verified: the key is known to be right, so the message
+    // names the damage, not a wrong key (issue 11); exit 2 either way. `x` and `t` go on
+    // past it (salvage) and end with their summary; `--fail-fast` stops at the frame.
+    let at = payload_offset(&fx.p(name));
+    flip(&fx.p(name), at);
+    let frame_at = at - 16 - 20;
+    let damaged =
+        format!("krypta: {name}: archive damaged or modified at byte {frame_at} (frame 0)\n");
+    for cmd in [
+        &["t", "--fail-fast"][..],
+        &["x", "--fail-fast", "-o", "tamper-out"],
+    ] {
         let o = fx.run(&[cmd, right, &[name]].concat());
         assert_eq!(
             (code(&o), stderr(&o)),
-            (2, expect.clone()),
+            (2, damaged.clone()),
             "tampered, {cmd:?}"
         );
     }
-    let v = fx.run(&[&["t", "-v"], right, &[name]].concat());
-    assert_eq!(
-        (code(&v), stderr(&v)),
-        (
-            2,
-            format!("{expect}krypta: (verbose) failed check: frame MAC mismatch\n")
-        )
-    );
+    for (cmd, verb) in [
+        (&["t"][..], "verified"),
+        (&["x", "-f", "-o", "tamper-out"], "restored"),
+    ] {
+        let o = fx.run(&[cmd, right, &[name]].concat());
+        let e = stderr(&o);
+        assert_eq!(code(&o), 2, "tampered, {cmd:?}: {e}");
+        assert!(
+            e.starts_with(&format!(
+                "krypta: warning: {name}: archive damaged or modified at byte {frame_at} (frame 0): tag mismatch\n"
+            )),
+            "{e}"
+        );
+        let last = e.lines().last().unwrap();
+        assert!(
+            last.starts_with(&format!("krypta: {name}: {verb} 0 of "))
+                && last.ends_with(" damaged"),
+            "{e}"
+        );
+        assert!(!e.contains("wrong key"), "{e}");
+    }
+    let v = fx.run(&[&["t", "-v", "--fail-fast"], right, &[name]].concat());
+    assert_eq!((code(&v), stderr(&v)), (2, damaged.clone()));
     // The only data frame failed: no file of the tampered archive was written.
     let files: Vec<_> = walkdir::WalkDir::new(fx.p("tamper-out"))
         .into_iter()
@@ -341,22 +366,39 @@ fn a_flipped_byte_in_an_encrypted_stream_never_reaches_stdout() {
         6,
         "5 data frames of 64 KiB and an index frame"
     );
-    for (at, what) in [
-        (starts[0] + 16 + 5, "first frame's body"),
-        (starts[2] + 16 + 40_000, "third frame's body"),
-        (starts[3] - 1, "third frame's tag"),
-        (starts[4] + 8, "fifth frame's sequence number"),
-        (starts[5] + 20, "index frame"),
-        (a.len() - 1, "footer tag"),
+    // A frame whose tag fails after the header verified is named as damage (issue 11); a
+    // sequence number or footer that breaks the rules under valid tags stays the uniform
+    // authentication failure.
+    // From a pipe salvage cannot seek past the damage, and says so.
+    let pipe = "krypta: warning: -: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it\n";
+    let damaged = |k: usize, inside: &str| {
+        format!(
+            "{pipe}krypta: -: archive damaged or modified at byte {} (frame {k}){inside}\n",
+            starts[k]
+        )
+    };
+    let auth = format!("{pipe}{}", auth_line(Path::new("-")));
+    let mid = " (while reading stdin)";
+    for (at, what, want) in [
+        (starts[0] + 16 + 5, "first frame's body", damaged(0, "")),
+        (
+            starts[2] + 16 + 40_000,
+            "third frame's body",
+            damaged(2, mid),
+        ),
+        (starts[3] - 1, "third frame's tag", damaged(2, mid)),
+        (
+            starts[4] + 8,
+            "fifth frame's sequence number",
+            auth_line(Path::new("-")),
+        ),
+        (starts[5] + 20, "index frame", damaged(5, "")),
+        (a.len() - 1, "footer tag", auth.clone()),
     ] {
         let mut b = a.clone();
         b[at] ^= 0x04;
         let o = extract_stream(&["--pass-file", "pw"], &b, dir);
-        assert_eq!(
-            (code(&o), stderr(&o)),
-            (2, auth_line(Path::new("-"))),
-            "{what} (byte {at})"
-        );
+        assert_eq!((code(&o), stderr(&o)), (2, want), "{what} (byte {at})");
         assert!(
             input.starts_with(&o.stdout),
             "{what}: {} bytes on stdout are not a prefix of the input",
@@ -396,8 +438,33 @@ fn a_tampered_frame_keeps_earlier_files_and_writes_nothing_of_the_affected_one()
     }
     a[at + 16 + 1000] ^= 1;
     std::fs::write(fx.p("t.kry"), &a).unwrap();
+    let o = fx.run(&["x", "--fail-fast", "--keyfile", "k", "-o", "out", "t.kry"]);
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            2,
+            format!(
+                "krypta: t.kry: archive damaged or modified at byte {at} (frame 3) (while reading two/2-second)\n"
+            )
+        )
+    );
+    assert!(std::fs::read(fx.p("out/two/1-first")).unwrap() == first);
+    assert!(!fx.p("out/two/2-second").exists());
+    assert_eq!(temp_files(&fx.p("out")), Vec::<PathBuf>::new());
+    // Without --fail-fast the same: 1-first restored, 2-second named, nothing of it written.
+    std::fs::remove_dir_all(fx.p("out")).unwrap();
     let o = fx.run(&["x", "--keyfile", "k", "-o", "out", "t.kry"]);
-    assert_eq!((code(&o), stderr(&o)), (2, auth_line(Path::new("t.kry"))));
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            2,
+            format!(
+                "krypta: warning: t.kry: archive damaged or modified at byte {at} (frame 3): tag mismatch\n\
+                 krypta: warning: two/2-second: not restored: frame 3 at byte {at}: tag mismatch\n\
+                 krypta: t.kry: restored 2 of 3 entries, 1 damaged\n"
+            )
+        )
+    );
     assert!(std::fs::read(fx.p("out/two/1-first")).unwrap() == first);
     assert!(!fx.p("out/two/2-second").exists());
     assert_eq!(temp_files(&fx.p("out")), Vec::<PathBuf>::new());

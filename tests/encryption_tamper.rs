@@ -223,6 +223,16 @@ fn expect_auth(p: &Path, bytes: &[u8], check_kind: AuthCheck, what: &str) {
     match check(p) {
         Err(e) => match e.root() {
             Error::AuthFailed { check, .. } => assert_eq!(*check, check_kind, "{what}"),
+            // A frame tag that fails after the header verified is damage, not a wrong key
+            // (issue 11): "archive damaged or modified at byte X (frame N)", exit 2.
+            e @ Error::Damaged { .. } if check_kind == AuthCheck::FrameMac => {
+                assert_eq!(e.exit_code(), 2, "{what}");
+                assert!(
+                    e.to_string()
+                        .contains("archive damaged or modified at byte"),
+                    "{what}: {e}"
+                );
+            }
             other => panic!("{what}: expected AuthFailed, got {other:?}"),
         },
         other => panic!("{what}: expected AuthFailed, got {other:?}"),

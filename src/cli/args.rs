@@ -348,6 +348,9 @@ pub(crate) struct ExtractArgs {
     /// Restore setuid/setgid/sticky bits too (always on as root)
     #[arg(long)]
     pub(crate) same_permissions: bool,
+    /// Stop at the first damaged frame or entry instead of restoring everything else
+    #[arg(long)]
+    pub(crate) fail_fast: bool,
     #[command(flatten)]
     pub(crate) meta: MetaArgs,
     #[command(flatten)]
@@ -413,6 +416,9 @@ pub(crate) struct TestArgs {
     /// Print the result as one JSON object on stdout (schema: docs/JSON.md)
     #[arg(long)]
     pub(crate) json: bool,
+    /// Stop at the first damaged frame or entry instead of verifying everything else
+    #[arg(long)]
+    pub(crate) fail_fast: bool,
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]

@@ -38,6 +38,7 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
             xattrs: a.meta.xattrs(),
             ..d
         },
+        salvage: !a.fail_fast,
     };
     if verbose {
         term.list_entries(a.stdout);

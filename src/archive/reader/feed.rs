@@ -1,0 +1,416 @@
+//! The decoded record stream: frames read ahead into the pool, blocks delivered in order,
+//! format 2's rules between blocks checked, referencing blocks decoded with their group.
+
+use super::*;
+
+/// The decoded record stream: reads data frames ahead into the pool and yields their bytes
+/// in order, checking format 2's rules between blocks (stream offsets, groups, first-record
+/// offsets, reference lengths against the index) and decoding referencing blocks with the
+/// blocks before them.
+pub(super) struct Feed<'a> {
+    pub(super) ar: &'a mut Archive,
+    pub(super) pool: &'a mut FramePool,
+    /// Frames submitted to the pool so far (the next frame's budget ticket).
+    pub(super) submitted: u64,
+    /// The current block's buffer: its raw bytes are `block[base..]`, the next unread one is
+    /// `block[at]`.
+    pub(super) block: Vec<u8>,
+    /// Budget bytes the current block holds.
+    pub(super) block_held: u64,
+    pub(super) base: usize,
+    pub(super) at: usize,
+    /// Seq of the current block (valid once one is loaded).
+    pub(super) cur_seq: Option<u64>,
+    pub(super) next_read_seq: u64,
+    /// Bytes to drop from the start of the first delivered block (selective extraction).
+    pub(super) skip: usize,
+    /// Blocks before this seq are decoded (a later block of their group references them)
+    /// but not delivered.
+    pub(super) deliver_from: u64,
+    /// (first, last) seq to read; None = all data frames until the first index frame.
+    pub(super) range: Option<(u64, u64)>,
+    /// The first index frame's header once seen (sequential mode).
+    pub(super) stopped: bool,
+    pub(super) index_offset: u64,
+    pub(super) frames_done: u64,
+    /// Bytes of the data frames loaded so far (header, body and tag).
+    pub(super) frame_bytes: u64,
+    pub(super) pending_index: bool,
+    /// Format 2: stream offsets and the blocks a referencing block needs.
+    pub(super) group: Group,
+    /// Format 2: the current block's first-record offset, and whether a record start in it
+    /// was seen (checked against it) or the block is the first of a selective run (whose
+    /// first record parsed is at `skip`, not necessarily the block's first).
+    pub(super) first_record: Option<u32>,
+    pub(super) first_checked: bool,
+    /// Reference length of every block read (compared with the index's frame table).
+    pub(super) refs_seen: Vec<u32>,
+    /// The index's frame table, when known before reading (selective runs).
+    pub(super) expected_refs: Option<&'a [u32]>,
+    pub(super) dec: Option<BlockDecoder>,
+}
+
+impl<'a> Feed<'a> {
+    pub(super) fn new(
+        ar: &'a mut Archive,
+        pool: &'a mut FramePool,
+        range: Option<(u64, u64)>,
+        deliver_from: u64,
+    ) -> Self {
+        let next_read_seq = range.map(|r| r.0).unwrap_or(0);
+        Feed {
+            ar,
+            pool,
+            submitted: 0,
+            block: Vec::new(),
+            block_held: 0,
+            base: 0,
+            at: 0,
+            cur_seq: None,
+            next_read_seq,
+            skip: 0,
+            deliver_from,
+            range,
+            stopped: false,
+            index_offset: 0,
+            frames_done: 0,
+            frame_bytes: 0,
+            pending_index: false,
+            group: Group::default(),
+            first_record: None,
+            first_checked: true,
+            refs_seen: Vec::new(),
+            expected_refs: None,
+            dec: None,
+        }
+    }
+
+    pub(super) fn corrupt(&self, problem: &str) -> Error {
+        self.corrupt_with(FormatError::invalid("record stream", problem.to_string()))
+    }
+
+    pub(super) fn corrupt_with(&self, e: FormatError) -> Error {
+        if self.ar.protection.is_sealed() && !matches!(e, FormatError::NeedsNewer { .. }) {
+            Error::AuthFailed {
+                path: self.ar.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            corrupt(&self.ar.path, self.ar.pos, e)
+        }
+    }
+
+    pub(super) fn digest_error(&self, path: &[u8]) -> Error {
+        let p = String::from_utf8_lossy(path).into_owned();
+        if self.ar.protection.is_sealed() {
+            Error::AuthFailed {
+                path: self.ar.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            Error::Integrity {
+                path: self.ar.path.clone(),
+                what: format!("content digest of {p} does not match"),
+            }
+        }
+    }
+
+    /// (seq, offset) of the next byte.
+    pub(super) fn position(&mut self) -> (u64, u32) {
+        match self.cur_seq {
+            Some(s) if self.at < self.block.len() => (s, (self.at - self.base) as u32),
+            Some(s) => (s + 1, 0),
+            None => (self.deliver_from, self.skip as u32),
+        }
+    }
+
+    pub(super) fn last_byte_seq(&self) -> u64 {
+        self.cur_seq.unwrap_or(0)
+    }
+
+    /// A record starts at the next byte: loads the block that holds it (false at the end of
+    /// the stream) and, in format 2, checks it against the block's first-record offset.
+    pub(super) fn record_start(&mut self) -> Result<bool> {
+        while self.at >= self.block.len() {
+            if !self.next_block()? {
+                return Ok(false);
+            }
+        }
+        if !self.first_checked {
+            self.first_checked = true;
+            let at = (self.at - self.base) as u32;
+            if self.first_record != Some(at) {
+                return Err(self.corrupt_with(FormatError::invalid(
+                    "block header",
+                    format!(
+                        "first record {:?} of block {}, but a record starts at {at}",
+                        self.first_record,
+                        self.cur_seq.unwrap_or(0)
+                    ),
+                )));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Format 2, on leaving the current block: a block in which no record started must say
+    /// so.
+    pub(super) fn check_left_block(&self) -> Result<()> {
+        if !self.first_checked && self.first_record.is_some() {
+            return Err(self.corrupt_with(FormatError::invalid(
+                "block header",
+                format!(
+                    "block {} says a record starts at {:?}, but none does",
+                    self.cur_seq.unwrap_or(0),
+                    self.first_record
+                ),
+            )));
+        }
+        Ok(())
+    }
+
+    /// Keeps the pool busy: reads frames while it has room for another job and the byte
+    /// budget admits another frame (`archive::budget`).
+    pub(super) fn fill_pool(&mut self) -> Result<()> {
+        while !self.stopped && self.pool.pool.has_capacity() && self.pool.budget.admits() {
+            if let Some((_, last)) = self.range
+                && self.next_read_seq > last
+            {
+                self.stopped = true;
+                break;
+            }
+            let job = self.ar.read_frame()?;
+            if job.header.kind == FrameKind::Index {
+                if self.range.is_some() {
+                    return Err(self
+                        .ar
+                        .sequence_error(job.offset, "index frame inside the data range".into()));
+                }
+                // End of the data frames: remember where, and rewind over this frame so the
+                // index reader sees it.
+                self.index_offset = job.offset;
+                self.stopped = true;
+                self.pending_index = true;
+                self.ar.pending_frame = Some(job);
+                break;
+            }
+            self.ar.check_last_flag(&job)?;
+            if job.header.seq != self.next_read_seq {
+                let (off, seq) = (job.offset, job.header.seq);
+                return Err(self.ar.sequence_error(
+                    off,
+                    format!(
+                        "expected data frame seq {}, found seq {seq}",
+                        self.next_read_seq
+                    ),
+                ));
+            }
+            self.next_read_seq += 1;
+            let mut job = job;
+            job.ticket = self.submitted;
+            self.submitted += 1;
+            self.pool.budget.add_body(job.body.len() as u64);
+            self.pool
+                .pool
+                .submit(job)
+                .map_err(|e| Error::Crypto(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Loads the next block to deliver; false at the end of the data. Blocks before
+    /// `deliver_from` are decoded and kept for the references of the blocks after them.
+    /// The current block is fully read when this is called: its budget bytes are given back
+    /// first, so the budget's room is there for the frames still to come. (Blocks the group
+    /// keeps for a later block's reference are no longer counted: at most
+    /// `MAX_REFERENCE_LEN` bytes of them.)
+    pub(super) fn next_block(&mut self) -> Result<bool> {
+        loop {
+            if self.cur_seq.is_some_and(|s| s >= self.deliver_from) {
+                self.check_left_block()?;
+            }
+            self.pool
+                .budget
+                .release(std::mem::take(&mut self.block_held));
+            self.fill_pool()?;
+            let Some((offset, h, r)) = self
+                .pool
+                .pool
+                .next_result()
+                .map_err(|e| Error::Crypto(e.to_string()))?
+            else {
+                return Ok(false);
+            };
+            let mut decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
+            let info = decoded.info;
+            if self.ar.version == Version::V2 {
+                let problem = self.group.check(&info).err().or_else(|| {
+                    self.expected_refs
+                        .and_then(|t| t.get(h.seq as usize))
+                        .filter(|&&r| r != info.reference_len)
+                        .map(|r| {
+                            FormatError::invalid(
+                                "block header",
+                                format!(
+                                    "reference length {} where the index says {r}",
+                                    info.reference_len
+                                ),
+                            )
+                        })
+                });
+                if let Some(p) = problem {
+                    return Err(self.ar.fault(offset, h.seq, FrameFault::Format(p)));
+                }
+            }
+            self.refs_seen.push(info.reference_len);
+            // The block left behind: kept if this one references it, else recycled.
+            let old = std::mem::take(&mut self.block);
+            let prev = (self.cur_seq.is_some() && !old.is_empty()).then_some((old, self.base));
+            let buffers = self.ar.buffers.clone();
+            self.group.advance(prev, &info, &mut |b, start| {
+                if start == 0 {
+                    buffers.blocks.give(b);
+                } else {
+                    buffers.bodies.give(b);
+                }
+            });
+            if decoded.pending {
+                let dec = match self.dec.as_mut() {
+                    Some(d) => d,
+                    None => self
+                        .dec
+                        .insert(BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?),
+                };
+                let out = self.ar.buffers.blocks.take();
+                let raw = self
+                    .group
+                    .resolve(dec, &mut decoded, out)
+                    .map_err(|(f, out)| {
+                        self.ar.buffers.blocks.give(out);
+                        self.ar.fault(offset, h.seq, f)
+                    })?;
+                let body = std::mem::replace(&mut decoded.buf, raw);
+                self.ar.buffers.bodies.give(body);
+                decoded.start = 0;
+                decoded.pending = false;
+            }
+            self.block = decoded.buf;
+            self.block_held = decoded.held;
+            self.base = decoded.start;
+            self.cur_seq = Some(h.seq);
+            self.frames_done += 1;
+            self.frame_bytes += h.frame_len();
+            self.first_record = info.first_record;
+            if h.seq < self.deliver_from {
+                // Not delivered: only there for the references of the blocks after it.
+                self.at = self.block.len();
+                self.first_checked = true;
+                continue;
+            }
+            let skip = std::mem::take(&mut self.skip);
+            self.at = self.base + skip.min(self.block.len() - self.base);
+            self.first_checked = self.ar.version == Version::V1;
+            if skip > 0 && !self.first_checked {
+                // A selective run starts at an entry's record, which need not be the first
+                // record of its block, but is one.
+                self.first_checked = true;
+                if self.first_record.is_none_or(|f| f as usize > skip) {
+                    return Err(self.corrupt_with(FormatError::invalid(
+                        "block header",
+                        format!(
+                            "first record {:?} of block {} is after the entry at {skip}",
+                            self.first_record, h.seq
+                        ),
+                    )));
+                }
+            }
+            self.fill_pool()?;
+            return Ok(true);
+        }
+    }
+
+    /// The next up to `max` bytes (at least 1) of the stream, borrowed from the current
+    /// block (no copy): fewer than `max` where the block ends.
+    pub(super) fn take(&mut self, max: usize) -> Result<&[u8]> {
+        while self.at >= self.block.len() {
+            if !self.next_block()? {
+                return Err(self.corrupt("the stream ends inside a record"));
+            }
+        }
+        let n = max.min(self.block.len() - self.at);
+        let start = self.at;
+        self.at += n;
+        Ok(&self.block[start..start + n])
+    }
+
+    /// Drains the pool and reads past the rest of the data frames; returns (data frame count,
+    /// offset of the first index frame). Sequential mode only.
+    pub(super) fn finish_data(&mut self) -> Result<(u64, u64)> {
+        if self.at < self.block.len() {
+            return Err(self.corrupt("bytes left over after the last record"));
+        }
+        while self.next_block()? {
+            if self.block.len() > self.base {
+                return Err(self.corrupt("bytes left over after the last record"));
+            }
+        }
+        if !self.pending_index {
+            return Err(corrupt(
+                &self.ar.path,
+                self.ar.pos,
+                FormatError::invalid("archive", "no index after the data frames"),
+            ));
+        }
+        Ok((self.next_read_seq, self.index_offset))
+    }
+}
+
+/// Errors inside the feed: a record-level format error (mapped with the archive path by
+/// [`next_record`]) or any other error.
+pub(super) enum FeedError {
+    Format(FormatError),
+    Other(Error),
+}
+
+impl From<FormatError> for FeedError {
+    fn from(e: FormatError) -> Self {
+        FeedError::Format(e)
+    }
+}
+
+impl From<Error> for FeedError {
+    fn from(e: Error) -> Self {
+        FeedError::Other(e)
+    }
+}
+
+pub(super) fn next_record(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
+    let version = feed.ar.version;
+    record::read_record(feed, version).map_err(|e| match e {
+        FeedError::Format(f) => feed.corrupt_with(f),
+        FeedError::Other(e) => e,
+    })
+}
+
+impl StreamSource for Feed<'_> {
+    type Error = FeedError;
+    fn fill(&mut self, buf: &mut [u8]) -> std::result::Result<bool, FeedError> {
+        let mut done = 0;
+        while done < buf.len() {
+            if self.at >= self.block.len() {
+                if !self.next_block()? {
+                    if done == 0 {
+                        return Ok(false);
+                    }
+                    return Err(self.corrupt("the stream ends inside a record").into());
+                }
+                continue;
+            }
+            let n = (buf.len() - done).min(self.block.len() - self.at);
+            buf[done..done + n].copy_from_slice(&self.block[self.at..self.at + n]);
+            self.at += n;
+            done += n;
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,290 @@
+//! Frame I/O: reading one frame at the sequential position (bodies read as they arrive, so a
+//! hostile length costs only the bytes present), the worker that verifies then decodes a
+//! frame, the pool of workers and its byte budget, and the errors a frame raises.
+
+use super::*;
+
+pub(super) struct FrameJob {
+    /// Its place among the frames of this pool, in submission order (the budget's turn).
+    pub(super) ticket: u64,
+    pub(super) header: FrameHeader,
+    pub(super) header_bytes: [u8; FRAME_HEADER_LEN],
+    pub(super) body: Vec<u8>,
+    pub(super) tag: [u8; TAG_LEN],
+    pub(super) offset: u64,
+}
+
+pub(super) type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, FrameFault>);
+
+/// Worker: verifies (and decrypts) one frame, then decodes its block
+/// ([`super::blocks::decode_body`]). A stored block is unfiltered in place in the body; a
+/// zstd block is decoded into a buffer from `buffers.blocks`, and the body goes back to
+/// `buffers.bodies`; a referencing block is left pending for the reading thread. With a
+/// `budget`, the decoded block's bytes are taken from it (in ticket order, waiting for room)
+/// before it is decoded, and the body's bytes given back after. A pending block takes its
+/// raw length too: the reading thread decodes it into a block of that size.
+pub(super) fn open_frame(
+    dec: &mut BlockDecoder,
+    protection: &Protection,
+    archive_id: &ArchiveId,
+    buffers: &ReadBuffers,
+    version: Version,
+    budget: Option<&ByteBudget>,
+    mut job: FrameJob,
+) -> FrameResult {
+    let body_len = job.body.len() as u64;
+    let mut took_turn = false;
+    let r = (|| {
+        protection
+            .open_frame(
+                archive_id,
+                &job.header_bytes,
+                job.header.seq,
+                &mut job.body,
+                &job.tag,
+            )
+            .map_err(|_| FrameFault::Tag)?;
+        let (info, _) =
+            block_info(&job.body, version, job.header.kind).map_err(FrameFault::Format)?;
+        // A stored block becomes the body itself; a zstd block needs raw_len more bytes.
+        let held = if info.codec == Codec::Store {
+            body_len
+        } else {
+            u64::from(info.raw_len)
+        };
+        if let Some(b) = budget {
+            took_turn = true;
+            b.acquire(job.ticket, held)
+                .map_err(|_| FrameFault::Stopped)?;
+        }
+        let held = if budget.is_some() { held } else { 0 };
+        let body = std::mem::take(&mut job.body);
+        match decode_body(
+            dec,
+            version,
+            job.header.kind,
+            body,
+            &buffers.blocks,
+            &buffers.bodies,
+        ) {
+            Ok(mut d) => {
+                d.held = held;
+                Ok(d)
+            }
+            Err((f, body)) => {
+                buffers.bodies.give(body);
+                budget.inspect(|b| b.release(held));
+                Err(f)
+            }
+        }
+    })();
+    buffers.bodies.give(std::mem::take(&mut job.body));
+    if let Some(b) = budget {
+        if took_turn {
+            b.body_done(body_len);
+        } else {
+            b.skip(job.ticket, body_len);
+        }
+    }
+    (job.offset, job.header, r)
+}
+
+/// The workers of one scan and the byte budget they share with the reader thread; dropping
+/// it closes the budget first, so no worker stays waiting while the pool joins them.
+pub(super) struct FramePool {
+    pub(super) pool: OrderedPool<FrameJob, FrameResult>,
+    pub(super) budget: Arc<ByteBudget>,
+}
+
+impl Drop for FramePool {
+    fn drop(&mut self) {
+        self.budget.close();
+    }
+}
+
+impl Archive {
+    pub(super) fn tag_error(&self, what: String) -> Error {
+        if self.protection.is_sealed() {
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::FrameMac,
+            }
+        } else {
+            Error::Integrity {
+                path: self.path.clone(),
+                what,
+            }
+        }
+    }
+
+    pub(super) fn fault(&self, offset: u64, seq: u64, f: FrameFault) -> Error {
+        match f {
+            // Once the header verified, a frame tag that fails is damage, not a wrong key.
+            FrameFault::Tag if self.protection.is_sealed() => Error::Damaged {
+                path: self.path.clone(),
+                offset,
+                frame: seq,
+            },
+            FrameFault::Tag => {
+                self.tag_error(format!("frame {seq} at byte {offset}: checksum mismatch"))
+            }
+            FrameFault::Format(e) => self.structure_error(offset, e),
+            FrameFault::Codec(m) => {
+                self.structure_error(offset, FormatError::invalid("block payload", m))
+            }
+            FrameFault::Stopped => Error::Crypto(format!(
+                "internal error: frame {seq} was stopped while the scan still needed it"
+            )),
+        }
+    }
+
+    /// A rule broken inside bytes whose tag verified (block header, payload, records, entries,
+    /// index): in an encrypted archive an inconsistent authenticated structure, reported as
+    /// an authentication failure (exit 2); in an unencrypted one a corrupt structure (exit 3).
+    /// A critical type this build does not know is always "needs a newer krypta" (exit 3).
+    /// This is the order of checks of docs/FORMAT.md §11.
+    pub(super) fn structure_error(&self, offset: u64, e: FormatError) -> Error {
+        if self.protection.is_sealed() && !matches!(e, FormatError::NeedsNewer { .. }) {
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            corrupt(&self.path, offset, e)
+        }
+    }
+
+    /// A structural rule broken in a frame sequence: for sealed archives whose frames all
+    /// verified this can only be tampering (reordering, dropping, splicing).
+    pub(super) fn sequence_error(&self, offset: u64, problem: String) -> Error {
+        if self.protection.is_sealed() {
+            Error::AuthFailed {
+                path: self.path.clone(),
+                check: AuthCheck::Structure,
+            }
+        } else {
+            corrupt(
+                &self.path,
+                offset,
+                FormatError::invalid("frame sequence", problem),
+            )
+        }
+    }
+
+    /// A data frame with the LAST flag: corrupt, or tampering in a sealed archive (the flag is
+    /// under the frame MAC).
+    pub(super) fn check_last_flag(&self, job: &FrameJob) -> Result<()> {
+        job.header.check_last_flag().map_err(|e| match e {
+            FormatError::Invalid { problem, .. } => self.sequence_error(job.offset, problem),
+            e => corrupt(&self.path, job.offset, e),
+        })
+    }
+
+    pub(super) fn read_exact_at_pos(&mut self, buf: &mut [u8], what: &'static str) -> Result<()> {
+        let got = read_full(&mut self.input, buf).map_err(|e| Error::io(&self.path, "read", e))?;
+        if got < buf.len() {
+            return Err(corrupt(
+                &self.path,
+                self.pos + got as u64,
+                FormatError::Truncated {
+                    what,
+                    needed: buf.len() as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        self.pos += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Reads one frame at the current position.
+    pub(super) fn read_frame(&mut self) -> Result<FrameJob> {
+        if let Some(job) = self.pending_frame.take() {
+            return Ok(job);
+        }
+        let offset = self.pos;
+        let mut hb = [0u8; FRAME_HEADER_LEN];
+        self.read_exact_at_pos(&mut hb, "frame header")?;
+        let header =
+            FrameHeader::parse(&hb, self.version).map_err(|e| corrupt(&self.path, offset, e))?;
+        // Read the body as it arrives instead of allocating the declared length up front, so
+        // a truncated or hostile length costs no more memory than the bytes really present.
+        // A recycled buffer already that long is overwritten in place (no zero-fill, no new
+        // pages); otherwise the body grows as bytes arrive.
+        let want = header.body_len as usize;
+        let mut body = self.buffers.bodies.take();
+        let got = if body.len() >= want {
+            body.truncate(want);
+            read_full(&mut self.input, &mut body)
+        } else {
+            body.clear();
+            body.reserve(want.min(8 << 20));
+            (&mut self.input).take(want as u64).read_to_end(&mut body)
+        }
+        .map_err(|e| Error::io(&self.path, "read", e))?;
+        if got < want {
+            return Err(corrupt(
+                &self.path,
+                self.pos + got as u64,
+                FormatError::Truncated {
+                    what: "frame body",
+                    needed: want as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        self.pos += want as u64;
+        let mut tag = [0u8; TAG_LEN];
+        self.read_exact_at_pos(&mut tag, "frame tag")?;
+        Ok(FrameJob {
+            ticket: 0,
+            header,
+            header_bytes: hb,
+            body,
+            tag,
+            offset,
+        })
+    }
+
+    pub(super) fn seek_to(&mut self, offset: u64) -> Result<()> {
+        if !self.input.seekable() {
+            return Err(Error::Usage(format!(
+                "{}: cannot seek in a stream",
+                self.path.display()
+            )));
+        }
+        self.input
+            .seek_to(offset)
+            .map_err(|e| Error::io(&self.path, "seek", e))?;
+        self.pos = offset;
+        Ok(())
+    }
+
+    pub(super) fn new_pool(&self) -> FramePool {
+        let protection = Arc::clone(&self.protection);
+        let id = self.header.archive_id;
+        let buffers = self.buffers.clone();
+        let version = self.version;
+        let budget = Arc::new(ByteBudget::with_base(self.jobs, self.in_flight_base));
+        let worker_budget = Arc::clone(&budget);
+        // The header's block size only sizes the pool's job count (a performance hint); the
+        // memory bound is the byte budget, taken from the frames actually read.
+        let pool = OrderedPool::new(
+            self.jobs,
+            crate::archive::pipeline::max_in_flight(self.jobs, self.header.block_size as usize),
+            || BlockDecoder::new().expect("zstd decoder context"),
+            move |dec: &mut BlockDecoder, job: FrameJob| {
+                open_frame(
+                    dec,
+                    &protection,
+                    &id,
+                    &buffers,
+                    version,
+                    Some(&worker_budget),
+                    job,
+                )
+            },
+        );
+        FramePool { pool, budget }
+    }
+}

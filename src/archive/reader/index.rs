@@ -1,0 +1,301 @@
+//! The index and the footer: located from the end of a seekable archive, or reached past the
+//! data frames of a stream; checked against each other (frame table, offsets) and against
+//! the entry-set rules (FORMAT.md §7.3).
+
+use super::*;
+
+impl Archive {
+    /// Seeks back to the first data frame (after [`Archive::read_index`]).
+    pub fn rewind_to_data(&mut self) -> Result<()> {
+        self.pending_frame = None;
+        self.seek_to(self.header_len)
+    }
+
+    /// Reads the index of a stream: data frames are read past (their sequence checked, not
+    /// decoded), then the index frames and the footer are verified.
+    pub fn read_index_streaming(&mut self) -> Result<Index> {
+        let mut seq = 0u64;
+        let index_offset = loop {
+            let job = self.read_frame()?;
+            if job.header.kind == FrameKind::Index {
+                let at = job.offset;
+                self.pending_frame = Some(job);
+                break at;
+            }
+            if job.header.seq != seq {
+                return Err(self.sequence_error(
+                    job.offset,
+                    format!("expected data frame seq {seq}, found {}", job.header.seq),
+                ));
+            }
+            self.check_last_flag(&job)?;
+            seq += 1;
+        };
+        let index = self.read_index_and_footer(seq, index_offset)?;
+        self.check_entry_set(&index)?;
+        Ok(index)
+    }
+
+    /// After the data frames of a stream: reads the index frames and the footer, requires the
+    /// end of the input after it, and checks the footer and frame table against what was
+    /// read (`data_frames` frames, the first index frame at `index_offset`).
+    pub(super) fn read_index_and_footer(
+        &mut self,
+        data_frames: u64,
+        index_offset: u64,
+    ) -> Result<Index> {
+        Ok(self
+            .read_index_and_footer_of_stream(data_frames, index_offset)?
+            .1)
+    }
+
+    /// [`Archive::read_index_and_footer`], returning the footer too. After the footer of a
+    /// format-2 archive whose header announces a recovery section, the bytes that follow are
+    /// that section's (not read here).
+    pub(super) fn read_index_and_footer_of_stream(
+        &mut self,
+        data_frames: u64,
+        index_offset: u64,
+    ) -> Result<(Footer, Index)> {
+        let index = self.read_index_frames(data_frames, None, u64::MAX)?;
+        let foot_at = self.pos;
+        let mut fb = [0u8; FOOTER_LEN];
+        self.read_exact_at_pos(&mut fb, "footer")?;
+        let footer = self.check_footer(foot_at, &fb)?;
+        let mut extra = [0u8; 1];
+        if self.header.recovery_percent().is_none()
+            && read_full(&mut self.input, &mut extra)
+                .map_err(|e| Error::io(&self.path, "read", e))?
+                != 0
+        {
+            return Err(corrupt(
+                &self.path,
+                self.pos,
+                FormatError::invalid("archive", "bytes after the footer"),
+            ));
+        }
+        if footer.data_frames != data_frames || footer.index_offset != index_offset {
+            return Err(
+                self.sequence_error(foot_at, "footer disagrees with the frames read".into())
+            );
+        }
+        self.check_frame_table(&footer, &index)?;
+        Ok((footer, index))
+    }
+
+    /// Reads and verifies the footer and the index of a seekable archive.
+    ///
+    /// A format-2 archive with a recovery section has its footer before that section, not at
+    /// the end of the file; without the recovery layer's locator this build reaches it the
+    /// way a pipe does (data frames read past, not decoded), then rewinds.
+    pub fn read_index(&mut self) -> Result<(Footer, Index)> {
+        let (footer, index) = self.read_index_unchecked()?;
+        self.check_entry_set(&index)?;
+        Ok((footer, index))
+    }
+
+    pub(super) fn read_index_unchecked(&mut self) -> Result<(Footer, Index)> {
+        if self.header.recovery_percent().is_some() && self.seekable() {
+            self.seek_to(self.header_len)?;
+            let mut seq = 0u64;
+            let index_offset = loop {
+                let job = self.read_frame()?;
+                if job.header.kind == FrameKind::Index {
+                    let at = job.offset;
+                    self.pending_frame = Some(job);
+                    break at;
+                }
+                if job.header.seq != seq {
+                    return Err(self.sequence_error(
+                        job.offset,
+                        format!("expected data frame seq {seq}, found {}", job.header.seq),
+                    ));
+                }
+                seq += 1;
+            };
+            return self.read_index_and_footer_of_stream(seq, index_offset);
+        }
+        let len = match self.input.length() {
+            Ok(Some(len)) if self.input.seekable() => len,
+            Ok(_) => {
+                return Err(Error::Usage(
+                    "reading the index needs a seekable archive".into(),
+                ));
+            }
+            Err(e) => return Err(Error::io(&self.path, "seek", e)),
+        };
+        if len < self.header_len + FOOTER_LEN as u64 {
+            return Err(corrupt(
+                &self.path,
+                len,
+                FormatError::Truncated {
+                    what: "archive (no footer)",
+                    needed: self.header_len + FOOTER_LEN as u64,
+                    got: len,
+                },
+            ));
+        }
+        let foot_at = len - FOOTER_LEN as u64;
+        self.seek_to(foot_at)?;
+        let mut fb = [0u8; FOOTER_LEN];
+        self.read_exact_at_pos(&mut fb, "footer")?;
+        let footer = self.check_footer(foot_at, &fb)?;
+        if footer.index_offset < self.header_len || footer.index_offset >= foot_at {
+            return Err(
+                self.sequence_error(foot_at, "footer: index offset outside the archive".into())
+            );
+        }
+        self.seek_to(footer.index_offset)?;
+        self.input.read_ahead_to(Some(foot_at));
+        let index =
+            self.read_index_frames(footer.data_frames, Some(footer.index_frames), foot_at)?;
+        if self.pos != foot_at {
+            return Err(
+                self.sequence_error(self.pos, "bytes between the index and the footer".into())
+            );
+        }
+        self.check_frame_table(&footer, &index)?;
+        Ok((footer, index))
+    }
+
+    pub(super) fn check_footer(&self, at: u64, fb: &[u8; FOOTER_LEN]) -> Result<Footer> {
+        let (footer, tag) =
+            Footer::parse(fb, self.version).map_err(|e| corrupt(&self.path, at, e))?;
+        self.protection
+            .verify_footer(&self.header.archive_id, &fb[..32], &tag)
+            .map_err(|_| {
+                if self.protection.is_sealed() {
+                    Error::AuthFailed {
+                        path: self.path.clone(),
+                        check: AuthCheck::FooterMac,
+                    }
+                } else {
+                    Error::Integrity {
+                        path: self.path.clone(),
+                        what: "footer checksum mismatch".into(),
+                    }
+                }
+            })?;
+        Ok(footer)
+    }
+
+    pub(super) fn check_frame_table(&self, footer: &Footer, index: &Index) -> Result<()> {
+        if index.frame_body_lens.len() as u64 != footer.data_frames
+            || index.frame_ref_lens.len() != index.frame_body_lens.len()
+        {
+            return Err(self.sequence_error(
+                footer.index_offset,
+                "index frame table disagrees with the footer".into(),
+            ));
+        }
+        let total: u64 = index
+            .frame_body_lens
+            .iter()
+            .map(|&l| l as u64 + (FRAME_HEADER_LEN + TAG_LEN) as u64)
+            .sum::<u64>()
+            + self.header_len;
+        if total != footer.index_offset {
+            return Err(self.sequence_error(
+                footer.index_offset,
+                "data frame lengths do not add up to the index offset".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads `count` index frames (seq data_frames..) at the current position and parses them.
+    pub(super) fn read_index_frames(
+        &mut self,
+        data_frames: u64,
+        count: Option<u64>,
+        limit: u64,
+    ) -> Result<Index> {
+        let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
+        let mut bytes = Vec::new();
+        let mut i = 0u64;
+        loop {
+            if self.pos >= limit {
+                return Err(corrupt(
+                    &self.path,
+                    self.pos,
+                    FormatError::invalid("index", "index frames run into the footer"),
+                ));
+            }
+            let job = self.read_frame()?;
+            let (offset, h) = (job.offset, job.header);
+            if h.kind != FrameKind::Index || h.seq != data_frames + i {
+                return Err(self.sequence_error(
+                    offset,
+                    format!(
+                        "expected index frame seq {}, found {:?} seq {}",
+                        data_frames + i,
+                        h.kind,
+                        h.seq
+                    ),
+                ));
+            }
+            let (_, _, r) = open_frame(
+                &mut dec,
+                &self.protection,
+                &self.header.archive_id,
+                &self.buffers,
+                self.version,
+                None,
+                job,
+            );
+            let decoded = r.map_err(|f| self.fault(offset, h.seq, f))?;
+            if self.version == Version::V2 && decoded.info.stream_offset != bytes.len() as u64 {
+                return Err(corrupt(
+                    &self.path,
+                    offset,
+                    FormatError::invalid(
+                        "index block header",
+                        format!(
+                            "stream offset {} where the index blocks before it end at {}",
+                            decoded.info.stream_offset,
+                            bytes.len()
+                        ),
+                    ),
+                ));
+            }
+            let raw = decoded.raw();
+            if bytes.len() as u64 + raw.len() as u64 > MAX_INDEX_LEN {
+                return Err(self.structure_error(
+                    offset,
+                    FormatError::invalid("index", format!("larger than {MAX_INDEX_LEN} bytes")),
+                ));
+            }
+            if bytes.is_empty() && decoded.start == 0 {
+                // The usual single compressed index frame: keep its buffer, no copy.
+                bytes = decoded.buf;
+            } else {
+                bytes.extend_from_slice(raw);
+            }
+            i += 1;
+            if h.last {
+                break;
+            }
+        }
+        if let Some(count) = count
+            && i != count
+        {
+            return Err(
+                self.sequence_error(self.pos, format!("{i} index frames, footer says {count}"))
+            );
+        }
+        Index::parse(&bytes, self.version).map_err(|e| self.structure_error(self.pos, e))
+    }
+
+    /// The entry-set rules on an index (FORMAT.md §7.3), so that `list`, `test` and `extract`
+    /// all refuse an archive whose set of entries breaks them before reading its data. (A
+    /// scan checks the stream instead, or compares it entry by entry with an index that was
+    /// checked.)
+    pub(super) fn check_entry_set(&self, index: &Index) -> Result<()> {
+        let mut set = EntrySet::with_capacity(self.version, index.entries.len());
+        for e in &index.entries {
+            set.admit(&e.meta)
+                .map_err(|e| self.structure_error(self.pos, e))?;
+        }
+        Ok(())
+    }
+}

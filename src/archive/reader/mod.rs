@@ -1,0 +1,158 @@
+//! The archive reader: opens the header (and the file key), then reads frames in order,
+//! verifies and decodes them in parallel, parses the record stream and hands entries and
+//! verified content to a [`Visitor`] (the extractor, `test`, `--stdout`).
+//!
+//! Nothing reaches a visitor before its frame's tag verified (encrypt-then-MAC: the MAC is
+//! checked before decryption), and a file's END is reported only after its BLAKE3 digest
+//! matched. The index and footer are checked against what the stream held, so an archive
+//! that scans clean is exactly the archive that was written.
+//!
+//! Split along its seams: `open` (the header, version dispatch, the file key, `info`'s
+//! facts), `frames` (frame I/O, the parallel verify+decode pool, the errors a frame can
+//! raise), `index` (the index and footer, the entry-set rules on an index), `scan` (whole and
+//! selective scans), `records` (record parsing for v1 and v2 against the entry-set rules or
+//! the index), `feed` (the decoded record stream across blocks and groups) and `salvage`
+//! (reading past damage, with the index) and
+//! `resync` (without it: resynchronising on the next good frame).
+
+mod feed;
+mod frames;
+mod index;
+mod open;
+mod records;
+mod resync;
+mod salvage;
+mod scan;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::blocks::{Decoded, FrameFault, Group, block_info, decode_body};
+use super::budget::ByteBudget;
+use super::hash_zeros;
+use super::pipeline::{Buffers, OrderedPool};
+use crate::codec::{BlockDecoder, Codec};
+use crate::crypto::frame::Protection;
+use crate::crypto::keys::{ArchiveId, Subkeys};
+use crate::crypto::stanza::{Identity, unwrap_versioned};
+use crate::error::{AuthCheck, Error, Result};
+use crate::format::entry::EntryKind;
+use crate::format::entry_set::EntrySet;
+use crate::format::footer::{FOOTER_LEN, Footer};
+use crate::format::frame::{FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN};
+use crate::format::header::{self, Header, PREFIX_LEN, Prefix, PrefixError};
+use crate::format::index::{Index, IndexEntry, MAX_INDEX_LEN};
+use crate::format::limits::hole_hash_allowance;
+use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
+use crate::format::{EntryMeta, FormatError, Version};
+
+use frames::{FrameJob, FramePool, open_frame};
+use open::corrupt;
+pub use open::{ArchiveFacts, facts, read_header_only};
+pub use resync::{MAC_BUDGET_FACTOR, StreamSalvage};
+pub use salvage::{BadFrame, DamagedEntry, Salvage};
+
+/// Receives what a scan finds, in stream order. Every byte given was verified first.
+pub trait Visitor {
+    /// Whether this entry is wanted (its content is then passed on). Default: all.
+    fn wants(&mut self, _meta: &EntryMeta) -> bool {
+        true
+    }
+    /// An entry (for files: before its content).
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()>;
+    /// Content of the current file at `offset` (holes are not reported; they read as zeros).
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()>;
+    /// The current file ended; its digest matched. `size` includes a trailing hole.
+    fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()>;
+    /// The current file failed (bad digest, bad block, truncated archive): discard it.
+    fn abort(&mut self);
+}
+
+/// Options for opening an archive.
+#[derive(Default)]
+pub struct OpenOptions {
+    /// Keys to try against the stanzas. When any is given, an unencrypted archive is refused
+    /// ([`Error::NotEncrypted`]) unless `allow_unencrypted`: a key means the caller expects
+    /// an archive only a key holder could have written.
+    pub identities: Vec<Identity>,
+    /// Worker threads (0 = all cores).
+    pub jobs: usize,
+    /// Read an unencrypted archive even though `identities` is not empty (the CLI's
+    /// `--allow-unencrypted`, and a password that came only from `KRYPTA_PASSWORD`).
+    pub allow_unencrypted: bool,
+    /// Base of the byte budget for frames in flight, bytes (`archive::budget`); `None` is
+    /// 512 MiB. The budget is at least `(jobs + 1)` times the largest block read.
+    pub in_flight_budget: Option<u64>,
+}
+
+/// Where the archive bytes come from: a file, stdin or an object (see [`crate::store`]).
+type Input = Box<dyn crate::store::Source>;
+
+/// An opened archive: header parsed and authenticated.
+pub struct Archive {
+    input: Input,
+    path: PathBuf,
+    header: Header,
+    /// The header's format version: every structure after the header follows it.
+    version: Version,
+    header_len: u64,
+    protection: Arc<Protection>,
+    jobs: usize,
+    /// Bytes consumed from the input so far (sequential position).
+    pos: u64,
+    /// A frame read ahead by the data feed that belongs to the index.
+    pending_frame: Option<FrameJob>,
+    /// Recycled frame bodies and decoded blocks, shared with the workers.
+    buffers: ReadBuffers,
+    /// Base of the byte budget, bytes.
+    in_flight_base: u64,
+}
+
+/// The reader's recycled buffers, in two lists so that a small compressed body never holds
+/// a block-sized buffer's pages (mixing them doubled peak memory with 128 MiB blocks).
+#[derive(Clone)]
+struct ReadBuffers {
+    /// Frame bodies as read (a stored block is decoded in its body, so those come back here).
+    bodies: Buffers,
+    /// Decoded zstd blocks.
+    blocks: Buffers,
+}
+
+/// Totals of a scan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanSummary {
+    /// Entries seen in the stream.
+    pub entries: u64,
+    /// Files whose digest verified.
+    pub files: u64,
+    /// Content bytes (logical sizes).
+    pub bytes: u64,
+    /// Data frames decoded.
+    pub frames: u64,
+    /// Files whose whole-content digest was not checked because hashing their holes would
+    /// have gone past the scan's hole allowance (`format::limits::hole_hash_allowance`);
+    /// their stored bytes were checked by the frame tags.
+    pub unverified: Vec<String>,
+    /// Most bytes of frame bodies and decoded blocks held at once for frames in flight
+    /// (bounded by the frames actually read: `archive::budget`).
+    pub peak_held: u64,
+    /// Hole bytes hashed in this scan so far.
+    pub holes_hashed: u64,
+    /// Bytes of data frames read in this scan so far (header, body and tag of each): what
+    /// the hole allowance grows with.
+    pub frame_bytes: u64,
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}

@@ -1,0 +1,331 @@
+//! Opening an archive: the header prefix and version dispatch, the header itself, the file
+//! key from the stanzas, the header tag; and the key-less facts `info` shows.
+
+use super::*;
+
+/// Reads and parses the header of `path` (`-` = stdin) without any key: for `info`, and the
+/// first step of [`Archive::open`]. Returns the header, its bytes and the input.
+pub(super) fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
+    let input = crate::store::open_source(path)?;
+    read_header_from(input, path)
+}
+
+/// [`read_header`] from an input already open; `path` names it in errors.
+pub(super) fn read_header_from(mut input: Input, path: &Path) -> Result<(Header, Vec<u8>, Input)> {
+    let mut prefix = [0u8; PREFIX_LEN];
+    let got = read_full(&mut input, &mut prefix).map_err(|e| Error::io(path, "read", e))?;
+    if got == 0 {
+        return Err(Error::NotAnArchive {
+            path: path.into(),
+            reason: "the file is empty",
+        });
+    }
+    if got < PREFIX_LEN {
+        if prefix[..got] == header::MAGIC[..got.min(8)] {
+            return Err(corrupt(
+                path,
+                0,
+                FormatError::Truncated {
+                    what: "header",
+                    needed: PREFIX_LEN as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        return Err(Error::NotAnArchive {
+            path: path.into(),
+            reason: "too short to be a krypta archive",
+        });
+    }
+    let p = Prefix::parse(&prefix).map_err(|e| prefix_error(path, e))?;
+    let mut bytes = prefix.to_vec();
+    bytes.resize(p.header_len as usize, 0);
+    let got =
+        read_full(&mut input, &mut bytes[PREFIX_LEN..]).map_err(|e| Error::io(path, "read", e))?;
+    if got < bytes.len() - PREFIX_LEN {
+        return Err(corrupt(
+            path,
+            0,
+            FormatError::Truncated {
+                what: "header",
+                needed: p.header_len as u64,
+                got: (PREFIX_LEN + got) as u64,
+            },
+        ));
+    }
+    let (h, _tag) = Header::parse(&bytes).map_err(|e| prefix_error(path, e))?;
+    Ok((h, bytes, input))
+}
+
+pub(super) fn prefix_error(path: &Path, e: PrefixError) -> Error {
+    match e {
+        PrefixError::NotAnArchive => Error::NotAnArchive {
+            path: path.into(),
+            reason: "no krypta magic at the start",
+        },
+        PrefixError::Version(v) => Error::UnsupportedVersion {
+            path: path.into(),
+            version: v,
+            supported: header::VERSION,
+        },
+        PrefixError::Format(f) => corrupt(path, 0, f),
+    }
+}
+
+/// A structure that does not parse ([`Error::Corrupt`]), or one that needs a newer krypta
+/// ([`Error::Unsupported`]).
+pub(super) fn corrupt(path: &Path, offset: u64, source: FormatError) -> Error {
+    match source {
+        FormatError::NeedsNewer { .. } => Error::Unsupported {
+            path: path.into(),
+            offset,
+            source,
+        },
+        source => Error::Corrupt {
+            path: path.into(),
+            offset,
+            source,
+        },
+    }
+}
+
+/// Reads only the header (no key needed): what `info` shows.
+pub fn read_header_only(path: &Path) -> Result<Header> {
+    Ok(read_header(path)?.0)
+}
+
+/// Facts about an archive available without a key (for `info`).
+#[derive(Debug, Clone)]
+pub struct ArchiveFacts {
+    /// The header.
+    pub header: Header,
+    /// Header length, bytes.
+    pub header_len: u64,
+    /// Total size, bytes (None for a stream).
+    pub size: Option<u64>,
+    /// The footer, when the input is a file (its tag verified only for unencrypted archives).
+    pub footer: Option<Footer>,
+    /// Lines for `-v` about a remote archive: where it was read from, what that cost.
+    pub details: Vec<String>,
+}
+
+/// Reads the header and (for a file) the footer without any key.
+pub fn facts(path: &Path) -> Result<ArchiveFacts> {
+    let (header, bytes, mut input) = read_header(path)?;
+    let header_len = bytes.len() as u64;
+    let mut footer = None;
+    let mut size = None;
+    if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
+        size = Some(len);
+        if header.recovery_percent().is_some() {
+            // The footer ends the protected bytes, which a recovery section follows: it is
+            // not at the end of the file (the recovery layer locates it).
+        } else if len >= header_len + FOOTER_LEN as u64 {
+            let mut fb = [0u8; FOOTER_LEN];
+            input
+                .seek_to(len - FOOTER_LEN as u64)
+                .map_err(|e| Error::io(path, "seek", e))?;
+            input
+                .read_exact(&mut fb)
+                .map_err(|e| Error::io(path, "read", e))?;
+            let (ft, tag) = Footer::parse(&fb, header.version)
+                .map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
+            if !header.encrypted() {
+                let p = Protection::Plain;
+                p.verify_header(
+                    &bytes[..bytes.len() - 32],
+                    bytes[bytes.len() - 32..].try_into().expect("32"),
+                )
+                .map_err(|_| Error::Integrity {
+                    path: path.into(),
+                    what: "header checksum mismatch".into(),
+                })?;
+                p.verify_footer(&header.archive_id, &fb[..32], &tag)
+                    .map_err(|_| Error::Integrity {
+                        path: path.into(),
+                        what: "footer checksum mismatch".into(),
+                    })?;
+            }
+            footer = Some(ft);
+        } else {
+            return Err(corrupt(
+                path,
+                len,
+                FormatError::Truncated {
+                    what: "archive",
+                    needed: header_len + FOOTER_LEN as u64,
+                    got: len,
+                },
+            ));
+        }
+    }
+    let mut details: Vec<String> = input.describe().into_iter().collect();
+    if let Some(c) = input.counters() {
+        details.push(format!("{}: {}", path.display(), c.summary()));
+    }
+    Ok(ArchiveFacts {
+        header,
+        header_len,
+        size,
+        footer,
+        details,
+    })
+}
+
+impl Archive {
+    /// Opens `path` (`-` = stdin): parses the header, recovers the file key from the first
+    /// stanza an identity opens (encrypted archives), and verifies the header tag.
+    ///
+    /// Errors: NotAnArchive, UnsupportedVersion, Corrupt (malformed header), KeyRequired (an
+    /// encrypted archive and no identities), NotEncrypted (identities given, an unencrypted
+    /// archive and not `allow_unencrypted`), KdfLimit and KdfTooWeak (the password stanza,
+    /// when a password is tried on it), AuthFailed (no stanza opened or the
+    /// header MAC failed), Integrity (unencrypted header checksum), Io.
+    pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
+        let (header, bytes, input) = read_header(path)?;
+        Self::open_parsed(path, opts, header, bytes, input)
+    }
+
+    /// [`Archive::open`] on archive bytes from any reader, read front to back as from a pipe
+    /// (no seeks); `name` labels errors. For archives held in memory (known-answer vectors).
+    pub fn open_stream(
+        input: Box<dyn Read + Send>,
+        name: &Path,
+        opts: OpenOptions,
+    ) -> Result<Archive> {
+        let (header, bytes, input) =
+            read_header_from(Box::new(crate::store::local::ReadSource::new(input)), name)?;
+        Self::open_parsed(name, opts, header, bytes, input)
+    }
+
+    pub(super) fn open_parsed(
+        path: &Path,
+        opts: OpenOptions,
+        header: Header,
+        bytes: Vec<u8>,
+        input: Input,
+    ) -> Result<Archive> {
+        // A prompt (`Identity::Prompt`) is no key the caller gave: it asks only when needed.
+        let keys_given = opts.identities.iter().any(|i| !i.is_prompt());
+        if !header.encrypted() && keys_given && !opts.allow_unencrypted {
+            return Err(Error::NotEncrypted { path: path.into() });
+        }
+        let (body, tag) = bytes.split_at(bytes.len() - 32);
+        let tag: [u8; 32] = tag.try_into().expect("32 bytes");
+        let protection = if header.encrypted() {
+            let has_password_stanza = header
+                .stanzas
+                .iter()
+                .any(|s| crate::crypto::stanza::stanza_kdf(s).is_some());
+            // Only a prompt was given: it can answer a password stanza, nothing else.
+            let can_prompt = has_password_stanza && opts.identities.iter().any(|i| i.is_prompt());
+            if !keys_given && !can_prompt {
+                let mut kinds: Vec<&str> = header.stanzas.iter().map(|s| s.name()).collect();
+                kinds.dedup();
+                return Err(Error::KeyRequired {
+                    path: path.into(),
+                    kinds: kinds.join(", "),
+                });
+            }
+            let key = unwrap_versioned(
+                &opts.identities,
+                &header.stanzas,
+                &header.archive_id,
+                header.version as u16,
+            )
+            .map_err(|e| match e {
+                crate::crypto::CryptoError::KdfLimit {
+                    param,
+                    value,
+                    limit,
+                } => Error::KdfLimit {
+                    path: path.into(),
+                    param,
+                    value,
+                    limit,
+                },
+                crate::crypto::CryptoError::KdfTooWeak { param, value, min } => Error::KdfTooWeak {
+                    path: path.into(),
+                    param,
+                    value,
+                    min,
+                },
+                crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
+                crate::crypto::CryptoError::Prompt(m) => Error::Usage(m),
+                _ => match header
+                    .stanzas
+                    .iter()
+                    .filter(|s| matches!(s, crate::format::Stanza::Unknown { .. }))
+                    .count()
+                {
+                    0 => Error::AuthFailed {
+                        path: path.into(),
+                        check: AuthCheck::NoStanzaOpened,
+                    },
+                    unknown => Error::StanzasUnknown {
+                        path: path.into(),
+                        unknown,
+                    },
+                },
+            })?;
+            let p = Protection::Sealed(Box::new(Subkeys::derive(&key, &header.archive_id)));
+            p.verify_header(body, &tag).map_err(|_| Error::AuthFailed {
+                path: path.into(),
+                check: AuthCheck::HeaderMac,
+            })?;
+            p
+        } else {
+            let p = Protection::Plain;
+            p.verify_header(body, &tag).map_err(|_| Error::Integrity {
+                path: path.into(),
+                what: "header checksum mismatch".into(),
+            })?;
+            p
+        };
+        let jobs = if opts.jobs == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            opts.jobs
+        };
+        let header_len = bytes.len() as u64;
+        // Spare buffers for the blocks in flight, within the recycling budget (see the writer).
+        let in_flight = crate::archive::pipeline::max_in_flight(jobs, header.block_size as usize);
+        let keep = crate::archive::pipeline::recycle_count(in_flight, header.block_size as usize);
+        let buffers = ReadBuffers {
+            bodies: Buffers::new(keep),
+            blocks: Buffers::new(keep),
+        };
+        Ok(Archive {
+            input,
+            path: path.into(),
+            version: header.version,
+            header,
+            header_len,
+            protection: Arc::new(protection),
+            jobs,
+            pos: header_len,
+            pending_frame: None,
+            buffers,
+            in_flight_base: opts
+                .in_flight_budget
+                .unwrap_or(crate::archive::pipeline::IN_FLIGHT_BUDGET as u64),
+        })
+    }
+
+    /// The verified header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// True when the input can seek (a file or an object, not a pipe).
+    pub fn seekable(&self) -> bool {
+        self.input.seekable()
+    }
+
+    /// Where the archive bytes come from (transfer counters, `-v` description).
+    pub fn source(&self) -> &dyn crate::store::Source {
+        self.input.as_ref()
+    }
+}

@@ -1,0 +1,250 @@
+//! Record parsing (formats 1 and 2): entries, DATA and END records, digests and holes, each
+//! entry checked against the entry-set rules or against the index entry it must equal.
+
+use super::feed::{Feed, next_record};
+use super::*;
+
+/// Reads the next record that is not a PAD (format 2's alignment records are skipped),
+/// checking each record start against its block's first-record offset.
+pub(super) fn next_non_pad(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
+    loop {
+        if !feed.record_start()? {
+            return Ok(None);
+        }
+        match next_record(feed)? {
+            Some(RecordHead::Pad) => continue,
+            r => return Ok(r),
+        }
+    }
+}
+
+/// How a scan checks the entries it parses besides their own rules.
+pub(super) enum Check<'a> {
+    /// Against the entry-set rules (a stream read without its index first: a pipe).
+    Set(&'a mut EntrySet),
+    /// Against index entries (which passed the entry-set rules), one by one, in order.
+    Index(&'a [IndexEntry]),
+}
+
+/// Parses records from the feed, verifying digests and passing wanted entries on. Collects
+/// what it parsed as index entries (for the comparison with the index). With `limit`, stops
+/// after that many entries. `check` is the entry-set rules or the index the entries must
+/// equal (their metadata before the visitor sees them, their size, digest and location once
+/// parsed). `holes` carries (hole bytes hashed, data frame bytes read) from earlier runs of
+/// the same scan.
+pub(super) fn parse_records(
+    feed: &mut Feed<'_>,
+    visitor: &mut dyn Visitor,
+    parsed: &mut Vec<IndexEntry>,
+    limit: Option<usize>,
+    mut check: Check<'_>,
+    holes: (u64, u64),
+) -> Result<ScanSummary> {
+    let (hashed_before, frames_before) = holes;
+    let mut summary = ScanSummary {
+        holes_hashed: hashed_before,
+        ..ScanSummary::default()
+    };
+    loop {
+        if limit.is_some_and(|l| summary.entries >= l as u64) {
+            break;
+        }
+        let rec = loop {
+            if !feed.record_start()? {
+                break None;
+            }
+            let at = feed.position();
+            match next_record(feed)? {
+                Some(RecordHead::Pad) => continue,
+                r => break r.map(|r| (at, r)),
+            }
+        };
+        let Some(((first_seq, first_offset), rec)) = rec else {
+            break;
+        };
+        let meta = match rec {
+            RecordHead::Entry(m) => m,
+            _ => return Err(feed.corrupt("a DATA or END record outside a file")),
+        };
+        match &mut check {
+            Check::Set(set) => {
+                set.admit(&meta).map_err(|e| feed.corrupt_with(e))?;
+            }
+            Check::Index(ix) => {
+                if ix
+                    .get(summary.entries as usize)
+                    .is_none_or(|e| e.meta != meta)
+                {
+                    return Err(feed.ar.sequence_error(
+                        feed.ar.pos,
+                        "index disagrees with the record stream".into(),
+                    ));
+                }
+            }
+        }
+        summary.entries += 1;
+        let wanted = visitor.wants(&meta);
+        if meta.kind != EntryKind::File {
+            if wanted {
+                visitor.entry(&meta)?;
+            }
+            check.entry_done(
+                feed,
+                parsed,
+                summary.entries - 1,
+                IndexEntry {
+                    meta,
+                    size: 0,
+                    digest: None,
+                    first_seq,
+                    first_offset,
+                    last_seq: feed.last_byte_seq(),
+                },
+            )?;
+            continue;
+        }
+        if wanted {
+            visitor.entry(&meta)?;
+        }
+        let in_entry = |e: Error| Error::InEntry {
+            entry: crate::fs::escape_path(&meta.path),
+            source: Box::new(e),
+        };
+        let holes_hashed = &mut summary.holes_hashed;
+        let unverified = &mut summary.unverified;
+        let r = (|| -> Result<(u64, Option<[u8; 32]>)> {
+            let mut hasher = Some(blake3::Hasher::new());
+            let mut hashed_to = 0u64;
+            let mut extents = ExtentCheck::default();
+            // Holes read as zeros and are hashed as zeros; a crafted archive could claim
+            // terabytes of them, so the zeros hashed per scan are capped by what the scan has
+            // read (hole_hash_allowance, checked before hashing, cumulative). Past the cap a
+            // file's digest is not checked (its stored bytes still are, by the frame tags)
+            // and the caller is told which file.
+            let mut zeros = |hasher: &mut Option<blake3::Hasher>, n: u64, frame_bytes: u64| {
+                if let Some(h) = hasher.as_mut() {
+                    let allowed = hole_hash_allowance(frame_bytes);
+                    if holes_hashed.saturating_add(n) <= allowed {
+                        *holes_hashed += n;
+                        hash_zeros(h, n);
+                    } else {
+                        *hasher = None;
+                    }
+                }
+            };
+            loop {
+                let rec = next_non_pad(feed)
+                    .map_err(in_entry)?
+                    .ok_or_else(|| in_entry(feed.corrupt("the stream ends inside a file")))?;
+                match rec {
+                    RecordHead::Data { offset, len } => {
+                        extents
+                            .segment(offset, len)
+                            .map_err(|e| in_entry(feed.corrupt_with(e)))?;
+                        zeros(
+                            &mut hasher,
+                            offset - hashed_to,
+                            frames_before + feed.frame_bytes,
+                        );
+                        let mut done = 0u64;
+                        while done < len as u64 {
+                            let bytes =
+                                feed.take((len as u64 - done) as usize).map_err(in_entry)?;
+                            if let Some(h) = hasher.as_mut() {
+                                h.update(bytes);
+                            }
+                            if wanted {
+                                visitor.data(offset + done, bytes)?;
+                            }
+                            done += bytes.len() as u64;
+                        }
+                        hashed_to = offset + len as u64;
+                    }
+                    RecordHead::End { size, digest } => {
+                        extents
+                            .end(size)
+                            .map_err(|e| in_entry(feed.corrupt_with(e)))?;
+                        let Some(digest) = digest else {
+                            // Format 2's END: no digest; every byte was covered by the tags
+                            // of the frames that held it.
+                            return Ok((size, None));
+                        };
+                        zeros(
+                            &mut hasher,
+                            size - hashed_to,
+                            frames_before + feed.frame_bytes,
+                        );
+                        match hasher.take() {
+                            Some(h) if h.finalize().as_bytes() != &digest => {
+                                return Err(in_entry(feed.digest_error(&meta.path)));
+                            }
+                            Some(_) => {}
+                            None => unverified.push(crate::fs::escape_path(&meta.path)),
+                        }
+                        return Ok((size, Some(digest)));
+                    }
+                    RecordHead::Entry(_) => {
+                        return Err(in_entry(feed.corrupt("an ENTRY record inside a file")));
+                    }
+                    RecordHead::Pad => unreachable!("next_non_pad skips PAD records"),
+                }
+            }
+        })();
+        match r {
+            Ok((size, digest)) => {
+                if wanted {
+                    visitor.end(&meta, size)?;
+                }
+                summary.files += 1;
+                summary.bytes += size;
+                check.entry_done(
+                    feed,
+                    parsed,
+                    summary.entries - 1,
+                    IndexEntry {
+                        meta,
+                        size,
+                        digest,
+                        first_seq,
+                        first_offset,
+                        last_seq: feed.last_byte_seq(),
+                    },
+                )?;
+            }
+            Err(e) => {
+                if wanted {
+                    visitor.abort();
+                }
+                return Err(e);
+            }
+        }
+    }
+    summary.frames = feed.frames_done;
+    summary.frame_bytes = frames_before + feed.frame_bytes;
+    Ok(summary)
+}
+
+impl Check<'_> {
+    /// Entry number `i` of the stream, just parsed: collected (entry-set mode) or compared
+    /// with index entry `i`.
+    pub(super) fn entry_done(
+        &self,
+        feed: &Feed<'_>,
+        parsed: &mut Vec<IndexEntry>,
+        i: u64,
+        e: IndexEntry,
+    ) -> Result<()> {
+        match self {
+            Check::Set(_) => parsed.push(e),
+            Check::Index(ix) => {
+                if ix.get(i as usize) != Some(&e) {
+                    return Err(feed.ar.sequence_error(
+                        feed.ar.pos,
+                        "index disagrees with the record stream".into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

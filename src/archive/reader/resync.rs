@@ -1,0 +1,364 @@
+//! Salvage without an index (issue 11 §1): a truncated archive, a damaged tail or index, an
+//! upload cut short. The data frames are read front to back; where a frame fails, the reader
+//! resynchronises on the next frame whose head parses and whose tag verifies, and the record
+//! stream restarts at that block's first record (format 2's block header says where one
+//! starts; format 1 has no such offset, so its stream cannot restart after damage).
+//!
+//! The walk ([`Archive::walk_frames`]): at the position after a good frame the next frame is
+//! tried first; when it fails, the damaged region is scanned byte by byte. A position is a
+//! candidate only if its 16 bytes parse as a frame head (kind data, flags 0, reserved 0,
+//! body length within the version's bounds) with a plausible seq: above the last good
+//! frame's and at most one more per minimal frame length (48 + block header bytes) of
+//! distance from it; only then is its body read and its tag verified. Worst-case cost: a
+//! region of n bytes costs n head parses plus one MAC per candidate; random bytes pass the
+//! head filters with probability below 2^-40 per position, so on real damage the cost is
+//! the n head parses (the window is read once, 8 MiB at a time). A crafted region that makes
+//! every position a candidate costs at most one body read and MAC per position, so the
+//! walk caps the bytes it MACs at [`MAC_BUDGET_FACTOR`] times the archive length (plus
+//! 64 MiB); past that it stops and says so.
+//!
+//! The runs of consecutive good frames are then scanned ([`Archive::salvage_runs`]) with the
+//! ordinary feed and record parser (every check of a scan but the comparison with the
+//! index, which is missing), starting at a block whose group starts in the run (level 9: a
+//! block whose reference group lost a block is lost too) and at the first ENTRY record at or
+//! after that block's first record (records before it are the tail of an entry whose start
+//! was lost: read past, never delivered). An entry a run's end cuts is named; entries wholly
+//! inside lost bytes cannot be (nothing of them is left), nor counted. Pipes are not
+//! resynchronised (the walk seeks): salvage without an index needs a file or an object.
+
+use super::feed::{Feed, next_record};
+use super::records::{Check, parse_records};
+use super::salvage::BadFrame;
+use super::*;
+
+/// The walk MACs at most this many times the archive length (plus 64 MiB) in candidates.
+pub const MAC_BUDGET_FACTOR: u64 = 4;
+
+/// A data frame whose tag verified in the walk.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GoodFrame {
+    seq: u64,
+    offset: u64,
+    len: u64,
+    first_record: Option<u32>,
+    group_start: bool,
+}
+
+/// What a salvage without index found.
+#[derive(Debug, Clone, Default)]
+pub struct StreamSalvage {
+    /// Damaged regions, as the frames the walk expected there (offset = where the region
+    /// starts; seq = the first frame lost).
+    pub lost: Vec<BadFrame>,
+    /// Entries seen whose content was cut by damage: (path, why).
+    pub damaged: Vec<(String, String)>,
+    /// Entries restored.
+    pub restored: u64,
+    /// Where the data frames end (the first index frame, or the end of the input).
+    pub end: u64,
+    /// Whether the index frames were found after the data.
+    pub index_seen: bool,
+    /// The walk stopped at its MAC budget (a crafted region).
+    pub budget_hit: bool,
+}
+
+impl Archive {
+    /// Walks the data frames of a seekable archive from the first, resynchronising past
+    /// damage (module doc); returns the good frames and the damaged regions.
+    pub(super) fn walk_frames(&mut self) -> Result<(Vec<GoodFrame>, StreamSalvage)> {
+        let len = match self.input.length() {
+            Ok(Some(l)) if self.input.seekable() => l,
+            Ok(_) => {
+                return Err(Error::Usage(format!(
+                    "{}: salvage without an index needs a seekable archive (not a pipe)",
+                    self.path.display()
+                )));
+            }
+            Err(e) => return Err(Error::io(&self.path, "seek", e)),
+        };
+        let mut out = StreamSalvage::default();
+        let mut good: Vec<GoodFrame> = Vec::new();
+        let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
+        let min_frame = (FRAME_HEADER_LEN + TAG_LEN) as u64
+            + *crate::format::frame::body_len_range(self.version).start() as u64;
+        let mut budget = MAC_BUDGET_FACTOR * len + (64 << 20);
+        let mut pos = self.header_len;
+        let mut scanning = false;
+        let mut window: (u64, Vec<u8>) = (0, Vec::new());
+        while pos + min_frame <= len {
+            // The 16 head bytes at `pos`, from an 8 MiB window.
+            if pos < window.0 || pos + FRAME_HEADER_LEN as u64 > window.0 + window.1.len() as u64 {
+                let n = (8u64 << 20).min(len - pos) as usize;
+                let mut buf = vec![0u8; n];
+                self.seek_to(pos)?;
+                self.read_exact_at_pos(&mut buf, "archive")?;
+                window = (pos, buf);
+            }
+            let w = (pos - window.0) as usize;
+            let hb: [u8; FRAME_HEADER_LEN] = window.1[w..w + FRAME_HEADER_LEN]
+                .try_into()
+                .expect("16 bytes");
+            let (last_seq, last_end) = good
+                .last()
+                .map(|g| (Some(g.seq), g.offset + g.len))
+                .unwrap_or((None, self.header_len));
+            let next_seq = last_seq.map_or(0, |s| s + 1);
+            let head = FrameHeader::parse(&hb, self.version).ok().filter(|h| {
+                let max_seq = next_seq + (pos - last_end) / min_frame;
+                (!h.last || h.kind == FrameKind::Index)
+                    && h.seq >= next_seq
+                    && h.seq <= max_seq
+                    && pos + h.frame_len() <= len
+                    && (h.kind == FrameKind::Data || h.seq == next_seq)
+            });
+            let ok = match head {
+                Some(h) if h.kind == FrameKind::Index => {
+                    if !scanning {
+                        out.index_seen = true;
+                        break;
+                    }
+                    false
+                }
+                Some(h) => {
+                    if budget < h.frame_len() {
+                        out.budget_hit = true;
+                        break;
+                    }
+                    budget -= h.frame_len();
+                    self.seek_to(pos)?;
+                    match self.read_frame() {
+                        Ok(job) => {
+                            let (_, fh, r) = open_frame(
+                                &mut dec,
+                                &self.protection,
+                                &self.header.archive_id,
+                                &self.buffers,
+                                self.version,
+                                None,
+                                job,
+                            );
+                            match r {
+                                Ok(d) => {
+                                    good.push(GoodFrame {
+                                        seq: fh.seq,
+                                        offset: pos,
+                                        len: fh.frame_len(),
+                                        first_record: d.info.first_record,
+                                        group_start: d.info.reference_len == 0,
+                                    });
+                                    self.buffers.blocks.give(d.buf);
+                                    true
+                                }
+                                Err(_) => false,
+                            }
+                        }
+                        Err(e) if matches!(e, Error::Io { .. }) => return Err(e),
+                        Err(_) => false,
+                    }
+                }
+                None => false,
+            };
+            if ok {
+                let g = *good.last().expect("just pushed");
+                if scanning {
+                    scanning = false;
+                    if let Some(l) = out.lost.last_mut() {
+                        l.what = format!(
+                            "bytes {}..{} lost (frames {}..{})",
+                            l.offset,
+                            pos,
+                            l.seq,
+                            g.seq.saturating_sub(1)
+                        );
+                    }
+                }
+                pos += g.len;
+            } else {
+                if !scanning {
+                    scanning = true;
+                    out.lost.push(BadFrame {
+                        seq: next_seq,
+                        offset: pos,
+                        what: format!("bytes {pos}..{len} lost"),
+                    });
+                }
+                pos += 1;
+            }
+        }
+        if !out.index_seen && !scanning && pos < len {
+            out.lost.push(BadFrame {
+                seq: good.last().map_or(0, |g| g.seq + 1),
+                offset: pos,
+                what: format!("bytes {pos}..{len} lost (no index frame after the data)"),
+            });
+        }
+        out.end = pos;
+        Ok((good, out))
+    }
+
+    /// Salvage without an index: walks the frames, then scans each run of good frames,
+    /// passing every entry that verified to `visitor`.
+    pub fn salvage_stream(&mut self, visitor: &mut dyn Visitor) -> Result<StreamSalvage> {
+        let (good, mut out) = self.walk_frames()?;
+        let mut set = EntrySet::new(self.version);
+        let mut i = 0;
+        let mut first_run = true;
+        while i < good.len() {
+            let mut j = i + 1;
+            while j < good.len()
+                && good[j].seq == good[j - 1].seq + 1
+                && good[j].offset == good[j - 1].offset + good[j - 1].len
+            {
+                j += 1;
+            }
+            let run = &good[i..j];
+            i = j;
+            // Where the record stream can start in this run: the first ENTRY record at or
+            // after the first record start of a block whose group starts in the run.
+            let target = if first_run && run[0].seq == 0 {
+                Some((0, 0))
+            } else if self.version == Version::V1 {
+                None
+            } else {
+                match run
+                    .iter()
+                    .position(|g| g.group_start && g.first_record.is_some())
+                {
+                    Some(p) => self.probe_entry(&run[p..])?,
+                    None => None,
+                }
+            };
+            first_run = false;
+            let Some((seq, skip)) = target else { continue };
+            let Some(g) = run.iter().rposition(|f| f.seq <= seq && f.group_start) else {
+                continue;
+            };
+            self.scan_run(&run[g..], seq, skip, visitor, &mut set, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// The (seq, offset) of the first ENTRY record in `run` (whose first block starts a
+    /// group and has a record start): the records before it are the tail of an entry whose
+    /// start was lost, read past without being delivered. None when the run holds none, or
+    /// its records do not parse.
+    fn probe_entry(&mut self, run: &[GoodFrame]) -> Result<Option<(u64, u32)>> {
+        let (first, last) = (run[0].seq, run[run.len() - 1].seq);
+        self.pending_frame = None;
+        self.seek_to(run[0].offset)?;
+        let mut pool = self.new_pool();
+        let mut feed = Feed::new(self, &mut pool, Some((first, last)), first);
+        feed.skip = run[0].first_record.unwrap_or(0) as usize;
+        let r = (|| -> Result<Option<(u64, u32)>> {
+            loop {
+                if !feed.record_start()? {
+                    return Ok(None);
+                }
+                let at = feed.position();
+                match next_record(&mut feed)? {
+                    None => return Ok(None),
+                    Some(RecordHead::Entry(_)) => return Ok(Some(at)),
+                    Some(RecordHead::Data { len, .. }) => {
+                        let mut done = 0u64;
+                        while done < len as u64 {
+                            done += feed.take((len as u64 - done) as usize)?.len() as u64;
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+        })();
+        drop(feed);
+        drop(pool);
+        match r {
+            Err(e) if matches!(e.root(), Error::Io { .. }) => Err(e),
+            Err(_) => Ok(None),
+            Ok(t) => Ok(t),
+        }
+    }
+
+    /// Scans one run from block `seq` at record offset `skip` (an ENTRY record); the run
+    /// starts at the first block of that block's group. Returns whether it ended cleanly.
+    fn scan_run(
+        &mut self,
+        run: &[GoodFrame],
+        seq: u64,
+        skip: u32,
+        visitor: &mut dyn Visitor,
+        set: &mut EntrySet,
+        out: &mut StreamSalvage,
+    ) -> Result<bool> {
+        struct Count<'a> {
+            inner: &'a mut dyn Visitor,
+            ended: u64,
+            current: Option<String>,
+        }
+        impl Visitor for Count<'_> {
+            fn wants(&mut self, m: &EntryMeta) -> bool {
+                self.current = Some(crate::fs::escape_path(&m.path));
+                self.inner.wants(m)
+            }
+            fn entry(&mut self, m: &EntryMeta) -> Result<()> {
+                self.inner.entry(m)?;
+                if m.kind != EntryKind::File {
+                    self.ended += 1;
+                    self.current = None;
+                }
+                Ok(())
+            }
+            fn data(&mut self, o: u64, b: &[u8]) -> Result<()> {
+                self.inner.data(o, b)
+            }
+            fn end(&mut self, m: &EntryMeta, s: u64) -> Result<()> {
+                self.inner.end(m, s)?;
+                self.ended += 1;
+                self.current = None;
+                Ok(())
+            }
+            fn abort(&mut self) {
+                self.inner.abort()
+            }
+        }
+        let (first, last) = (run[0].seq, run[run.len() - 1].seq);
+        self.pending_frame = None;
+        self.seek_to(run[0].offset)?;
+        self.input
+            .read_ahead_to(Some(run[run.len() - 1].offset + run[run.len() - 1].len));
+        let mut count = Count {
+            inner: visitor,
+            ended: 0,
+            current: None,
+        };
+        let mut pool = self.new_pool();
+        let mut feed = Feed::new(self, &mut pool, Some((first, last)), seq);
+        feed.skip = skip as usize;
+        let mut parsed = Vec::new();
+        let r = parse_records(
+            &mut feed,
+            &mut count,
+            &mut parsed,
+            None,
+            Check::Set(set),
+            (0, 0),
+        );
+        drop(feed);
+        drop(pool);
+        let (ended, current) = (count.ended, count.current.take());
+        out.restored += ended;
+        match r {
+            Ok(_) => Ok(true),
+            Err(e) if matches!(e.root(), Error::Io { .. }) => Err(e),
+            Err(Error::InEntry { entry, source }) => {
+                out.damaged
+                    .push((entry, format!("cut by damage after frame {last}: {source}")));
+                Ok(false)
+            }
+            Err(e) => {
+                if let Some(c) = current {
+                    out.damaged.push((c, format!("cut by damage: {e}")));
+                }
+                Ok(false)
+            }
+        }
+    }
+}

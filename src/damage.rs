@@ -1,0 +1,301 @@
+//! Going on past damage in `extract` and `test` (issue 11 §1): the ordinary scan runs first
+//! (nothing changes for an intact archive); when it fails with damage and the archive's
+//! index verified, [`salvage_after`] restores every entry the damage did not touch
+//! ([`crate::archive::reader::Salvage`]), names every entry it did in a warning, and ends
+//! with [`Error::Salvaged`] ("restored N of M entries, K damaged"), whose exit code is the
+//! worst failure's (5 unencrypted, 2 encrypted). The entries the failed scan had already
+//! restored are tracked by path ([`Tracker`]) and neither read nor written again.
+//!
+//! A damaged entry never reaches its final name: salvage never gives its bytes to the
+//! visitor, and the file the failed scan was writing when it failed was aborted there (its
+//! temporary file removed by the extractor).
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use crate::archive::Visitor;
+use crate::archive::reader::{Archive, ScanSummary};
+use crate::error::{AuthCheck, Error, Result};
+use crate::format::EntryKind;
+use crate::format::EntryMeta;
+use crate::format::index::Index;
+use crate::{Reporter, WantAll};
+
+/// Passes everything on and notes which entries were completed (by path: the entry-set
+/// rules make paths unique).
+pub(crate) struct Tracker<'a> {
+    pub(crate) inner: &'a mut dyn Visitor,
+    pub(crate) done: HashSet<Vec<u8>>,
+}
+
+impl<'a> Tracker<'a> {
+    pub(crate) fn new(inner: &'a mut dyn Visitor) -> Self {
+        Tracker {
+            inner,
+            done: HashSet::new(),
+        }
+    }
+}
+
+impl Visitor for Tracker<'_> {
+    fn wants(&mut self, meta: &EntryMeta) -> bool {
+        self.inner.wants(meta)
+    }
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
+        self.inner.entry(meta)?;
+        if meta.kind != EntryKind::File {
+            self.done.insert(meta.path.clone());
+        }
+        Ok(())
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.inner.data(offset, bytes)
+    }
+    fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()> {
+        self.inner.end(meta, size)?;
+        self.done.insert(meta.path.clone());
+        Ok(())
+    }
+    fn abort(&mut self) {
+        self.inner.abort()
+    }
+}
+
+/// The footer and index of a seekable archive (None for a stream); with `salvage`, a
+/// damaged or missing index is returned as the error that salvage without it reads past.
+pub(crate) type Known = (crate::format::footer::Footer, crate::format::index::Index);
+pub(crate) fn read_index_or_salvage(
+    ar: &mut Archive,
+    salvage: bool,
+) -> Result<(Option<Known>, Option<Error>)> {
+    if !ar.seekable() {
+        return Ok((None, None));
+    }
+    match ar.read_index() {
+        Ok(k) => Ok((Some(k), None)),
+        Err(e) if salvage && is_index_damage(&e) => Ok((None, Some(e))),
+        Err(e) => Err(e),
+    }
+}
+
+/// With `salvage` and an index, a scan that failed with damage goes on past it
+/// ([`salvage_after`]); otherwise the scan's result as it is.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn salvage_if(
+    ar: &mut Archive,
+    archive: &Path,
+    index: Option<&(crate::format::footer::Footer, crate::format::index::Index)>,
+    t: &mut Tracker<'_>,
+    salvage: bool,
+    verb: &'static str,
+    s: Result<ScanSummary>,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    match (s, index) {
+        (Err(e), Some((_, ix))) if salvage && is_damage(&e) => {
+            salvage_after(ar, archive, ix, t, verb, e, rep)
+        }
+        (Err(e), None) if salvage && is_index_damage(&e) && !ar.seekable() => {
+            // A pipe cannot be read twice or seeked: what came before the damage was
+            // restored; the rest needs the archive as a file.
+            rep.warn(&format!(
+                "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
+                archive.display()
+            ));
+            Err(e)
+        }
+        (s, _) => s,
+    }
+}
+
+/// Whether a failed scan is damage that salvage reads past: a frame tag, a structure that
+/// does not parse or breaks a rule, a digest. Not: I/O, the filesystem, usage.
+pub(crate) fn is_damage(e: &Error) -> bool {
+    matches!(
+        e.root(),
+        Error::Damaged { .. }
+            | Error::Integrity { .. }
+            | Error::Corrupt { .. }
+            | Error::AuthFailed {
+                check: AuthCheck::FrameMac | AuthCheck::Structure | AuthCheck::FooterMac,
+                ..
+            }
+    )
+}
+
+/// Whether a failure to read the index and footer is damage to bytes no tag covered yet
+/// (so salvage without the index may read past it): a truncated archive, a footer or frame
+/// head that does not parse, a footer or index frame whose tag fails. Not: a rule broken
+/// inside an index that verified (a crafted or miswritten archive, refused as before).
+pub(crate) fn is_index_damage(e: &Error) -> bool {
+    use crate::format::FormatError;
+    match e.root() {
+        Error::Corrupt { source, .. } => matches!(
+            source,
+            FormatError::Truncated {
+                what: "frame header"
+                    | "frame body"
+                    | "frame tag"
+                    | "footer"
+                    | "archive (no footer)",
+                ..
+            } | FormatError::Invalid {
+                what: "footer" | "frame header",
+                ..
+            }
+        ),
+        Error::Damaged { .. }
+        | Error::AuthFailed {
+            check: AuthCheck::FrameMac | AuthCheck::FooterMac,
+            ..
+        } => true,
+        Error::Integrity { what, .. } => what.contains("checksum mismatch"),
+        _ => false,
+    }
+}
+
+/// After a scan of `index`'s archive failed with damage (`first`): restores the wanted
+/// entries the damage did not touch, warns about each damaged frame and entry, and returns
+/// [`Error::Salvaged`] (or `first` when salvage found nothing damaged to name).
+pub(crate) fn salvage_after(
+    ar: &mut Archive,
+    archive: &Path,
+    index: &Index,
+    tracker: &mut Tracker<'_>,
+    verb: &'static str,
+    first: Error,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    let wanted: Vec<usize> = index
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| tracker.inner.wants(&e.meta))
+        .map(|(i, _)| i)
+        .collect();
+    let skip: HashSet<usize> = wanted
+        .iter()
+        .copied()
+        .filter(|&i| tracker.done.contains(&index.entries[i].meta.path))
+        .collect();
+    let s = ar.salvage_selected(index, &wanted, &skip, &mut WantAll(tracker.inner))?;
+    // No frame failed on its own: the scan broke a rule across verified frames (a crafted
+    // or miswritten archive, not damage), refused as before.
+    if s.bad_frames.is_empty() || s.damaged.is_empty() {
+        return Err(first);
+    }
+    let sealed = ar.header().encrypted();
+    for b in &s.bad_frames {
+        let kind = if sealed {
+            "archive damaged or modified"
+        } else {
+            "archive damaged"
+        };
+        rep.warn(&format!(
+            "{}: {kind} at byte {} (frame {}): {}",
+            archive.display(),
+            b.offset,
+            b.seq,
+            b.what
+        ));
+    }
+    let not = if verb == "verified" {
+        "not verified"
+    } else {
+        "not restored"
+    };
+    for d in &s.damaged {
+        rep.warn(&format!("{}: {not}: {}", d.path, d.why));
+    }
+    let total = wanted.len() as u64;
+    let damaged = s.damaged.len() as u64;
+    let tag_failed = s
+        .bad_frames
+        .iter()
+        .any(|b| !b.what.starts_with("block does not"));
+    Err(Error::Salvaged {
+        path: archive.into(),
+        verb,
+        restored: total - damaged,
+        total,
+        damaged,
+        code: worst(sealed, tag_failed),
+    })
+}
+
+/// Salvage of an archive whose index or footer could not be read (`first` says why):
+/// resynchronising front to back ([`Archive::salvage_stream`]); warns about each lost region
+/// and damaged entry, says what could not be checked, and returns [`Error::Salvaged`].
+pub(crate) fn salvage_without_index(
+    ar: &mut Archive,
+    archive: &Path,
+    tracker: &mut Tracker<'_>,
+    verb: &'static str,
+    first: Error,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    let s = ar.salvage_stream(tracker)?;
+    let sealed = ar.header().encrypted();
+    let damaged = s.damaged.len() as u64;
+    if (s.restored == 0 && damaged == 0) || (s.lost.is_empty() && damaged == 0 && !s.budget_hit) {
+        // Nothing could be read without the index (nothing to salvage), or every data frame
+        // verified and the fault is in the index or footer alone: refused as before, with
+        // the first error only.
+        return Err(first);
+    }
+    rep.warn(&format!(
+        "{}: the index could not be read ({first}): reading front to back without it",
+        archive.display()
+    ));
+    for l in &s.lost {
+        let kind = if sealed {
+            "archive damaged or modified"
+        } else {
+            "archive damaged"
+        };
+        rep.warn(&format!(
+            "{}: {kind} at byte {} (frame {}): {}",
+            archive.display(),
+            l.offset,
+            l.seq,
+            l.what
+        ));
+    }
+    let not = if verb == "verified" {
+        "not verified"
+    } else {
+        "not restored"
+    };
+    for (p, why) in &s.damaged {
+        rep.warn(&format!("{p}: {not}: {why}"));
+    }
+    if s.budget_hit {
+        rep.warn(&format!(
+            "{}: stopped resynchronising: the damaged region cost more than {} times the archive's length in checks",
+            archive.display(),
+            crate::archive::reader::MAC_BUDGET_FACTOR
+        ));
+    }
+    rep.warn(&format!(
+        "{}: without the index, entries wholly inside lost bytes cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only",
+        archive.display()
+    ));
+    Err(Error::Salvaged {
+        path: archive.into(),
+        verb,
+        restored: s.restored,
+        total: s.restored + damaged,
+        damaged,
+        // Without the index, damage is missing or failing bytes.
+        code: worst(sealed, true),
+    })
+}
+
+/// The exit code of the worst failure salvage read past (see [`Error::Salvaged`]).
+fn worst(sealed: bool, tag_failed: bool) -> u8 {
+    match (sealed, tag_failed) {
+        (true, _) => 2,
+        (false, true) => 5,
+        (false, false) => 3,
+    }
+}
