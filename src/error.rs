@@ -10,7 +10,7 @@
 //! also at a password prompt), 143 for SIGTERM, 129 for SIGHUP (`main.rs`).
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::format::FormatError;
 use crate::recovery::RecoveryError;
@@ -54,7 +54,7 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
     /// An I/O operation on a named path failed.
-    #[error("{}: {op}: {source}", path.display())]
+    #[error("{}: {op}: {source}", shown(path))]
     Io {
         /// The file or directory involved.
         path: PathBuf,
@@ -65,7 +65,7 @@ pub enum Error {
         source: io::Error,
     },
     /// The input is not a krypta archive (bad magic, empty file).
-    #[error("{}: not a krypta archive ({reason})", path.display())]
+    #[error("{}: not a krypta archive ({reason})", shown(path))]
     NotAnArchive {
         /// The archive path (`-` for stdin).
         path: PathBuf,
@@ -73,7 +73,10 @@ pub enum Error {
         reason: &'static str,
     },
     /// The archive's format version is not one this build reads.
-    #[error("{}: unsupported format version {version} (this krypta reads versions 1 to {supported})", path.display())]
+    #[error(
+        "{}: unsupported format version {version} (this krypta reads versions 1 to {supported})",
+        shown(path)
+    )]
     UnsupportedVersion {
         /// The archive path.
         path: PathBuf,
@@ -83,7 +86,7 @@ pub enum Error {
         supported: u16,
     },
     /// A structure of the archive is malformed or the archive is truncated.
-    #[error("{}: corrupt archive at byte {offset}: {source}", path.display())]
+    #[error("{}: corrupt archive at byte {offset}: {source}", shown(path))]
     Corrupt {
         /// The archive path.
         path: PathBuf,
@@ -95,7 +98,7 @@ pub enum Error {
     },
     /// The archive uses a critical feature (format 2: a critical header extension or entry
     /// field type) this build does not know: it needs a newer krypta.
-    #[error("{}: unsupported feature at byte {offset}: {source}", path.display())]
+    #[error("{}: unsupported feature at byte {offset}: {source}", shown(path))]
     Unsupported {
         /// The archive path.
         path: PathBuf,
@@ -107,7 +110,10 @@ pub enum Error {
     },
     /// Authentication failed: wrong password / key / identity, or the archive was tampered
     /// with. The message is the same for all of them on purpose (see `docs/SECURITY.md`).
-    #[error("{}: authentication failed: wrong key or password, or the archive was modified", path.display())]
+    #[error(
+        "{}: authentication failed: wrong key or password, or the archive was modified",
+        shown(path)
+    )]
     AuthFailed {
         /// The archive path.
         path: PathBuf,
@@ -116,7 +122,10 @@ pub enum Error {
     },
     /// No stanza opened with the keys given, and the header has stanzas of kinds this build
     /// does not know (format 2 skips them): a newer krypta may open the archive with them.
-    #[error("{}: authentication failed: no stanza opened with the keys given; {unknown} stanza(s) of kinds this krypta does not know were skipped (a newer krypta may open them)", path.display())]
+    #[error(
+        "{}: authentication failed: no stanza opened with the keys given; {unknown} stanza(s) of kinds this krypta does not know were skipped (a newer krypta may open them)",
+        shown(path)
+    )]
     StanzasUnknown {
         /// The archive path.
         path: PathBuf,
@@ -124,7 +133,10 @@ pub enum Error {
         unknown: usize,
     },
     /// The archive is encrypted and no key was given.
-    #[error("{}: archive is encrypted ({kinds}): give --pass-file, --pass-fd, -p, --keyfile or -i", path.display())]
+    #[error(
+        "{}: archive is encrypted ({kinds}): give --pass-file, --pass-fd, -p, --keyfile or -i",
+        shown(path)
+    )]
     KeyRequired {
         /// The archive path.
         path: PathBuf,
@@ -135,7 +147,10 @@ pub enum Error {
     /// archive (its checksums are unkeyed), so one swapped in for an encrypted archive would
     /// otherwise be read as if the key had opened it. Refused unless the caller allows it
     /// (`--allow-unencrypted`); exit code 2, as an archive that fails authentication.
-    #[error("{}: the archive is not encrypted, but a key was given: refusing it (an unencrypted archive proves nothing about who wrote it; give --allow-unencrypted to read it anyway)", path.display())]
+    #[error(
+        "{}: the archive is not encrypted, but a key was given: refusing it (an unencrypted archive proves nothing about who wrote it; give --allow-unencrypted to read it anyway)",
+        shown(path)
+    )]
     NotEncrypted {
         /// The archive path.
         path: PathBuf,
@@ -143,7 +158,10 @@ pub enum Error {
     /// A data frame of an archive whose header verified failed its tag: the key is known to
     /// be right (a stanza opened and the header tag verified), so this is damage or
     /// modification, never a wrong key (issue 11). Exit 2 (encrypted).
-    #[error("{}: archive damaged or modified at byte {offset} (frame {frame})", path.display())]
+    #[error(
+        "{}: archive damaged or modified at byte {offset} (frame {frame})",
+        shown(path)
+    )]
     Damaged {
         /// The archive path.
         path: PathBuf,
@@ -157,7 +175,10 @@ pub enum Error {
     /// failure salvage read past: 2 in an encrypted archive, 5 in an unencrypted one when a
     /// frame failed its checksum or bytes were missing, 3 when only structures that verified
     /// failed to parse or decode.
-    #[error("{}: {verb} {restored} of {total} entries, {damaged} damaged", path.display())]
+    #[error(
+        "{}: {verb} {restored} of {total} entries, {damaged} damaged",
+        shown(path)
+    )]
     Salvaged {
         /// The archive path.
         path: PathBuf,
@@ -173,7 +194,7 @@ pub enum Error {
         code: u8,
     },
     /// A checksum mismatch in an unencrypted archive (data corruption).
-    #[error("{}: integrity check failed: {what}", path.display())]
+    #[error("{}: integrity check failed: {what}", shown(path))]
     Integrity {
         /// The archive path.
         path: PathBuf,
@@ -181,7 +202,10 @@ pub enum Error {
         what: String,
     },
     /// A KDF parameter in an archive is beyond what this build accepts.
-    #[error("{}: {param} = {value} exceeds the limit {limit} (refusing to run the KDF)", path.display())]
+    #[error(
+        "{}: {param} = {value} exceeds the limit {limit} (refusing to run the KDF)",
+        shown(path)
+    )]
     KdfLimit {
         /// The archive path.
         path: PathBuf,
@@ -195,7 +219,10 @@ pub enum Error {
     /// A KDF parameter in an archive is below the floor every krypta writer respects: such a
     /// stanza was not written by krypta, and running it would let a crafted archive test
     /// password guesses cheaply. A parameter error, not an authentication failure.
-    #[error("{}: {param} = {value} is below the minimum {min} (refusing to run the KDF on a stanza weaker than any krypta writes)", path.display())]
+    #[error(
+        "{}: {param} = {value} is below the minimum {min} (refusing to run the KDF on a stanza weaker than any krypta writes)",
+        shown(path)
+    )]
     KdfTooWeak {
         /// The archive path.
         path: PathBuf,
@@ -207,7 +234,7 @@ pub enum Error {
         min: u64,
     },
     /// A key file is malformed, of the wrong kind, or fails its checksum.
-    #[error("{}: {problem}", path.display())]
+    #[error("{}: {problem}", shown(path))]
     BadKeyFile {
         /// The key file (or `<argument>` for key text given inline).
         path: PathBuf,
@@ -226,13 +253,13 @@ pub enum Error {
         problem: FormatError,
     },
     /// An output already exists and `--force` was not given.
-    #[error("{}: already exists (use -f/--force to overwrite)", path.display())]
+    #[error("{}: already exists (use -f/--force to overwrite)", shown(path))]
     Exists {
         /// The existing path.
         path: PathBuf,
     },
     /// An archive entry would be written outside the output directory or through a link.
-    #[error("{}: unsafe entry path: {reason}", path.display())]
+    #[error("{}: unsafe entry path: {reason}", shown(path))]
     UnsafePath {
         /// The entry path as stored (lossily shown).
         path: PathBuf,
@@ -253,7 +280,7 @@ pub enum Error {
         source: Box<Error>,
     },
     /// Recovery data (`krypta::recovery`): locating, verifying, repairing or writing it failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", shown(path))]
     Recovery {
         /// The archive path.
         path: PathBuf,
@@ -263,7 +290,7 @@ pub enum Error {
     },
     /// Object storage cannot be used as configured (no credentials, a profile krypta cannot
     /// use, a malformed endpoint URL): nothing was sent.
-    #[error("{}: {source}", location.display())]
+    #[error("{}: {source}", shown(location))]
     StoreConfig {
         /// The `s3://BUCKET/KEY` location.
         location: PathBuf,
@@ -285,7 +312,10 @@ pub enum Error {
     /// The existing output is one of the inputs (or lies inside an input directory and is
     /// reached by the walk): replacing it would destroy an input. Refused even with `-f`;
     /// nothing was written.
-    #[error("{}: the output is also an input: replacing it would destroy it (nothing was written; write the archive elsewhere or exclude it)", path.display())]
+    #[error(
+        "{}: the output is also an input: replacing it would destroy it (nothing was written; write the archive elsewhere or exclude it)",
+        shown(path)
+    )]
     OutputIsInput {
         /// The output as the walk reached it.
         path: PathBuf,
@@ -295,7 +325,7 @@ pub enum Error {
     /// was written. Found during it (an archive read from a stream, or a file that appeared
     /// meanwhile): everything else was extracted and the existing files were kept.
     #[error("{}: {count} existing file(s) in the way: {}{} ({}; -k or --skip-existing keeps existing files, -f replaces them)",
-        output.display(), names.join(", "), if *count > names.len() { format!(", and {} more", count - names.len()) } else { String::new() },
+        shown(output), names.join(", "), if *count > names.len() { format!(", and {} more", count - names.len()) } else { String::new() },
         if *before_start { "nothing was extracted" } else { "they were kept; everything else was extracted" })]
     Conflicts {
         /// The output directory.
@@ -386,5 +416,37 @@ impl Error {
             op,
             source,
         }
+    }
+}
+
+/// A path as error messages show it: with control characters and undecodable bytes escaped
+/// as `list` escapes names ([`crate::fs::escape_path`]), so a name from an archive cannot send
+/// terminal escape sequences or forge lines through an error message.
+fn shown(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    crate::fs::escape_path(p.as_os_str().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// Regression (review): names from an archive reached error messages raw, so a file named
+    /// `evil\e[31mRED` coloured the terminal; every path in a message is escaped now.
+    #[test]
+    fn paths_in_error_messages_are_escaped() {
+        let path = PathBuf::from(OsStr::from_bytes(b"out/evil\x1b[31mRED\n\xff"));
+        let e = Error::Exists { path: path.clone() };
+        assert_eq!(
+            e.to_string(),
+            "out/evil\\x1b[31mRED\\n\\xff: already exists (use -f/--force to overwrite)"
+        );
+        let e = Error::io(&path, "replace", io::Error::other("Is a directory"));
+        assert_eq!(
+            e.to_string(),
+            "out/evil\\x1b[31mRED\\n\\xff: replace: Is a directory"
+        );
     }
 }

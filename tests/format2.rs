@@ -152,6 +152,17 @@ fn stream_offsets_must_add_up() {
     let mut a = two_files();
     a.blocks[1].header.stream_offset += 1;
     refused(&a, 3, "stream offset");
+    // Regression (spec review): the first block's offset must be 0; every later one was
+    // checked against its predecessor, the first against nothing.
+    let mut a = two_files();
+    for b in &mut a.blocks {
+        b.header.stream_offset += 16;
+    }
+    refused(
+        &a,
+        3,
+        "stream offset 16 where the blocks before it end at 0",
+    );
 }
 
 #[test]

@@ -211,6 +211,15 @@ pub(crate) struct Group {
 }
 
 impl Group {
+    /// A group for a read that starts at the first data frame (seq 0), whose block must
+    /// start at stream offset 0 (FORMAT.md §5: "0 for the first").
+    pub fn at_stream_start() -> Group {
+        Group {
+            next_offset: Some(0),
+            ..Group::default()
+        }
+    }
+
     /// Checks `info`'s stream offset and reference against the blocks before it.
     pub fn check(&mut self, info: &BlockInfo) -> Result<(), FormatError> {
         if let Some(want) = self.next_offset
@@ -362,6 +371,22 @@ mod tests {
         let mut g = Group::default();
         assert!(g.check(&info(4096, 10, 5)).is_err());
         Group::default().check(&info(4096, 10, 0)).unwrap();
+    }
+
+    /// Regression (spec review): the first data block's stream offset was never checked, so
+    /// an archive whose first block claimed offset 16 passed `test` (and a filtered block
+    /// would have decoded with the wrong BCJ position).
+    #[test]
+    fn the_first_block_of_the_stream_starts_at_offset_0() {
+        let e = Group::at_stream_start()
+            .check(&info(16, 10, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("stream offset 16 where the blocks before it end at 0"),
+            "{e}"
+        );
+        Group::at_stream_start().check(&info(0, 10, 0)).unwrap();
     }
 
     #[test]

@@ -24,6 +24,9 @@ enum Pending {
 #[derive(Default)]
 pub struct Registry {
     pending: Mutex<Vec<(u64, Pending)>>,
+    /// Set by [`Registry::remove_all`]: the process is about to exit, and a thread that
+    /// registers now is parked instead of going on to create what it registers.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 static GLOBAL: Registry = Registry::new();
@@ -34,12 +37,20 @@ impl Registry {
     pub const fn new() -> Self {
         Registry {
             pending: Mutex::new(Vec::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     fn push(&self, p: Pending) -> u64 {
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut v) = self.pending.lock() {
+            if self.closed.load(Ordering::SeqCst) {
+                // The interrupt handler ran and the process exits: never create this.
+                drop(v);
+                loop {
+                    std::thread::park();
+                }
+            }
             v.push((id, p));
         }
         id
@@ -65,7 +76,11 @@ impl Registry {
     /// See [`remove_all`].
     pub fn remove_all(&self) -> usize {
         let taken = match self.pending.lock() {
-            Ok(mut p) => std::mem::take(&mut *p),
+            Ok(mut p) => {
+                // Under the lock: whatever registers after this is parked (see `push`).
+                self.closed.store(true, Ordering::SeqCst);
+                std::mem::take(&mut *p)
+            }
             Err(_) => return 0,
         };
         let mut n = 0;
@@ -144,5 +159,25 @@ mod tests {
         assert_eq!(r.remove_all(), 1);
         assert_eq!(r.remove_all(), 0);
         assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
+
+    /// Regression: `krypta x` killed at a random moment left `.krypta-*.tmp` files (5 of 12
+    /// tries), because worker threads went on creating and registering temporary files after
+    /// the handler had removed what was registered. Now a registration after `remove_all`
+    /// never returns (the thread is parked until the process exits), so nothing it would
+    /// create is made.
+    #[test]
+    fn a_registration_after_remove_all_never_returns() {
+        let r = Arc::new(Registry::new());
+        assert_eq!(r.remove_all(), 0);
+        let returned = Arc::new(AtomicUsize::new(0));
+        let (r2, ret2) = (Arc::clone(&r), Arc::clone(&returned));
+        let _parked = std::thread::spawn(move || {
+            r2.register(PathBuf::from("/nonexistent/late.tmp"));
+            ret2.store(1, Ordering::SeqCst);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert_eq!(returned.load(Ordering::SeqCst), 0);
+        assert!(r.pending.lock().unwrap().is_empty());
     }
 }

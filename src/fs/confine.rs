@@ -126,13 +126,25 @@ pub(crate) fn temp_name() -> Result<Vec<u8>> {
 pub(crate) fn create_temp<T>(
     path: &Path,
     mut make: impl FnMut(&[u8]) -> std::result::Result<T, Errno>,
-) -> Result<(Vec<u8>, T)> {
+) -> Result<(Vec<u8>, T, u64)> {
+    let parent = path.parent().unwrap_or(Path::new(""));
     for _ in 0..16 {
         let name = temp_name()?;
+        // Registered before it exists, so an interrupt at any moment removes it: a name
+        // registered after creation left a window in which SIGINT/SIGTERM leaked it (found by
+        // killing `krypta x` at random moments). [`super::cleanup`] parks a thread that
+        // registers once the interrupt handler has run, so nothing is created after it.
+        let id = super::cleanup::register(parent.join(std::ffi::OsStr::from_bytes(&name)));
         match make(&name) {
-            Ok(v) => return Ok((name, v)),
-            Err(Errno::EXIST) => continue,
-            Err(e) => return Err(Error::io(path, "create temporary file", e.into())),
+            Ok(v) => return Ok((name, v, id)),
+            Err(Errno::EXIST) => {
+                super::cleanup::unregister(id);
+                continue;
+            }
+            Err(e) => {
+                super::cleanup::unregister(id);
+                return Err(Error::io(path, "create temporary file", e.into()));
+            }
         }
     }
     Err(Error::io(

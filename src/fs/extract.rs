@@ -52,7 +52,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -311,14 +310,9 @@ impl Extractor {
             .plan(meta, info.as_ref(), &mut self.ids, Made::File);
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let (tmp, fd) = confine::create_temp(&path, |name| {
+        let (tmp, fd, cleanup_id) = confine::create_temp(&path, |name| {
             openat(&*dir, name, flags, Mode::from_raw_mode(plan.create_mode))
         })?;
-        let cleanup_id = super::cleanup::register(
-            path.parent()
-                .map(|p| p.join(std::ffi::OsStr::from_bytes(&tmp)))
-                .unwrap_or_default(),
-        );
         Ok(Some(FileSink {
             file: std::fs::File::from(fd),
             dir,
@@ -427,7 +421,7 @@ impl Extractor {
         let plan = self
             .policy
             .plan(meta, info.as_ref(), &mut self.ids, Made::Symlink);
-        let (tmp, ()) =
+        let (tmp, (), cleanup_id) =
             confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &*dir, name))?;
         let res = restore::apply(
             On::Link(dir.as_fd(), &tmp),
@@ -442,6 +436,7 @@ impl Extractor {
         if !matches!(res, Ok(true)) {
             confine::remove(dir.as_fd(), &tmp);
         }
+        super::cleanup::unregister(cleanup_id);
         res.map(|_| ())
     }
 
@@ -483,7 +478,7 @@ impl Extractor {
         if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
             return Ok(());
         }
-        let (tmp, ()) = confine::create_temp(&path, |name| {
+        let (tmp, (), cleanup_id) = confine::create_temp(&path, |name| {
             linkat(&target_dir, target.name, &*dir, name, AtFlags::empty())
         })?;
         let res = confine::place(dir.as_fd(), &tmp, t.name, self.policy.replace(), &path);
@@ -493,6 +488,7 @@ impl Extractor {
         } else if let Ok(mut set) = self.extracted.lock() {
             set.insert(extracted_key(&t.rel));
         }
+        super::cleanup::unregister(cleanup_id);
         res.map(|_| ())
     }
 

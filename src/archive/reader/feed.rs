@@ -76,7 +76,13 @@ impl<'a> Feed<'a> {
             frames_done: 0,
             frame_bytes: 0,
             pending_index: false,
-            group: Group::default(),
+            // A read from frame 0 starts the stream: its block is at offset 0. A read that
+            // starts later (selective extraction, resynchronising) starts at a group start.
+            group: if range.is_none_or(|r| r.0 == 0) {
+                Group::at_stream_start()
+            } else {
+                Group::default()
+            },
             first_record: None,
             first_checked: true,
             refs_seen: Vec::new(),
