@@ -242,6 +242,28 @@ fn index_blocks_have_no_filter_no_reference_and_their_own_stream_offsets() {
         3,
         "stream offset 8 where the index blocks before it end at 0",
     );
+    // Regression (spec review): sealed, the same verified-but-wrong index block was exit 3
+    // with the detail; FORMAT.md §11 makes it the uniform authentication failure, exit 2.
+    let mut a = one_file();
+    a.sealed = true;
+    a.index_block.stream_offset = 8;
+    let d = write(&a);
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("k.key");
+    std::fs::write(
+        &key,
+        krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &KEY) + "\n",
+    )
+    .unwrap();
+    for cmd in ["t", "l"] {
+        let (c, e) = run(&[cmd, "--keyfile", s(&key)], &d.path);
+        assert_eq!(c, 2, "{cmd}: {e}");
+        assert!(
+            e.contains("authentication failed: wrong key or password, or the archive was modified"),
+            "{cmd}: {e}"
+        );
+        assert!(!e.contains("stream offset"), "{cmd}: {e}");
+    }
 }
 
 #[test]

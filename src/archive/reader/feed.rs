@@ -36,6 +36,10 @@ pub(super) struct Feed<'a> {
     /// Bytes of the data frames loaded so far (header, body and tag).
     pub(super) frame_bytes: u64,
     pub(super) pending_index: bool,
+    /// A problem met while reading ahead (a later frame's head, its sequence or LAST flag,
+    /// a short read), held until every frame submitted before it was delivered: FORMAT.md
+    /// §11 decides the exit code in frame order, so an earlier frame's failed tag wins.
+    pub(super) deferred: Option<Error>,
     /// Format 2: stream offsets and the blocks a referencing block needs.
     pub(super) group: Group,
     /// Format 2: the current block's first-record offset, and whether a record start in it
@@ -76,6 +80,7 @@ impl<'a> Feed<'a> {
             frames_done: 0,
             frame_bytes: 0,
             pending_index: false,
+            deferred: None,
             // A read from frame 0 starts the stream: its block is at offset 0. A read that
             // starts later (selective extraction, resynchronising) starts at a group start.
             group: if range.is_none_or(|r| r.0 == 0) {
@@ -178,6 +183,18 @@ impl<'a> Feed<'a> {
     /// Keeps the pool busy: reads frames while it has room for another job and the byte
     /// budget admits another frame (`archive::budget`).
     pub(super) fn fill_pool(&mut self) -> Result<()> {
+        match self.read_ahead() {
+            Ok(()) => Ok(()),
+            Err(e @ Error::Crypto(_)) => Err(e),
+            Err(e) => {
+                self.stopped = true;
+                self.deferred = Some(e);
+                Ok(())
+            }
+        }
+    }
+
+    fn read_ahead(&mut self) -> Result<()> {
         while !self.stopped && self.pool.pool.has_capacity() && self.pool.budget.admits() {
             if let Some((_, last)) = self.range
                 && self.next_read_seq > last
@@ -245,6 +262,10 @@ impl<'a> Feed<'a> {
                 .next_result()
                 .map_err(|e| Error::Crypto(e.to_string()))?
             else {
+                // Every frame before a read-ahead problem was delivered: now it counts.
+                if let Some(e) = self.deferred.take() {
+                    return Err(e);
+                }
                 return Ok(false);
             };
             let mut decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
