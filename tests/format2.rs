@@ -165,6 +165,44 @@ fn stream_offsets_must_add_up() {
     );
 }
 
+/// Regression (spec review, FORMAT.md §11): the reader reads frames ahead, and a later
+/// frame's bad head (here frame 2's seq) was reported before frame 0's failed checksum:
+/// exit 3 where the spec, which decides in frame order, says 5. At every -j.
+#[test]
+fn an_earlier_frames_failed_checksum_decides_before_a_later_frames_bad_head() {
+    let m = file("f");
+    let content = vec![7u8; 200];
+    let r = records(&m, &content);
+    let a = Archive::new(
+        vec![
+            Block::stored(&r[..159], 0, Some(0)),
+            Block::stored(&r[159..200], 159, None),
+            Block::stored(&r[200..], 200, Some(55)),
+        ],
+        vec![entry(m, 200, 0, 0, 2)],
+    );
+    let mut bytes = a.bytes();
+    let frame = |raw: usize| 16 + common::craft2::BLOCK_HEADER + raw + 32;
+    let sizes = [frame(159), frame(41), frame(64)];
+    let n = bytes.len();
+    let index_offset = u64::from_le_bytes(bytes[n - 64..n - 56].try_into().unwrap()) as usize;
+    let f0 = index_offset - sizes.iter().sum::<usize>();
+    let f2 = f0 + sizes[0] + sizes[1];
+    assert_eq!(bytes[f2 + 8], 2, "frame 2's seq found where expected");
+    bytes[f0 + 16 + common::craft2::BLOCK_HEADER + 60] ^= 1;
+    bytes[f2 + 8] = 9;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("b.kry");
+    std::fs::write(&path, &bytes).unwrap();
+    for j in ["1", "2", "4"] {
+        let (c, e) = run(&["t", "--fail-fast", "-j", j], &path);
+        assert_eq!(c, 5, "-j {j}: {e}");
+        assert!(!e.contains("seq"), "-j {j}: {e}");
+        let (c, e) = run(&["t", "-j", j], &path);
+        assert_eq!(c, 5, "-j {j} (salvage): {e}");
+    }
+}
+
 #[test]
 fn first_record_offsets_must_match_what_the_stream_holds() {
     let mut a = one_file();
