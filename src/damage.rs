@@ -78,6 +78,27 @@ pub(crate) fn read_index_or_salvage(
     }
 }
 
+/// `extract`'s scan: without an index (`no_index`, the error that lost it) a salvage from
+/// front to back; else the scan of what is wanted, then, when it failed on damage and
+/// `salvage` is on, a salvage with the index ([`salvage_if`]).
+pub(crate) fn scan_or_salvage(
+    ar: &mut Archive,
+    archive: &Path,
+    index: Option<&(crate::format::footer::Footer, crate::format::index::Index)>,
+    no_index: Option<Error>,
+    t: &mut Tracker<'_>,
+    salvage: bool,
+    rep: &mut dyn Reporter,
+) -> Result<ScanSummary> {
+    match no_index {
+        Some(e) => salvage_without_index(ar, archive, t, "restored", e, rep),
+        None => {
+            let s = crate::run_scan(ar, index, t);
+            salvage_if(ar, archive, index, t, salvage, "restored", s, rep)
+        }
+    }
+}
+
 /// With `salvage` and an index, a scan that failed with damage goes on past it
 /// ([`salvage_after`]); otherwise the scan's result as it is.
 #[allow(clippy::too_many_arguments)]

@@ -398,22 +398,15 @@ fn extract_opened(
         );
         let mut tap = Tap::new(&mut v, rep);
         let mut t = damage::Tracker::new(&mut tap);
-        let s = match no_index.take() {
-            Some(e) => damage::salvage_without_index(ar, archive, &mut t, "restored", e, &mut sw),
-            None => {
-                let s = run_scan(ar, index.as_ref(), &mut t);
-                damage::salvage_if(
-                    ar,
-                    archive,
-                    index.as_ref(),
-                    &mut t,
-                    req.salvage,
-                    "restored",
-                    s,
-                    &mut sw,
-                )
-            }
-        };
+        let s = damage::scan_or_salvage(
+            ar,
+            archive,
+            index.as_ref(),
+            no_index.take(),
+            &mut t,
+            req.salvage,
+            &mut sw,
+        );
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
@@ -424,22 +417,15 @@ fn extract_opened(
         let mut v = ExtractVisitor::new(ex, &mut select, &mut no_progress);
         let mut tap = Tap::new(&mut v, rep);
         let mut t = damage::Tracker::new(&mut tap);
-        let s = match no_index.take() {
-            Some(e) => damage::salvage_without_index(ar, archive, &mut t, "restored", e, &mut sw),
-            None => {
-                let s = run_scan(ar, index.as_ref(), &mut t);
-                damage::salvage_if(
-                    ar,
-                    archive,
-                    index.as_ref(),
-                    &mut t,
-                    req.salvage,
-                    "restored",
-                    s,
-                    &mut sw,
-                )
-            }
-        };
+        let s = damage::scan_or_salvage(
+            ar,
+            archive,
+            index.as_ref(),
+            no_index.take(),
+            &mut t,
+            req.salvage,
+            &mut sw,
+        );
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {
