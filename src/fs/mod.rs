@@ -5,6 +5,7 @@
 //! existing names ([`conflict`]), and showing raw path bytes as text ([`names`]). Each module's
 //! documentation states its choices.
 
+mod archive_path;
 mod attrs;
 pub mod cleanup;
 mod confine;

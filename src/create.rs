@@ -1,0 +1,247 @@
+//! `krypta c`: the walk of the inputs into an archive writer and a storage sink, and the
+//! creation time and archive id of reproducible archives (`SOURCE_DATE_EPOCH`). Split from
+//! `lib.rs` along its seam: everything here writes; the readers stay in `lib.rs`.
+
+use super::*;
+
+/// What `compress` needs beyond the archive options.
+pub struct CompressRequest {
+    /// Archive path, or `-` for stdout.
+    pub output: PathBuf,
+    /// Inputs; `-` reads one stream from stdin (stored as the file `stdin`).
+    pub inputs: Vec<PathBuf>,
+    /// Overwrite an existing output.
+    pub force: bool,
+    /// Follow symlinks (`-L`).
+    pub dereference: bool,
+    /// Which extended attributes to store (`--no-xattrs`, `--no-acls`; default all).
+    pub xattrs: fs::xattr::XattrSelect,
+    /// Store numeric owner ids only, no names (`--numeric-owner`).
+    pub numeric_owner: bool,
+    /// What the walk leaves out (`--exclude`, `--one-file-system`, `--exclude-caches`).
+    pub select: fs::select::Selector,
+    /// Stop at the first input that cannot be read (`--strict`), writing no archive; without
+    /// it, such inputs are skipped, named, and the run ends with [`Error::Incomplete`].
+    pub strict: bool,
+    /// Archive options.
+    pub options: WriteOptions,
+}
+
+/// Writes an archive of the inputs to `req.output`: a file, `-` (stdout) or
+/// `s3://BUCKET/KEY` (see [`store`]). The archive goes to a [`store::Sink`], which makes it
+/// visible under the final name only when complete (a temporary file renamed into place; an
+/// upload completed), so a failure never leaves a partial archive under the final name; an
+/// existing output is kept unless `force`.
+///
+/// Errors: Exists, Io (naming the file or object), StoreConfig, Usage, OutputIsInput (the
+/// existing output would be replaced although the walk reads it: refused even with `force`,
+/// before anything is created); `Incomplete` after a complete, valid archive was written when
+/// inputs could not be read (and not `strict`), changed or vanished while being read.
+pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
+    // Before anything is created: the walk would read the file -f replaces.
+    if req.force
+        && let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select)
+    {
+        return Err(Error::OutputIsInput { path });
+    }
+    let sink = store::create_sink(&req.output, req.force)?;
+    if let Some(d) = sink.describe() {
+        rep.detail(&d);
+    }
+    let counters = sink.counters();
+    let warnings = sink.warnings();
+    let location = req.output.clone();
+    let r = compress_into(sink, req, rep);
+    // The sink is gone (finished, or aborted by its drop): report what it could not.
+    if let Ok(mut w) = warnings.lock() {
+        for m in w.drain(..) {
+            rep.warn(&m);
+        }
+    }
+    if let Some(c) = counters {
+        rep.detail(&format!("{}: {}", location.display(), c.summary()));
+    }
+    r
+}
+
+fn compress_into(
+    sink: Box<dyn store::Sink>,
+    req: CompressRequest,
+    rep: &mut dyn Reporter,
+) -> Result<WriteSummary> {
+    let out_name = if req.output == Path::new("-") {
+        PathBuf::from("<stdout>")
+    } else {
+        req.output.clone()
+    };
+    // The files being written (the temporary archive, or the file stdout points to) are never
+    // archived, even when they lie inside an input directory. An existing output that the
+    // walk reaches is an input: replacing it (with -f) would destroy it, so that is refused
+    // (checked before the sink was made, `fs::select::output_among_inputs`, and here again
+    // by device and inode for what only the walk finds: -L, bind mounts).
+    let own_files = sink.own_files();
+    let replaced: Option<(u64, u64)> = if req.output == Path::new("-")
+        || store::Location::parse(&req.output).is_ok_and(|l| l.is_remote())
+    {
+        None
+    } else {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&req.output)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    let out = sink;
+    let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
+    let mut changed = 0usize;
+    let mut skipped = 0usize;
+    let strict = req.strict;
+    rep.start(None);
+    // One walk over all filesystem inputs, so hard links are found across them and each
+    // path-rewriting note is shown once; a `-` input adds the stdin stream after them.
+    let fs_inputs: Vec<PathBuf> = req
+        .inputs
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .cloned()
+        .collect();
+    let opts = fs::walk::WalkOptions {
+        dereference: req.dereference,
+        xattrs: req.xattrs,
+        numeric_owner: req.numeric_owner,
+    };
+    let mut on_event = |ev: fs::walk::WalkEvent| -> Result<()> {
+        match ev {
+            fs::walk::WalkEvent::Warning(m) => {
+                rep.warn(&m);
+                Ok(())
+            }
+            fs::walk::WalkEvent::Skipped(s) => {
+                if strict {
+                    return Err(s.into_error());
+                }
+                rep.warn(&s.to_string());
+                skipped += 1;
+                Ok(())
+            }
+            fs::walk::WalkEvent::Entry(e) => {
+                if e.meta.path == fs::walk::ROOT_PATH && format::header::VERSION < 2 {
+                    // Format 1 has no root entry (its paths have no `.` component); the
+                    // format-2 writer stores it.
+                    return Ok(());
+                }
+                if e.meta.kind != EntryKind::File {
+                    w.add_entry(&e.meta)?;
+                    rep.entry_done(&e.meta);
+                    return Ok(());
+                }
+                let mut src = match fs::source::FileSource::open(&e.source, e.size) {
+                    Ok(s) => s,
+                    Err(err) if strict => return Err(err),
+                    Err(err) => {
+                        // Vanished or became unreadable since the walk: skip it, say so.
+                        rep.warn(&format!("skipped: {err}"));
+                        skipped += 1;
+                        return Ok(());
+                    }
+                };
+                // Compared on the open file (its fstat), not the path: no extra system call
+                // per file, and no race between the check and the read.
+                if replaced == Some(src.dev_ino()) {
+                    return Err(Error::OutputIsInput {
+                        path: e.source.clone(),
+                    });
+                }
+                if own_files.contains(&src.dev_ino()) {
+                    rep.warn(&format!(
+                        "{}: skipped: it is the archive being written",
+                        e.source.display()
+                    ));
+                    return Ok(());
+                }
+                w.add_file_with_progress(&e.meta, &mut src, &mut |b| rep.progress(b))?;
+                if let Some(m) = src.change_warning() {
+                    rep.warn(&format!("{}: {m}", e.source.display()));
+                    changed += 1;
+                }
+                rep.progress(w.content_bytes());
+                rep.entry_done(&e.meta);
+                Ok(())
+            }
+        }
+    };
+    if !fs_inputs.is_empty() {
+        fs::walk::walk_selected(&fs_inputs, &opts, &req.select, &mut on_event)?;
+    }
+    if req.inputs.iter().any(|p| p.as_os_str() == "-") {
+        let meta = EntryMeta {
+            path: b"stdin".to_vec(),
+            kind: EntryKind::File,
+            mode: 0o644,
+            mtime: now_or_epoch(),
+            uid: rustix::process::getuid().as_raw(),
+            gid: rustix::process::getgid().as_raw(),
+            link: Vec::new(),
+            ..Default::default()
+        };
+        let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
+        w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
+        rep.entry_done(&meta);
+    }
+    let (summary, out) = w.finish()?;
+    out.finish()?;
+    rep.finish();
+    if changed + skipped > 0 {
+        return Err(Error::Incomplete {
+            skipped,
+            changed,
+            summary: Box::new(summary),
+        });
+    }
+    Ok(summary)
+}
+
+/// `SOURCE_DATE_EPOCH` (reproducible builds): `None` when unset; a value that is not an
+/// integer number of seconds is refused (the reproducible-builds specification asks tools to
+/// fail), since it would otherwise give an archive id derived from the current second,
+/// neither random nor reproducible.
+pub fn source_date_epoch() -> Result<Option<i64>> {
+    match std::env::var_os("SOURCE_DATE_EPOCH") {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .map(Some)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "SOURCE_DATE_EPOCH={}: not an integer number of seconds since 1970",
+                    fs::escape_path(v.as_encoded_bytes())
+                ))
+            }),
+    }
+}
+
+/// The creation time to record: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
+/// (`compress` refuses an unparsable `SOURCE_DATE_EPOCH` first, see [`source_date_epoch`].)
+pub fn now_or_epoch() -> Timestamp {
+    if let Ok(Some(secs)) = source_date_epoch() {
+        return Timestamp { secs, nanos: 0 };
+    }
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp {
+        secs: d.as_secs() as i64,
+        nanos: d.subsec_nanos(),
+    }
+}
+
+/// A deterministic archive id for reproducible unencrypted archives (`SOURCE_DATE_EPOCH`).
+pub fn reproducible_archive_id(epoch: i64) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    crypto::primitives::blake3_derive_key(
+        "krypta 2026 reproducible archive id",
+        &epoch.to_le_bytes(),
+        &mut id,
+    );
+    id
+}
