@@ -123,6 +123,12 @@ pub(crate) fn salvage_if(
                 "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
                 archive.display()
             ));
+            if ar.header().recovery_percent().is_some() {
+                rep.warn(&format!(
+                    "{}: the recovery data cannot be used from a pipe (it follows the archive): read the archive as a file to repair the damage, or run krypta repair on it",
+                    archive.display()
+                ));
+            }
             Err(e)
         }
         (s, _) => s,

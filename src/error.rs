@@ -193,6 +193,20 @@ pub enum Error {
         /// The exit code (2, 3 or 5).
         code: u8,
     },
+    /// `test`: every entry verified, but only because the recovery data repaired what was
+    /// read, or the recovery data itself is damaged: the archive should be repaired.
+    #[error(
+        "{}: damaged but repairable: {what}; every entry verified (krypta repair writes the original bytes)",
+        shown(path)
+    )]
+    Repairable {
+        /// The archive path.
+        path: PathBuf,
+        /// What is damaged.
+        what: String,
+        /// What was verified.
+        summary: Box<crate::archive::reader::ScanSummary>,
+    },
     /// A checksum mismatch in an unencrypted archive (data corruption).
     #[error("{}: integrity check failed: {what}", shown(path))]
     Integrity {
@@ -386,6 +400,7 @@ impl Error {
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::Incomplete { .. } | Error::KeptExisting { .. } => 6,
+            Error::Repairable { .. } => 7,
             Error::Recovery { source, .. } => match source {
                 RecoveryError::BeyondRepair { .. } | RecoveryError::Inconsistent { .. } => 5,
                 RecoveryError::NotFound { .. }

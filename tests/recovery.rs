@@ -1,5 +1,5 @@
 //! Recovery data, the happy paths and the structure: every length round-trips, the section
-//! is a pure function of P and the parameters, the layout lands where docs/FORMAT-recovery.md
+//! is a pure function of P and the parameters, the layout lands where docs/FORMAT.md §15
 //! says, the writer's memory stays bounded (spill), and real archives (plain, encrypted)
 //! protected on the fly still open and verify.
 

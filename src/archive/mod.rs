@@ -4,6 +4,7 @@
 mod blocks;
 pub mod budget;
 mod fill;
+mod output;
 pub mod pipeline;
 pub mod reader;
 mod seal;

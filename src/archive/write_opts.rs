@@ -44,6 +44,9 @@ pub struct WriteOptions {
     /// the level-9 writer that will use them exists. `None` in real use.
     #[doc(hidden)]
     pub test_reference: Option<TestReference>,
+    /// Reed–Solomon recovery data after the footer (`--recovery PCT`; docs/FORMAT.md §15):
+    /// the header then carries the recovery extension. `None`: no recovery data.
+    pub recovery: Option<crate::recovery::RecoveryOptions>,
     /// Golden vectors only: the salt of the password stanza (random when `None`), so an
     /// encrypted archive can be a known answer. Never set in real use.
     #[doc(hidden)]
@@ -78,6 +81,7 @@ impl WriteOptions {
             archive_id: None,
             file_key: None,
             test_reference: None,
+            recovery: None,
             fixed_salt: None,
         }
     }
@@ -158,6 +162,8 @@ pub struct WriteSummary {
     pub content_bytes: u64,
     /// Data frames written.
     pub data_frames: u64,
-    /// Archive size, bytes.
+    /// Archive size, bytes (the recovery section included).
     pub archive_bytes: u64,
+    /// Of those, the recovery section's bytes (0 without `--recovery`).
+    pub recovery_bytes: u64,
 }

@@ -43,6 +43,7 @@ use crate::crypto::stanza::{Recipient, wrap, wrap_password_with_salt};
 use crate::error::{Error, Result};
 use crate::format::entry::EntryKind;
 use crate::format::entry_set::EntrySet;
+use crate::format::extension::Extension;
 use crate::format::footer::{FOOTER_LEN, Footer};
 use crate::format::frame::FrameKind;
 use crate::format::header::Header;
@@ -64,7 +65,7 @@ const READ_STEP: usize = 1 << 20;
 
 /// Writes one archive. See the module documentation.
 pub struct ArchiveWriter<W: Write> {
-    pub(super) out: W,
+    pub(super) out: super::output::Output<W>,
     pub(super) out_name: PathBuf,
     pub(super) offset: u64,
     pub(super) archive_id: ArchiveId,
@@ -183,9 +184,22 @@ impl<W: Write> ArchiveWriter<W> {
             level: opts.level.map(|l| l.get()).unwrap_or(0),
             stanzas,
             comment: opts.comment,
-            extensions: Vec::new(),
+            extensions: opts
+                .recovery
+                .iter()
+                .map(|r| Extension::Recovery { percent: r.percent })
+                .collect(),
         };
         header.check().map_err(unwritable)?;
+        let out = match &opts.recovery {
+            None => super::output::Output::Plain(out),
+            Some(r) => super::output::Output::Recovery(Box::new(
+                crate::recovery::RecoveryWriter::new(out, r).map_err(|source| Error::Recovery {
+                    path: out_name.clone(),
+                    source,
+                })?,
+            )),
+        };
         let mut bytes = header.write_untagged();
         let tag = protection.header_tag(&bytes);
         bytes.extend_from_slice(&tag);
@@ -515,13 +529,20 @@ impl<W: Write> ArchiveWriter<W> {
         self.out
             .flush()
             .map_err(|e| Error::io(&self.out_name, "write", e))?;
+        let out_name = self.out_name.clone();
+        let (out, section) = self.out.finish().map_err(|source| Error::Recovery {
+            path: out_name,
+            source,
+        })?;
+        let recovery_bytes = section.map_or(0, |s| s.layout.file_len - self.offset);
         let summary = WriteSummary {
             entries,
             content_bytes: self.content_bytes,
             data_frames,
-            archive_bytes: self.offset,
+            archive_bytes: self.offset + recovery_bytes,
+            recovery_bytes,
         };
-        Ok((summary, self.out))
+        Ok((summary, out))
     }
 }
 

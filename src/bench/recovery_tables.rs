@@ -1,23 +1,21 @@
 //! Tables 9–11: recovery data (`krypta::recovery`). 9: size overhead and encode / verify /
-//! repair MB/s at 1, 5 and 10%, one core and all cores; 10: what encoding at 5% costs inside
-//! a real `c -l 3` (the archive writer writing through a `RecoveryWriter`); 11: the same
-//! archive protected by `par2 create -r5` side by side: time to create, verify and repair,
-//! size, and which damage each repaired.
+//! repair MB/s of the layer itself at 1, 5 and 10%, one core and all cores; 10: what
+//! `--recovery 5` costs `krypta c -l 3` (this binary, run as a user runs it); 11: the same
+//! tree protected by `krypta c --recovery 5` and by `krypta c` + `par2 create -r5` side by
+//! side, through the CLI: time to create, verify and repair, size, and which damage each
+//! repaired.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::archive::writer::{ArchiveWriter, BcjMode, ReaderSource, WriteOptions};
-use crate::codec::Level;
 use crate::error::{Error, Result};
-use crate::format::{EntryKind, EntryMeta, Timestamp};
 use crate::recovery::{
-    FileSource, Locate, RecoveryOptions, RecoveryWriter, RepairOptions, locate, repair_to, verify,
+    Locate, RecoveryOptions, RecoveryWriter, RepairOptions, locate, repair_to, verify,
 };
 
 use super::Plan;
-use super::archive_tables::{Protect, temp_dir, write_archive};
+use super::archive_tables::temp_dir;
 use super::fixtures::{self, Fixture};
 use super::measure::{MB, mb_per_sec, median, median_secs};
 use super::report::{Cell, Table};
@@ -156,57 +154,41 @@ pub fn table9(plan: &Plan, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
     Ok(t)
 }
 
-/// Writes an archive of `files` at -l 3 through an optional RecoveryWriter at `percent`.
-fn write_protected(
-    path: &Path,
-    files: &[(&str, &[u8])],
-    percent: Option<u8>,
-    jobs: usize,
-) -> Result<u64> {
-    let mut opts = WriteOptions::new();
-    opts.level = Some(Level::DEFAULT);
-    opts.block_size = Level::DEFAULT.default_block_size();
-    opts.jobs = jobs.max(1);
-    opts.bcj = BcjMode::Auto;
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, "create", e))?;
-    let out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let meta = |name: &str| EntryMeta {
-        path: name.as_bytes().to_vec(),
-        kind: EntryKind::File,
-        mode: 0o644,
-        mtime: Timestamp { secs: 0, nanos: 0 },
-        uid: 0,
-        gid: 0,
-        link: Vec::new(),
-        ..EntryMeta::default()
-    };
-    type AddFile<'a> = dyn FnMut(&EntryMeta, &[u8], &str) -> Result<()> + 'a;
-    let add = |w: &mut AddFile| -> Result<()> {
-        for (name, data) in files {
-            w(&meta(name), data, name)?;
-        }
-        Ok(())
-    };
-    match percent {
-        None => {
-            let mut w = ArchiveWriter::new(out, path, opts)?;
-            add(&mut |m, d, n| w.add_file(m, &mut ReaderSource::new(d, n)).map(|_| ()))?;
-            let (s, out) = w.finish()?;
-            out.into_inner()
-                .map_err(|e| Error::io(path, "write", e.into_error()))?;
-            Ok(s.archive_bytes)
-        }
-        Some(pct) => {
-            let rw = RecoveryWriter::new(out, &RecoveryOptions::new(pct)).map_err(rec_err(path))?;
-            let mut w = ArchiveWriter::new(rw, path, opts)?;
-            add(&mut |m, d, n| w.add_file(m, &mut ReaderSource::new(d, n)).map(|_| ()))?;
-            let (_, rw) = w.finish()?;
-            let (out, s) = rw.finish().map_err(rec_err(path))?;
-            out.into_inner()
-                .map_err(|e| Error::io(path, "write", e.into_error()))?;
-            Ok(s.layout.file_len)
-        }
+/// Writes `files` as a directory tree `src` in `dir` (what the CLI rows archive).
+fn write_tree(dir: &Path, files: &[(&str, &[u8])]) -> Result<std::path::PathBuf> {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).map_err(|e| Error::io(&src, "create", e))?;
+    for (name, data) in files {
+        let p = src.join(name);
+        std::fs::write(&p, data).map_err(|e| Error::io(&p, "write", e))?;
     }
+    Ok(src)
+}
+
+/// Runs this krypta binary with `args` in `dir`; wall seconds and the CPU seconds (user +
+/// system) of the child. Fails unless it exits 0 (or `allowed`).
+fn krypta_cli(dir: &Path, args: &[&str], allowed: &[i32]) -> Result<(i32, f64, f64)> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("krypta", "locate", e))?;
+    let c0 = child_cpu_secs();
+    let t = std::time::Instant::now();
+    let st = Command::new(exe)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("KRYPTA_PASSWORD")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| Error::io("krypta", "run", e))?;
+    let wall = t.elapsed().as_secs_f64();
+    let code = st.code().unwrap_or(-1);
+    if code != 0 && !allowed.contains(&code) {
+        return Err(Error::Usage(format!(
+            "bench: krypta {} exited {code}",
+            args.join(" ")
+        )));
+    }
+    Ok((code, wall, child_cpu_secs() - c0))
 }
 
 /// Names of the fixtures repeated (as separate files) until they reach `mb` MB.
@@ -218,7 +200,7 @@ fn repeated_names(fixtures: &[Fixture], mb: usize) -> Vec<String> {
         .collect()
 }
 
-/// Table 10: `c -l 3` with and without recovery data at 5%, runs interleaved.
+/// Table 10: `krypta c -l 3` with and without `--recovery 5`, runs interleaved.
 pub fn table10(
     fixtures: &[Fixture],
     plan: &Plan,
@@ -233,20 +215,17 @@ pub fn table10(
         .collect();
     let total: usize = files.iter().map(|f| f.1.len()).sum();
     let dir = temp_dir()?;
-    let path = dir.path().join("r.kry");
+    let d = dir.path();
+    write_tree(d, &files)?;
     let runs = plan.runs.max(1) * 2 + 1;
     let mut t = Table::new(
         10,
         "Recovery data inside `c -l 3`",
         format!(
-            "the fixtures repeated to {:.1} MB ({} files) written at -l 3 (BCJ auto, 4 MiB \
-             blocks) by the archive writer to a file on {}, directly or through a \
-             RecoveryWriter at 5% (default layout, background thread) — the real code path of \
-             `c --recovery 5`. Runs alternate between the two (median of {runs} each), so load \
-             changes hit both alike; CPU is the user + system time of this process per run.",
+            "the fixtures repeated to {:.1} MB ({} files) in a directory, archived by this              krypta binary: `krypta c -f -l 3 -j N r.kry src` and the same with              `--recovery 5`, output on {}. Runs alternate between the two (median of {runs}              each), so load changes hit both alike; CPU is the user + system time of the              krypta process per run.",
             total as f64 / MB,
             files.len(),
-            dir.path().parent().unwrap_or(dir.path()).display(),
+            d.parent().unwrap_or(d).display(),
         ),
         &[
             "threads (-j)",
@@ -261,18 +240,38 @@ pub fn table10(
     );
     for j in [1, jobs] {
         progress(&format!("table 10: -j {j}"));
+        let js = j.to_string();
         let (mut plain, mut rec) = (Vec::new(), Vec::new());
         let (mut plain_cpu, mut rec_cpu) = (Vec::new(), Vec::new());
         let mut size = 0;
         for _ in 0..runs {
-            let (s, c) = (std::time::Instant::now(), cpu_secs());
-            size = write_protected(&path, &files, None, j)?;
-            plain.push(s.elapsed().as_secs_f64());
-            plain_cpu.push(cpu_secs() - c);
-            let (s, c) = (std::time::Instant::now(), cpu_secs());
-            write_protected(&path, &files, Some(5), j)?;
-            rec.push(s.elapsed().as_secs_f64());
-            rec_cpu.push(cpu_secs() - c);
+            let (_, w, c) = krypta_cli(
+                d,
+                &["c", "-q", "-f", "-l", "3", "-j", &js, "r.kry", "src"],
+                &[],
+            )?;
+            plain.push(w);
+            plain_cpu.push(c);
+            let (_, w, c) = krypta_cli(
+                d,
+                &[
+                    "c",
+                    "-q",
+                    "-f",
+                    "-l",
+                    "3",
+                    "-j",
+                    &js,
+                    "--recovery",
+                    "5",
+                    "r.kry",
+                    "src",
+                ],
+                &[],
+            )?;
+            rec.push(w);
+            rec_cpu.push(c);
+            size = std::fs::metadata(d.join("r.kry")).map_or(0, |m| m.len());
         }
         let (a, b) = (median(&mut plain), median(&mut rec));
         let (ac, bc) = (median(&mut plain_cpu), median(&mut rec_cpu));
@@ -287,9 +286,9 @@ pub fn table10(
             Cell::num((bc / ac.max(1e-9) - 1.0) * 100.0, 1),
         ]);
         t.reading.push(format!(
-            "-j {j}: recovery data at 5% costs {:+.1}% of the `c -l 3` wall time (goal: under \
-             10%) and {:+.1}% of its CPU time (user + system of this process, which load from \
-             other processes disturbs far less than wall time).",
+            "-j {j}: `--recovery 5` costs {:+.1}% of the `c -l 3` wall time (goal: under \
+             10%) and {:+.1}% of its CPU time (which load from other processes disturbs far \
+             less than wall time).",
             (b / a - 1.0) * 100.0,
             (bc / ac.max(1e-9) - 1.0) * 100.0
         ));
@@ -297,15 +296,15 @@ pub fn table10(
     Ok(t)
 }
 
-/// CPU seconds (user + system) this process has used so far, from /proc/self/stat (clock
-/// ticks of 1/100 s, Linux's USER_HZ); 0 where it cannot be read.
-fn cpu_secs() -> f64 {
+/// CPU seconds (user + system) of this process's waited-for children so far, from
+/// /proc/self/stat (cutime + cstime, clock ticks of 1/100 s); 0 where it cannot be read.
+fn child_cpu_secs() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // After the parenthesised command name, utime and stime are the 12th and 13th fields.
+    // After the parenthesised command name, cutime and cstime are the 14th and 15th fields.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = rest.split_whitespace().collect();
     let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (tick(11) + tick(12)) / 100.0
+    (tick(13) + tick(14)) / 100.0
 }
 
 /// The damages of table 11, applied to the archive's own bytes (length `l`), with their names.
@@ -370,7 +369,7 @@ fn sh(cmd: &str, dir: &Path) -> Result<(bool, f64)> {
     Ok((st.success(), t.elapsed().as_secs_f64()))
 }
 
-/// Table 11: krypta's recovery data at 5% next to `par2 create -r5` on the same archive.
+/// Table 11: `krypta c --recovery 5` next to `krypta c` + `par2 create -r5`, through the CLI.
 pub fn table11(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Table> {
     let dir = temp_dir()?;
     let d = dir.path();
@@ -380,48 +379,70 @@ pub fn table11(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str)
         .zip(fixtures.iter().cycle())
         .map(|(n, f)| (n.as_str(), f.data.as_slice()))
         .collect();
-    let arch = d.join("a.kry");
-    let l = write_archive(&arch, &files, Some(Level::DEFAULT), &Protect::Plain, 2)?;
-    let p = std::fs::read(&arch).map_err(|e| Error::io(&arch, "read", e))?;
+    write_tree(d, &files)?;
     let has_par2 = sh("command -v par2", d)?.0;
+    let arch = d.join("a.kry");
+    let prot = d.join("p.kry");
+    progress("table 11: create");
+    let runs = plan.runs.max(1);
+    let (mut kc, mut plain) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        plain.push(krypta_cli(d, &["c", "-q", "-f", "-l", "3", "a.kry", "src"], &[])?.1);
+        kc.push(
+            krypta_cli(
+                d,
+                &[
+                    "c",
+                    "-q",
+                    "-f",
+                    "-l",
+                    "3",
+                    "--recovery",
+                    "5",
+                    "p.kry",
+                    "src",
+                ],
+                &[],
+            )?
+            .1,
+        );
+    }
+    let (plain, kc) = (median(&mut plain), median(&mut kc));
+    let p = std::fs::read(&arch).map_err(|e| Error::io(&arch, "read", e))?;
+    let protected = std::fs::read(&prot).map_err(|e| Error::io(&prot, "read", e))?;
+    let l = p.len() as u64;
+    let lk = locate(&protected[..], &Locate::default())
+        .map_err(rec_err(&prot))?
+        .layout
+        .params
+        .protected_len;
+    let section = protected.len() as u64 - lk;
     let mut t = Table::new(
         11,
         "Recovery data next to par2",
         format!(
-            "the fixtures repeated to {} MB as one -l 3 archive ({:.1} MB). krypta: recovery data at 5% \
-             (default layout) appended by a RecoveryWriter, verified with `verify`, repaired with \
-             `repair_to` into a file, both on this process's threads; par2: `par2 create -q -q \
-             -r5` (par2cmdline defaults: 2000 source blocks, all cores), `par2 verify`, `par2 \
-             repair`, recovery files beside the archive. Files on {}. Each damage is applied to \
-             a fresh copy; \"repaired\" means the result is byte-identical to the original. \
-             Median of {} run(s) for create and verify; repairs timed once.{}",
+            "the fixtures repeated to {} MB in a directory, archived at -l 3 by this krypta \
+             binary ({:.1} MB). krypta: `krypta c -l 3 --recovery 5` (recovery data written \
+             as the archive streams out), verified keylessly with `krypta repair --check`, \
+             repaired with `krypta repair -o`; par2: `par2 create -q -q -r5` on the archive \
+             `krypta c -l 3` wrote (par2cmdline defaults: 2000 source blocks, all cores), \
+             `par2 verify`, `par2 repair`, recovery files beside the archive. Files on {}. \
+             Each damage is applied to a fresh copy; \"repaired\" means the result is \
+             byte-identical to the original. Median of {runs} run(s) for create and verify; \
+             repairs timed once.{}",
             plan.tax_mb / 2,
             l as f64 / MB,
             d.parent().unwrap_or(d).display(),
-            plan.runs,
             if has_par2 {
                 ""
             } else {
                 " par2 is not installed (apt-get install par2): its column is empty."
             }
         ),
-        &["", "krypta --recovery 5", "par2 create -r5"],
+        &["", "krypta c --recovery 5", "krypta c + par2 create -r5"],
     );
-    progress("table 11: create");
-    let prot = d.join("p.kry");
-    let mut section = 0;
-    let kc = median_secs(plan.runs, || {
-        let (out, _) = encode(&p, 5, true)?;
-        section = out.len() - p.len();
-        std::fs::write(&prot, &out).map_err(|e| Error::io(&prot, "write", e))
-    })?;
-    let protected = std::fs::read(&prot).map_err(|e| Error::io(&prot, "read", e))?;
     let kv = median_secs(plan.runs, || {
-        let f = std::fs::File::open(&prot).map_err(|e| Error::io(&prot, "open", e))?;
-        let src = FileSource::new(f).map_err(|e| Error::io(&prot, "open", e))?;
-        let loc = locate(&src, &Locate::default()).map_err(rec_err(&prot))?;
-        std::hint::black_box(verify(&src, &loc));
-        Ok(())
+        krypta_cli(d, &["repair", "-q", "--check", "p.kry"], &[]).map(|_| ())
     })?;
     let (pc, pv, psize) = if has_par2 {
         let pc = median_secs(plan.runs, || {
@@ -449,30 +470,44 @@ pub fn table11(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str)
         s.map(|v| Cell::text(format!("{v:.3} s")))
             .unwrap_or(Cell::Missing)
     };
-    t.rows
-        .push(vec![Cell::text("create"), secs(Some(kc)), secs(pc)]);
     t.rows.push(vec![
-        Cell::text("verify (intact)"),
+        Cell::text("write the archive and its recovery data"),
+        secs(Some(kc)),
+        secs(pc.map(|c| plain + c)),
+    ]);
+    t.rows.push(vec![
+        Cell::text("of which the recovery data"),
+        secs(Some(kc - plain)),
+        secs(pc),
+    ]);
+    t.rows.push(vec![
+        Cell::text("verify (intact, no key)"),
         secs(Some(kv)),
         secs(pv),
     ]);
-    let pct = |b: u64| Cell::text(format!("{:.2}%", b as f64 / l as f64 * 100.0));
+    let pct = |b: u64, of: u64| Cell::text(format!("{:.2}%", b as f64 / of as f64 * 100.0));
     t.rows.push(vec![
         Cell::text("size overhead"),
-        pct(section as u64),
-        psize.map(pct).unwrap_or(Cell::Missing),
+        pct(section, lk),
+        psize.map(|b| pct(b, l)).unwrap_or(Cell::Missing),
     ]);
-    for (name, apply) in damages(l) {
+    for ((name, apply), (_, kapply)) in damages(l).into_iter().zip(damages(lk)) {
         progress(&format!("table 11: {name}"));
-        // krypta: damage the protected file (P + section) at the same offsets within P.
         let mut kd = protected.clone();
-        apply(&mut kd);
-        let s = std::time::Instant::now();
-        let kres = krypta_repair(&kd, &protected);
-        let ks = s.elapsed().as_secs_f64();
-        let kcell = Cell::text(match kres {
-            true => format!("repaired, {ks:.3} s"),
-            false => format!("not repaired ({ks:.3} s)"),
+        kapply(&mut kd);
+        let dmg = d.join("dmg.kry");
+        std::fs::write(&dmg, &kd).map_err(|e| Error::io(&dmg, "write", e))?;
+        let (code, ks, _) = krypta_cli(
+            d,
+            &["repair", "-q", "-f", "dmg.kry", "-o", "fixed.kry"],
+            &[1, 3, 4, 5],
+        )?;
+        let fixed = std::fs::read(d.join("fixed.kry")).unwrap_or_default();
+        let _ = std::fs::remove_file(d.join("fixed.kry"));
+        let kcell = Cell::text(if code == 0 && fixed == protected {
+            format!("repaired, {ks:.3} s")
+        } else {
+            format!("not repaired ({ks:.3} s)")
         });
         let pcell = if has_par2 {
             let mut pd = p.clone();
@@ -501,23 +536,4 @@ pub fn table11(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str)
             .into(),
     );
     Ok(t)
-}
-
-/// Repairs `damaged` to a buffer; true when the result equals `original`.
-fn krypta_repair(damaged: &[u8], original: &[u8]) -> bool {
-    let opts = Locate {
-        protected_len: None,
-        scan: true,
-    };
-    let Ok(loc) = locate(damaged, &opts) else {
-        return false;
-    };
-    let ro = RepairOptions {
-        jobs: 2,
-        ..Default::default()
-    };
-    match repair_to(damaged, &loc, Vec::with_capacity(original.len()), &ro) {
-        Ok((out, s)) => s.identical && out == original,
-        Err(_) => false,
-    }
 }

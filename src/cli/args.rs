@@ -19,10 +19,13 @@ Exit codes:
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
   4  I/O error (disk full, permission denied, missing input; s3://: missing bucket or key,
      refused credentials, store unreachable)
-  5  data integrity: checksum mismatch in an unencrypted archive
+  5  data integrity: checksum mismatch in an unencrypted archive; damage beyond the
+     recovery data (repair; the salvage of x and t exits 5, or 2 when encrypted)
   6  finished, but some items were skipped, each named in a warning:
      c: inputs that could not be read, changed or vanished (--strict: abort)
      x -k: existing files kept
+  7  t: every entry verified, but the archive is damaged and its recovery data can
+     repair it (krypta repair); x and l repair what they read and exit 0
   130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
@@ -57,6 +60,9 @@ pub(crate) enum Command {
     /// Show header facts (version, time, id, encryption, counts) without any key
     #[command(after_help = EXIT_CODES)]
     Info(InfoArgs),
+    /// Rebuild a damaged archive from its recovery data, byte for byte (no key needed)
+    #[command(after_help = EXIT_CODES)]
+    Repair(RepairArgs),
     /// Generate a key file (-o FILE) or a post-quantum box keypair (--box -o NAME)
     Keygen(KeygenArgs),
     /// Run the known-answer vectors of every primitive through krypta's own code paths
@@ -290,8 +296,32 @@ pub(crate) struct CompressArgs {
         help_heading = "Encryption"
     )]
     pub(crate) recipients_files: Vec<PathBuf>,
+    /// Add Reed-Solomon recovery data of PCT% (1..50): repairs damage up to about that
+    /// much on read and with `krypta repair` (see README, "Surviving damage")
+    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(1..=50))]
+    pub(crate) recovery: Option<u8>,
     #[command(flatten)]
     pub(crate) meta: MetaArgs,
+    #[command(flatten)]
+    pub(crate) storage: StoreArgs,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RepairArgs {
+    /// Archive to repair (a file or s3://BUCKET/KEY)
+    pub(crate) archive: PathBuf,
+    /// Write the repaired archive to OUT (without -o: replace ARCHIVE, only with -f)
+    #[arg(short, long, value_name = "OUT")]
+    pub(crate) output: Option<PathBuf>,
+    /// Replace OUT if it exists; without -o, replace ARCHIVE with its repaired bytes
+    #[arg(short, long)]
+    pub(crate) force: bool,
+    /// Only verify (keyless) and say what repair would do, writing nothing: exit 0 intact,
+    /// 7 damaged but repairable, 5 beyond the recovery data
+    #[arg(long, conflicts_with_all = ["output", "force"])]
+    pub(crate) check: bool,
     #[command(flatten)]
     pub(crate) storage: StoreArgs,
     #[command(flatten)]
@@ -470,6 +500,7 @@ impl Cli {
             Command::List(a) => &a.common,
             Command::Test(a) => &a.common,
             Command::Info(a) => &a.common,
+            Command::Repair(a) => &a.common,
             Command::Keygen(a) => &a.common,
             Command::Kat(a) => &a.common,
             Command::Bench(a) => &a.common,
@@ -485,6 +516,7 @@ impl Cli {
             Command::List(a) => Some(&a.storage),
             Command::Test(a) => Some(&a.storage),
             Command::Info(a) => Some(&a.storage),
+            Command::Repair(a) => Some(&a.storage),
             _ => None,
         }
     }

@@ -148,6 +148,25 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
     });
     o.insert("data_blocks".into(), data);
     o.insert("index_blocks".into(), index);
+    o.insert(
+        "recovery".into(),
+        match (h.recovery_percent(), &f.recovery) {
+            (_, Some(r)) => {
+                let p = r.located.layout.params;
+                json!({
+                    "percent": p.percent,
+                    "found": true,
+                    "protected_bytes": p.protected_len,
+                    "section_bytes": r.located.layout.file_len - p.protected_len,
+                    "shard_size": p.shard_size,
+                    "segment_bytes": u64::from(p.shard_size) * u64::from(p.shards_per_segment),
+                    "protected_blake3": hex(&p.blake3),
+                })
+            }
+            (Some(percent), None) => json!({"percent": percent, "found": false}),
+            (None, None) => Value::Null,
+        },
+    );
     Value::Object(o)
 }
 

@@ -13,6 +13,7 @@ mod json;
 mod keygen;
 mod keys;
 mod read;
+mod repair;
 mod show;
 mod size;
 
@@ -39,6 +40,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::List(a) => read::list(a, verbose, &mut term),
         Command::Test(a) => read::test(a, &mut term),
         Command::Info(a) => read::info(a, &mut term),
+        Command::Repair(a) => repair::repair(a, quiet),
         Command::Keygen(a) => keygen::keygen(a, quiet),
         Command::Kat(a) => {
             let report = match &a.dir {

@@ -77,6 +77,27 @@ pub(crate) fn print_info(
             );
         }
     }
+    match (h.recovery_percent(), &f.recovery) {
+        (_, Some(r)) => {
+            let p = r.located.layout.params;
+            println!(
+                "recovery:       {}% Reed-Solomon, {} bytes ({}-byte shards, {} MiB segments)",
+                p.percent,
+                r.located.layout.file_len - p.protected_len,
+                p.shard_size,
+                (u64::from(p.shard_size) * u64::from(p.shards_per_segment)) >> 20
+            );
+            println!(
+                "                over the first {} bytes (BLAKE3 {})",
+                p.protected_len,
+                hex(&p.blake3)
+            );
+        }
+        (Some(percent), None) => println!(
+            "recovery:       {percent}% announced, but the recovery data was not found (cut off or damaged)"
+        ),
+        (None, None) => println!("recovery:       none"),
+    }
     if let Some(size) = f.size {
         println!("size:           {size} bytes");
     }

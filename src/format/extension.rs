@@ -33,7 +33,7 @@ pub const CRITICAL: u16 = 0x8000;
 /// One header extension.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Extension {
-    /// Recovery data (docs/FORMAT.md, recovery section) follows the protected bytes.
+    /// Recovery data (docs/FORMAT.md §15) follows the protected bytes.
     Recovery {
         /// Recovery data as a percentage of the protected bytes, 1..=50.
         percent: u8,

@@ -241,7 +241,7 @@ mod tests {
         }
     }
 
-    /// The code as docs/FORMAT-recovery.md defines it, checked with field arithmetic written
+    /// The code as docs/FORMAT.md §15 defines it, checked with field arithmetic written
     /// here for the test alone (carry-less multiplication mod x^16+x^5+x^3+x^2+1): for every
     /// 16-bit position, the C parity symbols r_j (all of them, stored or not) and the data
     /// symbols d_i satisfy Σ_j φ(r_j)·ω_j^e + Σ_i φ(d_i)·ω_{C+i}^e = 0 for e = 0..C, where

@@ -1,6 +1,6 @@
 //! The recovery section's bytes: the 64-byte parameter block, the 4096-byte descriptor
 //! packets, the 80-byte trailer, and every offset that follows from the parameters
-//! (docs/FORMAT-recovery.md is the normative description; this file implements it).
+//! (docs/FORMAT.md §15 is the normative description; this file implements it).
 //!
 //! The whole layout is a pure function of [`Params`]: given `L`, the shard size `S`, the
 //! shards per segment `K`, the percentage `p` and the BLAKE3 of the protected bytes, every

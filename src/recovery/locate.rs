@@ -266,8 +266,7 @@ impl<'a, S: ByteSource + ?Sized> TableReader<'a, S> {
         }
         let mut b = Box::new([0u8; PACKET_LEN]);
         read(self.src, off, &mut b[..]).ok()?;
-        let (p, _) = layout::parse_packet(&b).ok()?;
-        (p.params == self.layout.params && p.copy == copy && p.index == index).then_some(b)
+        packet_valid(&self.layout, copy, index, &b).then_some(b)
     }
 
     fn packet(&mut self, index: u64) -> Option<&[u8; PACKET_LEN]> {
@@ -298,5 +297,99 @@ impl<'a, S: ByteSource + ?Sized> TableReader<'a, S> {
                 })
             })
             .collect()
+    }
+}
+
+/// Whether `b` is packet `index` of copy `copy` of exactly `layout`'s section: intact (magic,
+/// checksum, fields) and carrying the same parameters.
+pub fn packet_valid(layout: &Layout, copy: u8, index: u64, b: &[u8; PACKET_LEN]) -> bool {
+    layout::parse_packet(b)
+        .is_ok_and(|(p, _)| p.params == layout.params && p.copy == copy && p.index == index)
+}
+
+/// Packets fetched per read by [`TableCache`] (256 KiB of copy A: the checksums of about
+/// 128 MiB of protected bytes, one segment, in one read; one request on object storage).
+pub const TABLE_PREFETCH: u64 = 64;
+
+/// Packets a [`TableCache`] keeps (4 MiB) before it forgets what it holds.
+const TABLE_CACHE_MAX: usize = 1024;
+
+/// Checksum-table entries for a reader that verifies protected bytes as it reads them and
+/// keeps no borrow of its source between reads: packets are fetched [`TABLE_PREFETCH`] at a
+/// time from copy A in one read, and from copy B one by one where copy A's is not intact.
+/// Memory: at most 1024 packets (4 MiB).
+#[derive(Debug)]
+pub struct TableCache {
+    layout: Layout,
+    packets: HashMap<u64, Option<Box<[u8; PACKET_LEN]>>>,
+}
+
+impl TableCache {
+    /// A cache for `layout`'s table.
+    pub fn new(layout: Layout) -> Self {
+        TableCache {
+            layout,
+            packets: HashMap::new(),
+        }
+    }
+
+    /// The checksum of data shard `shard` (global shard number, < the layout's data shards):
+    /// None when both copies of its packet are damaged or unreadable.
+    pub fn data_checksum<S: ByteSource + ?Sized>(&mut self, src: &S, shard: u64) -> Option<u64> {
+        let k = u64::from(self.layout.params.shards_per_segment);
+        let seg = self.layout.segment(shard / k);
+        self.entry(src, seg.table_offset + 8 * (shard % k))
+    }
+
+    /// The checksum of recovery shard `j` of segment `segment`.
+    pub fn recovery_checksum<S: ByteSource + ?Sized>(
+        &mut self,
+        src: &S,
+        segment: u64,
+        j: u64,
+    ) -> Option<u64> {
+        let seg = self.layout.segment(segment);
+        self.entry(src, seg.table_offset + 8 * (seg.data_shards + j))
+    }
+
+    fn entry<S: ByteSource + ?Sized>(&mut self, src: &S, at: u64) -> Option<u64> {
+        let q = layout::PACKET_PAYLOAD as u64;
+        let (pi, rel) = (at / q, (at % q) as usize);
+        if !self.packets.contains_key(&pi) {
+            self.fetch(src, pi);
+        }
+        let p = self.packets.get(&pi)?.as_deref()?;
+        Some(u64::from_le_bytes(
+            p[PACKET_HEAD + rel..PACKET_HEAD + rel + 8]
+                .try_into()
+                .expect("8 bytes"),
+        ))
+    }
+
+    /// Reads packets `first..first + TABLE_PREFETCH` (within the copy) of copy A at once.
+    fn fetch<S: ByteSource + ?Sized>(&mut self, src: &S, first: u64) {
+        if self.packets.len() >= TABLE_CACHE_MAX {
+            self.packets.clear();
+        }
+        let count = TABLE_PREFETCH.min(self.layout.packets - first);
+        let off = self.layout.packet_offset(0, first);
+        let mut buf = vec![0u8; (count as usize) * PACKET_LEN];
+        let whole = read(src, off, &mut buf).is_ok();
+        for i in 0..count {
+            let index = first + i;
+            let a = if whole {
+                let b: &[u8; PACKET_LEN] = buf[i as usize * PACKET_LEN..][..PACKET_LEN]
+                    .try_into()
+                    .expect("packet");
+                packet_valid(&self.layout, 0, index, b).then(|| Box::new(*b))
+            } else {
+                None
+            };
+            let p = a.or_else(|| {
+                let t = TableReader::new(src, self.layout);
+                t.packet_ok(0, index).or_else(|| t.packet_ok(1, index))
+            });
+            self.packets.insert(index, p);
+        }
     }
 }

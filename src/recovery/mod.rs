@@ -2,7 +2,7 @@
 //! of an archive as written: header, stanzas, frames, index, footer; ciphertext when
 //! encrypted). It knows nothing of frames. Encode while writing ([`RecoveryWriter`]),
 //! locate ([`locate`]), verify ([`verify`]) and repair ([`repair_segment`], [`repair_range`],
-//! [`repair_to`]) on read. The byte layout is docs/FORMAT-recovery.md.
+//! [`repair_to`]) on read. The byte layout is docs/FORMAT.md §15.
 //!
 //! # Layout in one picture
 //!
@@ -109,7 +109,10 @@ pub use layout::{
     DEFAULT_SHARD_SIZE, DEFAULT_SHARDS_PER_SEGMENT, Layout, PACKET_LEN, PACKET_MAGIC, Params,
     Segment, TRAILER_LEN, TRAILER_MAGIC, recovery_count, xxh3,
 };
-pub use locate::{ByteSource, FileSource, FoundBy, Locate, Located, locate};
+pub use locate::{
+    ByteSource, FileSource, FoundBy, Locate, Located, TABLE_PREFETCH, TableCache, locate,
+    packet_valid,
+};
 pub use repair::{
     RepairOptions, RepairSummary, RepairedSegment, repair_range, repair_segment, repair_to,
 };

@@ -173,7 +173,7 @@ enum Sink {
 /// A `Write` adapter that protects everything written through it with recovery data.
 ///
 /// Bytes reach the inner writer unchanged and in order; [`finish`](Self::finish) appends the
-/// recovery section (docs/FORMAT-recovery.md) and returns the inner writer. Dropping it
+/// recovery section (docs/FORMAT.md §15) and returns the inner writer. Dropping it
 /// without `finish` leaves the inner writer with the protected bytes only.
 pub struct RecoveryWriter<W: Write> {
     inner: W,

@@ -50,6 +50,7 @@
 //! Process-wide settings (the `--endpoint-url` option) are set once by the CLI with
 //! [`configure`], like the AWS environment variables they complement.
 
+pub mod healing;
 pub mod local;
 pub mod s3;
 
@@ -142,7 +143,15 @@ pub trait Source: Read + Send {
     /// size and mtime), when the medium has one.
     fn identity(&self) -> Option<String>;
     /// Transfer counters (remote sources).
-    fn counters(&self) -> Option<&Counters> {
+    fn counters(&self) -> Option<std::sync::Arc<Counters>> {
+        None
+    }
+    /// What transparent repair did ([`healing::HealingSource`]; None for other sources).
+    fn heal_report(&self) -> Option<healing::HealReport> {
+        None
+    }
+    /// Checks the recovery section's own parts ([`healing::HealingSource::check_section`]).
+    fn check_section(&mut self) -> Option<healing::SectionCheck> {
         None
     }
     /// Where the bytes come from, for `-v` (remote sources: endpoint, region, credentials).

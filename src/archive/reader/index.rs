@@ -86,8 +86,9 @@ impl Archive {
     /// Reads and verifies the footer and the index of a seekable archive.
     ///
     /// A format-2 archive with a recovery section has its footer before that section, not at
-    /// the end of the file; without the recovery layer's locator this build reaches it the
-    /// way a pipe does (data frames read past, not decoded), then rewinds.
+    /// the end of the file. Read through the recovery layer (`store::healing`), the input
+    /// ends at the footer as usual; when the section was not found, this reaches the footer
+    /// the way a pipe does (data frames read past, not decoded), then rewinds.
     pub fn read_index(&mut self) -> Result<(Footer, Index)> {
         let (footer, index) = self.read_index_unchecked()?;
         self.check_entry_set(&index)?;
@@ -95,7 +96,10 @@ impl Archive {
     }
 
     pub(super) fn read_index_unchecked(&mut self) -> Result<(Footer, Index)> {
-        if self.header.recovery_percent().is_some() && self.seekable() {
+        if self.header.recovery_percent().is_some()
+            && self.seekable()
+            && self.input.heal_report().is_none()
+        {
             self.seek_to(self.header_len)?;
             let mut seq = 0u64;
             let index_offset = loop {

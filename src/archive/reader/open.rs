@@ -5,9 +5,42 @@ use super::*;
 
 /// Reads and parses the header of `path` (`-` = stdin) without any key: for `info`, and the
 /// first step of [`Archive::open`]. Returns the header, its bytes and the input.
+///
+/// A seekable archive with a recovery section is read through a
+/// [`crate::store::healing::HealingSource`], which ends at the protected length and repairs
+/// what it reads. The section is found by its trailer (one 80-byte read at the end); when the
+/// trailer is damaged or cut off, by a backward scan, but only when the header announces a
+/// section or is damaged past its magic (a file that is not an archive is not scanned).
 pub(super) fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
+    use crate::store::healing::{Search, protect};
     let input = crate::store::open_source(path)?;
-    read_header_from(input, path)
+    let input = match protect(input, path, Search::Trailer)? {
+        Ok(healing) => return read_header_from(Box::new(healing), path),
+        Err(input) => input,
+    };
+    if !input.seekable() {
+        return read_header_from(input, path);
+    }
+    match read_header_from(input, path) {
+        Ok((h, b, input)) if h.recovery_percent().is_none() => Ok((h, b, input)),
+        Ok((h, b, input)) => match protect(input, path, Search::Scan)? {
+            Ok(healing) => read_header_from(Box::new(healing), path),
+            Err(mut input) => {
+                // Announced but not found: read without it (the commands say so).
+                input
+                    .seek_to(b.len() as u64)
+                    .map_err(|e| Error::io(path, "seek", e))?;
+                Ok((h, b, input))
+            }
+        },
+        Err(e @ (Error::Corrupt { .. } | Error::UnsupportedVersion { .. })) => {
+            match protect(crate::store::open_source(path)?, path, Search::Scan)? {
+                Ok(healing) => read_header_from(Box::new(healing), path),
+                Err(_) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// [`read_header`] from an input already open; `path` names it in errors.
@@ -107,6 +140,9 @@ pub struct ArchiveFacts {
     pub footer: Option<Footer>,
     /// Lines for `-v` about a remote archive: where it was read from, what that cost.
     pub details: Vec<String>,
+    /// The recovery section, when one was found (what reading the header and footer
+    /// repaired with it, too).
+    pub recovery: Option<crate::store::healing::HealReport>,
 }
 
 /// Reads the header and (for a file) the footer without any key.
@@ -117,9 +153,9 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
     let mut size = None;
     if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
         size = Some(len);
-        if header.recovery_percent().is_some() {
+        if header.recovery_percent().is_some() && input.heal_report().is_none() {
             // The footer ends the protected bytes, which a recovery section follows: it is
-            // not at the end of the file (the recovery layer locates it).
+            // not at the end of the file, and the section was not found to say where it is.
         } else if len >= header_len + FOOTER_LEN as u64 {
             let mut fb = [0u8; FOOTER_LEN];
             input
@@ -163,12 +199,18 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
     if let Some(c) = input.counters() {
         details.push(format!("{}: {}", path.display(), c.summary()));
     }
+    let recovery = input.heal_report();
+    if let Some(r) = &recovery {
+        // `size` is the whole file; the protected bytes end where the section begins.
+        size = Some(r.located.source_len);
+    }
     Ok(ArchiveFacts {
         header,
         header_len,
         size,
         footer,
         details,
+        recovery,
     })
 }
 
@@ -322,6 +364,12 @@ impl Archive {
     /// True when the input can seek (a file or an object, not a pipe).
     pub fn seekable(&self) -> bool {
         self.input.seekable()
+    }
+
+    /// Checks the parts of the recovery section that reading the archive does not touch
+    /// (recovery shards, both descriptor copies, the trailer); None without a section found.
+    pub fn check_recovery_section(&mut self) -> Option<crate::store::healing::SectionCheck> {
+        self.input.check_section()
     }
 
     /// Where the archive bytes come from (transfer counters, `-v` description).

@@ -385,8 +385,8 @@ impl Source for S3Source {
     fn identity(&self) -> Option<String> {
         self.etag.clone()
     }
-    fn counters(&self) -> Option<&Counters> {
-        Some(&self.client.counters)
+    fn counters(&self) -> Option<std::sync::Arc<Counters>> {
+        Some(std::sync::Arc::clone(&self.client.counters))
     }
     fn describe(&self) -> Option<String> {
         Some(self.client.describe())

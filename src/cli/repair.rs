@@ -1,0 +1,114 @@
+//! `krypta repair`: what it prints (the work is `krypta::repair`).
+
+use super::args::RepairArgs;
+use super::show::hex;
+use krypta::Result;
+
+pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
+    let jobs = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    if a.check {
+        return check(&a, quiet);
+    }
+    let out = krypta::repair(&a.archive, a.output.as_deref(), a.force, jobs)?;
+    if quiet {
+        return Ok(0);
+    }
+    let r = &out.report;
+    let params = r.located.layout.params;
+    let name = a.archive.display();
+    let found = findings(r);
+    match (&out.written, &out.summary) {
+        (None, _) => eprintln!(
+            "krypta: {name}: intact ({} bytes and their recovery data verified): nothing to repair",
+            params.protected_len
+        ),
+        (Some(w), Some(s)) => {
+            let what = if found.is_empty() {
+                "intact".to_string()
+            } else {
+                format!(
+                    "found {}; rebuilt {} shard(s) ({} bytes) in {} segment(s) and regenerated the recovery data",
+                    found.join(", "),
+                    s.rebuilt_shards,
+                    s.rebuilt_shards * u64::from(params.shard_size),
+                    s.repaired_segments
+                )
+            };
+            eprintln!(
+                "krypta: {name}: {what}; {} is byte-identical to the archive as first written (BLAKE3 of its {} archive bytes: {})",
+                w.display(),
+                params.protected_len,
+                hex(&params.blake3)
+            );
+        }
+        (Some(_), None) => {}
+    }
+    Ok(0)
+}
+
+/// `repair --check`: the verdict and its exit code (0 intact, 7 repairable, 5 beyond).
+fn check(a: &RepairArgs, quiet: bool) -> Result<u8> {
+    let r = krypta::check_recovery(&a.archive)?;
+    let name = a.archive.display();
+    let found = findings(&r);
+    let (code, verdict) = if r.all_intact() {
+        (0, "intact".to_string())
+    } else if r.repairable() {
+        (7, format!("damaged but repairable: {}", found.join(", ")))
+    } else {
+        let beyond: Vec<String> = r
+            .beyond_repair()
+            .iter()
+            .map(|b| {
+                format!(
+                    "segment {} (bytes {}..{}): {} shards lost, {} recovery shards",
+                    b.segment, b.start, b.end, b.erased, b.recovery
+                )
+            })
+            .collect();
+        (
+            5,
+            format!(
+                "damaged beyond the recovery data: {} ({})",
+                beyond.join("; "),
+                found.join(", ")
+            ),
+        )
+    };
+    if !quiet {
+        eprintln!(
+            "krypta: {name}: {verdict} ({} archive bytes, recovery data {}%)",
+            r.located.layout.params.protected_len, r.located.layout.params.percent
+        );
+    }
+    Ok(code)
+}
+
+/// What verification found damaged, in words.
+fn findings(r: &krypta::recovery::VerifyReport) -> Vec<String> {
+    let damaged_data: u64 = r.segments.iter().map(|s| s.damaged_data).sum();
+    let damaged_rec: u64 = r.segments.iter().map(|s| s.damaged_recovery).sum();
+    let packets = r.damaged_packets[0] + r.damaged_packets[1];
+    let mut found = Vec::new();
+    if damaged_data > 0 {
+        found.push(format!("{damaged_data} damaged archive shard(s)"));
+    }
+    if damaged_rec > 0 {
+        found.push(format!("{damaged_rec} damaged recovery shard(s)"));
+    }
+    if packets > 0 {
+        found.push(format!("{packets} damaged descriptor packet(s)"));
+    }
+    if !r.trailer_ok {
+        found.push("a damaged or missing trailer".into());
+    }
+    if r.located.source_len != r.located.layout.file_len {
+        found.push(format!(
+            "a length of {} bytes instead of {}",
+            r.located.source_len, r.located.layout.file_len
+        ));
+    }
+    found
+}

@@ -1,0 +1,239 @@
+//! Issue 11 §2, the places damage hurts most and the commands around it: a damaged header
+//! (which without recovery data reads as "wrong key"), a damaged footer, damage to the
+//! recovery data itself (recovery shards, a descriptor copy, the trailer), a tail cut in the
+//! section (repairable) or in the archive (salvage only), archives streamed to stdout and
+//! read from a pipe, `repair`'s refusals and in-place mode, and `info`.
+
+mod common;
+mod recovery_cli_common;
+
+use common::{code, s};
+use recovery_cli_common::*;
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_damaged_header_is_repaired_not_reported_as_a_wrong_key() {
+    for encrypted in [false, true] {
+        let f = Fixture::new(1, encrypted, 0);
+        let mut b = f.bytes.clone();
+        // The magic, the version and the archive id.
+        for i in [0usize, 9, 20, 30] {
+            b[i] ^= 0x55;
+        }
+        f.write("h.kry", &b);
+        f.assert_repaired("h.kry", &format!("header, encrypted {encrypted}"));
+    }
+}
+
+#[test]
+fn a_damaged_footer_and_index_are_repaired() {
+    for encrypted in [false, true] {
+        let f = Fixture::new(1, encrypted, 0);
+        let mut b = f.bytes.clone();
+        let l = f.protected as usize;
+        b[l - 64..l].fill(0);
+        let index = f.frames.last().unwrap().1 as usize;
+        b[index + 10] ^= 1;
+        f.write("f.kry", &b);
+        f.assert_repaired("f.kry", &format!("footer, encrypted {encrypted}"));
+    }
+}
+
+#[test]
+fn damaged_recovery_data_is_reported_and_regenerated() {
+    let f = Fixture::new(5, true, 0);
+    let l = f.protected;
+    let copy_a = l.div_ceil(4096) * 4096;
+    let mut b = f.bytes.clone();
+    // Copy A's first packet, and three recovery shards after copy A.
+    let packets = (8 * (f.shards() + f.capacity())).div_ceil(4008);
+    let rec = copy_a + 4096 * packets;
+    b[copy_a as usize + 100] ^= 1;
+    for j in 0..3u64 {
+        b[(rec + 4096 * j + 7) as usize] ^= 0x80;
+    }
+    f.write("r.kry", &b);
+    let t = f.keyed(&["t", "r.kry"]);
+    assert_eq!(code(&t), 7, "{}", stderr(&t));
+    assert!(
+        stderr(&t).contains("3 recovery shards are damaged, 1 descriptor packets are damaged"),
+        "{}",
+        stderr(&t)
+    );
+    f.assert_repaired("r.kry", "recovery data");
+}
+
+#[test]
+fn a_damaged_trailer_is_found_by_the_scan() {
+    let f = Fixture::new(5, false, 0);
+    let mut b = f.bytes.clone();
+    let n = b.len();
+    b[n - 80..].fill(0xff);
+    f.write("z.kry", &b);
+    let t = f.keyed(&["t", "z.kry"]);
+    assert!(
+        stderr(&t).contains("the recovery trailer is damaged"),
+        "{}",
+        stderr(&t)
+    );
+    f.assert_repaired("z.kry", "trailer");
+}
+
+#[test]
+fn a_tail_cut_in_the_recovery_data_is_repaired() {
+    let f = Fixture::new(10, true, 0);
+    // Cut after copy A and half the recovery shards: P and one descriptor copy survive.
+    let copy_a = f.protected.div_ceil(4096) * 4096;
+    let cut = copy_a + (f.bytes.len() as u64 - copy_a) / 2;
+    f.write("c.kry", &f.bytes[..cut as usize]);
+    let t = f.keyed(&["t", "c.kry"]);
+    assert!(
+        stderr(&t).contains("the file's length differs from what the recovery data says"),
+        "{}",
+        stderr(&t)
+    );
+    f.assert_repaired("c.kry", "tail cut in the section");
+}
+
+#[test]
+fn a_tail_cut_into_the_archive_is_beyond_repair_and_salvaged() {
+    for encrypted in [false, true] {
+        let f = Fixture::new(10, encrypted, 0);
+        let cut = f.frames[f.frames.len() / 2].0 + 1000;
+        f.write("p.kry", &f.bytes[..cut as usize]);
+        let r = f.run(&["repair", "p.kry", "-o", "p2.kry"]);
+        assert_eq!(code(&r), 3, "{}", stderr(&r));
+        assert!(
+            stderr(&r).contains("no recovery data found"),
+            "{}",
+            stderr(&r)
+        );
+        let x = f.keyed(&["x", "-o", "out", "p.kry"]);
+        let e = stderr(&x);
+        assert_eq!(code(&x), if encrypted { 2 } else { 5 }, "{e}");
+        assert!(
+            e.contains("the header announces recovery data, but none was found"),
+            "{e}"
+        );
+        // Every file whose frames all precede the cut is restored exactly.
+        for (path, _, last) in &f.entries {
+            let Some(i) = path
+                .strip_prefix("t/f")
+                .map(|n| n.parse::<usize>().unwrap())
+            else {
+                continue;
+            };
+            if f.frames[*last as usize].1 <= cut {
+                let got = std::fs::read(f.dir.path().join("out").join(path)).unwrap();
+                assert!(got == content(i), "{path}");
+            }
+        }
+    }
+}
+
+#[test]
+fn streamed_to_stdout_and_read_from_a_pipe() {
+    let f = Fixture::new(5, false, 0);
+    let o = f.run(&["c", "-q", "--recovery", "5", "-b", "64K", "-", "t"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    f.write("s.kry", &o.stdout);
+    assert_eq!(code(&f.run(&["t", "s.kry"])), 0);
+    // Damage within capacity: the file repairs; a pipe cannot use the section (it follows
+    // the archive) and salvages instead, saying why.
+    let mut b = o.stdout.clone();
+    b[f.frames[1].0 as usize + 30] ^= 4;
+    f.write("sd.kry", &b);
+    assert_eq!(code(&f.run(&["t", "sd.kry"])), 7);
+    let mut child = common::krypta()
+        .current_dir(f.dir.path())
+        .args(["t", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&b);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let e = stderr(&out);
+    assert_eq!(code(&out), 5, "{e}");
+    assert!(
+        e.contains("the recovery data cannot be used from a pipe"),
+        "{e}"
+    );
+}
+
+#[test]
+fn repair_refuses_what_it_should_and_replaces_in_place_only_with_f() {
+    let f = Fixture::new(1, false, 0);
+    let mut b = f.bytes.clone();
+    b[5000] ^= 1;
+    let p = f.write("d.kry", &b);
+    // No -o and no -f: refused, the file untouched.
+    let r = f.run(&["repair", "d.kry"]);
+    assert_eq!(code(&r), 1, "{}", stderr(&r));
+    assert!(stderr(&r).contains("give -o OUT, or -f"), "{}", stderr(&r));
+    assert_eq!(std::fs::read(&p).unwrap(), b);
+    // An existing OUT is kept without -f.
+    f.write("taken.kry", b"keep me");
+    let r = f.run(&["repair", "d.kry", "-o", "taken.kry"]);
+    assert_eq!(code(&r), 1, "{}", stderr(&r));
+    assert_eq!(
+        std::fs::read(f.dir.path().join("taken.kry")).unwrap(),
+        b"keep me"
+    );
+    // In place with -f: the original bytes, no temporary file left.
+    let r = f.run(&["repair", "-f", "d.kry"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(std::fs::read(&p).unwrap() == f.bytes);
+    let names: Vec<String> = std::fs::read_dir(f.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".krypta-") || n.ends_with(".tmp"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+    // Intact now: nothing to repair, nothing rewritten.
+    let r = f.run(&["repair", "-f", "d.kry"]);
+    assert_eq!(code(&r), 0);
+    assert!(stderr(&r).contains("intact"), "{}", stderr(&r));
+    // An archive without recovery data, and stdin.
+    let o = f.run(&["c", "-q", "plain.kry", "t"]);
+    assert_eq!(code(&o), 0);
+    let r = f.run(&["repair", "plain.kry", "-o", "x.kry"]);
+    assert_eq!(code(&r), 3, "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("no recovery data found"),
+        "{}",
+        stderr(&r)
+    );
+    let r = f.run(&["repair", "-", "-o", "x.kry"]);
+    assert_eq!(code(&r), 1, "{}", stderr(&r));
+}
+
+#[test]
+fn info_shows_the_recovery_data() {
+    let f = Fixture::new(5, false, 0);
+    let o = f.run(&["info", s(&f.archive)]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let section = f.bytes.len() as u64 - f.protected;
+    assert!(
+        text.contains(&format!(
+            "recovery:       5% Reed-Solomon, {section} bytes (4096-byte shards, 128 MiB segments)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("over the first {} bytes", f.protected)),
+        "{text}"
+    );
+    let plain = f.run(&["c", "-q", "plain.kry", "t"]);
+    assert_eq!(code(&plain), 0);
+    let o = f.run(&["info", "plain.kry"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("recovery:       none"));
+}
