@@ -10,7 +10,7 @@ C=$(realpath "$(dirname "$0")")/corpus
 S=$(mktemp -d)
 trap 'rm -rf "$S"' EXIT
 cd "$S"
-mkdir -p in/d/sub out
+mkdir -p in/d/sub out rec
 python3 - <<'PY'
 import base64, hashlib, random
 p = b"\x4b" * 32
@@ -52,9 +52,24 @@ z = bytearray(b); z[len(b) // 3 : len(b) // 3 + 4096] = bytes(4096); open(d + "/
 open(d + "/cut.kry", "wb").write(b[: len(b) * 2 // 3])
 PY
 # recovery: its input is a whole file (bytes, then a recovery section). Seeded with the
-# archives, which have no section (the locator's not-found and backward-scan paths); seeds
-# with a section need `krypta c --recovery`, which is not wired to the CLI yet.
+# archives without a section (the locator's not-found and backward-scan paths) and with
+# archives made by `c --recovery`, intact and damaged (a flipped byte in P, a zeroed
+# descriptor packet, a cut into the section, a damaged trailer).
 cp out/*.kry "$C/recovery/"
+"$K" c -q --recovery 10 -l 3 -b 64K rec/r10.kry big.bin
+"$K" c -q --recovery 1 --keyfile key.txt rec/r1k.kry in
+cp rec/*.kry "$C/recovery/"
+cp rec/*.kry "$C/salvage/"
+python3 - "$C/recovery" rec/r10.kry <<'PY'
+import sys
+d, src = sys.argv[1], sys.argv[2]
+b = open(src, "rb").read()
+f = bytearray(b); f[len(b) // 3] ^= 1; open(d + "/r10_flip.kry", "wb").write(f)
+a = (len(b) * 100 // 112) // 4096 * 4096
+z = bytearray(b); z[a : a + 4096] = bytes(4096); open(d + "/r10_packet.kry", "wb").write(z)
+open(d + "/r10_cut.kry", "wb").write(b[: len(b) - 6000])
+t = bytearray(b); t[-40] ^= 0xFF; open(d + "/r10_trailer.kry", "wb").write(t)
+PY
 cp key.txt box box.pub "$C/keytext/"
 C="$C" python3 - <<'PY'
 import glob, os, struct

@@ -24,6 +24,7 @@ pub mod timefmt;
 pub use create::{
     CompressRequest, compress, now_or_epoch, reproducible_archive_id, source_date_epoch,
 };
+pub use damage::{Listing, list_or_salvage};
 pub use error::{Error, Result};
 pub use repair::{RepairOutcome, check_recovery, repair};
 
@@ -116,7 +117,7 @@ fn report_source(ar: &Archive, rep: &mut dyn Reporter) {
 
 /// `-v`: what reading a remote archive cost; and, always, what the recovery data repaired
 /// or could not ([`heal_warnings`]).
-fn report_transfer(ar: &Archive, archive: &Path, rep: &mut dyn Reporter) {
+pub(crate) fn report_transfer(ar: &Archive, archive: &Path, rep: &mut dyn Reporter) {
     if let Some(c) = ar.source().counters() {
         rep.detail(&format!("{}: {}", archive.display(), c.summary()));
     }

@@ -118,6 +118,26 @@ fn a_tail_cut_into_the_archive_is_beyond_repair_and_salvaged() {
             e.contains("the header announces recovery data, but none was found"),
             "{e}"
         );
+        // `l` lists exactly the entries whose frames all precede the frame the cut is in
+        // (issue 11 §1: a truncated archive can be listed), and exits as salvage does.
+        let k = f.frames.iter().position(|fr| fr.1 > cut).unwrap() as u64;
+        let l = f.keyed(&["l", "--json", "p.kry"]);
+        assert_eq!(code(&l), if encrypted { 2 } else { 5 }, "{}", stderr(&l));
+        let listed: Vec<String> = String::from_utf8_lossy(&l.stdout)
+            .lines()
+            .map(|line| {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                v["path"].as_str().unwrap().to_string()
+            })
+            .collect();
+        let want: Vec<String> = f
+            .entries
+            .iter()
+            .filter(|(_, _, last)| *last < k)
+            .map(|(p, _, _)| p.clone())
+            .collect();
+        assert_eq!(listed, want);
+        assert!(stderr(&l).contains(": not listed: "), "{}", stderr(&l));
         // Every file whose frames all precede the cut is restored exactly.
         for (path, _, last) in &f.entries {
             let Some(i) = path

@@ -22,10 +22,13 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
     };
     // --b3 needs every file's digest: format 2 stores none for small files, so those are
     // read and hashed (krypta::list_with_digests).
-    let (entries, frames) = if a.b3 {
-        krypta::list_with_digests(&a.archive, open, term)?
+    // Without a readable index (a truncated archive), the entries a salvage verified are
+    // listed, and the run ends with its error.
+    let (entries, frames, salvaged) = if a.b3 {
+        let (e, f) = krypta::list_with_digests(&a.archive, open, term)?;
+        (e, f, None)
     } else {
-        krypta::list_with(&a.archive, open, term)?
+        krypta::list_or_salvage(&a.archive, open, term)?
     };
     let all: Vec<_> = entries.iter().map(view).collect();
     // Shares are computed over every entry (a frame is shared by all its entries), then the
@@ -50,6 +53,9 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
             ListStyle::Short
         };
         print_list(&views, &stored, &frames, style, &Clock::new(a.utc))?;
+    }
+    if let Some(e) = salvaged {
+        return Err(e);
     }
     if !missing.is_empty() {
         return Err(Error::Usage(format!(

@@ -93,6 +93,9 @@ pub(crate) fn print_info(
                 hex(&p.blake3)
             );
         }
+        (Some(percent), None) if f.size.is_none() => {
+            println!("recovery:       {percent}% (it follows the archive; not read from a pipe)")
+        }
         (Some(percent), None) => println!(
             "recovery:       {percent}% announced, but the recovery data was not found (cut off or damaged)"
         ),

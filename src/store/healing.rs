@@ -248,7 +248,10 @@ impl HealingSource {
     /// Reads `len` protected bytes at `start` (a multiple of the shard size), checked and
     /// repaired, sequentially when the inner position allows it.
     fn fetch(&mut self, start: u64, len: usize) -> io::Result<Vec<u8>> {
-        let mut raw = vec![0u8; len];
+        // The window's buffer is reused: no allocation (and page faults) per refill.
+        let mut raw = std::mem::take(&mut self.window);
+        raw.clear();
+        raw.resize(len, 0);
         let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
         if self.inner_pos != Some(start) {
             inner.seek_to(start)?;

@@ -10,5 +10,6 @@ mod harness;
 
 mod errors;
 mod outage;
+mod recovery;
 mod roundtrip;
 mod tls;
