@@ -18,6 +18,7 @@ pub mod fs;
 pub mod kat;
 pub mod recovery;
 mod repair;
+mod repaired;
 pub mod store;
 pub mod timefmt;
 
@@ -36,7 +37,6 @@ use archive::visit::{ExtractVisitor, Selection, StdoutVisitor, VerifyVisitor};
 use archive::writer::{ArchiveWriter, ReaderSource, WriteOptions, WriteSummary};
 use format::index::IndexEntry;
 use format::{EntryKind, EntryMeta, Timestamp};
-use recovery::RecoveryError;
 
 /// Where a library call reports what is not an error: warnings (a file changed while being
 /// read, a leading `/` dropped) and progress. The CLI prints them; tests collect them.
@@ -121,48 +121,9 @@ pub(crate) fn report_transfer(ar: &Archive, archive: &Path, rep: &mut dyn Report
     if let Some(c) = ar.source().counters() {
         rep.detail(&format!("{}: {}", archive.display(), c.summary()));
     }
-    for w in heal_warnings(ar, archive) {
+    for w in repaired::heal_warnings(ar, archive) {
         rep.warn(&w);
     }
-}
-
-/// What transparent repair did while `ar` was read (`store::healing`), as warnings: the
-/// bytes rebuilt from the recovery data, the segments beyond it, and a recovery section the
-/// header announces but that was not found.
-fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
-    let name = fs::escape_path(archive.as_os_str().as_encoded_bytes());
-    let mut out = Vec::new();
-    let Some(r) = ar.source().heal_report() else {
-        if ar.header().recovery_percent().is_some() && ar.seekable() {
-            out.push(format!(
-                "{name}: the header announces recovery data, but none was found (the end of the archive is cut off or damaged): read without it"
-            ));
-        }
-        return out;
-    };
-    if !r.repaired_segments.is_empty() {
-        let segs: Vec<String> = r.repaired_segments.iter().map(u64::to_string).collect();
-        out.push(format!(
-            "{name}: damaged: rebuilt {} bytes ({} shards) in segment {} from the recovery data; what was read is the archive as written (krypta repair writes a repaired copy)",
-            r.rebuilt_bytes(),
-            r.rebuilt_shards,
-            segs.join(", ")
-        ));
-    }
-    for b in &r.beyond {
-        out.push(format!(
-            "{name}: {}: read as it is, salvaging what verifies",
-            RecoveryError::BeyondRepair {
-                segments: vec![b.clone()]
-            }
-        ));
-    }
-    for (g, e) in &r.failed {
-        out.push(format!(
-            "{name}: repairing segment {g} failed: {e}; read as it is"
-        ));
-    }
-    out
 }
 
 fn extract_opened(
@@ -451,46 +412,7 @@ pub fn test_salvaging(
     report_source(&ar, rep);
     let r = test_opened(&mut ar, archive, salvage, rep);
     report_transfer(&ar, archive, rep);
-    let s = r?;
-    // The archive verified; say whether it did only thanks to the recovery data, and check
-    // the parts of the recovery data that reading the archive did not touch.
-    let (Some(heal), Some(section)) = (ar.source().heal_report(), ar.check_recovery_section())
-    else {
-        return Ok(s);
-    };
-    let mut what = Vec::new();
-    if heal.rebuilt_shards > 0 {
-        what.push(format!(
-            "{} bytes of the archive were rebuilt from the recovery data",
-            heal.rebuilt_bytes()
-        ));
-    }
-    if section.damaged_recovery_shards > 0 {
-        what.push(format!(
-            "{} recovery shards are damaged",
-            section.damaged_recovery_shards
-        ));
-    }
-    if section.damaged_packets > 0 {
-        what.push(format!(
-            "{} descriptor packets are damaged",
-            section.damaged_packets
-        ));
-    }
-    if section.trailer_damaged {
-        what.push("the recovery trailer is damaged".into());
-    }
-    if section.length_differs {
-        what.push("the file's length differs from what the recovery data says".into());
-    }
-    if what.is_empty() {
-        return Ok(s);
-    }
-    Err(Error::Repairable {
-        path: archive.into(),
-        what: what.join(", "),
-        summary: Box::new(s),
-    })
+    repaired::repairable(&mut ar, archive, r?)
 }
 
 fn test_opened(

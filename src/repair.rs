@@ -108,7 +108,21 @@ fn repair_or_check(
         });
     }
     let target = output.unwrap_or(archive);
-    let sink = store::create_sink(target, force)?;
+    // A local output keeps a local archive's permission bits (an archive kept 0600 is not
+    // rewritten 0644 by a repair in place).
+    let sink: Box<dyn store::Sink> = match (
+        store::Location::parse(target)?,
+        store::Location::parse(archive)?,
+    ) {
+        (store::Location::Local(t), store::Location::Local(a)) => {
+            let s = store::local::FileSink::create(&t, force)?;
+            if let Ok(m) = std::fs::metadata(&a) {
+                s.set_mode(std::os::unix::fs::PermissionsExt::mode(&m.permissions()))?;
+            }
+            Box::new(s)
+        }
+        _ => store::create_sink(target, force)?,
+    };
     let opts = RepairOptions {
         jobs: jobs.max(1),
         encoder: {

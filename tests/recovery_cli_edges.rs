@@ -208,10 +208,17 @@ fn repair_refuses_what_it_should_and_replaces_in_place_only_with_f() {
         std::fs::read(f.dir.path().join("taken.kry")).unwrap(),
         b"keep me"
     );
-    // In place with -f: the original bytes, no temporary file left.
+    // In place with -f: the original bytes and the archive's mode (0600 stays 0600), no
+    // temporary file left.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     let r = f.run(&["repair", "-f", "d.kry"]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     assert!(std::fs::read(&p).unwrap() == f.bytes);
+    assert_eq!(
+        std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let names: Vec<String> = std::fs::read_dir(f.dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

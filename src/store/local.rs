@@ -210,6 +210,15 @@ impl FileSink {
         })
     }
 
+    /// Sets the permission bits of the file being written (they are what the final name
+    /// gets): `repair` keeps the repaired archive's mode (an archive kept 0600 stays 0600).
+    pub fn set_mode(&self, mode: u32) -> Result<()> {
+        let t = self.tmp.as_ref().expect("not finished");
+        t.as_file()
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777))
+            .map_err(|e| Error::io(t.path(), "chmod", e))
+    }
+
     fn unregister(&mut self) {
         if self.cleanup_id != 0 {
             cleanup::unregister(std::mem::take(&mut self.cleanup_id));
