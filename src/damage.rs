@@ -125,7 +125,7 @@ pub(crate) fn salvage_if(
             ));
             if ar.header().recovery_percent().is_some() {
                 rep.warn(&format!(
-                    "{}: the recovery data cannot be used from a pipe (it follows the archive): read the archive as a file to repair the damage, or run krypta repair on it",
+                    "{}: the recovery data cannot be used from a pipe (it follows the archive): read from the file, krypta repairs damage within the recovery data's capacity as it reads (krypta repair --check says whether it can)",
                     archive.display()
                 ));
             }
@@ -141,6 +141,7 @@ pub(crate) fn is_damage(e: &Error) -> bool {
     matches!(
         e.root(),
         Error::Damaged { .. }
+            | Error::DamagedFooter { .. }
             | Error::Integrity { .. }
             | Error::Corrupt { .. }
             | Error::AuthFailed {
@@ -172,6 +173,7 @@ pub(crate) fn is_index_damage(e: &Error) -> bool {
             }
         ),
         Error::Damaged { .. }
+        | Error::DamagedFooter { .. }
         | Error::AuthFailed {
             check: AuthCheck::FrameMac | AuthCheck::FooterMac,
             ..

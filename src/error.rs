@@ -170,6 +170,18 @@ pub enum Error {
         /// The frame's sequence number.
         frame: u64,
     },
+    /// As [`Error::Damaged`], for the footer of an encrypted archive whose MAC failed after
+    /// the header verified (the key is right: not "wrong password or key").
+    #[error(
+        "{}: archive damaged or modified at byte {offset} (the footer: its MAC does not verify)",
+        shown(path)
+    )]
+    DamagedFooter {
+        /// The archive path.
+        path: PathBuf,
+        /// The footer's offset, bytes.
+        offset: u64,
+    },
     /// A read that went on past damage (salvage): what was restored (or verified) and what
     /// was not; the damaged entries were named in warnings before. Its exit code is the worst
     /// failure salvage read past: 2 in an encrypted archive, 5 in an unencrypted one when a
@@ -194,11 +206,8 @@ pub enum Error {
         code: u8,
     },
     /// `test`: every entry verified, but only because the recovery data repaired what was
-    /// read, or the recovery data itself is damaged: the archive should be repaired.
-    #[error(
-        "{}: damaged but repairable: {what}; every entry verified (krypta repair writes the original bytes)",
-        shown(path)
-    )]
+    /// read, or the recovery data itself is damaged or missing (exit 7).
+    #[error("{}: {what}; every entry verified", shown(path))]
     Repairable {
         /// The archive path.
         path: PathBuf,
@@ -388,6 +397,7 @@ impl Error {
             Error::Salvaged { code, .. } => i32::from(*code),
             Error::AuthFailed { .. }
             | Error::Damaged { .. }
+            | Error::DamagedFooter { .. }
             | Error::NotEncrypted { .. }
             | Error::StanzasUnknown { .. } => 2,
             Error::NotAnArchive { .. }

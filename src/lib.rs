@@ -27,7 +27,7 @@ pub use create::{
 };
 pub use damage::{Listing, list_or_salvage};
 pub use error::{Error, Result};
-pub use repair::{RepairOutcome, check_recovery, repair};
+pub use repair::{CheckOutcome, RepairOutcome, check_recovery, repair};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

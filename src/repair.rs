@@ -43,11 +43,39 @@ pub fn repair(
     repair_or_check(archive, output, force, jobs, false)
 }
 
+/// What [`check_recovery`] found.
+#[derive(Debug, Clone)]
+pub struct CheckOutcome {
+    /// Verification of every shard, packet and the trailer.
+    pub report: VerifyReport,
+    /// Whether a repair would give the archive as first written. Verification alone decides
+    /// it, except where checksums are lost (both descriptor copies damaged) in a segment that
+    /// has more of them than recovery shards: then a trial repair (written nowhere) checks
+    /// the rebuilt archive against the stored BLAKE3.
+    pub repairable: bool,
+}
+
 /// Verifies `archive` against its recovery data without writing anything (`repair
-/// --check`): the report says whether it is intact, repairable or beyond repair. Errors:
-/// Usage (a pipe), Recovery NotFound, Io.
-pub fn check_recovery(archive: &Path) -> Result<VerifyReport> {
-    Ok(repair_or_check(archive, None, false, 1, true)?.report)
+/// --check`). Errors: Usage (a pipe), Recovery NotFound, Io.
+pub fn check_recovery(archive: &Path) -> Result<CheckOutcome> {
+    let report = repair_or_check(archive, None, false, 1, true)?.report;
+    let unverified = report
+        .segments
+        .iter()
+        .any(|s| s.state == crate::recovery::SegmentState::Unverified);
+    let repairable = if !report.repairable() {
+        false
+    } else if unverified && !report.protected_intact {
+        let mut src = store::open_source(archive)?;
+        let whole = Whole::new(&mut *src, report.located.source_len);
+        let opts = RepairOptions::default();
+        repair_to(&whole, &report.located, std::io::sink(), &opts)
+            .map(|(_, s)| s.identical)
+            .unwrap_or(false)
+    } else {
+        true
+    };
+    Ok(CheckOutcome { report, repairable })
 }
 
 fn repair_or_check(
@@ -57,12 +85,6 @@ fn repair_or_check(
     jobs: usize,
     check_only: bool,
 ) -> Result<RepairOutcome> {
-    if output.is_none() && !force && !check_only {
-        return Err(Error::Usage(format!(
-            "repair writes the repaired archive to a new file: give -o OUT, or -f to replace {} with it",
-            archive.display()
-        )));
-    }
     if archive == Path::new("-") {
         return Err(Error::Usage(
             "repair needs the archive as a file or an s3:// object (it reads it twice), not stdin"
@@ -70,6 +92,26 @@ fn repair_or_check(
         ));
     }
     let mut src = store::open_source(archive)?;
+    if output.is_none() && !force && !check_only {
+        return Err(Error::Usage(format!(
+            "repair writes the repaired archive to a new file: give -o OUT, or -f to replace {} with it",
+            archive.display()
+        )));
+    }
+    // In place through a symbolic link: the file it points to is repaired (the link stays).
+    let in_place: PathBuf = match std::fs::symlink_metadata(archive) {
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::canonicalize(archive).map_err(|e| Error::io(archive, "resolve", e))?
+        }
+        _ => archive.to_path_buf(),
+    };
+    let target = output.unwrap_or(&in_place);
+    if !check_only && std::fs::metadata(target).is_ok_and(|m| m.is_dir()) {
+        return Err(Error::Usage(format!(
+            "{}: is a directory; -o names the repaired archive's file",
+            target.display()
+        )));
+    }
     let len = src
         .length()
         .map_err(|e| Error::io(archive, "seek", e))?
@@ -107,7 +149,6 @@ fn repair_or_check(
             summary: None,
         });
     }
-    let target = output.unwrap_or(archive);
     // A local output keeps a local archive's permission bits (an archive kept 0600 is not
     // rewritten 0644 by a repair in place).
     let sink: Box<dyn store::Sink> = match (
@@ -117,7 +158,9 @@ fn repair_or_check(
         (store::Location::Local(t), store::Location::Local(a)) => {
             let s = store::local::FileSink::create(&t, force)?;
             if let Ok(m) = std::fs::metadata(&a) {
-                s.set_mode(std::os::unix::fs::PermissionsExt::mode(&m.permissions()))?;
+                use std::os::unix::fs::MetadataExt;
+                s.try_set_owner(m.uid(), m.gid());
+                s.set_mode(m.mode())?;
             }
             Box::new(s)
         }
@@ -139,7 +182,11 @@ fn repair_or_check(
             e
         },
     };
-    let (sink, summary) = repair_to(&whole, &located, sink, &opts).map_err(wrap)?;
+    let (sink, summary) = repair_to(&whole, &located, sink, &opts).map_err(|e| match e {
+        // Writing failed: name what was being written, not the archive read.
+        RecoveryError::Write { source, .. } => Error::io(target, "write", source),
+        e => wrap(e),
+    })?;
     if !summary.identical {
         sink.abort();
         return Err(Error::Integrity {

@@ -26,10 +26,16 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     if !r.repaired_segments.is_empty() {
         let segs: Vec<String> = r.repaired_segments.iter().map(u64::to_string).collect();
         out.push(format!(
-            "{name}: damaged: rebuilt {} bytes ({} shards) in segment {} from the recovery data; what was read is the archive as written (krypta repair writes a repaired copy)",
+            "{name}: damaged: rebuilt {} bytes ({}) in {} {} from the recovery data; what was read is the archive as written (krypta repair writes a repaired copy)",
             r.rebuilt_bytes(),
-            r.rebuilt_shards,
+            plural(r.rebuilt_shards, "shard"),
+            if segs.len() == 1 { "segment" } else { "segments" },
             segs.join(", ")
+        ));
+    }
+    for g in &r.unverified_segments {
+        out.push(format!(
+            "{name}: segment {g}: more checksums of the recovery data are lost (both descriptor copies damaged) than it can stand in for; its bytes were checked by the archive's own tags only"
         ));
     }
     for b in &r.beyond {
@@ -56,6 +62,15 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
     // the parts of the recovery data that reading the archive did not touch.
     let (Some(heal), Some(section)) = (ar.source().heal_report(), ar.check_recovery_section())
     else {
+        if ar.header().recovery_percent().is_some() && ar.seekable() {
+            // Every entry verified, but the protection the header promises is gone: a
+            // nightly check must notice (exit 7 too).
+            return Err(Error::Repairable {
+                path: archive.into(),
+                what: "its recovery data is missing (cut off or overwritten), so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)".into(),
+                summary: Box::new(s),
+            });
+        }
         return Ok(s);
     };
     let mut what = Vec::new();
@@ -78,7 +93,7 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
         ));
     }
     if section.trailer_damaged {
-        what.push("the recovery trailer is damaged".into());
+        what.push("the recovery trailer is damaged or not at the end of the file".into());
     }
     if section.length_differs {
         what.push("the file's length differs from what the recovery data says".into());
@@ -88,7 +103,19 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
     }
     Err(Error::Repairable {
         path: archive.into(),
-        what: what.join(", "),
+        what: format!(
+            "damaged but repairable: {} (krypta repair writes the original bytes)",
+            what.join(", ")
+        ),
         summary: Box::new(s),
     })
+}
+
+/// `n thing` or `n things`.
+pub(crate) fn plural(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
 }

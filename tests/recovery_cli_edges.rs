@@ -45,11 +45,9 @@ fn a_damaged_footer_and_index_are_repaired() {
 #[test]
 fn damaged_recovery_data_is_reported_and_regenerated() {
     let f = Fixture::new(5, true, 0);
-    let l = f.protected;
-    let copy_a = l.div_ceil(4096) * 4096;
+    let (copy_a, packets, _) = section_parts(&f);
     let mut b = f.bytes.clone();
     // Copy A's first packet, and three recovery shards after copy A.
-    let packets = (8 * (f.shards() + f.capacity())).div_ceil(4008);
     let rec = copy_a + 4096 * packets;
     b[copy_a as usize + 100] ^= 1;
     for j in 0..3u64 {
@@ -263,4 +261,92 @@ fn info_shows_the_recovery_data() {
     assert_eq!(code(&plain), 0);
     let o = f.run(&["info", "plain.kry"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("recovery:       none"));
+}
+
+/// Offsets of the section's parts (one segment: every fixture is under 128 MiB), from
+/// docs/FORMAT.md §15.3: (copy A, packets per copy, copy B).
+fn section_parts(f: &Fixture) -> (u64, u64, u64) {
+    let copy_a = f.protected.div_ceil(4096) * 4096;
+    let packets = (8 * (f.shards() + f.capacity())).div_ceil(4008);
+    let rec = copy_a + 4096 * packets;
+    let copy_b = (rec + 4096 * f.capacity()).div_ceil(4096) * 4096;
+    (copy_a, packets, copy_b)
+}
+
+#[test]
+fn lost_checksums_count_as_erasures_on_read() {
+    // Both copies of descriptor packet 0 destroyed (the checksums of the first 501 shards,
+    // header included, are lost), and a damaged shard among them: at 10% (m = 94 here, fewer
+    // than 501) reading cannot rebuild it...
+    for (percent, repaired) in [(10u8, false), (50, true)] {
+        // 400 KB more than the other fixtures: at 50% m is then above 501.
+        let f = Fixture::new(percent, true, 400_000);
+        let (a, _, b) = section_parts(&f);
+        let mut d = f.bytes.clone();
+        d[a as usize..a as usize + 4096].fill(0);
+        d[b as usize..b as usize + 4096].fill(0);
+        // ...and at 50% (m = 519) it can: the lost checksums are erasures.
+        let hit = f.frames[2].0 as usize + 100;
+        d[hit] ^= 0x10;
+        f.write("lost.kry", &d);
+        let what = format!("lost checksums at {percent}% (m = {})", f.capacity());
+        if repaired {
+            assert!(f.capacity() >= 502, "{what}");
+            f.assert_repaired("lost.kry", &what);
+        } else {
+            assert!(f.capacity() < 501, "{what}");
+            let c = f.run(&["repair", "--check", "lost.kry"]);
+            assert_eq!(code(&c), 5, "{what}: {}", stderr(&c));
+            let t = f.keyed(&["t", "lost.kry"]);
+            assert_eq!(code(&t), 2, "{what}: {}", stderr(&t));
+            assert!(
+                stderr(&t).contains("checked by the archive's own tags only"),
+                "{what}: {}",
+                stderr(&t)
+            );
+        }
+    }
+}
+
+#[test]
+fn test_says_when_the_recovery_data_is_gone() {
+    let f = Fixture::new(5, false, 0);
+    f.write("gone.kry", &f.bytes[..f.protected as usize]);
+    let t = f.run(&["t", "gone.kry"]);
+    assert_eq!(code(&t), 7, "{}", stderr(&t));
+    assert!(
+        stderr(&t).contains("its recovery data is missing"),
+        "{}",
+        stderr(&t)
+    );
+    // x still restores everything (nothing was damaged), and says the data is missing.
+    let x = f.run(&["x", "-o", "out", "gone.kry"]);
+    assert_eq!(code(&x), 0, "{}", stderr(&x));
+    assert!(stderr(&x).contains("none was found"), "{}", stderr(&x));
+}
+
+#[test]
+fn repair_in_place_through_a_symlink_repairs_its_target() {
+    let f = Fixture::new(1, false, 0);
+    let mut b = f.bytes.clone();
+    b[7000] ^= 1;
+    let real = f.write("real.kry", &b);
+    std::os::unix::fs::symlink("real.kry", f.dir.path().join("link.kry")).unwrap();
+    let r = f.run(&["repair", "-f", "link.kry"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(std::fs::read(&real).unwrap() == f.bytes);
+    assert!(
+        std::fs::symlink_metadata(f.dir.path().join("link.kry"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // -o naming a directory is refused before any work.
+    std::fs::create_dir(f.dir.path().join("dir")).unwrap();
+    let r = f.run(&["repair", "-f", "real.kry", "-o", "dir"]);
+    assert_eq!(code(&r), 1, "{}", stderr(&r));
+    assert!(stderr(&r).contains("is a directory"), "{}", stderr(&r));
+    // A missing archive is named as missing, before any advice about -o.
+    let r = f.run(&["repair", "nonexistent.kry"]);
+    assert_eq!(code(&r), 4, "{}", stderr(&r));
 }

@@ -530,3 +530,35 @@ fn resync_past_a_zeroed_run_when_the_tail_is_cut_too() {
         rep.warnings
     );
 }
+
+/// A flipped bit in the footer of an encrypted archive, after the header verified with the
+/// right key: "archive damaged or modified at byte X (the footer…)", exit 2, never the
+/// uniform "wrong password or key" (issue 11 §1). Unencrypted: the footer checksum, exit 5.
+#[test]
+fn a_damaged_footer_is_never_reported_as_a_wrong_key() {
+    for sealed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.kry");
+        let mut b = build(sealed);
+        let n = b.len();
+        b[n - 10] ^= 0x04; // in the tag (the last 32 bytes)
+        std::fs::write(&p, &b).unwrap();
+        let e = krypta::test(&p, open(sealed), &mut krypta::Collect::default()).unwrap_err();
+        let msg = e.to_string();
+        if sealed {
+            assert_eq!(
+                msg,
+                format!(
+                    "{}: archive damaged or modified at byte {} (the footer: its MAC does not verify)",
+                    p.display(),
+                    n - 64
+                )
+            );
+            assert_eq!(e.exit_code(), 2);
+        } else {
+            assert!(msg.contains("footer checksum mismatch"), "{msg}");
+            assert_eq!(e.exit_code(), 5);
+        }
+        assert!(!msg.contains("wrong"), "{msg}");
+    }
+}

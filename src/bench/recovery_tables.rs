@@ -222,7 +222,7 @@ pub fn table10(
         10,
         "Recovery data inside `c -l 3`",
         format!(
-            "the fixtures repeated to {:.1} MB ({} files) in a directory, archived by this              krypta binary: `krypta c -f -l 3 -j N r.kry src` and the same with              `--recovery 5`, output on {}. Runs alternate between the two (median of {runs}              each), so load changes hit both alike; CPU is the user + system time of the              krypta process per run.",
+            "the fixtures repeated to {:.1} MB ({} files) in a directory, archived by this krypta binary: `krypta c -f -l 3 -j N r.kry src` and the same with `--recovery 5`, output on {}. Runs alternate between the two (median of {runs} each), so load changes hit both alike; CPU is the user + system time of the krypta process per run.",
             total as f64 / MB,
             files.len(),
             d.parent().unwrap_or(d).display(),
@@ -476,7 +476,9 @@ pub fn table11(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str)
         secs(pc.map(|c| plain + c)),
     ]);
     t.rows.push(vec![
-        Cell::text("of which the recovery data"),
+        Cell::text(
+            "of which the recovery data (difference of the medians above; table 10 measures it)",
+        ),
         secs(Some(kc - plain)),
         secs(pc),
     ]);

@@ -50,13 +50,22 @@ pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
 
 /// `repair --check`: the verdict and its exit code (0 intact, 7 repairable, 5 beyond).
 fn check(a: &RepairArgs, quiet: bool) -> Result<u8> {
-    let r = krypta::check_recovery(&a.archive)?;
+    let c = krypta::check_recovery(&a.archive)?;
+    let r = &c.report;
     let name = a.archive.display();
-    let found = findings(&r);
+    let found = findings(r);
     let (code, verdict) = if r.all_intact() {
         (0, "intact".to_string())
-    } else if r.repairable() {
+    } else if c.repairable {
         (7, format!("damaged but repairable: {}", found.join(", ")))
+    } else if r.repairable() {
+        (
+            5,
+            format!(
+                "damaged beyond the recovery data: {}; the checksums that would locate the damage are lost with both descriptor copies, and a repair does not give the archive's stored BLAKE3",
+                found.join(", ")
+            ),
+        )
     } else {
         let beyond: Vec<String> = r
             .beyond_repair()

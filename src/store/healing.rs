@@ -38,8 +38,13 @@ use crate::recovery::{
     packet_valid, repair_segment, xxh3,
 };
 
-/// Bytes read from the inner source per refill of the sequential window (whole shards).
+/// Most bytes read from the inner source per refill of the sequential window (whole
+/// shards). A refill after a seek reads [`FIRST_WINDOW`], and each sequential refill twice
+/// the last, up to this: `info` or a selective extraction from object storage fetches a few
+/// shards more than it asks for, not a mebibyte.
 const WINDOW: u64 = 1 << 20;
+/// The first refill after a seek.
+const FIRST_WINDOW: u64 = 64 << 10;
 
 /// What a [`HealingSource`] has done so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,12 +63,17 @@ pub struct HealReport {
     /// Other failures of a repair (a rebuilt shard failing its checksum, a read error while
     /// repairing), per segment.
     pub failed: Vec<(u64, String)>,
+    /// Segments where more checksums are lost (both descriptor copies damaged) than the
+    /// recovery data can stand in for, and no shard is known to be damaged: served as read,
+    /// checked by the archive's own tags only.
+    pub unverified_segments: BTreeSet<u64>,
 }
 
 impl HealReport {
     /// Bytes of protected data rebuilt (whole shards).
     pub fn rebuilt_bytes(&self) -> u64 {
-        self.rebuilt_shards * u64::from(self.located.layout.params.shard_size)
+        (self.rebuilt_shards * u64::from(self.located.layout.params.shard_size))
+            .min(self.located.layout.params.protected_len)
     }
 
     /// Whether every damaged byte read was repaired.
@@ -219,6 +229,7 @@ impl HealingSource {
                     bad_shards_seen: 0,
                     beyond: Vec::new(),
                     failed: Vec::new(),
+                    unverified_segments: BTreeSet::new(),
                 },
             }),
         }
@@ -376,31 +387,40 @@ fn heal_bytes(
 ) {
     let layout = located.layout;
     let s = layout.params.shard_size as usize;
-    let mut bad_segments: BTreeSet<u64> = BTreeSet::new();
+    // Segments with a shard that fails (true) or only shards whose checksum is lost (false).
+    let mut bad_segments: std::collections::BTreeMap<u64, bool> = Default::default();
     let mut pad = vec![0u8; s];
     for (i, shard) in raw.chunks(s).enumerate() {
         let off = start + (i * s) as u64;
         let index = off / s as u64;
         let have = got.saturating_sub(i * s).min(shard.len());
-        let ok = have == shard.len()
-            && match st.table.data_checksum(whole, index) {
-                // Lost with both descriptor copies: the frame tags still check these bytes.
-                None => true,
-                Some(sum) if shard.len() == s => xxh3(shard) == sum,
+        let verdict = if have < shard.len() {
+            Some(true)
+        } else {
+            match st.table.data_checksum(whole, index) {
+                // Lost with both descriptor copies: rebuilt when the segment can stand it
+                // (the lost checksums count as erasures), else served as read and left to
+                // the frame tags.
+                None => Some(false),
+                Some(sum) if shard.len() == s => (xxh3(shard) != sum).then_some(true),
                 Some(sum) => {
                     pad[..shard.len()].copy_from_slice(shard);
                     pad[shard.len()..].fill(0);
-                    xxh3(&pad) == sum
+                    (xxh3(&pad) != sum).then_some(true)
                 }
-            };
-        if !ok {
-            st.report.bad_shards_seen += 1;
-            bad_segments.insert(layout.segment_of(off));
+            }
+        };
+        if let Some(bad) = verdict {
+            if bad {
+                st.report.bad_shards_seen += 1;
+            }
+            *bad_segments.entry(layout.segment_of(off)).or_default() |= bad;
         }
     }
-    for g in bad_segments {
+    for (g, known_bad) in bad_segments {
         if st.report.beyond.iter().any(|b| b.segment == g)
             || st.report.failed.iter().any(|(s, _)| *s == g)
+            || st.report.unverified_segments.contains(&g)
         {
             continue;
         }
@@ -412,6 +432,12 @@ fn heal_bytes(
                         st.report.rebuilt_shards += r.rebuilt;
                     }
                     st.repaired = Some(r);
+                }
+                Err(RecoveryError::BeyondRepair { .. }) if !known_bad => {
+                    // Only checksums are lost, more than the recovery data can stand in
+                    // for: nothing is known to be damaged; the frame tags check the bytes.
+                    st.report.unverified_segments.insert(g);
+                    continue;
                 }
                 Err(RecoveryError::BeyondRepair { segments }) => {
                     st.report.beyond.extend(segments);
@@ -443,7 +469,12 @@ impl Read for HealingSource {
         if self.pos < self.win_start || self.pos >= win_end {
             let s = u64::from(self.located.layout.params.shard_size);
             let start = self.pos / s * s;
-            let end = (start + WINDOW).min(len);
+            let size = if start == win_end && !self.window.is_empty() {
+                (self.window.len() as u64 * 2).clamp(FIRST_WINDOW, WINDOW)
+            } else {
+                FIRST_WINDOW
+            };
+            let end = (start + size.max(s)).min(len);
             self.window = self.fetch(start, (end - start) as usize)?;
             self.win_start = start;
         }

@@ -219,6 +219,18 @@ impl FileSink {
             .map_err(|e| Error::io(t.path(), "chmod", e))
     }
 
+    /// Gives the file being written the owner and group `uid`/`gid` where this process may
+    /// (root; otherwise its own group memberships): `repair` in place keeps the archive's.
+    /// A change that is not permitted is skipped (the file stays the caller's).
+    pub fn try_set_owner(&self, uid: u32, gid: u32) {
+        let t = self.tmp.as_ref().expect("not finished");
+        let _ = rustix::fs::fchown(
+            t.as_file(),
+            Some(rustix::fs::Uid::from_raw(uid)),
+            Some(rustix::fs::Gid::from_raw(gid)),
+        );
+    }
+
     fn unregister(&mut self) {
         if self.cleanup_id != 0 {
             cleanup::unregister(std::mem::take(&mut self.cleanup_id));

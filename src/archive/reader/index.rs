@@ -169,9 +169,11 @@ impl Archive {
             .verify_footer(&self.header.archive_id, &fb[..32], &tag)
             .map_err(|_| {
                 if self.protection.is_sealed() {
-                    Error::AuthFailed {
+                    // The header tag verified with this key: the key is right, the footer
+                    // is damaged (issue 11 §1: never "wrong password or key" here).
+                    Error::DamagedFooter {
                         path: self.path.clone(),
-                        check: AuthCheck::FooterMac,
+                        offset: at,
                     }
                 } else {
                     Error::Integrity {

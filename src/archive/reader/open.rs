@@ -39,6 +39,15 @@ pub(super) fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
                 Err(_) => Err(e),
             }
         }
+        Err(Error::NotAnArchive {
+            path: p,
+            reason: "no krypta magic at the start",
+        }) => Err(Error::NotAnArchive {
+            path: p,
+            // The reader does not search a file without the magic for recovery data (a
+            // file that is not an archive would be read whole); `repair` does.
+            reason: "no krypta magic at the start (if it is a damaged archive with recovery data whose trailer is damaged too, `krypta repair --check` searches it)",
+        }),
         Err(e) => Err(e),
     }
 }
