@@ -266,10 +266,18 @@ pub(crate) fn salvage_without_index(
     let s = ar.salvage_stream(tracker)?;
     let sealed = ar.header().encrypted();
     let damaged = s.damaged.len() as u64;
-    if (s.restored == 0 && damaged == 0) || (s.lost.is_empty() && damaged == 0 && !s.budget_hit) {
-        // Nothing could be read without the index (nothing to salvage), or every data frame
-        // verified and the fault is in the index or footer alone: refused as before, with
-        // the first error only.
+    if s.restored == 0 && damaged == 0 {
+        // Nothing could be read without the index: nothing to salvage.
+        return Err(first);
+    }
+    if s.lost.is_empty() && damaged == 0 && !s.budget_hit {
+        // Every data frame verified and the fault is in the index or footer alone: the run
+        // ends with that error (the archive is damaged), saying that nothing was lost.
+        rep.warn(&format!(
+            "{}: the index or footer is damaged; every data frame verified, and all {} entries read front to back were {verb}",
+            archive.display(),
+            s.restored
+        ));
         return Err(first);
     }
     rep.warn(&format!(

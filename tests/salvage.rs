@@ -562,3 +562,29 @@ fn a_damaged_footer_is_never_reported_as_a_wrong_key() {
         assert!(!msg.contains("wrong"), "{msg}");
     }
 }
+
+/// A damaged index frame (its body, after the data frames): every data frame verifies, so the
+/// front-to-back read verifies every entry; the run still ends with the index's error (the
+/// archive is damaged) and says that nothing was lost.
+#[test]
+fn a_damaged_index_alone_loses_nothing_and_says_so() {
+    for sealed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("i.kry");
+        let good = build(sealed);
+        std::fs::write(&p, &good).unwrap();
+        let (entries, frames) = geometry(&p, sealed);
+        let mut b = good.clone();
+        b[frames.last().unwrap().1 as usize + 30] ^= 0x01;
+        std::fs::write(&p, &b).unwrap();
+        let mut rep = krypta::Collect::default();
+        let e = krypta::test_salvaging(&p, open(sealed), true, &mut rep).unwrap_err();
+        assert_eq!(e.exit_code(), if sealed { 2 } else { 5 }, "{e}");
+        let want = format!(
+            "{}: the index or footer is damaged; every data frame verified, and all {} entries read front to back were verified",
+            p.display(),
+            entries.len()
+        );
+        assert!(rep.warnings.contains(&want), "{:?}", rep.warnings);
+    }
+}
