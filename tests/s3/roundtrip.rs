@@ -11,6 +11,9 @@ use krypta::format::footer::FOOTER_LEN;
 use krypta::format::frame::{FRAME_HEADER_LEN, TAG_LEN};
 use krypta::store::s3::{CHUNK, OPEN_WINDOW};
 
+/// Bytes at the end of an object every open reads: the recovery trailer's length.
+const TRAILER: u64 = krypta::recovery::TRAILER_LEN as u64;
+
 #[test]
 fn round_trip_of_a_real_tree_through_a_multipart_upload() {
     let Some((w, d)) = setup("rt-plain") else {
@@ -212,8 +215,10 @@ fn extracting_one_path_fetches_only_its_frames() {
         .unwrap();
     let run = lay.frame_offsets[e.last_seq as usize + 1] - lay.frame_offsets[e.first_seq as usize];
     let index = lay.len - FOOTER_LEN as u64 - lay.index_offset;
-    // The open window, the footer, the index, the frames holding the file: nothing else.
-    let expected = OPEN_WINDOW + FOOTER_LEN as u64 + index + run;
+    // The open window, the last 80 bytes (the recovery trailer every open probes for; they
+    // hold the footer, which is then read from them), the index, the frames holding the
+    // file: nothing else.
+    let expected = OPEN_WINDOW + TRAILER + index + run;
     assert!(
         run < CHUNK && expected * 10 < lay.len,
         "{expected} of {}",
@@ -253,7 +258,9 @@ fn info_reads_the_header_and_footer_and_list_adds_the_index() {
     assert!(
         String::from_utf8_lossy(&o.stdout).contains(&format!("size:           {} bytes", lay.len))
     );
-    let head_and_footer = OPEN_WINDOW + FOOTER_LEN as u64;
+    // The open window and the last 80 bytes: the recovery trailer probe, which holds the
+    // footer.
+    let head_and_footer = OPEN_WINDOW + TRAILER;
     assert_eq!(
         transfer(&o, "s3://sel-meta/sel.kry"),
         (2, 0, head_and_footer, 0)

@@ -53,7 +53,15 @@ pub struct S3Source {
     /// current plan: jobs of an abandoned plan are skipped.
     jobs: Option<Sender<Job>>,
     generation: Arc<AtomicU64>,
+    /// The last [`TAIL`] bytes, once a read asked for bytes in them: the recovery trailer
+    /// that every open probes for (`store::healing`) holds an archive's footer, so reading
+    /// the footer next costs no second request.
+    tail: std::sync::Mutex<Option<Vec<u8>>>,
 }
+
+/// Bytes of the object's end kept by [`S3Source`]: the recovery trailer's length, which
+/// covers the 64-byte footer.
+const TAIL: u64 = crate::recovery::TRAILER_LEN as u64;
 
 struct Pending {
     start: u64,
@@ -223,8 +231,38 @@ impl S3Source {
             plan_end: 0,
             jobs: None,
             generation: Arc::new(AtomicU64::new(0)),
+            tail: std::sync::Mutex::new(None),
             client,
         })
+    }
+
+    /// Bytes `offset..` of the object's last [`TAIL`] bytes into `buf`, fetching them once;
+    /// None when `offset` lies before them.
+    fn read_tail(&self, offset: u64, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        let start = self.len.saturating_sub(TAIL);
+        if offset < start || offset >= self.len {
+            return Ok(None);
+        }
+        if self.cur_start <= offset && self.cur_end() >= self.len {
+            // The bytes already fetched reach the end (a small object: the open GET).
+            let rel = (offset - self.cur_start) as usize;
+            let n = buf.len().min(self.cur.len() - rel);
+            buf[..n].copy_from_slice(&self.cur[rel..rel + n]);
+            return Ok(Some(n));
+        }
+        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        if tail.is_none() {
+            let f = self
+                .client
+                .get_range(start, self.len, self.etag.as_deref(), Some(self.len))
+                .map_err(|e| self.client.read_error(e, self.etag.as_deref()).into_io())?;
+            *tail = Some(f.data);
+        }
+        let t = tail.as_ref().expect("just fetched");
+        let rel = (offset - start) as usize;
+        let n = buf.len().min(t.len().saturating_sub(rel));
+        buf[..n].copy_from_slice(&t[rel..rel + n]);
+        Ok(Some(n))
     }
 
     fn cur_end(&self) -> u64 {
@@ -329,6 +367,11 @@ impl Read for S3Source {
             return Ok(0);
         }
         if !(self.cur_start..self.cur_end()).contains(&self.pos) {
+            let cached = self.tail.lock().map(|t| t.is_some()).unwrap_or(false);
+            if cached && let Some(n) = self.read_tail(self.pos, buf)? {
+                self.pos += n as u64;
+                return Ok(n);
+            }
             self.load(buf.len())?;
         }
         let off = (self.pos - self.cur_start) as usize;
@@ -373,6 +416,9 @@ impl Source for S3Source {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         if offset >= self.len || buf.is_empty() {
             return Ok(0);
+        }
+        if let Some(n) = self.read_tail(offset, buf)? {
+            return Ok(n);
         }
         let end = (offset + buf.len() as u64).min(self.len);
         let f = self
