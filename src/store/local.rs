@@ -184,7 +184,11 @@ impl FileSink {
             .prefix(".krypta-tmp-")
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(&dir)
-            .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
+            .map_err(|e| {
+                // Named by the file being written (the directory alone, often ".", says
+                // little); the OS error says what failed.
+                Error::io(path, "create its temporary file (in the same directory)", e)
+            })?;
         let f = t
             .as_file()
             .try_clone()
