@@ -95,6 +95,9 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
     if section.trailer_damaged {
         what.push("the recovery trailer is damaged or not at the end of the file".into());
     }
+    if section.padding_damaged {
+        what.push("the recovery data's zero padding holds other bytes".into());
+    }
     if section.length_differs {
         what.push("the file's length differs from what the recovery data says".into());
     }

@@ -350,3 +350,23 @@ fn repair_in_place_through_a_symlink_repairs_its_target() {
     let r = f.run(&["repair", "nonexistent.kry"]);
     assert_eq!(code(&r), 4, "{}", stderr(&r));
 }
+
+#[test]
+fn bytes_in_the_padding_are_damage_too() {
+    let f = Fixture::new(5, false, 0);
+    let (copy_a, _, _) = section_parts(&f);
+    assert!(copy_a > f.protected, "this fixture has padding after P");
+    let mut b = f.bytes.clone();
+    b[f.protected as usize + 1] = b'X';
+    f.write("pad.kry", &b);
+    let c = f.run(&["repair", "--check", "pad.kry"]);
+    assert_eq!(code(&c), 7, "{}", stderr(&c));
+    assert!(
+        stderr(&c).contains("non-zero bytes in the zero padding"),
+        "{}",
+        stderr(&c)
+    );
+    let t = f.run(&["t", "pad.kry"]);
+    assert_eq!(code(&t), 7, "{}", stderr(&t));
+    f.assert_repaired("pad.kry", "padding");
+}

@@ -110,6 +110,9 @@ fn findings(r: &krypta::recovery::VerifyReport) -> Vec<String> {
     if packets > 0 {
         found.push(format!("{packets} damaged descriptor packet(s)"));
     }
+    if !r.padding_ok {
+        found.push("non-zero bytes in the zero padding".into());
+    }
     if !r.trailer_ok {
         found.push("a damaged or missing trailer".into());
     }

@@ -116,7 +116,7 @@ pub use locate::{
 pub use repair::{
     RepairOptions, RepairSummary, RepairedSegment, repair_range, repair_segment, repair_to,
 };
-pub use verify::{MAX_RANGES, SegmentReport, SegmentState, VerifyReport, verify};
+pub use verify::{MAX_RANGES, SegmentReport, SegmentState, VerifyReport, padding_ok, verify};
 pub use writer::{RecoveryOptions, RecoveryWriter, SectionSummary};
 
 /// Parses one 4096-byte block as a descriptor packet and 80 bytes as a trailer, for

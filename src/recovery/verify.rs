@@ -72,6 +72,8 @@ pub struct VerifyReport {
     pub lost_packets: u64,
     /// Whether the trailer is intact and ends the source.
     pub trailer_ok: bool,
+    /// Whether the zero padding of the section is zero (see [`padding_ok`]).
+    pub padding_ok: bool,
     /// Whether the protected bytes as read hash to the stored BLAKE3.
     pub protected_intact: bool,
 }
@@ -82,6 +84,7 @@ impl VerifyReport {
         self.protected_intact
             && self.damaged_packets == [0, 0]
             && self.trailer_ok
+            && self.padding_ok
             && self.located.source_len == self.located.layout.file_len
             && self.segments.iter().all(|s| s.damaged_recovery == 0)
     }
@@ -141,8 +144,26 @@ pub fn verify<S: ByteSource + ?Sized>(src: &S, located: &Located) -> VerifyRepor
         damaged_packets,
         lost_packets,
         trailer_ok: trailer_ok(src, &layout),
+        padding_ok: padding_ok(src, &layout),
         protected_intact,
     }
+}
+
+/// Whether the zero padding after P and after the recovery shards (docs/FORMAT.md §15.1) is
+/// zero and present: bytes written there change no shard, but the file is then not the one
+/// first written.
+pub fn padding_ok<S: ByteSource + ?Sized>(src: &S, layout: &Layout) -> bool {
+    let rec_end =
+        layout.recovery_start + layout.recovery_shards * u64::from(layout.params.shard_size);
+    [
+        (layout.params.protected_len, layout.copy_a),
+        (rec_end, layout.copy_b),
+    ]
+    .iter()
+    .all(|&(a, b)| {
+        let mut buf = vec![0u8; (b - a) as usize];
+        read(src, a, &mut buf).is_ok() && buf.iter().all(|&x| x == 0)
+    })
 }
 
 fn report(

@@ -346,6 +346,7 @@ impl HealingSource {
                 }
             }
         }
+        check.padding_damaged = !crate::recovery::padding_ok(&whole, &layout);
         check.trailer_damaged = located.found_by != crate::recovery::FoundBy::Trailer;
         check.length_differs = located.source_len != layout.file_len;
         check
@@ -362,6 +363,8 @@ pub struct SectionCheck {
     pub damaged_packets: u64,
     /// The trailer is damaged or missing (the section was found by a scan).
     pub trailer_damaged: bool,
+    /// The zero padding of the section holds other bytes.
+    pub padding_damaged: bool,
     /// The file is longer or shorter than the section says.
     pub length_differs: bool,
 }
@@ -372,6 +375,7 @@ impl SectionCheck {
         self.damaged_recovery_shards > 0
             || self.damaged_packets > 0
             || self.trailer_damaged
+            || self.padding_damaged
             || self.length_differs
     }
 }
