@@ -8,10 +8,13 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
+use krypta::crypto::argon2_memory::Argon2Memory;
 use krypta::crypto::kdf::{
     ARGON2ID_DEFAULT_M_KIB, ARGON2ID_DEFAULT_P, ARGON2ID_DEFAULT_T, PBKDF2_DEFAULT_ITERATIONS,
 };
-use krypta::crypto::primitives::{aes256_ctr_apply, argon2id, hmac_sha256, pbkdf2_hmac_sha256};
+use krypta::crypto::primitives::{
+    aes256_ctr_apply, argon2id, argon2id_in, hmac_sha256, pbkdf2_hmac_sha256,
+};
 use krypta::crypto::{FileKey, Protection, Subkeys};
 
 /// Body size of the throughput benchmarks: the default block size.
@@ -61,6 +64,24 @@ fn kdfs(c: &mut Criterion) {
     g.bench_function("argon2id", |b| {
         b.iter(|| {
             argon2id(
+                b"password",
+                &[7; 16],
+                ARGON2ID_DEFAULT_M_KIB,
+                ARGON2ID_DEFAULT_T,
+                ARGON2ID_DEFAULT_P,
+                &[],
+                &[],
+                &mut out,
+            )
+        })
+    });
+    // The matrix mapped once and reused, as a reader trying several passwords does: the
+    // difference to "argon2id" is the cost of mapping and faulting 256 MiB.
+    let mut memory = Argon2Memory::new();
+    g.bench_function("argon2id-reused-matrix", |b| {
+        b.iter(|| {
+            argon2id_in(
+                &mut memory,
                 b"password",
                 &[7; 16],
                 ARGON2ID_DEFAULT_M_KIB,

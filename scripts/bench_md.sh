@@ -94,8 +94,9 @@ make bench      # release build, `krypta bench --fixtures fixtures/data`, rewrit
   `apt-get install zstd xz-utils gzip p7zip-full age`.
 - Tables 9–11 measure the recovery data (`src/recovery/`); table 11 runs `par2` (par2cmdline)
   beside it when it is on `PATH`: `apt-get install par2`.
-- Criterion benchmarks of each stage and of the end-to-end block path:
-  `cargo bench --bench codec`, `--bench crypto`, `--bench pipeline`.
+- Criterion benchmarks of each stage, of the end-to-end block path and of many small files:
+  `cargo bench --bench codec`, `--bench crypto`, `--bench pipeline`, `--bench extract`
+  (the extraction write path and the small-file archiving and extraction paths).
 MD
 } >"$OUT"
 echo "wrote $OUT" >&2

@@ -12,6 +12,9 @@ pub struct CompressRequest {
     pub inputs: Vec<PathBuf>,
     /// Overwrite an existing output.
     pub force: bool,
+    /// `fsync` a local archive and its directory before reporting success (the default;
+    /// false for `--no-fsync`): see the fsync policy in `store::local`.
+    pub sync: bool,
     /// Follow symlinks (`-L`).
     pub dereference: bool,
     /// Which extended attributes to store (`--no-xattrs`, `--no-acls`; default all).
@@ -44,7 +47,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     {
         return Err(Error::OutputIsInput { path });
     }
-    let sink = store::create_sink(&req.output, req.force)?;
+    let sink = store::create_sink(&req.output, req.force, req.sync)?;
     if let Some(d) = sink.describe() {
         rep.detail(&d);
     }

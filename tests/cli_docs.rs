@@ -29,6 +29,7 @@ fn completions_are_printed_for_every_supported_shell() {
             "extract",
             "exclude-caches",
             "keep-old-files",
+            "no-fsync",
             "wildcards",
         ] {
             assert!(script.contains(word), "{shell}: {word} missing");

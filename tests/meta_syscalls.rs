@@ -41,6 +41,8 @@ const WATCHED: &[&str] = &[
     "lgetxattr",
     "getxattr",
     "fgetxattr",
+    "fsync",
+    "fdatasync",
 ];
 
 /// Calls of `krypta ARGS` in `dir` by name (`strace -f -c`), restricted to [`WATCHED`].
@@ -171,4 +173,31 @@ fn as_root_a_file_of_another_owner_adds_exactly_chown_and_chmod() {
             ("close", 1),
         ])
     );
+}
+
+#[test]
+fn creating_an_archive_fsyncs_it_and_its_directory_unless_no_fsync() {
+    if !tools("creating_an_archive_fsyncs", &["strace"]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    small_files(tmp.path(), 3, None);
+    // The default (README, "Durability"): the archive file before its rename, then the
+    // directory that holds its new name.
+    let synced = count(tmp.path(), &["c", "-q", "a.kry", "t"]);
+    assert_eq!(synced.get("fsync"), Some(&2), "{synced:?}");
+    assert_eq!(synced.get("fdatasync"), None, "{synced:?}");
+    let unsynced = count(tmp.path(), &["c", "-q", "--no-fsync", "b.kry", "t"]);
+    assert_eq!(unsynced.get("fsync"), None, "{unsynced:?}");
+    assert_eq!(unsynced.get("fdatasync"), None, "{unsynced:?}");
+    // Extraction syncs nothing (a restore can be re-run), and the unsynced archive is whole.
+    let x = count(tmp.path(), &["x", "-q", "b.kry", "-o", "out"]);
+    assert_eq!(x.get("fsync"), None, "{x:?}");
+    assert_eq!(x.get("fdatasync"), None, "{x:?}");
+    for i in 0..3 {
+        assert_eq!(
+            std::fs::read(tmp.path().join(format!("out/t/f{i}"))).unwrap(),
+            format!("a few words, number {i}\n").into_bytes()
+        );
+    }
 }

@@ -221,6 +221,10 @@ pub(crate) struct CompressArgs {
     /// Overwrite OUTPUT if it exists (never when OUTPUT is also an input)
     #[arg(short, long)]
     pub(crate) force: bool,
+    /// Do not fsync the archive and its directory before exiting (faster on a slow disk; a
+    /// crash soon after can lose the archive). Default: synced, as the only copy
+    #[arg(long)]
+    pub(crate) no_fsync: bool,
     /// Follow symbolic links instead of storing them
     #[arg(short = 'L', long)]
     pub(crate) dereference: bool,

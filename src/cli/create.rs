@@ -216,6 +216,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         output: a.output.clone(),
         inputs,
         force: a.force,
+        sync: !a.no_fsync,
         dereference: a.dereference,
         xattrs: a.meta.xattrs(),
         numeric_owner: a.meta.numeric_owner,

@@ -11,8 +11,10 @@
 //! | m = 128 MiB | 0.32–0.36 s | 0.39–0.52 s | 0.49–0.65 s |
 //! | m = 256 MiB | 0.63–0.78 s | 0.85–1.02 s | 1.12–1.28 s |
 //!
-//! The default, m = 256 MiB and t = 2, costs 0.6–0.8 s of one core there: inside the
-//! 0.5–1 s target, and of two settings with equal time the one with more memory is the
+//! The default, m = 256 MiB and t = 2, cost 0.6–0.8 s of one core there when the table was
+//! made, with the `argon2` crate's own allocation; its matrix now lives in huge pages faulted
+//! in up front (`super::argon2_memory`, which has the measurements: 0.47 s user + system at
+//! load 5, of which 0.03 s in the kernel): inside the 0.5–1 s target, and of two settings with equal time the one with more memory is the
 //! stronger (RFC 9106 §4). PBKDF2-HMAC-SHA256 with 600,000 iterations (OWASP 2023) takes
 //! 0.07 s with SHA-NI.
 //!
@@ -46,7 +48,8 @@
 use zeroize::Zeroizing;
 
 use super::CryptoError;
-use super::primitives::{argon2id, pbkdf2_hmac_sha256};
+use super::argon2_memory::Argon2Memory;
+use super::primitives::{argon2id_in, pbkdf2_hmac_sha256};
 
 /// Default Argon2id memory, KiB (256 MiB).
 pub const ARGON2ID_DEFAULT_M_KIB: u32 = 256 * 1024;
@@ -201,11 +204,22 @@ impl Kdf {
         password: &[u8],
         salt: &[u8; 16],
     ) -> Result<Zeroizing<[u8; 32]>, CryptoError> {
+        self.derive_kek_in(&mut Argon2Memory::new(), password, salt)
+    }
+
+    /// [`Kdf::derive_kek`] with the Argon2id matrix in `memory`, so several runs (passwords
+    /// tried on one stanza) map and fault it in once (`super::argon2_memory`).
+    pub fn derive_kek_in(
+        &self,
+        memory: &mut Argon2Memory,
+        password: &[u8],
+        salt: &[u8; 16],
+    ) -> Result<Zeroizing<[u8; 32]>, CryptoError> {
         self.check_limits()?;
         let mut kek = Zeroizing::new([0u8; 32]);
         match *self {
             Kdf::Argon2id { m_kib, t, p } => {
-                argon2id(password, salt, m_kib, t, p, &[], &[], &mut kek[..])?
+                argon2id_in(memory, password, salt, m_kib, t, p, &[], &[], &mut kek[..])?
             }
             Kdf::Pbkdf2 { iterations } => {
                 pbkdf2_hmac_sha256(password, salt, iterations, &mut kek[..])
@@ -218,6 +232,7 @@ impl Kdf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::primitives::argon2id;
     use std::time::Instant;
 
     #[test]

@@ -12,6 +12,7 @@
 //! 4. [`stanza`] wraps the file key once per recipient: a key-encryption key from Argon2id,
 //!    PBKDF2 or a key file, then [`stanza::seal_file_key`].
 
+pub mod argon2_memory;
 pub mod boxkey;
 pub mod frame;
 pub mod kdf;
@@ -91,4 +92,12 @@ pub enum CryptoError {
     /// The Argon2 implementation refused its inputs (parameters outside RFC 9106 §3.1).
     #[error("argon2id: {0}")]
     Argon2(argon2::Error),
+    /// The kernel refused to map the Argon2id memory matrix (out of memory or address space).
+    #[error("argon2id: cannot map {bytes} bytes of memory: {source}")]
+    Argon2Memory {
+        /// Bytes asked for (m KiB × 1024).
+        bytes: usize,
+        /// The `mmap` error.
+        source: std::io::Error,
+    },
 }

@@ -11,7 +11,7 @@
 //! | [`aes256_encrypt_block`], [`aes256_ctr_apply`] | FIPS 197, SP 800-38A §6.5 | `aes` (AES-NI picked at run time), `ctr` |
 //! | [`hkdf_sha256`] | RFC 5869 | `hkdf` over `hmac` |
 //! | [`pbkdf2_hmac_sha256`] | RFC 8018 §5.2 | `pbkdf2` |
-//! | [`argon2id`] | RFC 9106, version 0x13 | `argon2` |
+//! | [`argon2id`], [`argon2id_in`] | RFC 9106, version 0x13 | `argon2` (matrix: `super::argon2_memory`) |
 //! | [`blake3_hash`], [`blake3_keyed`], [`blake3_derive_key`] | BLAKE3 spec | `blake3` |
 //! | [`random_bytes`] | OS CSPRNG (`getrandom(2)`) | `getrandom` |
 
@@ -23,6 +23,7 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
 use super::CryptoError;
+use super::argon2_memory::Argon2Memory;
 
 /// HMAC-SHA256 over `sha2`.
 type HmacSha256 = Hmac<Sha256>;
@@ -191,11 +192,30 @@ pub fn pbkdf2_hmac_sha256(password: &[u8], salt: &[u8], iterations: u32, out: &m
 /// Argon2id, version 0x13 (RFC 9106 §3): memory `m_kib` KiB, `t` passes, `p` lanes, optional
 /// `secret` (K, ≤ 2^32-1 bytes) and associated data `ad` (X, at most 32 bytes in this
 /// implementation), output `out` (4..=2^32-1 bytes; the tag length T is `out.len()`).
-/// Allocates `m_kib` KiB (rounded down to a multiple of 4·p) — callers bound `m_kib` first.
-/// Invalid parameters (m < 8·p, t = 0, p = 0, salt < 8 bytes) return
-/// [`CryptoError::Argon2`] without allocating.
+/// Maps `m_kib` KiB (rounded down to a multiple of 4·p) for this one run — callers bound
+/// `m_kib` first; [`argon2id_in`] reuses a matrix across runs. Invalid parameters (m < 8·p,
+/// t = 0, p = 0, salt < 8 bytes) return [`CryptoError::Argon2`] without allocating.
 #[allow(clippy::too_many_arguments)]
 pub fn argon2id(
+    password: &[u8],
+    salt: &[u8],
+    m_kib: u32,
+    t: u32,
+    p: u32,
+    secret: &[u8],
+    ad: &[u8],
+    out: &mut [u8],
+) -> Result<(), CryptoError> {
+    let mut memory = Argon2Memory::new();
+    argon2id_in(&mut memory, password, salt, m_kib, t, p, secret, ad, out)
+}
+
+/// [`argon2id`] with its memory matrix in `memory` (`crypto::argon2_memory`: huge pages,
+/// grown to the largest m asked, reused by the next call). The same output bits as a fresh
+/// matrix: pass 0 overwrites every block before reading it.
+#[allow(clippy::too_many_arguments)]
+pub fn argon2id_in(
+    memory: &mut Argon2Memory,
     password: &[u8],
     salt: &[u8],
     m_kib: u32,
@@ -226,7 +246,9 @@ pub fn argon2id(
         )
         .map_err(map)?
     };
-    ctx.hash_password_into(password, salt, out).map_err(map)
+    let blocks = memory.blocks(ctx.params().block_count())?;
+    ctx.hash_password_into_with_memory(password, salt, out, blocks)
+        .map_err(map)
 }
 
 /// BLAKE3 hash of `data`: 32 bytes (the value `b3sum` prints).
@@ -383,6 +405,62 @@ mod tests {
             out.to_vec(),
             hex("0d640df58d78766c08c037a34a8b53c9d01ef0452d75b65eb52520e96b01e659")
         );
+    }
+
+    #[test]
+    fn argon2id_on_a_reused_matrix_gives_the_same_bits() {
+        // The matrix first holds another derivation (more memory, other inputs), then the
+        // RFC 9106 §5.3 vector runs on it and must come out as on a fresh matrix.
+        let mut memory = Argon2Memory::new();
+        let mut other = [0u8; 32];
+        argon2id_in(
+            &mut memory,
+            b"other",
+            &[9; 16],
+            64,
+            2,
+            1,
+            &[],
+            &[],
+            &mut other,
+        )
+        .unwrap();
+        assert_eq!(memory.mapped_bytes(), 64 * 1024);
+        let mut out = [0u8; 32];
+        argon2id_in(
+            &mut memory,
+            &[1; 32],
+            &[2; 16],
+            32,
+            3,
+            4,
+            &[3; 8],
+            &[4; 12],
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            out.to_vec(),
+            hex("0d640df58d78766c08c037a34a8b53c9d01ef0452d75b65eb52520e96b01e659")
+        );
+        // And the first derivation again, on the matrix the vector left behind.
+        let mut again = [0u8; 32];
+        argon2id_in(
+            &mut memory,
+            b"other",
+            &[9; 16],
+            64,
+            2,
+            1,
+            &[],
+            &[],
+            &mut again,
+        )
+        .unwrap();
+        assert_eq!(again, other);
+        let mut fresh = [0u8; 32];
+        argon2id(b"other", &[9; 16], 64, 2, 1, &[], &[], &mut fresh).unwrap();
+        assert_eq!(fresh, other);
     }
 
     #[test]

@@ -29,6 +29,7 @@
 use crate::format::stanza::{SALT_LEN, Stanza, TAG_LEN, WRAPPED_LEN, kind};
 
 use super::CryptoError;
+use super::argon2_memory::Argon2Memory;
 pub use super::kdf::Kdf;
 use super::keyfile::SymmetricKey;
 use super::keys::{ArchiveId, FileKey};
@@ -258,6 +259,17 @@ pub fn open_stanza(
     stanza: &Stanza,
     archive_id: &ArchiveId,
 ) -> Result<Option<FileKey>, CryptoError> {
+    open_stanza_in(&mut Argon2Memory::new(), identity, stanza, archive_id)
+}
+
+/// [`open_stanza`] with a password stanza's Argon2id matrix in `memory`, reused by the next
+/// call ([`unwrap_versioned`] tries every password form on one matrix).
+fn open_stanza_in(
+    memory: &mut Argon2Memory,
+    identity: &Identity,
+    stanza: &Stanza,
+    archive_id: &ArchiveId,
+) -> Result<Option<FileKey>, CryptoError> {
     let (wrapped, tag) = match stanza {
         Stanza::Argon2id { wrapped, tag, .. }
         | Stanza::Pbkdf2 { wrapped, tag, .. }
@@ -271,7 +283,7 @@ pub fn open_stanza(
             let Some((kdf, salt)) = stanza_kdf(stanza) else {
                 return Ok(None);
             };
-            kdf.derive_kek(pw.as_bytes(), &salt)?
+            kdf.derive_kek_in(memory, pw.as_bytes(), &salt)?
         }
         (Identity::PqBox(sk), Stanza::PqBox { .. }) => {
             return Ok(super::pqbox::open(sk, stanza, archive_id));
@@ -345,6 +357,8 @@ pub fn unwrap_versioned(
         && identities.iter().any(|i| is_password(&i))
     {
         kdf.check_bounds()?;
+        // One matrix for every KDF run below, unmapped when this returns.
+        let mut memory = Argon2Memory::new();
         for identity in identities.iter().filter(is_password) {
             let given = match identity {
                 Identity::Password(pw) => pw.clone(),
@@ -355,7 +369,7 @@ pub fn unwrap_versioned(
             };
             for input in super::password::kdf_inputs(&given, format_version) {
                 let id = Identity::Password(input);
-                if let Some(key) = open_stanza(&id, stanza, archive_id)? {
+                if let Some(key) = open_stanza_in(&mut memory, &id, stanza, archive_id)? {
                     return Ok(key);
                 }
             }

@@ -6,6 +6,16 @@
 //! [`crate::fs::cleanup`] so SIGINT/SIGTERM removes it. `finish` syncs it and renames it into
 //! place: with `link`+`unlink` semantics (noclobber) unless `-f`, so an output that appeared
 //! meanwhile is not replaced. An existing output is refused up front too, before any work.
+//!
+//! **fsync policy** (README, "Durability"): a new archive is `fsync`ed before the rename and
+//! its directory after it, so once `krypta c` exits 0 the archive survives a crash or power
+//! loss. The archive is often the only copy (the next command may delete its source) and a
+//! lost one is found only when a restore is needed; the cost is one flush of the written
+//! bytes: on the development machine's disk 73 ms per 200 MiB when it was idle (issue 13),
+//! 0.68 s when other builds were writing (`c -s` of 200 MiB: 1.70 s against 1.02 s with
+//! `--no-fsync`, medians of 5 interleaved runs at load 5); nothing on tmpfs.
+//! `tar` and `zstd` do not sync; `--no-fsync` (a scratch archive, a test, a disk that is
+//! synced by other means) skips both calls. Extraction does not sync (`crate::fs::extract`).
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -165,14 +175,17 @@ pub struct FileSink {
     out: Option<BufWriter<File>>,
     path: PathBuf,
     force: bool,
+    /// `fsync` the file before the rename and its directory after it (the default policy).
+    sync: bool,
     /// The cleanup registration of the temporary file (0 once unregistered).
     cleanup_id: u64,
     own: Vec<(u64, u64)>,
 }
 
 impl FileSink {
-    /// Creates the temporary file next to `path`. Errors: Exists (unless `force`), Io.
-    pub fn create(path: &Path, force: bool) -> Result<FileSink> {
+    /// Creates the temporary file next to `path`; `sync` = the module's fsync policy (false:
+    /// `--no-fsync`). Errors: Exists (unless `force`), Io.
+    pub fn create(path: &Path, force: bool, sync: bool) -> Result<FileSink> {
         if !force && std::fs::symlink_metadata(path).is_ok() {
             return Err(Error::Exists { path: path.into() });
         }
@@ -209,6 +222,7 @@ impl FileSink {
             out: Some(BufWriter::with_capacity(BUF_LEN, f)),
             path: path.to_path_buf(),
             force,
+            sync,
             cleanup_id,
             own,
         })
@@ -266,9 +280,11 @@ impl Sink for FileSink {
             return Ok(());
         };
         self.unregister();
-        t.as_file()
-            .sync_all()
-            .map_err(|e| Error::io(&self.path, "sync", e))?;
+        if self.sync {
+            t.as_file()
+                .sync_all()
+                .map_err(|e| Error::io(&self.path, "sync", e))?;
+        }
         if self.force {
             t.persist(&self.path)
                 .map_err(|e| Error::io(&self.path, "rename into place", e.error))?;
@@ -282,6 +298,16 @@ impl Sink for FileSink {
                     Error::io(&self.path, "rename into place", e.error)
                 }
             })?;
+        }
+        if self.sync {
+            // The rename is durable only once the directory holding the new name is.
+            let dir = match self.path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| Error::io(dir, "sync the directory", e))?;
         }
         Ok(())
     }
@@ -355,7 +381,7 @@ mod tests {
     fn an_aborted_file_sink_leaves_no_file_and_no_temporary() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.kry");
-        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, false).unwrap());
+        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, false, true).unwrap());
         s.write_all(b"partial").unwrap();
         s.abort();
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
@@ -365,7 +391,7 @@ mod tests {
     fn a_finished_file_sink_is_renamed_into_place_and_never_clobbers() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.kry");
-        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, false).unwrap());
+        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, false, true).unwrap());
         s.write_all(b"one").unwrap();
         // Another writer takes the name meanwhile: finishing refuses to replace it.
         std::fs::write(&p, b"other").unwrap();
@@ -373,7 +399,7 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"other");
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
         // With force it is replaced.
-        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, true).unwrap());
+        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, true, true).unwrap());
         s.write_all(b"two").unwrap();
         s.finish().unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");

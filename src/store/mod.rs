@@ -222,10 +222,12 @@ pub fn open_source(path: &Path) -> Result<Box<dyn Source>> {
 /// Creates a sink for a new archive at `path`: `-` is stdout, `s3://BUCKET/KEY` an object,
 /// anything else a local file. Unless `force`, an existing file or object is an Exists error
 /// now, and is never replaced later (noclobber rename; conditional write on the store).
-pub fn create_sink(path: &Path, force: bool) -> Result<Box<dyn Sink>> {
+/// `sync`: a local file is `fsync`ed, and its directory after the rename (`local`'s fsync
+/// policy; false for `--no-fsync`); stdout and objects are not files krypta can sync.
+pub fn create_sink(path: &Path, force: bool, sync: bool) -> Result<Box<dyn Sink>> {
     match Location::parse(path)? {
         Location::Stdio => Ok(Box::new(local::StdoutSink::new())),
-        Location::Local(p) => Ok(Box::new(local::FileSink::create(&p, force)?)),
+        Location::Local(p) => Ok(Box::new(local::FileSink::create(&p, force, sync)?)),
         Location::S3(url) => Ok(Box::new(s3::S3Sink::create(&url, &settings(), force)?)),
     }
 }
