@@ -156,7 +156,7 @@ fn repair_or_check(
         store::Location::parse(archive)?,
     ) {
         (store::Location::Local(t), store::Location::Local(a)) => {
-            let s = store::local::FileSink::create(&t, force)?;
+            let s = store::local::FileSink::create(&t, force, true)?;
             if let Ok(m) = std::fs::metadata(&a) {
                 use std::os::unix::fs::MetadataExt;
                 s.try_set_owner(m.uid(), m.gid());
@@ -164,7 +164,8 @@ fn repair_or_check(
             }
             Box::new(s)
         }
-        _ => store::create_sink(target, force)?,
+        // Synced like a new archive: a repair in place replaces the only copy.
+        _ => store::create_sink(target, force, true)?,
     };
     let opts = RepairOptions {
         jobs: jobs.max(1),
