@@ -23,6 +23,8 @@ Exit codes:
   6  finished, but some items were skipped, each named in a warning:
      c: inputs that could not be read, changed or vanished (--strict: abort)
      x -k: existing files kept
+  7  signature refused: --signer given and the archive is unsigned or signed by another
+     key, or a signed archive's signature does not verify or its bytes were changed
   130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
@@ -57,8 +59,11 @@ pub(crate) enum Command {
     /// Show header facts (version, time, id, encryption, counts) without any key
     #[command(after_help = EXIT_CODES)]
     Info(InfoArgs),
-    /// Generate a key file (-o FILE) or a post-quantum box keypair (--box -o NAME)
+    /// Generate a key file (-o FILE), a box keypair (--box -o NAME) or a signing keypair (--sign)
     Keygen(KeygenArgs),
+    /// Write an encrypted archive again with new keys, without recompressing: krypta rekey IN -o OUT
+    #[command(after_help = EXIT_CODES)]
+    Rekey(RekeyArgs),
     /// Run the known-answer vectors of every primitive through krypta's own code paths
     Kat(KatArgs),
     /// Measure the benchmark tables on this machine (markdown on stdout; see BENCHMARKS.md)
@@ -179,6 +184,12 @@ pub(crate) struct KeyArgs {
     /// can write an unencrypted archive)
     #[arg(long, help_heading = "Keys")]
     pub(crate) allow_unencrypted: bool,
+    /// Require a signature by this signer (NAME.pub or key text; repeatable: any of them)
+    #[arg(long = "signer", value_name = "PUB", help_heading = "Signatures")]
+    pub(crate) signers: Vec<String>,
+    /// Password of a protected secret key (-i) from the first line of FILE (default: prompt)
+    #[arg(long, value_name = "FILE", help_heading = "Keys")]
+    pub(crate) key_pass_file: Option<PathBuf>,
     /// Worker threads (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
@@ -290,6 +301,17 @@ pub(crate) struct CompressArgs {
         help_heading = "Encryption"
     )]
     pub(crate) recipients_files: Vec<PathBuf>,
+    /// Sign the archive with the signing key NAME (made by `krypta keygen --sign -o NAME`)
+    #[arg(long, value_name = "NAME", help_heading = "Signatures")]
+    pub(crate) sign: Option<PathBuf>,
+    /// Password of a protected signing key from the first line of FILE (default: prompt)
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "sign",
+        help_heading = "Signatures"
+    )]
+    pub(crate) key_pass_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) meta: MetaArgs,
     #[command(flatten)]
@@ -378,7 +400,8 @@ Exit codes:
   0  success      1  usage, path not in archive, existing files in the way
   2  authentication failed (wrong password or key, or modified)
   3  not an archive, corrupt, unsafe entry path      4  I/O error
-  5  checksum mismatch (unencrypted archive)         6  -k kept existing files";
+  5  checksum mismatch (unencrypted archive)         6  -k kept existing files
+  7  signature refused (--signer: unsigned, other signer; or a bad signature)";
 
 #[derive(Args, Debug)]
 pub(crate) struct ListArgs {
@@ -444,6 +467,72 @@ pub(crate) struct InfoArgs {
 }
 
 #[derive(Args, Debug)]
+pub(crate) struct RekeyArgs {
+    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
+    pub(crate) input: PathBuf,
+    /// Archive to write (- = stdout, s3://BUCKET/KEY = an object)
+    #[arg(short, long, value_name = "OUT")]
+    pub(crate) output: PathBuf,
+    /// Overwrite OUT if it exists (never IN itself)
+    #[arg(short, long)]
+    pub(crate) force: bool,
+    /// Also replace the file key and archive id: every frame encrypted and MAC'd again
+    #[arg(long)]
+    pub(crate) rotate: bool,
+    /// Sign OUT with the signing key NAME (IN's signature is dropped otherwise)
+    #[arg(long, value_name = "NAME", help_heading = "New keys")]
+    pub(crate) sign: Option<PathBuf>,
+    /// Password of a protected --sign key from the first line of FILE
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "sign",
+        help_heading = "New keys"
+    )]
+    pub(crate) sign_key_pass_file: Option<PathBuf>,
+    /// OUT's password, typed at a prompt (asked twice)
+    #[arg(long, conflicts_with = "new_pass_file", help_heading = "New keys")]
+    pub(crate) new_password: bool,
+    /// OUT's password from the first line of FILE
+    #[arg(long, value_name = "FILE", help_heading = "New keys")]
+    pub(crate) new_pass_file: Option<PathBuf>,
+    /// Password KDF of OUT (default argon2id)
+    #[arg(long, value_enum, help_heading = "New keys")]
+    pub(crate) kdf: Option<KdfName>,
+    /// Argon2id memory: MiB, or a size such as 512M, 1GiB (default 256)
+    #[arg(long, value_name = "SIZE", help_heading = "New keys")]
+    pub(crate) kdf_memory: Option<String>,
+    /// Argon2id passes or PBKDF2 iterations
+    #[arg(long, value_name = "N", help_heading = "New keys")]
+    pub(crate) kdf_iterations: Option<u32>,
+    /// Encrypt OUT to a key file made by `krypta keygen -o FILE` (repeatable)
+    #[arg(long = "new-keyfile", value_name = "FILE", help_heading = "New keys")]
+    pub(crate) new_keyfiles: Vec<PathBuf>,
+    /// Encrypt OUT to a box public key: a NAME.pub file or the key text (repeatable)
+    #[arg(
+        short = 'r',
+        long = "recipient",
+        value_name = "PUB",
+        help_heading = "New keys"
+    )]
+    pub(crate) recipients: Vec<String>,
+    /// Encrypt OUT to every public key in FILE: one per line, # comments (repeatable)
+    #[arg(
+        short = 'R',
+        long = "recipients-file",
+        value_name = "FILE",
+        help_heading = "New keys"
+    )]
+    pub(crate) recipients_files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
+    #[command(flatten)]
+    pub(crate) storage: StoreArgs,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+#[derive(Args, Debug)]
 pub(crate) struct KeygenArgs {
     /// Output file (never overwritten); with --box also OUTPUT.pub. - = stdout (the
     /// public key of --box then goes to stderr, as age-keygen does)
@@ -452,12 +541,27 @@ pub(crate) struct KeygenArgs {
     /// Generate an ML-KEM-768 + X25519 box keypair instead of a symmetric key file
     #[arg(long = "box")]
     pub(crate) box_key: bool,
-    /// Print the public key of the box secret key given with -k
+    /// Generate an ML-DSA-65 + Ed25519 signing keypair (for c --sign, x/t/l --signer)
+    #[arg(long = "sign", conflicts_with = "box_key")]
+    pub(crate) sign_key: bool,
+    /// Print the public key of the box or signing secret key given with -k
     #[arg(long = "pub", requires = "key")]
     pub(crate) public: bool,
-    /// Box secret key file (with --pub)
+    /// Box or signing secret key file (with --pub)
     #[arg(short = 'k', long = "key", value_name = "SECRET")]
     pub(crate) key: Option<PathBuf>,
+    /// Encrypt the new secret key with a password (Argon2id), asked twice
+    #[arg(long)]
+    pub(crate) protect: bool,
+    /// The key password (--protect, or a protected -k) from the first line of FILE
+    #[arg(long, value_name = "FILE")]
+    pub(crate) key_pass_file: Option<PathBuf>,
+    /// Argon2id memory of --protect: MiB, or a size such as 512M (default 256)
+    #[arg(long, value_name = "SIZE", requires = "protect")]
+    pub(crate) kdf_memory: Option<String>,
+    /// Argon2id passes of --protect (default 2)
+    #[arg(long, value_name = "N", requires = "protect")]
+    pub(crate) kdf_iterations: Option<u32>,
     #[command(flatten)]
     pub(crate) common: Common,
 }
@@ -471,6 +575,7 @@ impl Cli {
             Command::Test(a) => &a.common,
             Command::Info(a) => &a.common,
             Command::Keygen(a) => &a.common,
+            Command::Rekey(a) => &a.common,
             Command::Kat(a) => &a.common,
             Command::Bench(a) => &a.common,
             Command::Completions(a) => &a.common,
@@ -485,6 +590,7 @@ impl Cli {
             Command::List(a) => Some(&a.storage),
             Command::Test(a) => Some(&a.storage),
             Command::Info(a) => Some(&a.storage),
+            Command::Rekey(a) => Some(&a.storage),
             _ => None,
         }
     }

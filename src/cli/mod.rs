@@ -13,6 +13,7 @@ mod json;
 mod keygen;
 mod keys;
 mod read;
+mod rekey;
 mod show;
 mod size;
 
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Test(a) => read::test(a, &mut term),
         Command::Info(a) => read::info(a, &mut term),
         Command::Keygen(a) => keygen::keygen(a, quiet),
+        Command::Rekey(a) => rekey::rekey(a, quiet),
         Command::Kat(a) => {
             let report = match &a.dir {
                 Some(d) => krypta::kat::run_dir(d)?,
