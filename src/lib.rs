@@ -17,6 +17,7 @@ pub mod format;
 pub mod fs;
 pub mod kat;
 pub mod recovery;
+mod rekey;
 pub mod store;
 pub mod timefmt;
 
@@ -24,6 +25,7 @@ pub use create::{
     CompressRequest, compress, now_or_epoch, reproducible_archive_id, source_date_epoch,
 };
 pub use error::{Error, Result};
+pub use rekey::rekey;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -486,32 +488,6 @@ fn open_warning_with(
         ));
     }
     Ok(ar)
-}
-
-/// `krypta rekey`: opens `input` with `open`, writes it to `output` (a file, `-` or an
-/// object; an existing one only with `force`) with the stanzas of `opts`
-/// ([`archive::reader::Archive::rekey_into`]). OUT appears under its name only when complete.
-/// Errors: as [`Archive::open`], Usage (unencrypted IN, no new key, OUT is IN), Exists, the
-/// reader's errors for a damaged IN, Io.
-pub fn rekey(
-    input: &Path,
-    open: OpenOptions,
-    output: &Path,
-    force: bool,
-    opts: archive::reader::RekeyOptions,
-) -> Result<archive::reader::RekeySummary> {
-    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output))
-        && a == b
-    {
-        return Err(Error::OutputIsInput {
-            path: input.to_path_buf(),
-        });
-    }
-    let mut ar = Archive::open(input, open)?;
-    let sink = store::create_sink(output, force)?;
-    let (summary, sink) = ar.rekey_into(sink, output, opts)?;
-    sink.finish()?;
-    Ok(summary)
 }
 
 /// Copies stdin to an unnamed temporary file (O_TMPFILE where the file system has it, so

@@ -183,6 +183,15 @@ fn protect_applies_to_box_and_sign_keys_within_the_kdf_bounds() {
     ]);
     assert_eq!(code(&o), 1, "{}", err(&o));
     assert!(!fx.exists("k"));
+    // No password file and no terminal: the error names --key-pass-file, nothing is written.
+    let o = fx.run(&["keygen", "--sign", "--protect", "-o", "k"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(
+        err(&o).contains("k: the key password is asked on the terminal, and there is none; give --key-pass-file FILE"),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("k"));
     fx.file("empty", b"\n");
     let o = fx.run(&[
         "keygen",

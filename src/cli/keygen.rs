@@ -42,6 +42,13 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
     }
     let kdf = protect_kdf(&a)?;
     let password = match kdf {
+        Some(_) if a.key_pass_file.is_none() && !super::keys::at_terminal() => {
+            return Err(Error::Usage(format!(
+                "{}: the key password is asked on the terminal, and there is none; give \
+                 --key-pass-file FILE",
+                out.display()
+            )));
+        }
         Some(_) => Some(read_key_password(&out, a.key_pass_file.as_deref(), true)?),
         None => None,
     };

@@ -3,6 +3,7 @@
 //! library's one error type to exit codes; nothing here chooses an exit code for an error.
 
 mod args;
+mod args_keys;
 mod bench;
 mod clock;
 mod create;

@@ -214,7 +214,16 @@ pub fn read_key_password(key: &Path, file: Option<&Path>, confirm: bool) -> Resu
         None => prompt_as(
             &format!("Password for secret key {}: ", key.display()),
             confirm,
-        )?,
+        )
+        .map_err(|e| match e {
+            // No terminal: name the option that gives a key password instead.
+            Error::Usage(m) if m.contains("/dev/tty") => Error::Usage(format!(
+                "{}: the key password is asked on the terminal, and there is none; give \
+                 --key-pass-file FILE",
+                key.display()
+            )),
+            e => e,
+        })?,
     };
     if confirm && secret.is_empty() {
         return Err(Error::Usage(format!(
