@@ -114,6 +114,13 @@ fn a_signed_archive_verifies_and_shows_its_signer() {
     let info = out(&fx.ok(&["info", "signed.kry"]));
     assert!(info.contains(&format!("signer:         {fp}\n")), "{info}");
     assert!(info.contains("signature verified"), "{info}");
+    let v: serde_json::Value =
+        serde_json::from_str(&out(&fx.ok(&["info", "--json", "signed.kry"]))).unwrap();
+    assert_eq!(
+        (v["signer"].clone(), v["signature"].clone()),
+        (serde_json::json!(fp), serde_json::json!("verified"))
+    );
+
     let o = fx.ok(&["t", "-i", "bob", "signed.kry"]);
     assert!(
         err(&o).contains(&format!(
@@ -168,6 +175,12 @@ fn a_forged_archive_made_with_only_the_recipients_public_key_is_refused() {
     ]);
     // Without --signer both open: that is what a signature requirement is for.
     fx.ok(&["t", "-i", "bob", "forged.kry"]);
+    let v: serde_json::Value =
+        serde_json::from_str(&out(&fx.ok(&["info", "--json", "forged.kry"]))).unwrap();
+    assert!(
+        v.get("signer").is_none() && v.get("signature").is_none(),
+        "{v}"
+    );
     let (c, e, wrote) = extract(&fx, "forged.kry", &["--signer", "alice.pub"], "o1");
     assert_eq!((c, wrote), (7, false), "{e}");
     assert_eq!(

@@ -148,6 +148,20 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
     });
     o.insert("data_blocks".into(), data);
     o.insert("index_blocks".into(), index);
+    if let Some(fp) = h.signer() {
+        o.insert(
+            "signer".into(),
+            json!(krypta::crypto::sign::fingerprint_hex(&fp)),
+        );
+        o.insert(
+            "signature".into(),
+            match &f.signature {
+                Some(Ok(())) => json!("verified"),
+                Some(Err(why)) => json!(format!("refused: {why}")),
+                None => json!("not checked"),
+            },
+        );
+    }
     Value::Object(o)
 }
 
