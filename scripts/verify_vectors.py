@@ -439,6 +439,77 @@ def recompute(kind, header, vectors, set_name, tally):
             check(ok, v["id"])
         impl = "pyca cryptography (pk, decaps, implicit rejection) + hashlib SHAKE256"
         note = "sk, ct from encaps not recomputable here"
+    elif kind == "mldsa65" and have_pyca:
+        try:
+            from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA65PrivateKey
+        except ImportError:
+            return
+        for v in vectors:
+            if v.get("op") == "keygen":
+                sk = MLDSA65PrivateKey.from_seed_bytes(h(v["seed"]))
+                check(sk.public_key().public_bytes_raw().hex() == v["pk"].lower(), v["id"])
+        impl = "pyca cryptography (ML-DSA-65 KeyGen from the seed)"
+    elif kind == "ed25519" and have_pyca:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
+                                                                       Ed25519PublicKey)
+        for v in vectors:
+            msg, sig = h(v.get("message", "")), h(v["signature"])
+            ok = True
+            if "sk" in v:
+                sk = Ed25519PrivateKey.from_private_bytes(h(v["sk"]))
+                pk = sk.public_key()
+                ok = sk.sign(msg) == sig and (
+                    "pk" not in v or pk.public_bytes_raw().hex() == v["pk"].lower())
+            else:
+                pk = Ed25519PublicKey.from_public_bytes(h(v["pk"]))
+            try:
+                pk.verify(sig, msg)
+                valid = True
+            except InvalidSignature:
+                valid = False
+            check(ok and valid == (v.get("valid", "1") == "1"), v["id"])
+        impl = "pyca cryptography (Ed25519 sign, public key, verify)"
+    elif kind == "krypta_archive_v2" and have_pyca and any("signer_secret" in v for v in vectors):
+        try:
+            from cryptography.hazmat.primitives.asymmetric.mldsa import (MLDSA65PrivateKey,
+                                                                         MLDSA65PublicKey)
+        except ImportError:
+            return
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
+                                                                       Ed25519PublicKey)
+        for v in vectors:
+            # docs/FORMAT.md 3.6 and 9.1, from the bytes alone.
+            a, ss = h(v["archive"]), h(v["signer_secret"])
+            hl = int.from_bytes(a[12:16], "little")
+            foot, sig_at = a[-64:], len(a) - 64 - 5405
+            sf = a[sig_at:len(a) - 64]
+            n_frames = int.from_bytes(sf[8:16], "little")
+            off, tags, n = hl, b"", 0
+            while off < sig_at:
+                body = int.from_bytes(a[off + 4:off + 8], "little")
+                tags += a[off + 16 + body:off + 48 + body]
+                off, n = off + 48 + body, n + 1
+            pk, sig_m, sig_e = sf[16:2000], sf[2000:5309], sf[5309:5373]
+            msg = (b"krypta/v2/signature" + pk + hashlib.sha512(a[:hl]).digest()
+                   + n_frames.to_bytes(8, "little") + hashlib.sha512(tags).digest() + foot)
+            ok = (off == sig_at and n == n_frames and sf[:8] == bytes([3, 0, 0, 0, 0xed, 0x14, 0, 0])
+                  and foot[20] & 1 == 1
+                  and MLDSA65PrivateKey.from_seed_bytes(ss[:32]).public_key().public_bytes_raw()
+                  == pk[:1952]
+                  and Ed25519PrivateKey.from_private_bytes(ss[32:]).public_key().public_bytes_raw()
+                  == pk[1952:]
+                  and hashlib.sha256(b"krypta/v2/signer" + pk).hexdigest()
+                  == v["signer_fingerprint"])
+            try:
+                MLDSA65PublicKey.from_public_bytes(pk[:1952]).verify(
+                    sig_m, msg, b"krypta archive signature")
+                Ed25519PublicKey.from_public_bytes(pk[1952:]).verify(sig_e, msg)
+            except Exception:
+                ok = False
+            check(ok, v["id"])
+        impl = "pyca cryptography (ML-DSA-65, Ed25519) + hashlib over FORMAT.md 9.1"
+        note = "signature frame checksum (BLAKE3) not recomputed"
     else:
         return
     tally.add(set_name, "recomputed with " + impl, agreed, total, note)

@@ -6,7 +6,9 @@
 //! 3 not an archive / unsupported version / corrupt structure, 4 I/O, 5 data integrity
 //! (checksum mismatch in an unencrypted archive), 6 finished but incomplete, each item named
 //! in a warning (`c`: inputs that could not be read, changed or vanished; `x -k`: existing
-//! files kept). A signal ends the process as a shell reports it: 130 for SIGINT (Ctrl-C,
+//! files kept), 7 signature refused (`--signer` given and the archive unsigned or signed by
+//! another key; or a signed archive whose signature fails or whose bytes differ from what
+//! was signed). A signal ends the process as a shell reports it: 130 for SIGINT (Ctrl-C,
 //! also at a password prompt), 143 for SIGTERM, 129 for SIGHUP (`main.rs`).
 
 use std::io;
@@ -47,12 +49,84 @@ impl std::fmt::Display for AuthCheck {
     }
 }
 
+/// Why an archive's signature was refused (`--signer`, or any signed archive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignatureProblem {
+    /// A signer was required and the archive is not signed.
+    Unsigned,
+    /// A signer was required and the archive is signed by another key (its fingerprint).
+    OtherSigner {
+        /// The fingerprint the archive names, as shown by `info`.
+        found: String,
+    },
+    /// The signature frame's key is not the signer the header names.
+    KeyMismatch,
+    /// The signature does not verify (which half failed).
+    Invalid {
+        /// "the ML-DSA-65 signature does not verify", ...
+        reason: String,
+    },
+    /// The signature could not be checked: the signed structure is damaged or malformed.
+    Unverifiable {
+        /// What is wrong, with the byte offset.
+        reason: String,
+    },
+    /// A frame differs from what was signed (its tag fails, or another tag than the signed one).
+    Changed {
+        /// The frame's sequence number.
+        frame: u64,
+        /// Its offset, bytes.
+        offset: u64,
+    },
+}
+
+impl std::fmt::Display for SignatureProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SignatureProblem::Unsigned => {
+                f.write_str("refused: the archive is not signed (--signer requires a signature)")
+            }
+            SignatureProblem::OtherSigner { found } => write!(
+                f,
+                "refused: signed by another key (fingerprint {found}), not by a --signer key"
+            ),
+            SignatureProblem::KeyMismatch => f.write_str(
+                "refused: bad signature (the signature frame's key is not the signer the header names)",
+            ),
+            SignatureProblem::Invalid { reason } => {
+                write!(f, "refused: bad signature ({reason})")
+            }
+            SignatureProblem::Unverifiable { reason } => {
+                write!(f, "refused: the signature cannot be verified ({reason})")
+            }
+            SignatureProblem::Changed { frame, offset } => write!(
+                f,
+                "refused: frame {frame} at byte {offset} is not what was signed (modified or damaged)"
+            ),
+        }
+    }
+}
+
 /// Every error the library returns.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Wrong command-line usage or option values.
     #[error("{0}")]
     Usage(String),
+    /// The password given for a protected secret key file is wrong (exit 2).
+    #[error("{}: wrong password for this protected secret key file", shown(path))]
+    KeyPassword {
+        /// The key file.
+        path: PathBuf,
+    },
+    /// The archive's signature was refused (exit 8): see [`SignatureProblem`].
+    #[error("{}: {problem}", shown(path))]
+    Signature {
+        /// The archive path.
+        path: PathBuf,
+        /// What was refused.
+        problem: SignatureProblem,
+    },
     /// An I/O operation on a named path failed.
     #[error("{}: {op}: {source}", shown(path))]
     Io {
@@ -396,6 +470,7 @@ impl Error {
             Error::Crypto(_) => 1,
             Error::Salvaged { code, .. } => i32::from(*code),
             Error::AuthFailed { .. }
+            | Error::KeyPassword { .. }
             | Error::Damaged { .. }
             | Error::DamagedFooter { .. }
             | Error::NotEncrypted { .. }
@@ -409,6 +484,7 @@ impl Error {
             | Error::UnsafePath { .. } => 3,
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
+            Error::Signature { .. } => 8,
             Error::Incomplete { .. } | Error::KeptExisting { .. } => 6,
             Error::Repairable { .. } => 7,
             Error::Recovery { source, .. } => match source {

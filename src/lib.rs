@@ -17,6 +17,7 @@ pub mod format;
 pub mod fs;
 pub mod kat;
 pub mod recovery;
+mod rekey;
 mod repair;
 mod repaired;
 pub mod store;
@@ -27,6 +28,7 @@ pub use create::{
 };
 pub use damage::{Listing, list_or_salvage};
 pub use error::{Error, Result};
+pub use rekey::rekey;
 pub use repair::{CheckOutcome, RepairOutcome, check_recovery, repair};
 
 use std::io::Write;
@@ -101,7 +103,18 @@ pub fn extract(
     req: ExtractRequest,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    let mut ar = open_warning(archive, open, rep)?;
+    let mut ar = if !open.signers.is_empty() && archive == Path::new("-") {
+        // `x --signer` from a pipe: nothing may be written before the signature verified,
+        // and it comes last, so the stream is spooled to an unnamed temporary file first
+        // (`archive::reader::signed`: a seekable archive is verified before it is used).
+        let spool = spool_stdin(if req.stdout { None } else { Some(&req.output) })?;
+        let input = Box::new(store::local::FileSource::from_file(spool));
+        open_warning_with(archive, open, rep, |o| {
+            Archive::open_source(input, archive, o)
+        })?
+    } else {
+        open_warning(archive, open, rep)?
+    };
     report_source(&ar, rep);
     let r = extract_opened(&mut ar, archive, req, rep);
     report_transfer(&ar, archive, rep);
@@ -454,7 +467,8 @@ fn test_opened(
     for w in &sw.warnings {
         rep.warn(w);
     }
-    let s = s?;
+    let mut s = s?;
+    s.signer = ar.verified_signer().map(|p| p.fingerprint());
     warn_unverified(&s, rep);
     Ok(s)
 }
@@ -463,8 +477,18 @@ fn test_opened(
 /// [`OpenOptions::allow_unencrypted`]) but the archive is not encrypted: nothing was
 /// authenticated, and the key was not used.
 fn open_warning(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<Archive> {
+    open_warning_with(archive, open, rep, |o| Archive::open(archive, o))
+}
+
+/// [`open_warning`] with the archive opened by `opener`.
+fn open_warning_with(
+    archive: &Path,
+    open: OpenOptions,
+    rep: &mut dyn Reporter,
+    opener: impl FnOnce(OpenOptions) -> Result<Archive>,
+) -> Result<Archive> {
     let keyed = open.identities.iter().any(|i| !i.is_prompt());
-    let ar = Archive::open(archive, open)?;
+    let ar = opener(open)?;
     if keyed && !ar.header().encrypted() {
         rep.warn(&format!(
             "{}: the archive is not encrypted: the key given was not used, and its checksums do not show who wrote it",
@@ -472,6 +496,23 @@ fn open_warning(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Re
         ));
     }
     Ok(ar)
+}
+
+/// Copies stdin to an unnamed temporary file (O_TMPFILE where the file system has it, so
+/// nothing is left behind even by a crash) in `dir` when it exists, else in the temporary
+/// directory, and returns it positioned at its start.
+fn spool_stdin(dir: Option<&Path>) -> Result<std::fs::File> {
+    use std::io::Seek;
+    let dir = match dir {
+        Some(d) if d.is_dir() => d.to_path_buf(),
+        _ => std::env::temp_dir(),
+    };
+    let mut f = tempfile::tempfile_in(&dir)
+        .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
+    std::io::copy(&mut std::io::stdin().lock(), &mut f)
+        .map_err(|e| Error::io(&dir, "spool stdin to a temporary file in", e))?;
+    f.rewind().map_err(|e| Error::io(&dir, "seek", e))?;
+    Ok(f)
 }
 
 /// Names the files whose whole-content digest was skipped (holes beyond the hashing budget).

@@ -57,7 +57,7 @@ fn bash_accepts_the_completion_script() {
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
 }
 
-const PAGES: [&str; 12] = [
+const PAGES: [&str; 13] = [
     "krypta-bench.1",
     "krypta-completions.1",
     "krypta-compress.1",
@@ -67,6 +67,7 @@ const PAGES: [&str; 12] = [
     "krypta-keygen.1",
     "krypta-list.1",
     "krypta-manpage.1",
+    "krypta-rekey.1",
     "krypta-repair.1",
     "krypta-test.1",
     "krypta.1",
@@ -88,7 +89,7 @@ fn manpage_writes_krypta_1_and_one_page_per_command() {
     assert_eq!(
         err(&o),
         format!(
-            "krypta: wrote 12 man pages into man/man1: {}\n",
+            "krypta: wrote 13 man pages into man/man1: {}\n",
             PAGES.join(" ")
         )
     );

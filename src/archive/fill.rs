@@ -54,6 +54,11 @@ impl<W: Write> ArchiveWriter<W> {
             self.frame_lens.push(body_len);
             self.frame_refs.push(reference_len);
         }
+        if let Some((_, t)) = &mut self.signing {
+            // Frames are emitted strictly in sequence order: the transcript's k-th tag is
+            // frame k's.
+            t.frame_tag(frame[frame.len() - TAG_LEN..].try_into().expect("32"));
+        }
         self.write_out(&frame)?;
         if in_block {
             self.buffers.blocks.give(frame);

@@ -35,6 +35,9 @@ pub struct WriteOptions {
     pub comment: String,
     /// Recipients; empty for an unencrypted archive.
     pub recipients: Vec<Recipient>,
+    /// Signs the archive with this key (`c --sign`): a signer extension in the header, a
+    /// signature frame before the footer (docs/FORMAT.md §9.1).
+    pub signer: Option<crate::crypto::sign::SignerSecret>,
     /// Archive id; random when `None`.
     pub archive_id: Option<ArchiveId>,
     /// File key; random when `None` (fixed only for golden vectors and tests).
@@ -78,6 +81,7 @@ impl WriteOptions {
             created: 0,
             comment: String::new(),
             recipients: Vec::new(),
+            signer: None,
             archive_id: None,
             file_key: None,
             test_reference: None,

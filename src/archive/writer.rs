@@ -39,18 +39,20 @@ pub use super::write_opts::{
 use crate::codec::{BlockEncoder, Filter, bcj, detect::detect_filter};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, FileKey, Subkeys};
+use crate::crypto::sign::{SignerSecret, Transcript};
 use crate::crypto::stanza::{Recipient, wrap, wrap_password_with_salt};
 use crate::error::{Error, Result};
 use crate::format::entry::EntryKind;
 use crate::format::entry_set::EntrySet;
 use crate::format::extension::Extension;
-use crate::format::footer::{FOOTER_LEN, Footer};
+use crate::format::footer::{FOOTER_FLAG_SIGNATURE, FOOTER_LEN, Footer};
 use crate::format::frame::FrameKind;
 use crate::format::header::Header;
 use crate::format::index::{Index, IndexEntry};
 use crate::format::index_v2::{entry_len, index_len};
 use crate::format::limits::{MAX_BLOCK_SIZE, MAX_FILE_SIZE, MAX_INDEX_LEN, MIN_BLOCK_SIZE};
 use crate::format::record::{self, DATA_HEAD_LEN, DIGEST_MIN_SIZE, MAX_SEGMENT};
+use crate::format::signature::SignatureFrame;
 use crate::format::{EntryMeta, FormatError, Version};
 
 /// The format version the writer writes.
@@ -103,6 +105,8 @@ pub struct ArchiveWriter<W: Write> {
     pub(super) on_progress: Option<Box<dyn FnMut(u64) + Send>>,
     /// Test-only referencing blocks: the parameters and what the next prefix needs.
     pub(super) reference: Option<(TestReference, RefState)>,
+    /// Signing (`WriteOptions::signer`): the key and the transcript of the bytes written.
+    pub(super) signing: Option<(SignerSecret, Transcript)>,
 }
 
 /// The stream bytes a test-only referencing block may use ([`TestReference`]).
@@ -176,6 +180,19 @@ impl<W: Write> ArchiveWriter<W> {
                 Protection::Sealed(Box::new(Subkeys::derive(&file_key, &archive_id))),
             )
         };
+        // In type order: recovery (0x0001), then the signer (0x0002).
+        let mut extensions: Vec<Extension> = opts
+            .recovery
+            .iter()
+            .map(|r| Extension::Recovery { percent: r.percent })
+            .collect();
+        if let Some(sk) = &opts.signer {
+            // The signer's fingerprint goes in the header, under the header tag: the stanzas
+            // and the signer are bound together (docs/SECURITY.md, "Signatures").
+            extensions.push(Extension::Signer {
+                fingerprint: sk.public().fingerprint(),
+            });
+        }
         let header = Header {
             version: WRITE_VERSION,
             archive_id,
@@ -184,11 +201,7 @@ impl<W: Write> ArchiveWriter<W> {
             level: opts.level.map(|l| l.get()).unwrap_or(0),
             stanzas,
             comment: opts.comment,
-            extensions: opts
-                .recovery
-                .iter()
-                .map(|r| Extension::Recovery { percent: r.percent })
-                .collect(),
+            extensions,
         };
         header.check().map_err(unwritable)?;
         let out = match &opts.recovery {
@@ -203,6 +216,7 @@ impl<W: Write> ArchiveWriter<W> {
         let mut bytes = header.write_untagged();
         let tag = protection.header_tag(&bytes);
         bytes.extend_from_slice(&tag);
+        let signing = opts.signer.map(|sk| (sk, Transcript::new(&bytes)));
         let protection = Arc::new(protection);
         let level = opts.level;
         let worker_protection = Arc::clone(&protection);
@@ -252,6 +266,7 @@ impl<W: Write> ArchiveWriter<W> {
             content_bytes: 0,
             on_progress: None,
             reference: opts.test_reference.map(|r| (r, RefState::default())),
+            signing,
         };
         w.write_out(&bytes)?;
         Ok(w)
@@ -520,11 +535,30 @@ impl<W: Write> ArchiveWriter<W> {
             data_frames,
             index_frames: n,
         };
-        let untagged = footer.untagged(WRITE_VERSION);
+        let flags = if self.signing.is_some() {
+            FOOTER_FLAG_SIGNATURE
+        } else {
+            0
+        };
+        let untagged = footer.untagged_with_flags(WRITE_VERSION, flags);
         let tag = self.protection.footer_tag(&self.archive_id, &untagged);
         let mut fb = [0u8; FOOTER_LEN];
         fb[..32].copy_from_slice(&untagged);
         fb[32..].copy_from_slice(&tag);
+        if let Some((sk, transcript)) = self.signing.take() {
+            // Every byte before the signature frame is in the transcript, and the footer is
+            // known: sign, then write the signature frame and the footer.
+            debug_assert_eq!(transcript.frames(), self.submitted);
+            let pk = sk.public();
+            let signature = sk.sign(&transcript.message(&pk, &fb));
+            let frame = SignatureFrame {
+                seq: self.submitted,
+                signer: Box::new(*pk.as_bytes()),
+                signature: Box::new(signature),
+            };
+            let bytes = frame.to_bytes(&self.archive_id);
+            self.write_out(&bytes)?;
+        }
         self.write_out(&fb)?;
         self.out
             .flush()
@@ -569,7 +603,7 @@ fn too_big(meta: &EntryMeta, size: u64) -> Error {
 
 /// Refuses, before any KDF runs, a recipient list whose stanzas no reader would accept
 /// (`format::stanza::check_stanza_set`): more than 64 recipients, or more than one password.
-fn check_recipients(recipients: &[Recipient]) -> Result<()> {
+pub(crate) fn check_recipients(recipients: &[Recipient]) -> Result<()> {
     use crate::format::stanza::{MAX_PASSWORD_STANZAS, MAX_STANZAS};
     let passwords = recipients
         .iter()

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub(crate) use super::args_keys::{KeygenArgs, RekeyArgs};
+
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0  success
@@ -25,7 +27,10 @@ Exit codes:
      c: inputs that could not be read, changed or vanished (--strict: abort)
      x -k: existing files kept
   7  t: every entry verified, but the archive is damaged and its recovery data can
-     repair it (krypta repair); x and l repair what they read and exit 0
+     repair it, or its recovery data is damaged or missing (krypta repair); x and l
+     repair what they read and exit 0
+  8  signature refused: --signer given and the archive is unsigned or signed by another
+     key, or a signed archive's signature does not verify or its bytes were changed
   130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
@@ -63,8 +68,11 @@ pub(crate) enum Command {
     /// Rebuild a damaged archive from its recovery data, byte for byte (no key needed)
     #[command(after_help = EXIT_CODES)]
     Repair(RepairArgs),
-    /// Generate a key file (-o FILE) or a post-quantum box keypair (--box -o NAME)
+    /// Generate a key file (-o FILE), a box keypair (--box -o NAME) or a signing keypair (--sign)
     Keygen(KeygenArgs),
+    /// Write an encrypted archive again with new keys, without recompressing: krypta rekey IN -o OUT
+    #[command(after_help = EXIT_CODES)]
+    Rekey(RekeyArgs),
     /// Run the known-answer vectors of every primitive through krypta's own code paths
     Kat(KatArgs),
     /// Measure the benchmark tables on this machine (markdown on stdout; see BENCHMARKS.md)
@@ -185,6 +193,12 @@ pub(crate) struct KeyArgs {
     /// can write an unencrypted archive)
     #[arg(long, help_heading = "Keys")]
     pub(crate) allow_unencrypted: bool,
+    /// Require a signature by this signer (NAME.pub or key text; repeatable: any of them)
+    #[arg(long = "signer", value_name = "PUB", help_heading = "Signatures")]
+    pub(crate) signers: Vec<String>,
+    /// Password of a protected secret key (-i) from the first line of FILE (default: prompt)
+    #[arg(long, value_name = "FILE", help_heading = "Keys")]
+    pub(crate) key_pass_file: Option<PathBuf>,
     /// Worker threads (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
@@ -304,6 +318,17 @@ pub(crate) struct CompressArgs {
     /// much on read and with `krypta repair` (see README, "Surviving damage")
     #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(1..=50))]
     pub(crate) recovery: Option<u8>,
+    /// Sign the archive with the signing key NAME (made by `krypta keygen --sign -o NAME`)
+    #[arg(long, value_name = "NAME", help_heading = "Signatures")]
+    pub(crate) sign: Option<PathBuf>,
+    /// Password of a protected signing key from the first line of FILE (default: prompt)
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "sign",
+        help_heading = "Signatures"
+    )]
+    pub(crate) key_pass_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) meta: MetaArgs,
     #[command(flatten)]
@@ -412,7 +437,8 @@ Exit codes:
   0  success      1  usage, path not in archive, existing files in the way
   2  authentication failed (wrong password or key, or modified)
   3  not an archive, corrupt, unsafe entry path      4  I/O error
-  5  checksum mismatch (unencrypted archive)         6  -k kept existing files";
+  5  checksum mismatch (unencrypted archive)         6  -k kept existing files
+  8  signature refused (--signer: unsigned, other signer; or a bad signature)";
 
 #[derive(Args, Debug)]
 pub(crate) struct ListArgs {
@@ -477,25 +503,6 @@ pub(crate) struct InfoArgs {
     pub(crate) common: Common,
 }
 
-#[derive(Args, Debug)]
-pub(crate) struct KeygenArgs {
-    /// Output file (never overwritten); with --box also OUTPUT.pub. - = stdout (the
-    /// public key of --box then goes to stderr, as age-keygen does)
-    #[arg(short, long, value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
-    /// Generate an ML-KEM-768 + X25519 box keypair instead of a symmetric key file
-    #[arg(long = "box")]
-    pub(crate) box_key: bool,
-    /// Print the public key of the box secret key given with -k
-    #[arg(long = "pub", requires = "key")]
-    pub(crate) public: bool,
-    /// Box secret key file (with --pub)
-    #[arg(short = 'k', long = "key", value_name = "SECRET")]
-    pub(crate) key: Option<PathBuf>,
-    #[command(flatten)]
-    pub(crate) common: Common,
-}
-
 impl Cli {
     pub(crate) fn common(&self) -> &Common {
         match &self.cmd {
@@ -506,6 +513,7 @@ impl Cli {
             Command::Info(a) => &a.common,
             Command::Repair(a) => &a.common,
             Command::Keygen(a) => &a.common,
+            Command::Rekey(a) => &a.common,
             Command::Kat(a) => &a.common,
             Command::Bench(a) => &a.common,
             Command::Completions(a) => &a.common,
@@ -521,6 +529,7 @@ impl Cli {
             Command::Test(a) => Some(&a.storage),
             Command::Info(a) => Some(&a.storage),
             Command::Repair(a) => Some(&a.storage),
+            Command::Rekey(a) => Some(&a.storage),
             _ => None,
         }
     }

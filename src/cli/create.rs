@@ -102,6 +102,20 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     if matches!(src, Some(PasswordSource::Env)) && !term.is_quiet() {
         eprintln!("krypta: encrypting with the password in KRYPTA_PASSWORD");
     }
+    // The signing key is read before any password prompt, so a wrong path fails at once.
+    let signer = match &a.sign {
+        Some(f) => {
+            let sk = krypta::crypto::signkey::load_signing_secret_with(
+                f,
+                &mut super::keys::key_password(a.key_pass_file.as_deref()),
+            )?;
+            if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(f) {
+                eprintln!("krypta: warning: {w}");
+            }
+            Some(sk)
+        }
+        None => None,
+    };
     if let Some(src) = src {
         if let Some(kib) = kdf_memory_kib
             && !(kdf::ARGON2ID_MIN_M_KIB..=kdf::ARGON2ID_MAX_M_KIB).contains(&kib)
@@ -195,6 +209,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         created,
         comment: a.comment.unwrap_or_default(),
         recipients,
+        signer,
         archive_id: reproducible.then(|| krypta::reproducible_archive_id(created)),
         file_key: None,
         recovery: a.recovery.map(|p| recovery_options(p, &a.output)),

@@ -167,6 +167,20 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
             (None, None) => Value::Null,
         },
     );
+    if let Some(fp) = h.signer() {
+        o.insert(
+            "signer".into(),
+            json!(krypta::crypto::sign::fingerprint_hex(&fp)),
+        );
+        o.insert(
+            "signature".into(),
+            match &f.signature {
+                Some(Ok(())) => json!("verified"),
+                Some(Err(why)) => json!(format!("refused: {why}")),
+                None => json!("not checked"),
+            },
+        );
+    }
     Value::Object(o)
 }
 
@@ -186,6 +200,12 @@ pub fn test_ok(path: &std::path::Path, s: &krypta::archive::reader::ScanSummary)
     o.insert("files".into(), json!(s.files));
     o.insert("bytes".into(), json!(s.bytes));
     o.insert("blocks".into(), json!(s.frames));
+    if let Some(fp) = &s.signer {
+        o.insert(
+            "signer".into(),
+            json!(krypta::crypto::sign::fingerprint_hex(fp)),
+        );
+    }
     o.insert(
         "unverified".into(),
         Value::Array(s.unverified.iter().map(|p| json!(p)).collect()),

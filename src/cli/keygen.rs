@@ -1,6 +1,10 @@
-//! `krypta keygen`: key files and box keypairs.
+//! `krypta keygen`: key files, box keypairs and signing keypairs, optionally with the secret
+//! key protected by a password (`--protect`, `crypto::protect`).
 
 use super::args::*;
+use super::size::parse_size_in;
+use krypta::crypto::kdf::{self, Kdf};
+use krypta::crypto::password::{Secret, read_key_password};
 use krypta::{Error, Result};
 
 pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
@@ -9,7 +13,17 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             .key
             .as_ref()
             .ok_or_else(|| Error::Usage("--pub needs -k SECRET".into()))?;
-        let sk = krypta::crypto::boxkey::load_secret(&key.to_string_lossy())?;
+        let mut pw = super::keys::key_password(a.key_pass_file.as_deref());
+        // A signing secret key, told from a box key by its key line's prefix.
+        let is_sign = std::fs::read(key)
+            .map(|b| b.windows(19).any(|w| w == b"KRYPTA-SIGN-SECRET-"))
+            .unwrap_or(false);
+        if is_sign {
+            let sk = krypta::crypto::signkey::load_signing_secret_with(key, &mut pw)?;
+            println!("{}", krypta::crypto::signkey::public_key_text(&sk.public()));
+            return Ok(0);
+        }
+        let sk = krypta::crypto::boxkey::load_secret_with(&key.to_string_lossy(), &mut pw)?;
         println!(
             "{}",
             krypta::crypto::boxkey::public_key_text(&sk.public_key())
@@ -18,16 +32,45 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
     }
     let out = a
         .output
+        .clone()
         .ok_or_else(|| Error::Usage("keygen needs -o FILE (or -o - for stdout)".into()))?;
+    if a.protect && !a.box_key && !a.sign_key {
+        return Err(Error::Usage(
+            "--protect applies to the secret key of --box or --sign (a key file is the key itself)"
+                .into(),
+        ));
+    }
+    let kdf = protect_kdf(&a)?;
+    let password = match kdf {
+        Some(_) if a.key_pass_file.is_none() && !super::keys::at_terminal() => {
+            return Err(Error::Usage(format!(
+                "{}: the key password is asked on the terminal, and there is none; give \
+                 --key-pass-file FILE",
+                out.display()
+            )));
+        }
+        Some(_) => Some(read_key_password(&out, a.key_pass_file.as_deref(), true)?),
+        None => None,
+    };
+    let protect = password.as_ref().zip(kdf);
+    if a.sign_key {
+        return sign_keypair(&out, protect, quiet);
+    }
     if out.as_os_str() == "-" {
-        return to_stdout(a.box_key, quiet);
+        return to_stdout(a.box_key, protect, quiet);
     }
     if a.box_key {
-        let pk = krypta::crypto::boxkey::generate_box_keypair(&out).map_err(no_force_hint)?;
+        let pk = krypta::crypto::boxkey::generate_box_keypair_protected(&out, protect)
+            .map_err(no_force_hint)?;
         if !quiet {
             eprintln!(
-                "krypta: wrote secret key {} and public key {}.pub",
+                "krypta: wrote secret key {}{} and public key {}.pub",
                 out.display(),
+                if protect.is_some() {
+                    " (password-protected)"
+                } else {
+                    ""
+                },
                 out.display()
             );
             println!("{}", krypta::crypto::boxkey::public_key_text(&pk));
@@ -44,13 +87,32 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
     Ok(0)
 }
 
+/// The Argon2id parameters of `--protect` (`--kdf-memory`, `--kdf-iterations`, else the
+/// defaults of a password stanza), checked against the same bounds; `None` without it.
+fn protect_kdf(a: &KeygenArgs) -> Result<Option<Kdf>> {
+    if !a.protect {
+        return Ok(None);
+    }
+    let m_kib = match &a.kdf_memory {
+        None => kdf::ARGON2ID_DEFAULT_M_KIB,
+        Some(m) => u32::try_from(parse_size_in(m, 1 << 20)? / 1024).unwrap_or(u32::MAX),
+    };
+    let k = Kdf::Argon2id {
+        m_kib,
+        t: a.kdf_iterations.unwrap_or(kdf::ARGON2ID_DEFAULT_T),
+        p: kdf::ARGON2ID_DEFAULT_P,
+    };
+    k.check_bounds()
+        .map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
+    Ok(Some(k))
+}
+
 /// `keygen -o -`, as `age-keygen -o -`: the secret key file's text on stdout (for a pipe, a
 /// secrets manager or `> file` with a umask of the caller's choosing); for `--box` the
 /// public key on stderr as `Public key: ...`, so the secret stream holds nothing else.
-fn to_stdout(box_key: bool, quiet: bool) -> Result<u8> {
-    use std::io::Write;
+fn to_stdout(box_key: bool, protect: Option<(&Secret, Kdf)>, quiet: bool) -> Result<u8> {
     let text = if box_key {
-        let (secret, pk) = krypta::crypto::boxkey::new_box_keypair_text()?;
+        let (secret, pk) = krypta::crypto::boxkey::new_box_keypair_text_protected(protect)?;
         if !quiet {
             eprintln!(
                 "Public key: {}",
@@ -61,8 +123,13 @@ fn to_stdout(box_key: bool, quiet: bool) -> Result<u8> {
     } else {
         krypta::crypto::keyfile::new_keyfile_text()?
     };
+    write_stdout(text.as_bytes())
+}
+
+fn write_stdout(b: &[u8]) -> Result<u8> {
+    use std::io::Write;
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
+    out.write_all(b)
         .and_then(|()| out.flush())
         .map_err(|e| Error::io("<stdout>", "write", e))?;
     Ok(0)
@@ -77,4 +144,33 @@ fn no_force_hint(e: Error) -> Error {
         )),
         e => e,
     }
+}
+
+/// `keygen --sign -o NAME`: a signing keypair (NAME 0600, NAME.pub); `-o -` prints the secret
+/// key file's text on stdout and the public key on stderr, as for `--box`.
+fn sign_keypair(out: &std::path::Path, protect: Option<(&Secret, Kdf)>, quiet: bool) -> Result<u8> {
+    use krypta::crypto::sign::fingerprint_hex;
+    use krypta::crypto::signkey;
+    if out.as_os_str() == "-" {
+        let (secret, pk) = signkey::new_signing_keypair_text(protect)?;
+        if !quiet {
+            eprintln!("Public key: {}", signkey::public_key_text(&pk));
+        }
+        return write_stdout(secret.as_bytes());
+    }
+    let pk = signkey::generate_signing_keypair(out, protect).map_err(no_force_hint)?;
+    if !quiet {
+        eprintln!(
+            "krypta: wrote signing key {}{} and public key {}.pub (fingerprint {})",
+            out.display(),
+            if protect.is_some() {
+                " (password-protected)"
+            } else {
+                ""
+            },
+            out.display(),
+            fingerprint_hex(&pk.fingerprint())
+        );
+    }
+    Ok(0)
 }

@@ -66,13 +66,29 @@ pub(crate) fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
         ids.push(Identity::KeyFile(key));
     }
     for s in &k.identities {
-        let key = krypta::crypto::boxkey::load_secret(s)?;
+        let key = krypta::crypto::boxkey::load_secret_with(
+            s,
+            &mut key_password(k.key_pass_file.as_deref()),
+        )?;
         if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(std::path::Path::new(s)) {
             eprintln!("krypta: warning: {w}");
         }
         ids.push(Identity::PqBox(key));
     }
     Ok(ids)
+}
+
+/// The password source of protected secret key files: `--key-pass-file FILE`, else a prompt
+/// naming the key when a person is at a terminal, else an error naming the option.
+pub(crate) fn key_password(
+    file: Option<&std::path::Path>,
+) -> impl FnMut(&std::path::Path) -> Result<krypta::crypto::password::Secret> + '_ {
+    move |key| {
+        if file.is_none() && !at_terminal() {
+            return krypta::crypto::boxkey::no_key_password(key);
+        }
+        krypta::crypto::password::read_key_password(key, file, false)
+    }
 }
 
 /// Whether a person is at a terminal: stdin or stderr is one.
@@ -96,10 +112,16 @@ pub(crate) fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<Ope
     if ids.is_empty() && at_terminal() {
         ids.push(Identity::Prompt);
     }
+    let signers = k
+        .signers
+        .iter()
+        .map(|s| krypta::crypto::signkey::load_signer_public(s))
+        .collect::<Result<Vec<_>>>()?;
     Ok(OpenOptions {
         identities: ids,
         jobs: k.jobs.unwrap_or(0),
         allow_unencrypted: k.allow_unencrypted || !explicit,
         in_flight_budget: None,
+        signers,
     })
 }

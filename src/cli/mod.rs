@@ -3,6 +3,7 @@
 //! library's one error type to exit codes; nothing here chooses an exit code for an error.
 
 mod args;
+mod args_keys;
 mod bench;
 mod clock;
 mod create;
@@ -13,6 +14,7 @@ mod json;
 mod keygen;
 mod keys;
 mod read;
+mod rekey;
 mod repair;
 mod show;
 mod size;
@@ -42,6 +44,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Info(a) => read::info(a, &mut term),
         Command::Repair(a) => repair::repair(a, quiet),
         Command::Keygen(a) => keygen::keygen(a, quiet),
+        Command::Rekey(a) => rekey::rekey(a, quiet),
         Command::Kat(a) => {
             let report = match &a.dir {
                 Some(d) => krypta::kat::run_dir(d)?,

@@ -81,6 +81,13 @@ pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
             s.bytes,
             s.frames
         );
+        if let Some(fp) = &s.signer {
+            eprintln!(
+                "krypta: {}: signed by {} (ML-DSA-65 + Ed25519 signature verified)",
+                a.archive.display(),
+                krypta::crypto::sign::fingerprint_hex(fp)
+            );
+        }
     }
     Ok(0)
 }

@@ -60,6 +60,21 @@ pub(crate) fn print_info(
             println!("  pq-box (ML-KEM-768 + X25519): {pq} recipient(s)");
         }
     }
+    if let Some(fp) = h.signer() {
+        println!(
+            "signer:         {}",
+            krypta::crypto::sign::fingerprint_hex(&fp)
+        );
+        match &f.signature {
+            Some(Ok(())) => println!(
+                "                (ML-DSA-65 + Ed25519 signature verified over the header, every frame tag, the index and the footer)"
+            ),
+            Some(Err(why)) => println!("                SIGNATURE REFUSED: {why}"),
+            None => {
+                println!("                (signature not checked: a stream; krypta t checks it)")
+            }
+        }
+    }
     if !h.comment.is_empty() {
         // Escaped as `list` escapes names: a comment holding a newline, a terminal escape or
         // a bidirectional control cannot forge another line of this output.

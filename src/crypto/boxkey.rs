@@ -42,14 +42,23 @@ pub const INLINE_KEY_PATH: &str = "<argument>";
 /// `# public key:` comment lines, then the secret key line) and the public key. What
 /// [`generate_box_keypair`] writes and `krypta keygen --box -o -` prints.
 pub fn new_box_keypair_text() -> Result<(Zeroizing<String>, PublicKey), Error> {
+    new_box_keypair_text_protected(None)
+}
+
+/// [`new_box_keypair_text`], the secret key protected by a password when `protect` is given
+/// (`keygen --box --protect`; `crypto::protect`).
+pub fn new_box_keypair_text_protected(
+    protect: Option<(&super::password::Secret, super::kdf::Kdf)>,
+) -> Result<(Zeroizing<String>, PublicKey), Error> {
     let sk = SecretKey::generate().map_err(|e| Error::Crypto(e.to_string()))?;
     let pk = sk.public_key();
     let pub_text = public_key_text(&pk);
-    let secret_text = Zeroizing::new(format!(
-        "# created: {}\n# public key: {pub_text}\n{}\n",
-        utc_timestamp(SystemTime::now()),
-        *secret_key_text(&sk),
-    ));
+    let secret_text = secret_file_text(
+        KeyKind::BoxSecret,
+        &sk.to_bytes()[..],
+        &format!("# public key: {pub_text}\n"),
+        protect,
+    )?;
     Ok((secret_text, pk))
 }
 
@@ -88,6 +97,14 @@ pub fn load_recipients_file(path: &Path) -> Result<Vec<PublicKey>, Error> {
 /// disk. If the public file cannot be written, the new secret file is removed again.
 /// Returns the public key.
 pub fn generate_box_keypair(path: &Path) -> Result<PublicKey, Error> {
+    generate_box_keypair_protected(path, None)
+}
+
+/// [`generate_box_keypair`], the secret key protected by a password when `protect` is given.
+pub fn generate_box_keypair_protected(
+    path: &Path,
+    protect: Option<(&super::password::Secret, super::kdf::Kdf)>,
+) -> Result<PublicKey, Error> {
     let pub_path = public_key_path(path);
     for p in [path, pub_path.as_path()] {
         if fs::symlink_metadata(p).is_ok() {
@@ -96,7 +113,7 @@ pub fn generate_box_keypair(path: &Path) -> Result<PublicKey, Error> {
             });
         }
     }
-    let (secret_text, pk) = new_box_keypair_text()?;
+    let (secret_text, pk) = new_box_keypair_text_protected(protect)?;
     let pub_text = public_key_text(&pk);
     write_new(path, 0o600, secret_text.as_bytes())?;
     if let Err(e) = write_new(&pub_path, 0o644, format!("{pub_text}\n").as_bytes()) {
@@ -119,6 +136,28 @@ pub fn public_key_path(path: &Path) -> PathBuf {
 /// key of another kind, a bad checksum, truncation ([`Error::BadKeyFile`]). Whether the file is
 /// readable by others is a separate check: [`secret_key_mode_warning`].
 pub fn load_secret(path_or_text: &str) -> Result<SecretKey, Error> {
+    load_secret_with(path_or_text, &mut no_key_password)
+}
+
+/// Asks for the password of a protected secret key file: given the file, returns the
+/// password (a prompt, `--key-pass-file`).
+pub type KeyPassword<'a> = dyn FnMut(&Path) -> Result<super::password::Secret, Error> + 'a;
+
+/// The [`KeyPassword`] of callers that have no way to ask: a protected key is an error
+/// saying how to give its password.
+pub fn no_key_password(path: &Path) -> Result<super::password::Secret, Error> {
+    Err(Error::Usage(format!(
+        "{}: the secret key is password-protected: give --key-pass-file FILE or run at a terminal",
+        path.display()
+    )))
+}
+
+/// [`load_secret`]; a password-protected key file (`keygen --box --protect`) is opened with
+/// the password `key_password` gives ([`Error::KeyPassword`] when it is wrong).
+pub fn load_secret_with(
+    path_or_text: &str,
+    key_password: &mut KeyPassword<'_>,
+) -> Result<SecretKey, Error> {
     let path = Path::new(path_or_text);
     if looks_like_key_text(path_or_text) && fs::symlink_metadata(path).is_err() {
         return Err(Error::BadKeyFile {
@@ -129,7 +168,7 @@ pub fn load_secret(path_or_text: &str) -> Result<SecretKey, Error> {
         });
     }
     let text = read_key_file(path)?;
-    let bytes = Zeroizing::new(decode(&text, KeyKind::BoxSecret).map_err(|e| bad_key(path, e))?);
+    let bytes = secret_payload(&text, path, KeyKind::BoxSecret, key_password)?;
     let arr: &[u8; SECRET_KEY_LEN] =
         bytes.as_slice().try_into().map_err(|_| Error::BadKeyFile {
             path: path.to_path_buf(),
@@ -186,19 +225,73 @@ pub fn secret_key_text(sk: &SecretKey) -> Zeroizing<String> {
     Zeroizing::new(encode(KeyKind::BoxSecret, &sk.to_bytes()[..]))
 }
 
-fn looks_like_key_text(arg: &str) -> bool {
+pub(crate) fn looks_like_key_text(arg: &str) -> bool {
     arg.trim_start().starts_with(KEY_TEXT_PREFIX)
 }
 
-fn bad_key(path: &Path, e: super::CryptoError) -> Error {
+pub(crate) fn bad_key(path: &Path, e: super::CryptoError) -> Error {
     Error::BadKeyFile {
         path: path.to_path_buf(),
         problem: e.to_string(),
     }
 }
 
+/// The secret payload of the key text `text` (read from `path`) of the plain kind `plain`, or
+/// of its protected kind (opened with the password `key_password` gives).
+pub(crate) fn secret_payload(
+    text: &str,
+    path: &Path,
+    plain: KeyKind,
+    key_password: &mut KeyPassword<'_>,
+) -> Result<Zeroizing<Vec<u8>>, Error> {
+    let protected = super::protect::protected_kind(plain).expect("a secret key kind");
+    if super::keytext::kind_of(text) != Some(protected) {
+        return Ok(Zeroizing::new(
+            decode(text, plain).map_err(|e| bad_key(path, e))?,
+        ));
+    }
+    let payload = Zeroizing::new(decode(text, protected).map_err(|e| bad_key(path, e))?);
+    let password = key_password(path)?;
+    super::protect::unprotect(protected, &payload, &password).map_err(|e| match e {
+        super::protect::Unprotect::WrongPassword => Error::KeyPassword {
+            path: path.to_path_buf(),
+        },
+        super::protect::Unprotect::Crypto(c) => bad_key(path, c),
+    })
+}
+
+/// The secret key file text for `secret` of plain kind `plain`, protected when `protect`
+/// gives a password and Argon2id parameters: `# created:` and the `comment` lines, then the
+/// key line.
+pub(crate) fn secret_file_text(
+    plain: KeyKind,
+    secret: &[u8],
+    comment: &str,
+    protect: Option<(&super::password::Secret, super::kdf::Kdf)>,
+) -> Result<Zeroizing<String>, Error> {
+    let line = match protect {
+        None => Zeroizing::new(encode(plain, secret)),
+        Some((pw, kdf)) => {
+            let kind = super::protect::protected_kind(plain).expect("a secret key kind");
+            let payload = super::protect::protect(kind, secret, pw, kdf)
+                .map_err(|e| Error::Crypto(e.to_string()))?;
+            Zeroizing::new(encode(kind, &payload))
+        }
+    };
+    let note = if protect.is_some() {
+        "# password-protected (Argon2id): krypta asks for the password when the key is used\n"
+    } else {
+        ""
+    };
+    Ok(Zeroizing::new(format!(
+        "# created: {}\n{comment}{note}{}\n",
+        utc_timestamp(SystemTime::now()),
+        *line
+    )))
+}
+
 /// Reads at most [`MAX_KEY_FILE_LEN`] bytes of UTF-8 text; the buffer is zeroized on drop.
-fn read_key_file(path: &Path) -> Result<Zeroizing<String>, Error> {
+pub(crate) fn read_key_file(path: &Path) -> Result<Zeroizing<String>, Error> {
     let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
     let mut buf = Zeroizing::new(Vec::new());
     file.take(MAX_KEY_FILE_LEN + 1)
@@ -221,7 +314,7 @@ fn read_key_file(path: &Path) -> Result<Zeroizing<String>, Error> {
 
 /// Creates `path` new (O_EXCL: an existing file or link is never followed or replaced) with
 /// `mode`, writes `data` and syncs it.
-fn write_new(path: &Path, mode: u32, data: &[u8]) -> Result<(), Error> {
+pub(crate) fn write_new(path: &Path, mode: u32, data: &[u8]) -> Result<(), Error> {
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)

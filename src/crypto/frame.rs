@@ -123,6 +123,30 @@ impl Protection {
         }
     }
 
+    /// Verifies one frame's `tag` over its head and (still encrypted) `body` without
+    /// decrypting it (constant time): `rekey` copies verified ciphertext as it is.
+    pub fn verify_frame(
+        &self,
+        archive_id: &ArchiveId,
+        frame_header: &[u8; 16],
+        seq: u64,
+        body: &[u8],
+        tag: &[u8; 32],
+    ) -> Result<(), CryptoError> {
+        match self {
+            Protection::Plain => check(
+                &plain_checksum(PLAIN_FRAME_CONTEXT, &[archive_id, frame_header, body]),
+                tag,
+            ),
+            Protection::Sealed(keys) => {
+                let iv = FrameIv::for_seq(seq);
+                let mut mac = frame_mac(keys, archive_id, frame_header, &iv);
+                mac.update(body);
+                check(&mac.finalize().into_bytes().into(), tag)
+            }
+        }
+    }
+
     /// Opens one frame in place: verifies `tag` first (constant time) and only then, for a
     /// sealed archive, decrypts `body`. On [`CryptoError::TagMismatch`] the body is untouched.
     pub fn open_frame(

@@ -4,13 +4,17 @@
 //!
 //! - `PREFIX` names kind and version: `KRYPTA-KEY-1-` (a symmetric key file, payload 32
 //!   bytes), `KRYPTA-BOX-SECRET-1-` (a pq-box secret key, 96 bytes) or
-//!   `KRYPTA-BOX-PUBLIC-1-` (a pq-box public key, 1216 bytes);
+//!   `KRYPTA-BOX-PUBLIC-1-` (a pq-box public key, 1216 bytes), `KRYPTA-SIGN-SECRET-1-` (a
+//!   signer's secret key, 64 bytes) or `KRYPTA-SIGN-PUBLIC-1-` (a signer's public key, 1984);
 //! - `check` is the first 4 bytes of SHA-256(PREFIX as ASCII ‖ payload), so a changed
 //!   character, a truncated line or a prefix edited to another kind is caught;
 //! - base64url is RFC 4648 §5 (alphabet `A–Z a–z 0–9 - _`) without padding; the unused low
 //!   bits of the last character must be zero, so each key has exactly one text.
 //!
-//! The line lengths are 13 + 48, 20 + 134 and 20 + 1627 characters. In a file, blank lines
+//! Password-protected secret keys (`crypto::protect`) have their own kinds,
+//! `KRYPTA-BOX-SECRET-PROTECTED-1-` (156 bytes) and `KRYPTA-SIGN-SECRET-PROTECTED-1-` (124).
+//! The line lengths are 13 + 48, 20 + 134, 20 + 1627, 21 + 91, 21 + 2651, 30 + 214 and
+//! 31 + 171 characters. In a file, blank lines
 //! and lines starting with `#` are ignored (comments such as `# created: ...`), leading and
 //! trailing spaces and a CRLF line ending are tolerated, and exactly one key line must
 //! remain. Decoding never panics; every failure is [`CryptoError::BadKeyText`] with a
@@ -35,10 +39,26 @@ pub enum KeyKind {
     BoxSecret,
     /// A pq-box public key, 1216 bytes (ML-KEM-768 encapsulation key 1184 + X25519 32).
     BoxPublic,
+    /// A signer's secret key, 64 bytes (ML-DSA-65 seed 32 + Ed25519 secret key 32).
+    SignSecret,
+    /// A signer's public key, 1984 bytes (ML-DSA-65 public key 1952 + Ed25519 32).
+    SignPublic,
+    /// A password-protected box secret key, 156 bytes (`crypto::protect`).
+    BoxSecretProtected,
+    /// A password-protected signing secret key, 124 bytes (`crypto::protect`).
+    SignSecretProtected,
 }
 
 impl KeyKind {
-    const ALL: [KeyKind; 3] = [KeyKind::Symmetric, KeyKind::BoxSecret, KeyKind::BoxPublic];
+    const ALL: [KeyKind; 7] = [
+        KeyKind::Symmetric,
+        KeyKind::BoxSecret,
+        KeyKind::BoxPublic,
+        KeyKind::SignSecret,
+        KeyKind::SignPublic,
+        KeyKind::BoxSecretProtected,
+        KeyKind::SignSecretProtected,
+    ];
 
     /// The line prefix, including the version and the final dash.
     pub fn prefix(self) -> &'static str {
@@ -46,6 +66,10 @@ impl KeyKind {
             KeyKind::Symmetric => "KRYPTA-KEY-1-",
             KeyKind::BoxSecret => "KRYPTA-BOX-SECRET-1-",
             KeyKind::BoxPublic => "KRYPTA-BOX-PUBLIC-1-",
+            KeyKind::SignSecret => "KRYPTA-SIGN-SECRET-1-",
+            KeyKind::SignPublic => "KRYPTA-SIGN-PUBLIC-1-",
+            KeyKind::BoxSecretProtected => "KRYPTA-BOX-SECRET-PROTECTED-1-",
+            KeyKind::SignSecretProtected => "KRYPTA-SIGN-SECRET-PROTECTED-1-",
         }
     }
 
@@ -55,6 +79,10 @@ impl KeyKind {
             KeyKind::Symmetric => 32,
             KeyKind::BoxSecret => 96,
             KeyKind::BoxPublic => 1216,
+            KeyKind::SignSecret => 64,
+            KeyKind::SignPublic => 1984,
+            KeyKind::BoxSecretProtected => 96 + super::protect::OVERHEAD,
+            KeyKind::SignSecretProtected => 64 + super::protect::OVERHEAD,
         }
     }
 
@@ -64,6 +92,10 @@ impl KeyKind {
             KeyKind::Symmetric => "a krypta symmetric key (key file)",
             KeyKind::BoxSecret => "a krypta box secret key",
             KeyKind::BoxPublic => "a krypta box public key",
+            KeyKind::SignSecret => "a krypta signing secret key",
+            KeyKind::SignPublic => "a krypta signer public key",
+            KeyKind::BoxSecretProtected => "a password-protected krypta box secret key",
+            KeyKind::SignSecretProtected => "a password-protected krypta signing secret key",
         }
     }
 
@@ -73,6 +105,10 @@ impl KeyKind {
             KeyKind::Symmetric => "KRYPTA-KEY-",
             KeyKind::BoxSecret => "KRYPTA-BOX-SECRET-",
             KeyKind::BoxPublic => "KRYPTA-BOX-PUBLIC-",
+            KeyKind::SignSecret => "KRYPTA-SIGN-SECRET-",
+            KeyKind::SignPublic => "KRYPTA-SIGN-PUBLIC-",
+            KeyKind::BoxSecretProtected => "KRYPTA-BOX-SECRET-PROTECTED-",
+            KeyKind::SignSecretProtected => "KRYPTA-SIGN-SECRET-PROTECTED-",
         }
     }
 }
@@ -180,6 +216,15 @@ fn key_line(text: &str) -> Result<&str, CryptoError> {
     Ok(line)
 }
 
+/// The kind of the one key line of `text`, when it is krypta key text of a kind this build
+/// knows (the line is not decoded or checked: [`decode`] does that).
+pub fn kind_of(text: &str) -> Option<KeyKind> {
+    let line = key_line(text).ok()?;
+    KeyKind::ALL
+        .into_iter()
+        .find(|k| line.starts_with(k.prefix()))
+}
+
 /// Decodes key text of kind `expected` and returns its payload
 /// ([`KeyKind::payload_len`] bytes). The caller owns the payload: wrap secret payloads in
 /// `Zeroizing` at once. See the module doc for what is accepted and refused.
@@ -258,6 +303,10 @@ mod tests {
             (KeyKind::Symmetric, 61),
             (KeyKind::BoxSecret, 154),
             (KeyKind::BoxPublic, 1647),
+            (KeyKind::SignSecret, 112),
+            (KeyKind::SignPublic, 2672),
+            (KeyKind::BoxSecretProtected, 244),
+            (KeyKind::SignSecretProtected, 202),
         ] {
             let payload: Vec<u8> = (0..kind.payload_len()).map(|i| (i * 7 + 3) as u8).collect();
             let text = encode(kind, &payload);

@@ -11,6 +11,8 @@
 //!    meaning, IV and ciphertext; verify before decrypt) and tags header and footer.
 //! 4. [`stanza`] wraps the file key once per recipient: a key-encryption key from Argon2id,
 //!    PBKDF2 or a key file, then [`stanza::seal_file_key`].
+//! 5. [`sign`] signs an archive (hybrid ML-DSA-65 + Ed25519 over its transcript);
+//!    [`signkey`] reads and writes the signer's key files.
 
 pub mod argon2_memory;
 pub mod boxkey;
@@ -22,6 +24,9 @@ pub mod keytext;
 pub mod password;
 pub mod pqbox;
 pub mod primitives;
+pub mod protect;
+pub mod sign;
+pub mod signkey;
 pub mod stanza;
 
 pub use frame::Protection;

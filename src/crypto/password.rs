@@ -201,6 +201,40 @@ fn describe(src: &PasswordSource) -> String {
 
 /// Prompts on the controlling terminal without echo (rpassword reads `/dev/tty`).
 fn prompt(confirm: bool) -> Result<Secret, Error> {
+    prompt_as("Password: ", confirm)
+}
+
+/// The password of the protected secret key file `key` (`crypto::protect`): the first line
+/// of `file` (`--key-pass-file`) when given, else asked on the terminal as "Password for
+/// secret key KEY: " (twice when `confirm`, for a new key). An empty password is refused
+/// for a new key.
+pub fn read_key_password(key: &Path, file: Option<&Path>, confirm: bool) -> Result<Secret, Error> {
+    let secret = match file {
+        Some(f) => read_first_line(f)?,
+        None => prompt_as(
+            &format!("Password for secret key {}: ", key.display()),
+            confirm,
+        )
+        .map_err(|e| match e {
+            // No terminal: name the option that gives a key password instead.
+            Error::Usage(m) if m.contains("/dev/tty") => Error::Usage(format!(
+                "{}: the key password is asked on the terminal, and there is none; give \
+                 --key-pass-file FILE",
+                key.display()
+            )),
+            e => e,
+        })?,
+    };
+    if confirm && secret.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: empty key password refused",
+            key.display()
+        )));
+    }
+    Ok(secret)
+}
+
+fn prompt_as(first_label: &str, confirm: bool) -> Result<Secret, Error> {
     // No terminal at all (cron, CI, a pipe into ssh) is a usage problem with a way out, not
     // an I/O failure to puzzle over.
     let tty = |e: std::io::Error| {
@@ -220,7 +254,7 @@ fn prompt(confirm: bool) -> Result<Secret, Error> {
             .map(|s| Secret::new(Zeroizing::new(s).as_bytes().to_vec()))
             .map_err(tty)
     };
-    let first = ask("Password: ")?;
+    let first = ask(first_label)?;
     if confirm {
         if first.is_empty() {
             return Err(Error::Usage("empty password refused".to_string()));

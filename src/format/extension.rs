@@ -12,7 +12,7 @@
 //! | type | name | value | status |
 //! |---|---|---|---|
 //! | 0x0001 | recovery | `u8` percent, 1..=50 | defined: a recovery section follows the protected bytes (header flag bit 1 is set exactly when this extension is present); informational for the reader of P, `info` shows it |
-//! | 0x0002 | signer | — | reserved for signatures (issue 16), non-critical |
+//! | 0x0002 | signer | the signer's fingerprint, 32 bytes | defined: the archive is signed by this key (a signature frame precedes the footer, footer flag bit 0); non-critical |
 //! | 0x8001 | delta base | — | reserved for delta archives (issue 17), critical |
 //!
 //! Types 0x0000 and 0x8000 are reserved (invalid).
@@ -22,8 +22,10 @@ use super::{FormatError, Reader, put_u16, put_u32};
 
 /// Extension type: recovery data follows the protected bytes.
 pub const EXT_RECOVERY: u16 = 0x0001;
-/// Extension type reserved for the signer of a signed archive (issue 16; not implemented).
+/// Extension type: the fingerprint of the archive's signer (`crypto::sign`).
 pub const EXT_SIGNER: u16 = 0x0002;
+/// Length of the signer extension's value: a fingerprint, bytes.
+pub const SIGNER_FINGERPRINT_LEN: usize = 32;
 /// Extension type reserved for the base of a delta archive (issue 17; critical; not
 /// implemented, so this build refuses it).
 pub const EXT_DELTA_BASE: u16 = 0x8001;
@@ -37,6 +39,11 @@ pub enum Extension {
     Recovery {
         /// Recovery data as a percentage of the protected bytes, 1..=50.
         percent: u8,
+    },
+    /// The archive is signed by the key with this fingerprint (docs/FORMAT.md §9.1).
+    Signer {
+        /// `SHA-256("krypta/v2/signer" ‖ signer public key)`.
+        fingerprint: [u8; SIGNER_FINGERPRINT_LEN],
     },
     /// A non-critical extension this build does not know, kept as read.
     Other {
@@ -52,6 +59,7 @@ impl Extension {
     pub fn ext_type(&self) -> u16 {
         match self {
             Extension::Recovery { .. } => EXT_RECOVERY,
+            Extension::Signer { .. } => EXT_SIGNER,
             Extension::Other { ext_type, .. } => *ext_type,
         }
     }
@@ -60,6 +68,7 @@ impl Extension {
     pub fn value(&self) -> Vec<u8> {
         match self {
             Extension::Recovery { percent } => vec![*percent],
+            Extension::Signer { fingerprint } => fingerprint.to_vec(),
             Extension::Other { value, .. } => value.clone(),
         }
     }
@@ -68,6 +77,7 @@ impl Extension {
     pub fn encoded_len(&self) -> usize {
         8 + match self {
             Extension::Recovery { .. } => 1,
+            Extension::Signer { .. } => SIGNER_FINGERPRINT_LEN,
             Extension::Other { value, .. } => value.len(),
         }
     }
@@ -107,7 +117,8 @@ pub fn check_extensions(exts: &[Extension]) -> Result<(), FormatError> {
             Extension::Other { ext_type, .. }
                 if *ext_type & !CRITICAL == 0
                     || *ext_type & CRITICAL != 0
-                    || *ext_type == EXT_RECOVERY =>
+                    || *ext_type == EXT_RECOVERY
+                    || *ext_type == EXT_SIGNER =>
             {
                 return Err(FormatError::invalid(
                     "header extensions",
@@ -157,6 +168,18 @@ pub fn parse_extensions(r: &mut Reader<'_>) -> Result<Vec<Extension>, FormatErro
                 };
                 Extension::Recovery { percent: *percent }
             }
+            EXT_SIGNER => {
+                let Ok(fingerprint) = <[u8; SIGNER_FINGERPRINT_LEN]>::try_from(value) else {
+                    return Err(FormatError::invalid(
+                        "header extension signer",
+                        format!(
+                            "value of {} bytes (expected {SIGNER_FINGERPRINT_LEN})",
+                            value.len()
+                        ),
+                    ));
+                };
+                Extension::Signer { fingerprint }
+            }
             0 | CRITICAL => {
                 return Err(FormatError::invalid(
                     "header extensions",
@@ -197,8 +220,11 @@ mod tests {
             vec![Extension::Recovery { percent: 5 }],
             vec![
                 Extension::Recovery { percent: 50 },
+                Extension::Signer {
+                    fingerprint: [0xfe; 32],
+                },
                 Extension::Other {
-                    ext_type: EXT_SIGNER,
+                    ext_type: 0x0003,
                     value: b"future".to_vec(),
                 },
             ],
@@ -253,6 +279,17 @@ mod tests {
             assert!(check_extensions(&bad).is_err(), "{bad:?}");
             assert!(parse_extensions(&mut Reader::new(&encode(&bad), "h")).is_err());
         }
+        // A signer value of the wrong length, kept as unknown, or given twice.
+        assert!(
+            parse_extensions(&mut Reader::new(&[1, 0, 2, 0, 0, 0, 1, 0, 0, 0, 5], "h")).is_err()
+        );
+        assert!(
+            check_extensions(&[Extension::Other {
+                ext_type: EXT_SIGNER,
+                value: vec![0; 32]
+            }])
+            .is_err()
+        );
         // Reserved bytes and a recovery value of the wrong length.
         assert!(
             parse_extensions(&mut Reader::new(&[1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 5], "h")).is_err()

@@ -3,7 +3,8 @@
 //!
 //! Format 1: `u64 index_offset ‖ u64 data_frames ‖ u64 index_frames ‖ magic ‖ tag`.
 //! Format 2: `u64 index_offset ‖ u64 data_frames ‖ u32 index_frames ‖ u32 flags ‖ magic ‖
-//! tag`, flags 0 (bit 0 is reserved: "a signature frame precedes the footer", issue 16).
+//! tag`; flags bit 0: a signature frame precedes the footer (set exactly when the header has a
+//! signer extension); other bits 0.
 
 use super::{FormatError, Reader, Version};
 
@@ -12,8 +13,7 @@ pub const FOOTER_LEN: usize = 64;
 /// Footer magic (bytes 24..32 of the footer).
 pub const FOOTER_MAGIC: [u8; 8] = *b"KRYPTAZ\n";
 
-/// Footer flags bit 0 (format 2, reserved): a signature frame precedes the footer. This build
-/// writes 0 and refuses any other flags.
+/// Footer flags bit 0 (format 2): a signature frame precedes the footer. Other bits are 0.
 pub const FOOTER_FLAG_SIGNATURE: u32 = 1;
 
 /// Footer fields (see the module doc for each version's layout).
@@ -32,15 +32,29 @@ impl Footer {
     /// the index frame count in 32 bits: the writer never has more (an index of at most
     /// 2 GiB in blocks of at least one byte is cut into at most 4 MiB pieces).
     pub fn untagged(&self, version: Version) -> [u8; 32] {
+        self.untagged_with_flags(version, 0)
+    }
+
+    /// [`Footer::untagged`] with the format-2 flags word `flags` (ignored in format 1).
+    pub fn untagged_with_flags(&self, version: Version, flags: u32) -> [u8; 32] {
         let mut b = [0u8; 32];
         b[0..8].copy_from_slice(&self.index_offset.to_le_bytes());
         b[8..16].copy_from_slice(&self.data_frames.to_le_bytes());
         match version {
             Version::V1 => b[16..24].copy_from_slice(&self.index_frames.to_le_bytes()),
-            Version::V2 => b[16..20].copy_from_slice(&(self.index_frames as u32).to_le_bytes()),
+            Version::V2 => {
+                b[16..20].copy_from_slice(&(self.index_frames as u32).to_le_bytes());
+                b[20..24].copy_from_slice(&flags.to_le_bytes());
+            }
         }
         b[24..32].copy_from_slice(&FOOTER_MAGIC);
         b
+    }
+
+    /// Whether the footer bytes `b` of a `version` archive say a signature frame precedes them
+    /// (flags bit 0; never in format 1). Call after [`Footer::parse`] accepted them.
+    pub fn signed(b: &[u8; FOOTER_LEN], version: Version) -> bool {
+        version == Version::V2 && b[20] & 1 == 1
     }
 
     /// Parses 64 footer bytes of a `version` archive into the footer and its tag (unchecked:
@@ -65,13 +79,7 @@ impl Footer {
             Version::V2 => {
                 let n = r.u32()? as u64;
                 let flags = r.u32()?;
-                if flags & FOOTER_FLAG_SIGNATURE != 0 {
-                    return Err(FormatError::invalid(
-                        "footer",
-                        "flag bit 0 (a signature frame) is reserved: this krypta does not read signed archives",
-                    ));
-                }
-                if flags != 0 {
+                if flags & !FOOTER_FLAG_SIGNATURE != 0 {
                     return Err(FormatError::invalid(
                         "footer",
                         format!("unknown flags {flags:#010x}"),
@@ -146,12 +154,18 @@ mod tests {
         assert_eq!(&u[16..24], &[2, 0, 0, 0, 0, 0, 0, 0]);
         let mut b = [0u8; FOOTER_LEN];
         b[..32].copy_from_slice(&u);
-        for (flag, want) in [(1u8, "signature"), (2, "unknown flags")] {
+        for flag in [2u8, 3, 0x80] {
             let mut x = b;
             x[20] = flag;
             let e = Footer::parse(&x, Version::V2).unwrap_err().to_string();
-            assert!(e.contains(want), "{e}");
+            assert!(e.contains("unknown flags"), "{e}");
         }
+        let mut x = b;
+        x[..32].copy_from_slice(&f.untagged_with_flags(Version::V2, FOOTER_FLAG_SIGNATURE));
+        assert_eq!(x[20], 1);
+        assert_eq!(Footer::parse(&x, Version::V2).unwrap().0, f);
+        assert!(Footer::signed(&x, Version::V2));
+        assert!(!Footer::signed(&b, Version::V2));
         b[16..20].copy_from_slice(&[0; 4]);
         assert!(Footer::parse(&b, Version::V2).is_err(), "no index frames");
     }

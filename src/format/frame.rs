@@ -39,8 +39,9 @@ pub enum FrameKind {
     Index = 2,
 }
 
-/// Frame kind 3 is reserved for the signature frame of format 2 (issue 16: between the last
-/// index frame and the footer, announced by footer flag bit 0); this build refuses it.
+/// Frame kind 3 is the signature frame of format 2 (`super::signature`: between the last
+/// index frame and the footer, announced by footer flag bit 0); it is parsed there, never as
+/// a data or index frame.
 pub const FRAME_KIND_SIGNATURE: u8 = 3;
 
 /// The clear 16-byte frame header: `u8 kind, u8 flags, u16 0, u32 body_len, u64 seq`
@@ -81,7 +82,7 @@ impl FrameHeader {
             FRAME_KIND_SIGNATURE if version == Version::V2 => {
                 return Err(FormatError::invalid(
                     "frame header",
-                    "frame kind 3 (signature) is reserved: this krypta does not read signed archives",
+                    "a signature frame (kind 3) where a data or index frame belongs",
                 ));
             }
             k => {

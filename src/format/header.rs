@@ -129,6 +129,14 @@ impl Header {
         })
     }
 
+    /// The signer's fingerprint when the archive is signed (the signer extension).
+    pub fn signer(&self) -> Option<[u8; 32]> {
+        self.extensions.iter().find_map(|e| match e {
+            Extension::Signer { fingerprint } => Some(*fingerprint),
+            _ => None,
+        })
+    }
+
     /// The flags word: bit 0 encrypted, bit 1 (format 2) a recovery section follows.
     pub fn flags(&self) -> u16 {
         let mut f = 0;

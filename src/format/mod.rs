@@ -20,6 +20,7 @@ pub mod index;
 pub mod index_v2;
 pub mod limits;
 pub mod record;
+pub mod signature;
 pub mod stanza;
 
 pub use entry::{EntryKind, EntryMeta, OtherField, Timestamp, Xattr};

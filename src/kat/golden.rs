@@ -33,6 +33,10 @@ pub const FILES: &[(&str, Generator)] = &[
     ("krypta_password_stanza.txt", golden_stanza::password_file),
     ("krypta_keyfile_stanza.txt", golden_stanza::keyfile_file),
     ("krypta_archive_v2.txt", golden_archive::archive_v2_file),
+    (
+        "krypta_archive_signed.txt",
+        super::golden_signed::archive_signed_file,
+    ),
 ];
 
 /// `n` bytes of the seeded generator for `label`.

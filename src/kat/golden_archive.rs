@@ -8,6 +8,9 @@
 //!   `.` entry, owner names and extended attributes) written by the format-2 writer with a
 //!   fixed file key, archive id, creation time (and password salt), compared byte for byte,
 //!   and read back to the same tree.
+//! - `krypta_archive_signed.txt` (format 2, the same kind, `super::golden_signed`): the same
+//!   tree signed with a fixed signing key (`signer_secret`): the exact bytes, the signer's
+//!   fingerprint, and a read that verifies the signature (from a stream: at the end).
 
 use std::path::Path;
 
@@ -20,6 +23,7 @@ use crate::crypto::Kdf;
 use crate::crypto::keyfile::SymmetricKey;
 use crate::crypto::keys::FileKey;
 use crate::crypto::password::Secret;
+use crate::crypto::sign::SignerSecret;
 use crate::crypto::stanza::{Identity, Recipient};
 use crate::format::entry::{EntryKind, EntryMeta, Timestamp, Xattr};
 use crate::format::{Version, header::MAGIC};
@@ -260,6 +264,7 @@ fn check_reads_to(
     identities: Vec<Identity>,
     tree: &[Node],
 ) -> Result<(), KatError> {
+    let signer = signer(v)?.map(|sk| sk.public());
     expect_true(
         "the archive starts with the krypta magic",
         bytes.starts_with(&MAGIC),
@@ -271,6 +276,7 @@ fn check_reads_to(
         OpenOptions {
             identities,
             jobs: 1,
+            signers: signer.iter().cloned().collect(),
             ..OpenOptions::default()
         },
     )
@@ -295,6 +301,10 @@ fn check_reads_to(
     )?;
     let mut c = Collect::default();
     ar.scan(&mut c).map_err(archive_err("Archive::scan"))?;
+    expect_true(
+        "a signed archive's signature verified, by its signer (an unsigned one has none)",
+        ar.verified_signer() == signer.as_ref(),
+    )?;
     expect_true(
         "the archive holds the vector's tree (entries in order, metadata, contents)",
         c.nodes == tree,
@@ -345,6 +355,8 @@ pub(super) fn archive_v2(v: &Block) -> Result<Vec<(&'static str, Vec<u8>)>, KatE
             opts.fixed_salt = Some(v.array::<16>("password_salt")?);
         }
     }
+    opts.signer = signer(v)?;
+    let fingerprint = opts.signer.as_ref().map(|sk| sk.public().fingerprint());
     let mut w = ArchiveWriter::new(Vec::new(), "<kat archive>", opts)
         .map_err(archive_err("ArchiveWriter::new"))?;
     for (m, content) in tree_v2(v)? {
@@ -357,7 +369,19 @@ pub(super) fn archive_v2(v: &Block) -> Result<Vec<(&'static str, Vec<u8>)>, KatE
         }
     }
     let (_, bytes) = w.finish().map_err(archive_err("ArchiveWriter::finish"))?;
-    Ok(vec![("archive", bytes)])
+    let mut out = vec![("archive", bytes)];
+    if let Some(fp) = fingerprint {
+        out.push(("signer_fingerprint", fp.to_vec()));
+    }
+    Ok(out)
+}
+
+/// The vector's signing key (`signer_secret`, 64 bytes), if it is signed.
+fn signer(v: &Block) -> Result<Option<SignerSecret>, KatError> {
+    Ok(match v.opt("signer_secret") {
+        Some(_) => Some(SignerSecret::from_bytes(&v.array::<64>("signer_secret")?)),
+        None => None,
+    })
 }
 
 /// Format 2: the archive also reads back to the tree it was written from.
@@ -365,6 +389,18 @@ pub(super) fn check_archive_v2(v: &Block) -> Result<(), KatError> {
     let (_, ids) = protection(v)?;
     let tree = tree_v2(v)?;
     check_reads_to(v, &v.hex("archive")?, Version::V2, ids, &tree)
+}
+
+/// The contents of the format-2 tree: `readme`, `tool` (x86 calls every 40 bytes), `big`.
+pub(super) fn contents_v2() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let readme = b"krypta known-answer archive: this file is stored twice (hard link).\n".to_vec();
+    let mut tool = seeded("archive/tool", 1024);
+    for off in (0..1000).step_by(40) {
+        // x86 near calls with small displacements, which the BCJ filter rewrites.
+        tool[off] = 0xe8;
+        tool[off + 4] = 0x00;
+    }
+    (readme, tool, seeded("archive-v2/big", 5000))
 }
 
 /// The whole `krypta_archive_v2.txt`.
@@ -395,14 +431,7 @@ licence = MIT OR Apache-2.0 (krypta)
 cite = krypta format v2 (generated)
 ",
     );
-    let readme = b"krypta known-answer archive: this file is stored twice (hard link).\n";
-    let mut tool = seeded("archive/tool", 1024);
-    for off in (0..1000).step_by(40) {
-        // x86 near calls with small displacements, which the BCJ filter rewrites.
-        tool[off] = 0xe8;
-        tool[off + 4] = 0x00;
-    }
-    let big = seeded("archive-v2/big", 5000);
+    let (readme, tool, big) = contents_v2();
     let cases: [(&str, u64, &str, &str); 4] = [
         ("plain-stored", 0, "off", ""),
         ("plain-zstd3-x86", 3, "x86", ""),
@@ -445,7 +474,7 @@ cite = krypta format v2 (generated)
             }
             _ => {}
         }
-        inputs.push(("readme", encode_hex(readme)));
+        inputs.push(("readme", encode_hex(&readme)));
         inputs.push(("tool", encode_hex(&tool)));
         inputs.push(("big", encode_hex(&big)));
         let comment = format!(

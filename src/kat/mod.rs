@@ -25,8 +25,10 @@
 
 pub mod golden;
 mod golden_archive;
+mod golden_signed;
 mod golden_stanza;
 pub mod parse;
+pub mod signatures;
 pub mod standard;
 
 use std::fmt::Write as _;
@@ -216,6 +218,14 @@ pub const SETS: &[(&str, &str)] = &[
         "mlkem768.txt",
         include_str!("../../test-vectors/mlkem768.txt"),
     ),
+    (
+        "mldsa65.txt",
+        include_str!("../../test-vectors/mldsa65.txt"),
+    ),
+    (
+        "ed25519.txt",
+        include_str!("../../test-vectors/ed25519.txt"),
+    ),
     ("blake3.txt", include_str!("../../test-vectors/blake3.txt")),
     (
         "bcj_x86.txt",
@@ -248,6 +258,10 @@ pub const SETS: &[(&str, &str)] = &[
     (
         "krypta_archive_v2.txt",
         include_str!("../../test-vectors/krypta_archive_v2.txt"),
+    ),
+    (
+        "krypta_archive_signed.txt",
+        include_str!("../../test-vectors/krypta_archive_signed.txt"),
     ),
 ];
 
@@ -444,6 +458,8 @@ fn run_vector(kind: &str, header: &Block, v: &Block) -> Result<(), KatError> {
         "argon2id" => standard::argon2id(v),
         "x25519" => standard::x25519(v),
         "mlkem768" => standard::mlkem768(v),
+        "mldsa65" => signatures::mldsa65(v),
+        "ed25519" => signatures::ed25519(v),
         "blake3" => standard::blake3(header, v),
         "bcj" => standard::bcj(header, v),
         other => golden::run_vector(other, header, v),

@@ -38,9 +38,14 @@ impl FileSource {
     /// Opens `path`. Errors: Io ("open") naming it.
     pub fn open(path: &Path) -> Result<FileSource> {
         let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-        Ok(FileSource {
+        Ok(Self::from_file(f))
+    }
+
+    /// A file already open (positioned at its start), such as a spooled stream.
+    pub fn from_file(f: File) -> FileSource {
+        FileSource {
             inner: BufReader::with_capacity(BUF_LEN, f),
-        })
+        }
     }
 }
 

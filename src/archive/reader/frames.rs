@@ -236,6 +236,9 @@ impl Archive {
         self.pos += want as u64;
         let mut tag = [0u8; TAG_LEN];
         self.read_exact_at_pos(&mut tag, "frame tag")?;
+        if self.signature.is_some() {
+            self.signature_frame_read(offset, header.seq, &tag)?;
+        }
         Ok(FrameJob {
             ticket: 0,
             header,

@@ -58,10 +58,12 @@ impl Archive {
         index_offset: u64,
     ) -> Result<(Footer, Index)> {
         let index = self.read_index_frames(data_frames, None, u64::MAX)?;
+        let signature = self.read_signature_frame()?;
         let foot_at = self.pos;
         let mut fb = [0u8; FOOTER_LEN];
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
+        self.finish_stream_signature(signature, &fb)?;
         let mut extra = [0u8; 1];
         if self.header.recovery_percent().is_none()
             && read_full(&mut self.input, &mut extra)
@@ -144,16 +146,19 @@ impl Archive {
         let mut fb = [0u8; FOOTER_LEN];
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
-        if footer.index_offset < self.header_len || footer.index_offset >= foot_at {
+        // A signed archive's index ends where its signature frame starts.
+        let index_end = foot_at.saturating_sub(self.signature_frame_len());
+        self.check_signature_at(index_end)?;
+        if footer.index_offset < self.header_len || footer.index_offset >= index_end {
             return Err(
                 self.sequence_error(foot_at, "footer: index offset outside the archive".into())
             );
         }
         self.seek_to(footer.index_offset)?;
-        self.input.read_ahead_to(Some(foot_at));
+        self.input.read_ahead_to(Some(index_end));
         let index =
-            self.read_index_frames(footer.data_frames, Some(footer.index_frames), foot_at)?;
-        if self.pos != foot_at {
+            self.read_index_frames(footer.data_frames, Some(footer.index_frames), index_end)?;
+        if self.pos != index_end {
             return Err(
                 self.sequence_error(self.pos, "bytes between the index and the footer".into())
             );
@@ -182,6 +187,7 @@ impl Archive {
                     }
                 }
             })?;
+        self.check_footer_signature(at, fb)?;
         Ok(footer)
     }
 

@@ -20,9 +20,11 @@ mod frames;
 mod index;
 mod open;
 mod records;
+mod rekey;
 mod resync;
 mod salvage;
 mod scan;
+mod signed;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -50,8 +52,10 @@ use crate::format::{EntryMeta, FormatError, Version};
 use frames::{FrameJob, FramePool, open_frame};
 use open::corrupt;
 pub use open::{ArchiveFacts, facts, read_header_only};
+pub use rekey::{RekeyOptions, RekeySummary};
 pub use resync::{MAC_BUDGET_FACTOR, StreamSalvage};
 pub use salvage::{BadFrame, DamagedEntry, Salvage};
+pub use signed::{VerifiedSignature, walk_and_verify};
 
 /// Receives what a scan finds, in stream order. Every byte given was verified first.
 pub trait Visitor {
@@ -84,6 +88,11 @@ pub struct OpenOptions {
     /// Base of the byte budget for frames in flight, bytes (`archive::budget`); `None` is
     /// 512 MiB. The budget is at least `(jobs + 1)` times the largest block read.
     pub in_flight_budget: Option<u64>,
+    /// Signers to require (`--signer`, any of them): an archive that is unsigned or signed
+    /// by another key is refused, and every byte is checked against the signature before
+    /// anything is used (docs/SECURITY.md, "Signatures"). Empty: a signed archive's
+    /// signature is still checked.
+    pub signers: Vec<crate::crypto::sign::SignerPublic>,
 }
 
 /// Where the archive bytes come from: a file, stdin or an object (see [`crate::store`]).
@@ -107,6 +116,10 @@ pub struct Archive {
     buffers: ReadBuffers,
     /// Base of the byte budget, bytes.
     in_flight_base: u64,
+    /// A signed archive's signature: verified first, or being gathered (`signed`).
+    signature: Option<signed::SigState>,
+    /// The file key the stanzas gave (encrypted archives), for `rekey` (zeroized on drop).
+    file_key: Option<crate::crypto::keys::FileKey>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds
@@ -142,6 +155,8 @@ pub struct ScanSummary {
     /// Bytes of data frames read in this scan so far (header, body and tag of each): what
     /// the hole allowance grows with.
     pub frame_bytes: u64,
+    /// The fingerprint of the signer whose signature verified (`test`; a signed archive).
+    pub signer: Option<[u8; 32]>,
 }
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {

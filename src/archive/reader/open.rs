@@ -152,12 +152,23 @@ pub struct ArchiveFacts {
     /// The recovery section, when one was found (what reading the header and footer
     /// repaired with it, too).
     pub recovery: Option<crate::store::healing::HealReport>,
+    /// A signed archive's signature, checked without a key when the input is seekable:
+    /// `Ok(())` verified, `Err(why)` refused; `None` unsigned, or a stream (not checked).
+    pub signature: Option<std::result::Result<(), String>>,
 }
 
 /// Reads the header and (for a file) the footer without any key.
 pub fn facts(path: &Path) -> Result<ArchiveFacts> {
     let (header, bytes, mut input) = read_header(path)?;
     let header_len = bytes.len() as u64;
+    let signature = (header.signer().is_some() && input.seekable()).then(|| {
+        super::signed::walk_and_verify(&mut input, path, &header, &bytes)
+            .map(|_| ())
+            .map_err(|e| match e {
+                Error::Signature { problem, .. } => problem.to_string(),
+                e => e.to_string(),
+            })
+    });
     let mut footer = None;
     let mut size = None;
     if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
@@ -220,6 +231,7 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
         footer,
         details,
         recovery,
+        signature,
     })
 }
 
@@ -235,6 +247,12 @@ impl Archive {
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
         let (header, bytes, input) = read_header(path)?;
         Self::open_parsed(path, opts, header, bytes, input)
+    }
+
+    /// [`Archive::open`] on a source already open; `name` labels errors.
+    pub fn open_source(input: Input, name: &Path, opts: OpenOptions) -> Result<Archive> {
+        let (header, bytes, input) = read_header_from(input, name)?;
+        Self::open_parsed(name, opts, header, bytes, input)
     }
 
     /// [`Archive::open`] on archive bytes from any reader, read front to back as from a pipe
@@ -254,8 +272,11 @@ impl Archive {
         opts: OpenOptions,
         header: Header,
         bytes: Vec<u8>,
-        input: Input,
+        mut input: Input,
     ) -> Result<Archive> {
+        // Signatures first (`signed`): the signer policy from the header, then a seekable
+        // signed archive's signature, before any key is tried or asked for.
+        let signature = signed::begin(&mut input, path, &header, &bytes, &opts.signers)?;
         // A prompt (`Identity::Prompt`) is no key the caller gave: it asks only when needed.
         let keys_given = opts.identities.iter().any(|i| !i.is_prompt());
         if !header.encrypted() && keys_given && !opts.allow_unencrypted {
@@ -263,6 +284,7 @@ impl Archive {
         }
         let (body, tag) = bytes.split_at(bytes.len() - 32);
         let tag: [u8; 32] = tag.try_into().expect("32 bytes");
+        let mut file_key = None;
         let protection = if header.encrypted() {
             let has_password_stanza = header
                 .stanzas
@@ -319,6 +341,7 @@ impl Archive {
                     },
                 },
             })?;
+            file_key = Some(key.clone());
             let p = Protection::Sealed(Box::new(Subkeys::derive(&key, &header.archive_id)));
             p.verify_header(body, &tag).map_err(|_| Error::AuthFailed {
                 path: path.into(),
@@ -348,7 +371,7 @@ impl Archive {
             bodies: Buffers::new(keep),
             blocks: Buffers::new(keep),
         };
-        Ok(Archive {
+        let mut ar = Archive {
             input,
             path: path.into(),
             version: header.version,
@@ -362,7 +385,13 @@ impl Archive {
             in_flight_base: opts
                 .in_flight_budget
                 .unwrap_or(crate::archive::pipeline::IN_FLIGHT_BUDGET as u64),
-        })
+            signature,
+            file_key,
+        };
+        if !opts.signers.is_empty() {
+            ar.verify_signed_frames()?;
+        }
+        Ok(ar)
     }
 
     /// The verified header.

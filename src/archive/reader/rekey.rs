@@ -1,0 +1,226 @@
+//! `krypta rekey`: an opened encrypted archive written again with a new, complete set of
+//! stanzas (a new password, other recipients), without decompressing anything.
+//!
+//! Only the stanzas and the header tag depend on the recipients (docs/FORMAT.md §3): the
+//! frames are copied as they are — each one's tag verified first, the ciphertext never
+//! decrypted — so a rekey runs at the speed of reading, HMAC-ing and writing the archive.
+//! The footer is tagged again (its index offset moves with the header's length, and flag
+//! bit 0 changes when a signature is dropped or added). The archive id and the file key stay:
+//! anyone who ever held the file key (opened the archive once, or kept an old stanza's
+//! secret) can still open OUT. `--rotate` replaces them: a fresh file key and archive id, every
+//! frame decrypted, encrypted and MAC'd again (no recompression), so OUT shares no key with IN.
+//!
+//! A signature covers the stanzas, so it cannot survive a rekey: it is dropped, or made anew
+//! with `RekeyOptions::signer`. A recovery section (Reed–Solomon over the old bytes) does not
+//! match the new bytes either: the recovery extension is dropped too.
+
+use std::io::Write;
+
+use super::*;
+use crate::crypto::keys::FileKey;
+use crate::crypto::sign::{SignerSecret, Transcript};
+use crate::crypto::stanza::{Recipient, wrap};
+use crate::format::extension::Extension;
+use crate::format::footer::FOOTER_FLAG_SIGNATURE;
+use crate::format::signature::SignatureFrame;
+
+/// What `rekey` writes.
+pub struct RekeyOptions {
+    /// The new, complete set of recipients (at least one; at most one password).
+    pub recipients: Vec<Recipient>,
+    /// Also replace the file key and the archive id (re-encrypt and re-MAC every frame).
+    pub rotate: bool,
+    /// Sign OUT with this key (IN's signature never survives).
+    pub signer: Option<SignerSecret>,
+}
+
+/// What `rekey` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RekeySummary {
+    /// Frames copied (data and index).
+    pub frames: u64,
+    /// Bytes of OUT.
+    pub bytes: u64,
+    /// IN was signed and OUT is not (no `signer` given).
+    pub signature_dropped: bool,
+    /// IN had a recovery section, which OUT does not have.
+    pub recovery_dropped: bool,
+}
+
+impl Archive {
+    /// Writes this archive (opened, nothing read from it yet) to `out` with the stanzas of
+    /// `opts.recipients` (see the module doc). Every frame's tag and the footer are verified
+    /// as they pass, and a stream's signature when it is reached; `out_name` labels errors.
+    ///
+    /// Errors: Usage (an unencrypted archive, no recipient, two passwords), the reader's
+    /// errors for a damaged or modified IN (nothing of OUT is then valid: the caller aborts
+    /// its sink), Io.
+    pub fn rekey_into<W: Write>(
+        &mut self,
+        mut out: W,
+        out_name: &Path,
+        opts: RekeyOptions,
+    ) -> Result<(RekeySummary, W)> {
+        let Some(old_key) = self.file_key.clone() else {
+            return Err(Error::Usage(format!(
+                "{}: not encrypted: rekey changes the stanzas of an encrypted archive (to \
+                 encrypt this one, extract it and create it again)",
+                self.path.display()
+            )));
+        };
+        if opts.recipients.is_empty() {
+            return Err(Error::Usage(
+                "rekey needs the new keys of OUT: --new-password, --new-pass-file, \
+                 --new-keyfile, -r or -R"
+                    .into(),
+            ));
+        }
+        crate::archive::writer::check_recipients(&opts.recipients)?;
+        let io = |e| Error::io(out_name, "write", e);
+        let (file_key, archive_id) = if opts.rotate {
+            let mut id = [0u8; 16];
+            crate::crypto::primitives::random_bytes(&mut id)
+                .map_err(|e| Error::Crypto(e.to_string()))?;
+            (
+                FileKey::generate().map_err(|e| Error::Crypto(e.to_string()))?,
+                id,
+            )
+        } else {
+            (old_key, self.header.archive_id)
+        };
+        let new = Protection::Sealed(Box::new(Subkeys::derive(&file_key, &archive_id)));
+        let mut header = self.header.clone();
+        header.archive_id = archive_id;
+        header.stanzas = opts
+            .recipients
+            .iter()
+            .map(|r| wrap(r, &file_key, &archive_id))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Error::Crypto(e.to_string()))?;
+        let mut summary = RekeySummary {
+            signature_dropped: self.header.signer().is_some() && opts.signer.is_none(),
+            recovery_dropped: self.header.recovery_percent().is_some(),
+            ..RekeySummary::default()
+        };
+        header
+            .extensions
+            .retain(|e| !matches!(e, Extension::Signer { .. } | Extension::Recovery { .. }));
+        if let Some(sk) = &opts.signer {
+            header.extensions.push(Extension::Signer {
+                fingerprint: sk.public().fingerprint(),
+            });
+            header.extensions.sort_by_key(|e| e.ext_type());
+        }
+        header.check().map_err(|problem| Error::Unwritable {
+            what: out_name.display().to_string(),
+            problem,
+        })?;
+        let mut hb = header.write_untagged();
+        let tag = new.header_tag(&hb);
+        hb.extend_from_slice(&tag);
+        out.write_all(&hb).map_err(io)?;
+        let mut written = hb.len() as u64;
+        let mut transcript = opts.signer.as_ref().map(|_| Transcript::new(&hb));
+        if self.input.seekable() {
+            self.seek_to(self.header_len)?;
+        }
+        let (mut data_frames, mut index_frames, mut index_offset) = (0u64, 0u64, None);
+        loop {
+            let job = self.read_frame()?;
+            let FrameJob {
+                header: fh,
+                header_bytes,
+                mut body,
+                tag,
+                offset,
+                ..
+            } = job;
+            let expected = data_frames + index_frames;
+            if fh.seq != expected || (fh.kind == FrameKind::Data && (index_frames > 0 || fh.last)) {
+                return Err(self.sequence_error(
+                    offset,
+                    format!(
+                        "expected frame seq {expected}, found {:?} seq {}",
+                        fh.kind, fh.seq
+                    ),
+                ));
+            }
+            let out_tag = if opts.rotate {
+                self.protection
+                    .open_frame(
+                        &self.header.archive_id,
+                        &header_bytes,
+                        fh.seq,
+                        &mut body,
+                        &tag,
+                    )
+                    .map_err(|_| self.fault(offset, fh.seq, super::FrameFault::Tag))?;
+                new.seal_frame(&archive_id, &header_bytes, fh.seq, &mut body)
+            } else {
+                self.protection
+                    .verify_frame(&self.header.archive_id, &header_bytes, fh.seq, &body, &tag)
+                    .map_err(|_| self.fault(offset, fh.seq, super::FrameFault::Tag))?;
+                tag
+            };
+            if fh.kind == FrameKind::Index && index_offset.is_none() {
+                index_offset = Some(written);
+            }
+            for part in [&header_bytes[..], &body, &out_tag] {
+                out.write_all(part).map_err(io)?;
+            }
+            written += (FRAME_HEADER_LEN + body.len() + TAG_LEN) as u64;
+            if let Some(t) = &mut transcript {
+                t.frame_tag(&out_tag);
+            }
+            self.buffers.bodies.give(body);
+            match fh.kind {
+                FrameKind::Data => data_frames += 1,
+                FrameKind::Index => index_frames += 1,
+            }
+            if fh.last {
+                break;
+            }
+        }
+        let old_signature = self.read_signature_frame()?;
+        let foot_at = self.pos;
+        let mut fb = [0u8; FOOTER_LEN];
+        self.read_exact_at_pos(&mut fb, "footer")?;
+        let footer = self.check_footer(foot_at, &fb)?;
+        self.finish_stream_signature(old_signature, &fb)?;
+        if footer.data_frames != data_frames || footer.index_frames != index_frames {
+            return Err(
+                self.sequence_error(foot_at, "footer disagrees with the frames read".into())
+            );
+        }
+        let new_footer = Footer {
+            index_offset: index_offset.expect("the last frame is an index frame"),
+            data_frames,
+            index_frames,
+        };
+        let flags = if opts.signer.is_some() {
+            FOOTER_FLAG_SIGNATURE
+        } else {
+            0
+        };
+        let untagged = new_footer.untagged_with_flags(self.version, flags);
+        let mut nfb = [0u8; FOOTER_LEN];
+        nfb[..32].copy_from_slice(&untagged);
+        nfb[32..].copy_from_slice(&new.footer_tag(&archive_id, &untagged));
+        if let (Some(sk), Some(t)) = (&opts.signer, &transcript) {
+            let pk = sk.public();
+            let frame = SignatureFrame {
+                seq: data_frames + index_frames,
+                signer: Box::new(*pk.as_bytes()),
+                signature: Box::new(sk.sign(&t.message(&pk, &nfb))),
+            };
+            let b = frame.to_bytes(&archive_id);
+            out.write_all(&b).map_err(io)?;
+            written += b.len() as u64;
+        }
+        out.write_all(&nfb).map_err(io)?;
+        out.flush().map_err(io)?;
+        summary.frames = data_frames + index_frames;
+        summary.bytes = written + FOOTER_LEN as u64;
+        Ok((summary, out))
+    }
+}

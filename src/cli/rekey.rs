@@ -1,0 +1,125 @@
+//! `krypta rekey IN -o OUT`: IN opened with the key options of `x`, OUT written with a new,
+//! complete set of stanzas (`--new-password`, `--new-pass-file`, `--new-keyfile`, `-r`, `-R`,
+//! the `--kdf*` options of `c`), the frames copied as they are (`--rotate`: encrypted again
+//! under a new file key). See `archive::reader::rekey`.
+
+use std::time::Instant;
+
+use super::args::*;
+use super::keys::{key_password, open_options};
+use super::size::{human_bytes, parse_size_in};
+use krypta::archive::reader::RekeyOptions;
+use krypta::crypto::kdf::{self, Kdf};
+use krypta::crypto::password::{PasswordSource, read_password};
+use krypta::crypto::stanza::Recipient;
+use krypta::{Error, Result};
+
+pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
+    let open = open_options(&a.keys, &a.input)?;
+    let signer = match &a.sign {
+        Some(f) => Some(krypta::crypto::signkey::load_signing_secret_with(
+            f,
+            &mut key_password(a.sign_key_pass_file.as_deref()),
+        )?),
+        None => None,
+    };
+    let recipients = new_recipients(&a)?;
+    let started = Instant::now();
+    let s = krypta::rekey(
+        &a.input,
+        open,
+        &a.output,
+        a.force,
+        RekeyOptions {
+            recipients,
+            rotate: a.rotate,
+            signer,
+        },
+    )?;
+    if !quiet {
+        if s.signature_dropped {
+            eprintln!(
+                "krypta: {}: the signature of {} is dropped (it covers the old stanzas); give --sign NAME to sign OUT",
+                a.output.display(),
+                a.input.display()
+            );
+        }
+        if s.recovery_dropped {
+            eprintln!(
+                "krypta: {}: the recovery data of {} does not match the new bytes and is not copied",
+                a.output.display(),
+                a.input.display()
+            );
+        }
+        eprintln!(
+            "krypta: {}: {} frames {} ({}), {}",
+            a.output.display(),
+            s.frames,
+            if a.rotate {
+                "encrypted again under a new file key"
+            } else {
+                "copied with new stanzas"
+            },
+            human_bytes(s.bytes),
+            super::clock::duration(started.elapsed())
+        );
+    }
+    Ok(0)
+}
+
+/// The recipients of OUT, as `c` builds them.
+fn new_recipients(a: &RekeyArgs) -> Result<Vec<Recipient>> {
+    let mut out = Vec::new();
+    let src = if let Some(f) = &a.new_pass_file {
+        Some(PasswordSource::File(f.clone()))
+    } else if a.new_password {
+        Some(PasswordSource::Prompt)
+    } else {
+        None
+    };
+    match src {
+        Some(src) => {
+            let m_kib = match &a.kdf_memory {
+                None => kdf::ARGON2ID_DEFAULT_M_KIB,
+                Some(m) => u32::try_from(parse_size_in(m, 1 << 20)? / 1024).unwrap_or(u32::MAX),
+            };
+            let kdf = match a.kdf.unwrap_or(KdfName::Argon2id) {
+                KdfName::Argon2id => Kdf::Argon2id {
+                    m_kib,
+                    t: a.kdf_iterations.unwrap_or(kdf::ARGON2ID_DEFAULT_T),
+                    p: kdf::ARGON2ID_DEFAULT_P,
+                },
+                KdfName::Pbkdf2 => Kdf::Pbkdf2 {
+                    iterations: a.kdf_iterations.unwrap_or(kdf::PBKDF2_DEFAULT_ITERATIONS),
+                },
+            };
+            kdf.check_bounds()
+                .map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
+            out.push(Recipient::Password {
+                password: read_password(&src, true)?,
+                kdf,
+            });
+        }
+        None if a.kdf.is_some() || a.kdf_memory.is_some() || a.kdf_iterations.is_some() => {
+            return Err(Error::Usage(
+                "--kdf, --kdf-memory and --kdf-iterations need --new-password or --new-pass-file"
+                    .into(),
+            ));
+        }
+        None => {}
+    }
+    for f in &a.new_keyfiles {
+        out.push(Recipient::KeyFile(krypta::crypto::keyfile::load_keyfile(
+            f,
+        )?));
+    }
+    for r in &a.recipients {
+        out.push(Recipient::PqBox(krypta::crypto::boxkey::load_public(r)?));
+    }
+    for f in &a.recipients_files {
+        for pk in krypta::crypto::boxkey::load_recipients_file(f)? {
+            out.push(Recipient::PqBox(pk));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,34 @@
+//! `krypta rekey` as a library call: open IN, write OUT through a sink with a new stanza set
+//! ([`crate::archive::reader::Archive::rekey_into`] does the work).
+
+use std::path::Path;
+
+use crate::archive::reader::{Archive, OpenOptions, RekeyOptions, RekeySummary};
+use crate::error::{Error, Result};
+use crate::store;
+
+/// `krypta rekey`: opens `input` with `open`, writes it to `output` (a file, `-` or an
+/// object; an existing one only with `force`) with the stanzas of `opts`
+/// ([`archive::reader::Archive::rekey_into`]). OUT appears under its name only when complete.
+/// Errors: as [`Archive::open`], Usage (unencrypted IN, no new key, OUT is IN), Exists, the
+/// reader's errors for a damaged IN, Io.
+pub fn rekey(
+    input: &Path,
+    open: OpenOptions,
+    output: &Path,
+    force: bool,
+    opts: RekeyOptions,
+) -> Result<RekeySummary> {
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output))
+        && a == b
+    {
+        return Err(Error::OutputIsInput {
+            path: input.to_path_buf(),
+        });
+    }
+    let mut ar = Archive::open(input, open)?;
+    let sink = store::create_sink(output, force, true)?;
+    let (summary, sink) = ar.rekey_into(sink, output, opts)?;
+    sink.finish()?;
+    Ok(summary)
+}

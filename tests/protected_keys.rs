@@ -1,0 +1,211 @@
+//! Issue 16, protected secret keys, through the binary: `keygen --box --protect` and
+//! `keygen --sign --protect` write the secret key encrypted under a password (Argon2id); using
+//! it takes `--key-pass-file` (or a prompt at a terminal); a wrong key password is its own
+//! error (exit 2, naming the key file), and nothing is written with it.
+
+mod cli_common;
+mod common;
+
+use cli_common::*;
+use common::code;
+
+/// The writers' Argon2id floor, so the tests stay fast.
+const FAST: [&str; 4] = ["--kdf-memory", "8", "--kdf-iterations", "1"];
+
+fn key_line(fx: &Fx, name: &str) -> String {
+    String::from_utf8(fx.read(name))
+        .unwrap()
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.is_empty())
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_protected_box_key_round_trips_and_a_wrong_password_is_its_own_error() {
+    let fx = Fx::new();
+    fx.file("pw", b"key password\n");
+    fx.file("bad", b"not it\n");
+    fx.file("t/a", b"payload");
+    let o = fx.ok(&[
+        &["keygen", "--box", "--protect", "--key-pass-file", "pw"][..],
+        &FAST,
+        &["-o", "me"],
+    ]
+    .concat());
+    assert!(
+        err(&o).contains("wrote secret key me (password-protected) and public key me.pub"),
+        "{}",
+        err(&o)
+    );
+    let line = key_line(&fx, "me");
+    assert!(line.starts_with("KRYPTA-BOX-SECRET-PROTECTED-1-"), "{line}");
+    assert_eq!(line.len(), 244);
+    assert!(
+        !String::from_utf8(fx.read("me"))
+            .unwrap()
+            .contains("KRYPTA-BOX-SECRET-1-")
+    );
+    // The public key is in the clear, and --pub with the password gives the same one.
+    let public = String::from_utf8(fx.read("me.pub")).unwrap();
+    assert_eq!(
+        out(&fx.ok(&["keygen", "--pub", "-k", "me", "--key-pass-file", "pw"])),
+        public
+    );
+    fx.ok(&["c", "-q", "-r", "me.pub", "a.kry", "t"]);
+    fx.ok(&[
+        "x",
+        "-q",
+        "-i",
+        "me",
+        "--key-pass-file",
+        "pw",
+        "-o",
+        "o",
+        "a.kry",
+    ]);
+    assert_eq!(fx.read("o/t/a"), b"payload");
+    let o = fx.run(&[
+        "x",
+        "-q",
+        "-i",
+        "me",
+        "--key-pass-file",
+        "bad",
+        "-o",
+        "o2",
+        "a.kry",
+    ]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: me: wrong password for this protected secret key file\n"
+    );
+    assert!(!fx.exists("o2/t"));
+    // No password and no terminal: the error names the option.
+    let o = fx.run(&["t", "-i", "me", "a.kry"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(
+        err(&o).contains("me: the secret key is password-protected: give --key-pass-file FILE"),
+        "{}",
+        err(&o)
+    );
+    // A damaged protected key is reported as damaged, not as a wrong password.
+    let mut text = String::from_utf8(fx.read("me")).unwrap();
+    let at = text.find("KRYPTA-BOX-SECRET-PROTECTED-1-").unwrap() + 40;
+    let c = if &text[at..at + 1] == "A" { "B" } else { "A" };
+    text.replace_range(at..at + 1, c);
+    std::fs::write(fx.p("me"), text).unwrap();
+    let o = fx.run(&["t", "-i", "me", "--key-pass-file", "pw", "a.kry"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(err(&o).contains("checksum mismatch"), "{}", err(&o));
+}
+
+#[test]
+fn a_protected_signing_key_signs_only_with_its_password() {
+    let fx = Fx::new();
+    fx.file("pw", b"sign pw\n");
+    fx.file("bad", b"nope\n");
+    fx.file("t/a", b"signed payload");
+    fx.ok(&[
+        &[
+            "keygen",
+            "-q",
+            "--sign",
+            "--protect",
+            "--key-pass-file",
+            "pw",
+        ][..],
+        &FAST,
+        &["-o", "s"],
+    ]
+    .concat());
+    let line = key_line(&fx, "s");
+    assert!(
+        line.starts_with("KRYPTA-SIGN-SECRET-PROTECTED-1-"),
+        "{line}"
+    );
+    assert_eq!(line.len(), 202);
+    let o = fx.run(&[
+        "c",
+        "-q",
+        "--sign",
+        "s",
+        "--key-pass-file",
+        "bad",
+        "a.kry",
+        "t",
+    ]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: s: wrong password for this protected secret key file\n"
+    );
+    assert!(!fx.exists("a.kry"));
+    fx.ok(&[
+        "c",
+        "-q",
+        "--sign",
+        "s",
+        "--key-pass-file",
+        "pw",
+        "a.kry",
+        "t",
+    ]);
+    fx.ok(&["t", "-q", "--signer", "s.pub", "a.kry"]);
+    assert_eq!(
+        out(&fx.ok(&["keygen", "--pub", "-k", "s", "--key-pass-file", "pw"])),
+        String::from_utf8(fx.read("s.pub")).unwrap()
+    );
+}
+
+#[test]
+fn protect_applies_to_box_and_sign_keys_within_the_kdf_bounds() {
+    let fx = Fx::new();
+    fx.file("pw", b"x\n");
+    let o = fx.run(&["keygen", "--protect", "--key-pass-file", "pw", "-o", "k"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        err(&o).contains("--protect applies to the secret key of --box or --sign"),
+        "{}",
+        err(&o)
+    );
+    let o = fx.run(&[
+        "keygen",
+        "--box",
+        "--protect",
+        "--key-pass-file",
+        "pw",
+        "--kdf-memory",
+        "4",
+        "-o",
+        "k",
+    ]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(!fx.exists("k"));
+    // No password file and no terminal: the error names --key-pass-file, nothing is written.
+    let o = fx.run(&["keygen", "--sign", "--protect", "-o", "k"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(
+        err(&o).contains("k: the key password is asked on the terminal, and there is none; give --key-pass-file FILE"),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("k"));
+    fx.file("empty", b"\n");
+    let o = fx.run(&[
+        "keygen",
+        "--box",
+        "--protect",
+        "--key-pass-file",
+        "empty",
+        "-o",
+        "k",
+    ]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(
+        err(&o).contains("empty key password refused"),
+        "{}",
+        err(&o)
+    );
+}

@@ -1,0 +1,286 @@
+//! Issue 16, rekey, through the binary: `krypta rekey [OPEN KEYS] IN -o OUT [NEW KEYS]` copies
+//! the frames byte for byte under a new stanza set (the old password no longer opens OUT),
+//! `--rotate` encrypts and MACs every frame again under a new file key (OUT's frames do not
+//! verify under IN's key), signatures are dropped unless `--sign`, and a damaged IN leaves no
+//! OUT.
+
+mod cli_common;
+mod common;
+
+use cli_common::*;
+use common::code;
+
+const FAST: [&str; 4] = ["--kdf-memory", "8", "--kdf-iterations", "1"];
+
+fn header_len(b: &[u8]) -> usize {
+    u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize
+}
+
+fn tree(fx: &Fx) {
+    fx.file("t/a.txt", b"rekey me\n");
+    // Incompressible (xorshift), so the archive holds several 64 KiB frames.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let big: Vec<u8> = (0..700_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    fx.file("t/big.bin", &big);
+}
+
+#[test]
+fn rekey_changes_the_password_copying_every_frame_byte_for_byte() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.file("old", b"old password\n");
+    fx.file("new", b"new password\n");
+    fx.ok(&[
+        &["c", "-q", "-b", "64K", "--pass-file", "old"][..],
+        &FAST,
+        &["in.kry", "t"],
+    ]
+    .concat());
+    let o = fx.ok(&[
+        &[
+            "rekey",
+            "--pass-file",
+            "old",
+            "in.kry",
+            "-o",
+            "out.kry",
+            "--new-pass-file",
+            "new",
+        ][..],
+        &FAST,
+    ]
+    .concat());
+    assert!(
+        err(&o).contains("frames copied with new stanzas"),
+        "{}",
+        err(&o)
+    );
+    let a = fx.read("in.kry");
+    let b = fx.read("out.kry");
+    // Same archive id, the frames (from the header to the footer) identical.
+    assert_eq!(a[16..32], b[16..32]);
+    let (ha, hb) = (header_len(&a), header_len(&b));
+    assert!(a.len() - ha > 100_000);
+    assert_eq!(a[ha..a.len() - 64], b[hb..b.len() - 64]);
+    // The new password opens OUT, the old one no longer does.
+    fx.ok(&["x", "-q", "--pass-file", "new", "-o", "o", "out.kry"]);
+    assert_eq!(fx.read("o/t/a.txt"), b"rekey me\n");
+    let o = fx.run(&["t", "--pass-file", "old", "out.kry"]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    // IN is untouched.
+    fx.ok(&["t", "-q", "--pass-file", "old", "in.kry"]);
+}
+
+#[test]
+fn rekey_swaps_a_recipient() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "--box", "-o", "alice"]);
+    fx.ok(&["keygen", "-q", "--box", "-o", "bob"]);
+    fx.ok(&["c", "-q", "-r", "alice.pub", "in.kry", "t"]);
+    fx.ok(&[
+        "rekey", "-q", "-i", "alice", "in.kry", "-o", "out.kry", "-r", "bob.pub",
+    ]);
+    fx.ok(&["x", "-q", "-i", "bob", "-o", "o", "out.kry"]);
+    assert_eq!(fx.read("o/t/big.bin"), fx.read("t/big.bin"));
+    let o = fx.run(&["t", "-i", "alice", "out.kry"]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+}
+
+#[test]
+fn rotate_shares_no_key_with_in() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "-o", "k1"]);
+    fx.ok(&["keygen", "-q", "-o", "k2"]);
+    fx.ok(&["c", "-q", "-b", "64K", "--keyfile", "k1", "in.kry", "t"]);
+    // Rotate to the same key file: only the file key and archive id change.
+    let o = fx.ok(&[
+        "rekey",
+        "--keyfile",
+        "k1",
+        "in.kry",
+        "-o",
+        "out.kry",
+        "--new-keyfile",
+        "k1",
+        "--rotate",
+    ]);
+    assert!(
+        err(&o).contains("encrypted again under a new file key"),
+        "{}",
+        err(&o)
+    );
+    let a = fx.read("in.kry");
+    let b = fx.read("out.kry");
+    assert_ne!(a[16..32], b[16..32], "a new archive id");
+    assert_eq!(a.len(), b.len(), "same stanza kinds, same frame lengths");
+    let (ha, hb) = (header_len(&a), header_len(&b));
+    // No frame tag and no 32-byte window of the frames is shared.
+    let fa: std::collections::HashSet<&[u8]> = a[ha..a.len() - 64].chunks(32).collect();
+    assert!(b[hb..b.len() - 64].chunks(32).all(|c| !fa.contains(c)));
+    fx.ok(&["x", "-q", "--keyfile", "k1", "-o", "o", "out.kry"]);
+    assert_eq!(fx.read("o/t/big.bin"), fx.read("t/big.bin"));
+    // IN's header (its file key, its id) in front of OUT's frames: the header opens, the
+    // first frame does not verify under IN's keys.
+    let mut spliced = a[..ha].to_vec();
+    spliced.extend_from_slice(&b[hb..]);
+    fx.file("spliced.kry", &spliced);
+    let o = fx.run(&["t", "--fail-fast", "--keyfile", "k1", "spliced.kry"]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    // Without --rotate the same splice reads (the frames are IN's own).
+    fx.ok(&[
+        "rekey",
+        "-q",
+        "--keyfile",
+        "k1",
+        "in.kry",
+        "-o",
+        "same.kry",
+        "--new-keyfile",
+        "k2",
+    ]);
+    let c = fx.read("same.kry");
+    let mut spliced = a[..ha].to_vec();
+    spliced.extend_from_slice(&c[header_len(&c)..]);
+    fx.file("spliced2.kry", &spliced);
+    fx.ok(&["t", "-q", "--keyfile", "k1", "spliced2.kry"]);
+}
+
+#[test]
+fn a_signature_is_dropped_unless_re_signed() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "--sign", "-o", "me"]);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["c", "-q", "--sign", "me", "--keyfile", "k", "in.kry", "t"]);
+    let o = fx.ok(&[
+        "rekey",
+        "--keyfile",
+        "k",
+        "in.kry",
+        "-o",
+        "unsigned.kry",
+        "--new-keyfile",
+        "k",
+    ]);
+    assert!(err(&o).contains("unsigned.kry: the signature of in.kry is dropped (it covers the old stanzas); give --sign NAME to sign OUT"), "{}", err(&o));
+    let o = fx.run(&["t", "--keyfile", "k", "--signer", "me.pub", "unsigned.kry"]);
+    assert_eq!(code(&o), 8, "{}", err(&o));
+    fx.ok(&["t", "-q", "--keyfile", "k", "unsigned.kry"]);
+    fx.ok(&[
+        "rekey",
+        "-q",
+        "--keyfile",
+        "k",
+        "in.kry",
+        "-o",
+        "signed.kry",
+        "--new-keyfile",
+        "k",
+        "--sign",
+        "me",
+    ]);
+    fx.ok(&[
+        "x",
+        "-q",
+        "--keyfile",
+        "k",
+        "--signer",
+        "me.pub",
+        "-o",
+        "o",
+        "signed.kry",
+    ]);
+    assert_eq!(fx.read("o/t/a.txt"), b"rekey me\n");
+}
+
+#[test]
+fn rekey_refuses_what_it_cannot_do_and_leaves_no_out() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["c", "-q", "plain.kry", "t"]);
+    let o = fx.run(&["rekey", "plain.kry", "-o", "o.kry", "--new-keyfile", "k"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(
+        err(&o).contains("not encrypted: rekey changes the stanzas"),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("o.kry"));
+    fx.ok(&["c", "-q", "-b", "64K", "--keyfile", "k", "in.kry", "t"]);
+    let o = fx.run(&["rekey", "--keyfile", "k", "in.kry", "-o", "o.kry"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(
+        err(&o).contains("rekey needs the new keys of OUT"),
+        "{}",
+        err(&o)
+    );
+    let o = fx.run(&[
+        "rekey",
+        "--keyfile",
+        "k",
+        "in.kry",
+        "-o",
+        "in.kry",
+        "-f",
+        "--new-keyfile",
+        "k",
+    ]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    fx.file("exists.kry", b"x");
+    let o = fx.run(&[
+        "rekey",
+        "--keyfile",
+        "k",
+        "in.kry",
+        "-o",
+        "exists.kry",
+        "--new-keyfile",
+        "k",
+    ]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(fx.read("exists.kry"), b"x");
+    // A damaged frame: refused, no OUT.
+    let mut b = fx.read("in.kry");
+    let at = header_len(&b) + 5000;
+    b[at] ^= 1;
+    fx.file("bad.kry", &b);
+    let o = fx.run(&[
+        "rekey",
+        "--keyfile",
+        "k",
+        "bad.kry",
+        "-o",
+        "o.kry",
+        "--new-keyfile",
+        "k",
+    ]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert!(!fx.exists("o.kry"));
+    // From a pipe to a pipe.
+    let o = fx.run_stdin(
+        &[
+            "rekey",
+            "--keyfile",
+            "k",
+            "-",
+            "-o",
+            "-",
+            "--new-keyfile",
+            "k",
+        ],
+        &fx.read("in.kry"),
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    fx.file("piped.kry", &o.stdout);
+    fx.ok(&["t", "-q", "--keyfile", "k", "piped.kry"]);
+}
