@@ -168,7 +168,7 @@ pub(crate) fn is_index_damage(e: &Error) -> bool {
                     | "archive (no footer)",
                 ..
             } | FormatError::Invalid {
-                what: "footer" | "frame header",
+                what: "footer" | "frame header" | "index frame head",
                 ..
             }
         ),

@@ -106,6 +106,17 @@ fn repair_or_check(
         _ => archive.to_path_buf(),
     };
     let target = output.unwrap_or(&in_place);
+    if !check_only
+        && store::Location::parse(target).is_ok_and(|l| !l.is_remote())
+        && let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Err(Error::Usage(format!(
+            "{}: its directory {} does not exist",
+            target.display(),
+            parent.display()
+        )));
+    }
     if !check_only && std::fs::metadata(target).is_ok_and(|m| m.is_dir()) {
         return Err(Error::Usage(format!(
             "{}: is a directory; -o names the repaired archive's file",

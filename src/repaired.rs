@@ -82,14 +82,14 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
     }
     if section.damaged_recovery_shards > 0 {
         what.push(format!(
-            "{} recovery shards are damaged",
-            section.damaged_recovery_shards
+            "{} damaged or unverifiable (checksum lost)",
+            plural(section.damaged_recovery_shards, "recovery shard")
         ));
     }
     if section.damaged_packets > 0 {
         what.push(format!(
-            "{} descriptor packets are damaged",
-            section.damaged_packets
+            "{} damaged",
+            plural(section.damaged_packets, "descriptor packet")
         ));
     }
     if section.trailer_damaged {

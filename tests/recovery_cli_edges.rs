@@ -57,7 +57,9 @@ fn damaged_recovery_data_is_reported_and_regenerated() {
     let t = f.keyed(&["t", "r.kry"]);
     assert_eq!(code(&t), 7, "{}", stderr(&t));
     assert!(
-        stderr(&t).contains("3 recovery shards are damaged, 1 descriptor packets are damaged"),
+        stderr(&t).contains(
+            "3 recovery shards damaged or unverifiable (checksum lost), 1 descriptor packet damaged"
+        ),
         "{}",
         stderr(&t)
     );

@@ -105,7 +105,9 @@ fn findings(r: &krypta::recovery::VerifyReport) -> Vec<String> {
         found.push(format!("{damaged_data} damaged archive shard(s)"));
     }
     if damaged_rec > 0 {
-        found.push(format!("{damaged_rec} damaged recovery shard(s)"));
+        found.push(format!(
+            "{damaged_rec} damaged or unverifiable recovery shard(s)"
+        ));
     }
     if packets > 0 {
         found.push(format!("{packets} damaged descriptor packet(s)"));

@@ -422,6 +422,20 @@ fn heal_bytes(
         }
     }
     for (g, known_bad) in bad_segments {
+        // A segment first met through shards whose checksums are lost (unverified) is beyond
+        // the recovery data once a shard of it is known to be damaged: say so instead.
+        if known_bad && st.report.unverified_segments.remove(&g) {
+            // Tried again for the exact counts (rare: lost checksums and damage together).
+            match repair_segment(whole, located, g) {
+                Err(RecoveryError::BeyondRepair { segments }) => st.report.beyond.extend(segments),
+                Err(e) => st.report.failed.push((g, e.to_string())),
+                Ok(_) => {
+                    st.report
+                        .failed
+                        .push((g, "repaired on a second try only".into()));
+                }
+            }
+        }
         if st.report.beyond.iter().any(|b| b.segment == g)
             || st.report.failed.iter().any(|(s, _)| *s == g)
             || st.report.unverified_segments.contains(&g)

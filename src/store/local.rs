@@ -238,7 +238,7 @@ impl FileSink {
     pub fn set_mode(&self, mode: u32) -> Result<()> {
         let t = self.tmp.as_ref().expect("not finished");
         t.as_file()
-            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777))
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o7777))
             .map_err(|e| Error::io(t.path(), "chmod", e))
     }
 

@@ -236,15 +236,38 @@ impl Archive {
             let job = self.read_frame()?;
             let (offset, h) = (job.offset, job.header);
             if h.kind != FrameKind::Index || h.seq != data_frames + i {
-                return Err(self.sequence_error(
-                    offset,
-                    format!(
-                        "expected index frame seq {}, found {:?} seq {}",
-                        data_frames + i,
-                        h.kind,
-                        h.seq
+                let problem = format!(
+                    "expected index frame seq {}, found {:?} seq {}",
+                    data_frames + i,
+                    h.kind,
+                    h.seq
+                );
+                // A head that is not what the frame count says: when the frame's tag (which
+                // covers the head) fails too, its bytes are damaged and salvage may read the
+                // data past it; when the tag verifies, whoever held the key wrote it so. The
+                // exit codes stay those of FORMAT.md §11 (the sequence is checked first).
+                let (_, _, r) = open_frame(
+                    &mut dec,
+                    &self.protection,
+                    &self.header.archive_id,
+                    &self.buffers,
+                    self.version,
+                    None,
+                    job,
+                );
+                return Err(match r {
+                    Err(FrameFault::Tag) if self.protection.is_sealed() => Error::Damaged {
+                        path: self.path.clone(),
+                        offset,
+                        frame: data_frames + i,
+                    },
+                    Err(FrameFault::Tag) => corrupt(
+                        &self.path,
+                        offset,
+                        FormatError::invalid("index frame head", problem),
                     ),
-                ));
+                    _ => self.sequence_error(offset, problem),
+                });
             }
             let (_, _, r) = open_frame(
                 &mut dec,
