@@ -276,7 +276,7 @@ fn stripped_and_re_signed_archives_are_refused() {
         }
     }
     // Re-signed by Carol with the signer extension changed to hers: her signature is valid,
-    // a reader requiring Alice refuses it from the header (7), and one trusting Carol finds the
+    // a reader requiring Alice refuses it from the header (8), and one trusting Carol finds the
     // header tag broken (the extension is under the header MAC): authentication failed (2).
     let mut h2 = b.clone();
     let ext_at = (0..header_len(&b) - 32 - 36)
@@ -319,7 +319,7 @@ fn a_flipped_bit_anywhere_is_refused_and_nothing_is_extracted() {
             // Past the 16-byte prefix every check of a signed archive is the signature's,
             // except header fields whose change makes the header unparsable (3).
             if pos >= h {
-                assert_eq!(c, 7, "byte {pos}: {e}");
+                assert_eq!(c, 8, "byte {pos}: {e}");
             } else {
                 assert!(c == 8 || c == 3, "byte {pos}: {c} {e}");
             }
