@@ -117,19 +117,54 @@ pub(crate) fn salvage_if(
             salvage_after(ar, archive, ix, t, verb, e, rep)
         }
         (Err(e), None) if salvage && is_index_damage(&e) && !ar.seekable() => {
-            // A pipe cannot be read twice or seeked: what came before the damage was
-            // restored; the rest needs the archive as a file.
-            rep.warn(&format!(
-                "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
-                archive.display()
-            ));
+            // A pipe cannot be read twice or seeked: the entries before the damage were
+            // read; the rest of the stream is spooled to a temporary file and read past the
+            // damage from there (archive::reader::spool).
             if ar.header().recovery_percent().is_some() {
                 rep.warn(&format!(
                     "{}: the recovery data cannot be used from a pipe (it follows the archive): read from the file, krypta repairs damage within the recovery data's capacity as it reads (krypta repair --check says whether it can)",
                     archive.display()
                 ));
             }
-            Err(e)
+            let before = t.done.len() as u64;
+            // The entry the scan was reading when the damage stopped it is damaged (its
+            // temporary file was removed): named and counted.
+            let cut = match &e {
+                Error::InEntry { entry, source } => {
+                    let not = if verb == "verified" {
+                        "not verified"
+                    } else {
+                        "not restored"
+                    };
+                    rep.warn(&format!("{entry}: {not}: {source}"));
+                    1
+                }
+                _ => 0,
+            };
+            let base = ar.spool_rest(&e)?;
+            rep.warn(&format!(
+                "{}: damaged while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
+                archive.display()
+            ));
+            match salvage_without_index(ar, archive, t, verb, e, rep) {
+                // The entries the scan completed before the damage count as restored too.
+                Err(Error::Salvaged {
+                    path,
+                    verb,
+                    restored,
+                    total,
+                    damaged,
+                    code,
+                }) => Err(Error::Salvaged {
+                    path,
+                    verb,
+                    restored: restored + before,
+                    total: total + before + cut,
+                    damaged: damaged + cut,
+                    code,
+                }),
+                r => r,
+            }
         }
         (s, _) => s,
     }

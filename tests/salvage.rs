@@ -620,3 +620,51 @@ fn a_flipped_index_sequence_number_is_salvaged() {
         );
     }
 }
+
+/// Damage met while reading from a pipe: the rest of the stream is spooled to a temporary
+/// file and read past the damage (issue 11 §2: "on a pipe falls back to salvage"). With
+/// `-j 1` at most 4 frames are read ahead of the damaged one, so every entry that starts
+/// after them is restored byte for byte.
+#[test]
+fn damage_read_from_a_pipe_is_salvaged_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.kry");
+    let good = build(false);
+    std::fs::write(&p, &good).unwrap();
+    let (entries, frames) = geometry(&p, false);
+    let k = frames.len() / 3;
+    let mut b = good.clone();
+    b[frames[k].0 as usize + 200] ^= 0x01;
+    let out = dir.path().join("out");
+    let mut child = common::krypta()
+        .args(["x", "-j", "1", "-o", common::s(&out), "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&b);
+    });
+    let o = child.wait_with_output().unwrap();
+    feed.join().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(common::code(&o), 5, "{e}");
+    assert!(
+        e.contains("was copied to a temporary file to read past the damage"),
+        "{e}"
+    );
+    let mut after = 0;
+    for (i, (path, first, _)) in entries.iter().enumerate() {
+        if i > 0 && *first > k as u64 + 5 {
+            let n: usize = path.trim_start_matches("t/f").parse().unwrap();
+            assert!(
+                std::fs::read(out.join(path)).unwrap() == content(n),
+                "{path} after the damage"
+            );
+            after += 1;
+        }
+    }
+    assert!(after > 10, "{after} entries after the damage");
+}

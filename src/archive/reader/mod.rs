@@ -25,6 +25,7 @@ mod resync;
 mod salvage;
 mod scan;
 mod signed;
+mod spool;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -120,6 +121,12 @@ pub struct Archive {
     signature: Option<signed::SigState>,
     /// The file key the stanzas gave (encrypted archives), for `rekey` (zeroized on drop).
     file_key: Option<crate::crypto::keys::FileKey>,
+    /// Where a salvage without the index starts walking: the first frame, or, once the rest
+    /// of a pipe was spooled after damage (`spool`), the first spooled byte.
+    walk_from: u64,
+    /// A damaged region before `walk_from` that the walk reports first (the bytes a pipe
+    /// gave before the damage was found: `spool`).
+    lost_before_walk: Option<BadFrame>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

@@ -387,6 +387,8 @@ impl Archive {
                 .unwrap_or(crate::archive::pipeline::IN_FLIGHT_BUDGET as u64),
             signature,
             file_key,
+            walk_from: header_len,
+            lost_before_walk: None,
         };
         if !opts.signers.is_empty() {
             ar.verify_signed_frames()?;

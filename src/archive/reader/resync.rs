@@ -23,8 +23,9 @@
 //! block whose reference group lost a block is lost too) and at the first ENTRY record at or
 //! after that block's first record (records before it are the tail of an entry whose start
 //! was lost: read past, never delivered). An entry a run's end cuts is named; entries wholly
-//! inside lost bytes cannot be (nothing of them is left), nor counted. Pipes are not
-//! resynchronised (the walk seeks): salvage without an index needs a file or an object.
+//! inside lost bytes cannot be (nothing of them is left), nor counted. A pipe is walked
+//! after the rest of it was spooled to a temporary file (`spool`): the walk then starts at
+//! the first spooled byte.
 
 use super::feed::{Feed, next_record};
 use super::records::{Check, parse_records};
@@ -77,12 +78,13 @@ impl Archive {
             Err(e) => return Err(Error::io(&self.path, "seek", e)),
         };
         let mut out = StreamSalvage::default();
+        out.lost.extend(self.lost_before_walk.take());
         let mut good: Vec<GoodFrame> = Vec::new();
         let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
         let min_frame = (FRAME_HEADER_LEN + TAG_LEN) as u64
             + *crate::format::frame::body_len_range(self.version).start() as u64;
         let mut budget = MAC_BUDGET_FACTOR * len + (64 << 20);
-        let mut pos = self.header_len;
+        let mut pos = self.walk_from;
         let mut scanning = false;
         let mut window: (u64, Vec<u8>) = (0, Vec::new());
         while pos + min_frame <= len {

@@ -1,0 +1,113 @@
+//! Salvage from a pipe (issue 11 §1–§2): when damage stops a read from stdin, the rest of
+//! the stream is copied to an unnamed temporary file (`$TMPDIR`), which the walk of a salvage
+//! without the index then reads with seeks, as it reads a file. The bytes consumed before the
+//! damage was found (the damaged frame and the frames read ahead after it, at most the
+//! in-flight budget) are gone with the pipe: they are reported as a lost region.
+//!
+//! Choice: spooling, rather than a single-pass walk with a pushback buffer, keeps one walk
+//! for files, objects and pipes; its price is disk space in `$TMPDIR` for the rest of the
+//! stream, and only after damage was met.
+
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+use super::*;
+use crate::store::{Counters, Source};
+
+/// The rest of a pipe in a temporary file, at its offsets in the archive (`base` onwards).
+struct SpooledTail {
+    file: std::fs::File,
+    base: u64,
+    len: u64,
+    pos: u64,
+}
+
+impl Read for SpooledTail {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.read_at(self.pos, buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Source for SpooledTail {
+    fn seekable(&self) -> bool {
+        true
+    }
+    fn length(&mut self) -> io::Result<Option<u64>> {
+        Ok(Some(self.len))
+    }
+    fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        if offset < self.base {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("byte {offset} was read from the pipe before the damage and is gone"),
+            ));
+        }
+        self.pos = offset;
+        Ok(())
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        if offset < self.base {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("byte {offset} was read from the pipe before the damage and is gone"),
+            ));
+        }
+        std::os::unix::fs::FileExt::read_at(&self.file, buf, offset - self.base)
+    }
+    fn identity(&self) -> Option<String> {
+        None
+    }
+    fn counters(&self) -> Option<std::sync::Arc<Counters>> {
+        None
+    }
+}
+
+impl Archive {
+    /// Copies the rest of a non-seekable input to a temporary file and reads from it from now
+    /// on (module doc); returns the offset of its first byte. Errors: Io (the pipe, or no room
+    /// in `$TMPDIR`).
+    ///
+    /// `damage` is the error that stopped the read: its offset and frame (when it names
+    /// them) start the lost region reported by the salvage that follows.
+    pub fn spool_rest(&mut self, damage: &Error) -> Result<u64> {
+        let base = self.pos;
+        let (at, seq) = match damage.root() {
+            Error::Damaged { offset, frame, .. } => (*offset, *frame),
+            Error::Corrupt { offset, .. } => (*offset, 0),
+            _ => (base, 0),
+        };
+        self.lost_before_walk = Some(BadFrame {
+            seq,
+            offset: at.min(base),
+            what: if at < base {
+                format!("bytes {at}..{base} lost (read from the pipe before the damage was found)")
+            } else {
+                format!(
+                    "the damaged frame and the frames read ahead after it, before byte {base}, were read from the pipe and are lost"
+                )
+            },
+        });
+        let tmp = std::env::temp_dir();
+        let mut file =
+            tempfile::tempfile().map_err(|e| Error::io(&tmp, "create a temporary file in", e))?;
+        let copied = {
+            let mut w = io::BufWriter::with_capacity(1 << 20, &mut file);
+            let n =
+                io::copy(&mut self.input, &mut w).map_err(|e| Error::io(&self.path, "read", e))?;
+            w.flush().map_err(|e| Error::io(&tmp, "write", e))?;
+            n
+        };
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io(&tmp, "seek", e))?;
+        self.input = Box::new(SpooledTail {
+            file,
+            base,
+            len: base + copied,
+            pos: base,
+        });
+        self.pending_frame = None;
+        self.walk_from = base;
+        Ok(base)
+    }
+}
