@@ -127,27 +127,22 @@ pub(crate) fn salvage_if(
                 ));
             }
             let before = t.done.len() as u64;
-            // The entry the scan was reading when the damage stopped it is damaged (its
-            // temporary file was removed): named and counted.
+            // The entry the scan was reading when the damage stopped it (its temporary file
+            // was removed).
             let cut = match &e {
-                Error::InEntry { entry, source } => {
-                    let not = if verb == "verified" {
+                Error::InEntry { entry, source } => Some(format!(
+                    "{entry}: {}: {source}",
+                    if verb == "verified" {
                         "not verified"
                     } else {
                         "not restored"
-                    };
-                    rep.warn(&format!("{entry}: {not}: {source}"));
-                    1
-                }
-                _ => 0,
+                    }
+                )),
+                _ => None,
             };
             let base = ar.spool_rest(&e)?;
-            rep.warn(&format!(
-                "{}: damaged while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
-                archive.display()
-            ));
-            match salvage_without_index(ar, archive, t, verb, e, rep) {
-                // The entries the scan completed before the damage count as restored too.
+            let mut sw = crate::Collect::default();
+            match salvage_without_index(ar, archive, t, verb, e, &mut sw) {
                 Err(Error::Salvaged {
                     path,
                     verb,
@@ -155,15 +150,40 @@ pub(crate) fn salvage_if(
                     total,
                     damaged,
                     code,
-                }) => Err(Error::Salvaged {
-                    path,
-                    verb,
-                    restored: restored + before,
-                    total: total + before + cut,
-                    damaged: damaged + cut,
-                    code,
-                }),
-                r => r,
+                }) => {
+                    rep.warn(&format!(
+                        "{}: damaged while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
+                        archive.display()
+                    ));
+                    if let Some(line) = &cut {
+                        rep.warn(line);
+                    }
+                    for w in &sw.warnings {
+                        rep.warn(w);
+                    }
+                    let cut = u64::from(cut.is_some());
+                    // The entries the scan completed before the damage count as restored.
+                    Err(Error::Salvaged {
+                        path,
+                        verb,
+                        restored: restored + before,
+                        total: total + before + cut,
+                        damaged: damaged + cut,
+                        code,
+                    })
+                }
+                r => {
+                    // Nothing after the damage could be read (the pipe had been read ahead
+                    // to its end): as before spooling.
+                    for w in &sw.warnings {
+                        rep.warn(w);
+                    }
+                    rep.warn(&format!(
+                        "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
+                        archive.display()
+                    ));
+                    r
+                }
             }
         }
         (s, _) => s,

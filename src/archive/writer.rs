@@ -55,6 +55,9 @@ use crate::format::record::{self, DATA_HEAD_LEN, DIGEST_MIN_SIZE, MAX_SEGMENT};
 use crate::format::signature::SignatureFrame;
 use crate::format::{EntryMeta, FormatError, Version};
 
+pub(crate) use super::write_opts::check_recipients;
+use super::write_opts::{shown_entry, too_big};
+
 /// The format version the writer writes.
 pub const WRITE_VERSION: Version = Version::V2;
 
@@ -578,47 +581,4 @@ impl<W: Write> ArchiveWriter<W> {
         };
         Ok((summary, out))
     }
-}
-
-/// An entry's archive path for a message: escaped as `list` shows it, and cut after 200
-/// characters (paths may be 64 KiB long).
-fn shown_entry(path: &[u8]) -> String {
-    let text = crate::fs::escape_path(path);
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], path.len()),
-        None => text,
-    }
-}
-
-/// The error for a file whose size (or data end) `size` is past [`MAX_FILE_SIZE`].
-fn too_big(meta: &EntryMeta, size: u64) -> Error {
-    Error::Unwritable {
-        what: shown_entry(&meta.path),
-        problem: FormatError::invalid(
-            "file",
-            format!("{size} bytes exceeds the {MAX_FILE_SIZE}-byte file size limit"),
-        ),
-    }
-}
-
-/// Refuses, before any KDF runs, a recipient list whose stanzas no reader would accept
-/// (`format::stanza::check_stanza_set`): more than 64 recipients, or more than one password.
-pub(crate) fn check_recipients(recipients: &[Recipient]) -> Result<()> {
-    use crate::format::stanza::{MAX_PASSWORD_STANZAS, MAX_STANZAS};
-    let passwords = recipients
-        .iter()
-        .filter(|r| matches!(r, Recipient::Password { .. }))
-        .count();
-    if passwords > MAX_PASSWORD_STANZAS {
-        return Err(Error::Usage(format!(
-            "{passwords} passwords given: an archive holds at most one password stanza (add key files or box recipients instead)"
-        )));
-    }
-    if recipients.len() > MAX_STANZAS {
-        return Err(Error::Usage(format!(
-            "{} recipients given: an archive holds at most {MAX_STANZAS} stanzas",
-            recipients.len()
-        )));
-    }
-    Ok(())
 }

@@ -1,0 +1,147 @@
+//! Issue 11 §1, the damage around the data: a footer or index frame that fails (never "wrong
+//! key" once the header verified; a damaged index alone loses nothing and says so; a flipped
+//! index sequence number is damage, not tampering), and damage met while reading from a pipe.
+
+mod common;
+mod salvage_common;
+
+use krypta::Error;
+use salvage_common::*;
+
+/// A flipped bit in the footer of an encrypted archive, after the header verified with the
+/// right key: "archive damaged or modified at byte X (the footer…)", exit 2, never the
+/// uniform "wrong password or key" (issue 11 §1). Unencrypted: the footer checksum, exit 5.
+#[test]
+fn a_damaged_footer_is_never_reported_as_a_wrong_key() {
+    for sealed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.kry");
+        let mut b = build(sealed);
+        let n = b.len();
+        b[n - 10] ^= 0x04; // in the tag (the last 32 bytes)
+        std::fs::write(&p, &b).unwrap();
+        let e = krypta::test(&p, open(sealed), &mut krypta::Collect::default()).unwrap_err();
+        let msg = e.to_string();
+        if sealed {
+            assert_eq!(
+                msg,
+                format!(
+                    "{}: archive damaged or modified at byte {} (the footer: its MAC does not verify)",
+                    p.display(),
+                    n - 64
+                )
+            );
+            assert_eq!(e.exit_code(), 2);
+        } else {
+            assert!(msg.contains("footer checksum mismatch"), "{msg}");
+            assert_eq!(e.exit_code(), 5);
+        }
+        assert!(!msg.contains("wrong"), "{msg}");
+    }
+}
+
+/// A damaged index frame (its body, after the data frames): every data frame verifies, so the
+/// front-to-back read verifies every entry; the run still ends with the index's error (the
+/// archive is damaged) and says that nothing was lost.
+#[test]
+fn a_damaged_index_alone_loses_nothing_and_says_so() {
+    for sealed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("i.kry");
+        let good = build(sealed);
+        std::fs::write(&p, &good).unwrap();
+        let (entries, frames) = geometry(&p, sealed);
+        let mut b = good.clone();
+        b[frames.last().unwrap().1 as usize + 30] ^= 0x01;
+        std::fs::write(&p, &b).unwrap();
+        let mut rep = krypta::Collect::default();
+        let e = krypta::test_salvaging(&p, open(sealed), true, &mut rep).unwrap_err();
+        assert_eq!(e.exit_code(), if sealed { 2 } else { 5 }, "{e}");
+        let want = format!(
+            "{}: the index or footer is damaged; every data frame verified, and all {} entries read front to back were verified",
+            p.display(),
+            entries.len()
+        );
+        assert!(rep.warnings.contains(&want), "{:?}", rep.warnings);
+    }
+}
+
+/// A flipped byte in the index frame's sequence number (its head, checked before its tag):
+/// the tag fails too, so this is damage, not tampering: salvage reads every entry front to
+/// back (all verified, none lost) instead of stopping with "corrupt" or, encrypted, "wrong
+/// key or password".
+#[test]
+fn a_flipped_index_sequence_number_is_salvaged() {
+    for sealed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.kry");
+        let good = build(sealed);
+        std::fs::write(&p, &good).unwrap();
+        let (entries, frames) = geometry(&p, sealed);
+        let mut b = good.clone();
+        b[frames.last().unwrap().1 as usize + 8] ^= 0x40;
+        std::fs::write(&p, &b).unwrap();
+        let mut rep = krypta::Collect::default();
+        let e = krypta::test_salvaging(&p, open(sealed), true, &mut rep).unwrap_err();
+        let n = entries.len() as u64;
+        assert!(
+            matches!(e, Error::Salvaged { restored, total, damaged: 0, .. } if restored == n && total == n),
+            "{e} {:?}",
+            rep.warnings
+        );
+        assert_eq!(e.exit_code(), if sealed { 2 } else { 5 });
+        assert!(
+            !rep.warnings.iter().any(|w| w.contains("wrong key")),
+            "{:?}",
+            rep.warnings
+        );
+    }
+}
+
+/// Damage met while reading from a pipe: the rest of the stream is spooled to a temporary
+/// file and read past the damage (issue 11 §2: "on a pipe falls back to salvage"). With
+/// `-j 1` at most 4 frames are read ahead of the damaged one, so every entry that starts
+/// after them is restored byte for byte.
+#[test]
+fn damage_read_from_a_pipe_is_salvaged_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.kry");
+    let good = build(false);
+    std::fs::write(&p, &good).unwrap();
+    let (entries, frames) = geometry(&p, false);
+    let k = frames.len() / 3;
+    let mut b = good.clone();
+    b[frames[k].0 as usize + 200] ^= 0x01;
+    let out = dir.path().join("out");
+    let mut child = common::krypta()
+        .args(["x", "-j", "1", "-o", common::s(&out), "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&b);
+    });
+    let o = child.wait_with_output().unwrap();
+    feed.join().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(common::code(&o), 5, "{e}");
+    assert!(
+        e.contains("was copied to a temporary file to read past the damage"),
+        "{e}"
+    );
+    let mut after = 0;
+    for (i, (path, first, _)) in entries.iter().enumerate() {
+        if i > 0 && *first > k as u64 + 5 {
+            let n: usize = path.trim_start_matches("t/f").parse().unwrap();
+            assert!(
+                std::fs::read(out.join(path)).unwrap() == content(n),
+                "{path} after the damage"
+            );
+            after += 1;
+        }
+    }
+    assert!(after > 10, "{after} entries after the damage");
+}
