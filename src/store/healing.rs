@@ -151,6 +151,12 @@ fn read_exact_at(src: &dyn Source, mut offset: u64, mut buf: &mut [u8]) -> io::R
     Ok(())
 }
 
+/// The inner source behind its lock, for the methods that take `&mut self` (no locking
+/// needed; a field, so the other fields stay borrowable).
+fn inner_mut(inner: &mut Mutex<Box<dyn Source>>) -> &mut (dyn Source + 'static) {
+    &mut **inner.get_mut().unwrap_or_else(|p| p.into_inner())
+}
+
 /// How [`protect`] looks for the section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Search {
@@ -177,10 +183,7 @@ pub fn protect(
         Err(e) => return Err(crate::Error::io(path, "seek", e)),
     };
     let found = {
-        let whole = Whole {
-            src: Mutex::new(&mut *inner),
-            len,
-        };
+        let whole = Whole::new(&mut *inner, len);
         locate(
             &whole,
             &Locate {
@@ -246,12 +249,7 @@ impl HealingSource {
     /// Checks (and where needed repairs) `raw`, the protected bytes at `start` (a multiple of
     /// the shard size) as read; `got` of them were actually read (the rest is missing).
     fn heal(&mut self, start: u64, raw: &mut [u8], got: usize) {
-        let inner: &mut (dyn Source + 'static) =
-            &mut **self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
-        let whole = Whole {
-            src: Mutex::new(inner),
-            len: self.located.source_len,
-        };
+        let whole = Whole::new(inner_mut(&mut self.inner), self.located.source_len);
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         heal_bytes(&mut st, &whole, &self.located, start, raw, got);
     }
@@ -263,7 +261,7 @@ impl HealingSource {
         let mut raw = std::mem::take(&mut self.window);
         raw.clear();
         raw.resize(len, 0);
-        let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+        let inner = inner_mut(&mut self.inner);
         if self.inner_pos != Some(start) {
             inner.seek_to(start)?;
         }
@@ -302,12 +300,7 @@ impl HealingSource {
     pub fn check_section(&mut self) -> SectionCheck {
         let located = self.located;
         let layout = located.layout;
-        let inner: &mut (dyn Source + 'static) =
-            &mut **self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
-        let whole = Whole {
-            src: Mutex::new(inner),
-            len: located.source_len,
-        };
+        let whole = Whole::new(inner_mut(&mut self.inner), located.source_len);
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let s = u64::from(layout.params.shard_size);
         let mut check = SectionCheck::default();
@@ -537,10 +530,7 @@ impl Source for HealingSource {
             Ok(()) => raw.len(),
             Err(_) => 0,
         };
-        let whole = Whole {
-            src: Mutex::new(&mut **inner),
-            len: self.located.source_len,
-        };
+        let whole = Whole::new(&mut **inner, self.located.source_len);
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         heal_bytes(&mut st, &whole, &self.located, start, &mut raw, got);
         let rel = (offset - start) as usize;

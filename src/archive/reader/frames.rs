@@ -103,6 +103,20 @@ impl Drop for FramePool {
 }
 
 impl Archive {
+    /// [`open_frame`] on this thread with this archive's keys, buffers and version (no
+    /// in-flight budget): what the index, salvage and resync readers use.
+    pub(super) fn open_here(&self, dec: &mut BlockDecoder, job: FrameJob) -> FrameResult {
+        open_frame(
+            dec,
+            &self.protection,
+            &self.header.archive_id,
+            &self.buffers,
+            self.version,
+            None,
+            job,
+        )
+    }
+
     pub(super) fn tag_error(&self, what: String) -> Error {
         if self.protection.is_sealed() {
             Error::AuthFailed {

@@ -14,13 +14,24 @@ impl Archive {
     /// Reads the index of a stream: data frames are read past (their sequence checked, not
     /// decoded), then the index frames and the footer are verified.
     pub fn read_index_streaming(&mut self) -> Result<Index> {
+        let (seq, index_offset) = self.read_past_data_frames(true)?;
+        let index = self.read_index_and_footer(seq, index_offset)?;
+        self.check_entry_set(&index)?;
+        Ok(index)
+    }
+
+    /// Reads the data frames from the current position without decoding them, checking
+    /// their sequence (and, with `check_last`, their LAST flag), up to the first index frame,
+    /// which is kept for [`Archive::read_index_and_footer`]. Returns the data frame count and
+    /// the index frame's offset.
+    fn read_past_data_frames(&mut self, check_last: bool) -> Result<(u64, u64)> {
         let mut seq = 0u64;
-        let index_offset = loop {
+        loop {
             let job = self.read_frame()?;
             if job.header.kind == FrameKind::Index {
                 let at = job.offset;
                 self.pending_frame = Some(job);
-                break at;
+                return Ok((seq, at));
             }
             if job.header.seq != seq {
                 return Err(self.sequence_error(
@@ -28,12 +39,11 @@ impl Archive {
                     format!("expected data frame seq {seq}, found {}", job.header.seq),
                 ));
             }
-            self.check_last_flag(&job)?;
+            if check_last {
+                self.check_last_flag(&job)?;
+            }
             seq += 1;
-        };
-        let index = self.read_index_and_footer(seq, index_offset)?;
-        self.check_entry_set(&index)?;
-        Ok(index)
+        }
     }
 
     /// After the data frames of a stream: reads the index frames and the footer, requires the
@@ -103,22 +113,7 @@ impl Archive {
             && self.input.heal_report().is_none()
         {
             self.seek_to(self.header_len)?;
-            let mut seq = 0u64;
-            let index_offset = loop {
-                let job = self.read_frame()?;
-                if job.header.kind == FrameKind::Index {
-                    let at = job.offset;
-                    self.pending_frame = Some(job);
-                    break at;
-                }
-                if job.header.seq != seq {
-                    return Err(self.sequence_error(
-                        job.offset,
-                        format!("expected data frame seq {seq}, found {}", job.header.seq),
-                    ));
-                }
-                seq += 1;
-            };
+            let (seq, index_offset) = self.read_past_data_frames(false)?;
             return self.read_index_and_footer_of_stream(seq, index_offset);
         }
         let len = match self.input.length() {
@@ -246,15 +241,7 @@ impl Archive {
                 // covers the head) fails too, its bytes are damaged and salvage may read the
                 // data past it; when the tag verifies, whoever held the key wrote it so. The
                 // exit codes stay those of FORMAT.md §11 (the sequence is checked first).
-                let (_, _, r) = open_frame(
-                    &mut dec,
-                    &self.protection,
-                    &self.header.archive_id,
-                    &self.buffers,
-                    self.version,
-                    None,
-                    job,
-                );
+                let (_, _, r) = self.open_here(&mut dec, job);
                 return Err(match r {
                     Err(FrameFault::Tag) if self.protection.is_sealed() => Error::Damaged {
                         path: self.path.clone(),
@@ -269,15 +256,7 @@ impl Archive {
                     _ => self.sequence_error(offset, problem),
                 });
             }
-            let (_, _, r) = open_frame(
-                &mut dec,
-                &self.protection,
-                &self.header.archive_id,
-                &self.buffers,
-                self.version,
-                None,
-                job,
-            );
+            let (_, _, r) = self.open_here(&mut dec, job);
             let decoded = r.map_err(|f| self.fault(offset, h.seq, f))?;
             // The frame verified: in a sealed archive a rule broken by verified bytes is
             // tampering, the uniform exit 2 (FORMAT.md §11), as for every other structure.

@@ -50,7 +50,7 @@ use crate::format::limits::hole_hash_allowance;
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
 use crate::format::{EntryMeta, FormatError, Version};
 
-use frames::{FrameJob, FramePool, open_frame};
+use frames::{FrameJob, FramePool};
 use open::corrupt;
 pub use open::{ArchiveFacts, facts, read_header_only};
 pub use rekey::{RekeyOptions, RekeySummary};

@@ -130,15 +130,7 @@ impl Archive {
                     self.seek_to(pos)?;
                     match self.read_frame() {
                         Ok(job) => {
-                            let (_, fh, r) = open_frame(
-                                &mut dec,
-                                &self.protection,
-                                &self.header.archive_id,
-                                &self.buffers,
-                                self.version,
-                                None,
-                                job,
-                            );
+                            let (_, fh, r) = self.open_here(&mut dec, job);
                             match r {
                                 Ok(d) => {
                                     good.push(GoodFrame {

@@ -103,15 +103,7 @@ impl Archive {
                     job.body.len()
                 )),
                 Ok(job) => {
-                    let (_, _, r) = open_frame(
-                        &mut dec,
-                        &self.protection,
-                        &self.header.archive_id,
-                        &self.buffers,
-                        self.version,
-                        None,
-                        job,
-                    );
+                    let (_, _, r) = self.open_here(&mut dec, job);
                     match r {
                         Ok(d) => {
                             self.buffers.blocks.give(d.buf);
