@@ -55,9 +55,6 @@ pub struct HealReport {
     pub repaired_segments: BTreeSet<u64>,
     /// Data shards rebuilt in them.
     pub rebuilt_shards: u64,
-    /// Data shards read that did not match their checksum or could not be read (each counted
-    /// once per read).
-    pub bad_shards_seen: u64,
     /// Segments beyond the recovery data (served as read).
     pub beyond: Vec<BeyondRepair>,
     /// Other failures of a repair (a rebuilt shard failing its checksum, a read error while
@@ -74,11 +71,6 @@ impl HealReport {
     pub fn rebuilt_bytes(&self) -> u64 {
         (self.rebuilt_shards * u64::from(self.located.layout.params.shard_size))
             .min(self.located.layout.params.protected_len)
-    }
-
-    /// Whether every damaged byte read was repaired.
-    pub fn all_repaired(&self) -> bool {
-        self.beyond.is_empty() && self.failed.is_empty()
     }
 }
 
@@ -229,7 +221,6 @@ impl HealingSource {
                     located,
                     repaired_segments: BTreeSet::new(),
                     rebuilt_shards: 0,
-                    bad_shards_seen: 0,
                     beyond: Vec::new(),
                     failed: Vec::new(),
                     unverified_segments: BTreeSet::new(),
@@ -362,17 +353,6 @@ pub struct SectionCheck {
     pub length_differs: bool,
 }
 
-impl SectionCheck {
-    /// Whether anything in the section is damaged.
-    pub fn damaged(&self) -> bool {
-        self.damaged_recovery_shards > 0
-            || self.damaged_packets > 0
-            || self.trailer_damaged
-            || self.padding_damaged
-            || self.length_differs
-    }
-}
-
 /// The shard check and repair behind every read (module doc).
 fn heal_bytes(
     st: &mut State,
@@ -408,9 +388,6 @@ fn heal_bytes(
             }
         };
         if let Some(bad) = verdict {
-            if bad {
-                st.report.bad_shards_seen += 1;
-            }
             *bad_segments.entry(layout.segment_of(off)).or_default() |= bad;
         }
     }
