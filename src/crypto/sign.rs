@@ -304,6 +304,17 @@ pub fn mldsa65_sign_internal(sk: &[u8], m_prime: &[u8]) -> Option<Vec<u8>> {
     )
 }
 
+/// ML-DSA-65 `Sign` (FIPS 204 Algorithm 2, deterministic: rnd = 0³²) of `message` with
+/// context `ctx` under an expanded secret key (skDecode): NIST's ACVP sigGen vectors of the
+/// external interface give expanded keys. `None` if `sk` is not 4032 bytes or `ctx` is longer
+/// than 255 bytes. krypta itself signs with [`mldsa65_sign_seed`], the same algorithm.
+pub fn mldsa65_sign_expanded(sk: &[u8], message: &[u8], ctx: &[u8]) -> Option<Vec<u8>> {
+    let enc = ml_dsa::ExpandedSigningKeyBytes::<MlDsa65>::try_from(sk).ok()?;
+    #[allow(deprecated)] // skDecode: ACVP's sigGen vectors give expanded keys.
+    let key = ml_dsa::ExpandedSigningKey::<MlDsa65>::from_expanded(&enc);
+    Some(key.sign_deterministic(message, ctx).ok()?.encode().to_vec())
+}
+
 /// The encoded ML-DSA-65 public key (pkEncode) of an expanded secret key (skDecode, then
 /// `t1` recomputed from `ρ`, `s1`, `s2`): for the known answers, which give expanded keys.
 /// `None` if `sk` is not 4032 bytes.

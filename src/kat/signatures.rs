@@ -6,17 +6,22 @@ use super::parse::Block;
 use super::{KatError, expect, expect_true};
 use crate::crypto::sign::{self as s, MLDSA_CONTEXT};
 
-/// ML-DSA-65: `op` = keygen (`seed` → `pk`), siggen (`sk`, `message` → `signature`, Sign_internal
-/// with rnd = 0), sigver (`pk`, `message`, `signature` → `valid` 0/1, Verify_internal). On the
-/// keygen key, krypta's external signing (FIPS 204 Algorithm 2, deterministic, krypta's
-/// context) must equal Sign_internal of `0 ‖ |ctx| ‖ ctx ‖ M` and verify, and a flipped bit
-/// must not.
+/// ML-DSA-65: `op` = keygen (`seed` → `pk`, and the expanded `sk` when given), siggen (`sk`,
+/// `message` → `signature`, deterministic), sigver (`pk`, `message`, `signature` → `valid`
+/// 0/1). With a `context` field (possibly empty) siggen and sigver use the external
+/// interface (FIPS 204 Algorithms 2 and 3: [`s::mldsa65_verify`] is what archive signatures
+/// use); without, Sign_internal/Verify_internal (Algorithms 7 and 8). On the keygen key,
+/// krypta's external signing (deterministic, krypta's context) must equal Sign_internal of
+/// `0 ‖ |ctx| ‖ ctx ‖ M` and verify, and a flipped bit must not.
 pub fn mldsa65(v: &Block) -> Result<(), KatError> {
     match v.text("op")? {
         "keygen" => {
             let seed = v.array::<32>("seed")?;
             let (pk, sk) = s::mldsa65_keygen(&seed);
             expect("pk", &v.hex("pk")?, &pk)?;
+            if let Some(want) = v.opt_hex("sk")? {
+                expect("sk (skEncode)", &want, &sk)?;
+            }
             let m = b"krypta known answer";
             let external = s::mldsa65_sign_seed(&seed, m, MLDSA_CONTEXT);
             let mut m_prime = vec![0u8, MLDSA_CONTEXT.len() as u8];
@@ -48,30 +53,40 @@ pub fn mldsa65(v: &Block) -> Result<(), KatError> {
         "siggen" => {
             let sk = v.hex("sk")?;
             let message = v.hex("message")?;
-            let sig = s::mldsa65_sign_internal(&sk, &message).ok_or(KatError::Check {
-                what: "sk is a 4032-byte ML-DSA-65 expanded key",
-            })?;
+            let context = v.opt_hex("context")?;
+            let not_expanded = KatError::Check {
+                what: "sk is a 4032-byte ML-DSA-65 expanded key (and the context ≤ 255 bytes)",
+            };
+            let sig = match &context {
+                Some(ctx) => s::mldsa65_sign_expanded(&sk, &message, ctx),
+                None => s::mldsa65_sign_internal(&sk, &message),
+            }
+            .ok_or(not_expanded)?;
             let expected = v.hex("signature")?;
             expect("signature", &expected, &sig)?;
             // NIST's signature verifies under the public key of NIST's secret key, and a
-            // flipped bit of it does not (Verify_internal on a known-valid signature).
+            // flipped bit of it does not (verification of a known-valid signature).
             let pk = s::mldsa65_public_of_expanded(&sk).ok_or(KatError::Check {
                 what: "sk is a 4032-byte ML-DSA-65 expanded key",
             })?;
-            expect_true(
-                "the known signature verifies",
-                s::mldsa65_verify_internal(&pk, &message, &expected),
-            )?;
+            let verify = |sig: &[u8]| match &context {
+                Some(ctx) => s::mldsa65_verify(&pk, &message, ctx, sig),
+                None => s::mldsa65_verify_internal(&pk, &message, sig),
+            };
+            expect_true("the known signature verifies", verify(&expected))?;
             let mut bad = expected.clone();
             bad[0] ^= 1;
             expect_true(
                 "the known signature with a flipped bit is refused",
-                !s::mldsa65_verify_internal(&pk, &message, &bad),
+                !verify(&bad),
             )
         }
         "sigver" => {
-            let ok =
-                s::mldsa65_verify_internal(&v.hex("pk")?, &v.hex("message")?, &v.hex("signature")?);
+            let (pk, message, sig) = (v.hex("pk")?, v.hex("message")?, v.hex("signature")?);
+            let ok = match v.opt_hex("context")? {
+                Some(ctx) => s::mldsa65_verify(&pk, &message, &ctx, &sig),
+                None => s::mldsa65_verify_internal(&pk, &message, &sig),
+            };
             match v.number("valid", 1)? {
                 1 => expect_true("the valid signature verifies", ok),
                 _ => expect_true("the invalid signature is refused", !ok),
