@@ -284,3 +284,94 @@ fn rekey_refuses_what_it_cannot_do_and_leaves_no_out() {
     fx.file("piped.kry", &o.stdout);
     fx.ok(&["t", "-q", "--keyfile", "k", "piped.kry"]);
 }
+
+/// `info --json`'s recovery object of `name` (docs/JSON.md): (percent, found, protected bytes).
+fn recovery_of(fx: &Fx, name: &str) -> (u64, bool, usize) {
+    let o = fx.ok(&["info", "--json", name]);
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let r = &v["recovery"];
+    (
+        r["percent"].as_u64().unwrap(),
+        r["found"].as_bool().unwrap(),
+        r["protected_bytes"].as_u64().unwrap() as usize,
+    )
+}
+
+/// Issue 16 × issue 11: a rekey must not leave an archive that was protected by recovery data
+/// unprotected. OUT gets a section encoded anew over its own bytes at IN's percent, and an IN
+/// damaged within its recovery capacity is repaired while it is read, so OUT's frames are
+/// IN's frames as first written.
+#[test]
+fn rekey_encodes_the_recovery_data_again_and_repairs_a_damaged_in_on_the_way() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.file("old", b"old password\n");
+    fx.file("new", b"new password\n");
+    fx.ok(&[
+        &[
+            "c",
+            "-q",
+            "-b",
+            "64K",
+            "--recovery",
+            "5",
+            "--pass-file",
+            "old",
+        ][..],
+        &FAST,
+        &["in.kry", "t"],
+    ]
+    .concat());
+    let pristine = fx.read("in.kry");
+    let (percent, found, p_in) = recovery_of(&fx, "in.kry");
+    assert_eq!((percent, found), (5, true));
+    // Two flipped bytes in two different 4 KiB shards of IN's frames: within 5%.
+    let ha = header_len(&pristine);
+    let mut damaged = pristine.clone();
+    damaged[ha + 1_000] ^= 0xff;
+    damaged[ha + 300_000] ^= 0x55;
+    fx.file("in.kry", &damaged);
+    let o = fx.run(&["t", "--pass-file", "old", "in.kry"]);
+    assert_eq!(code(&o), 7, "{}", err(&o));
+
+    let o = fx.ok(&[
+        &[
+            "rekey",
+            "--pass-file",
+            "old",
+            "in.kry",
+            "-o",
+            "out.kry",
+            "--new-pass-file",
+            "new",
+        ][..],
+        &FAST,
+    ]
+    .concat());
+    assert!(
+        err(&o).contains("recovery data encoded again over the new bytes (5%"),
+        "{}",
+        err(&o)
+    );
+    let (percent, found, p_out) = recovery_of(&fx, "out.kry");
+    assert_eq!((percent, found), (5, true));
+    let out_bytes = fx.read("out.kry");
+    // OUT's frames (header end to footer) are IN's undamaged frames, byte for byte.
+    let hb = header_len(&out_bytes);
+    assert_eq!(p_in - ha, p_out - hb);
+    assert_eq!(pristine[ha..p_in - 64], out_bytes[hb..p_out - 64]);
+    let o = fx.run(&["repair", "--check", "out.kry"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    fx.ok(&["t", "-q", "--pass-file", "new", "out.kry"]);
+
+    // And OUT's own section repairs OUT.
+    let mut hit = out_bytes.clone();
+    hit[hb + 200_000] ^= 0x0f;
+    fx.file("out.kry", &hit);
+    let o = fx.run(&["t", "--pass-file", "new", "out.kry"]);
+    assert_eq!(code(&o), 7, "{}", err(&o));
+    fx.ok(&["x", "-q", "--pass-file", "new", "-o", "o", "out.kry"]);
+    assert_eq!(fx.read("o/t/big.bin"), fx.read("t/big.bin"));
+    fx.ok(&["repair", "-q", "-f", "out.kry"]);
+    assert_eq!(fx.read("out.kry"), out_bytes);
+}

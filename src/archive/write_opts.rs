@@ -1,7 +1,7 @@
 //! What the archive writer is given: its options, where file content comes from, and the
 //! totals it reports.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::codec::{Filter, Level};
 use crate::crypto::keys::{ArchiveId, FileKey};
@@ -215,4 +215,22 @@ pub(crate) fn check_recipients(recipients: &[Recipient]) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The recovery encoder's options at `percent` for an archive written to `output`: what
+/// outgrows its memory budget (64 MiB of recovery shards, the section of about a 1.3 GB
+/// archive at 5%) spills to an unnamed temporary file next to a local output, which has room
+/// for the section anyway (the system temporary directory may be a small tmpfs); for stdout
+/// (`-`) and `s3://`, to the system temporary directory. `c --recovery` and `rekey` use it.
+pub fn recovery_options_for(percent: u8, output: &Path) -> crate::recovery::RecoveryOptions {
+    let mut o = crate::recovery::RecoveryOptions::new(percent);
+    if output != Path::new("-")
+        && !crate::store::Location::parse(output).is_ok_and(|l| l.is_remote())
+    {
+        o.spill_dir = Some(match output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        });
+    }
+    o
 }

@@ -212,7 +212,9 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         signer,
         archive_id: reproducible.then(|| krypta::reproducible_archive_id(created)),
         file_key: None,
-        recovery: a.recovery.map(|p| recovery_options(p, &a.output)),
+        recovery: a
+            .recovery
+            .map(|p| krypta::archive::write_opts::recovery_options_for(p, &a.output)),
         ..WriteOptions::new()
     };
     let started = Instant::now();
@@ -267,24 +269,6 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         );
     }
     result.map(|_| 0)
-}
-
-/// The recovery encoder's options for `--recovery PCT`: what outgrows its memory budget
-/// (64 MiB of recovery shards, the section of about a 1.3 GB archive at 5%) spills to an
-/// unnamed temporary file next to a local output, which has room for the section anyway
-/// (the system temporary directory may be a small tmpfs); for stdout and `s3://`, to the
-/// system temporary directory.
-fn recovery_options(percent: u8, output: &std::path::Path) -> krypta::recovery::RecoveryOptions {
-    let mut o = krypta::recovery::RecoveryOptions::new(percent);
-    if output != std::path::Path::new("-")
-        && !krypta::store::Location::parse(output).is_ok_and(|l| l.is_remote())
-    {
-        o.spill_dir = Some(match output.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => std::path::PathBuf::from("."),
-        });
-    }
-    o
 }
 
 /// The inputs: the arguments, then the names read from `--files-from` (raw bytes; split at

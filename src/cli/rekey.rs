@@ -44,11 +44,11 @@ pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
                 a.input.display()
             );
         }
-        if s.recovery_dropped {
+        if let Some((percent, bytes)) = s.recovery {
             eprintln!(
-                "krypta: {}: the recovery data of {} does not match the new bytes and is not copied",
+                "krypta: {}: recovery data encoded again over the new bytes ({percent}%, {})",
                 a.output.display(),
-                a.input.display()
+                human_bytes(bytes)
             );
         }
         eprintln!(

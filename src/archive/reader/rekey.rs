@@ -12,11 +12,17 @@
 //!
 //! A signature covers the stanzas, so it cannot survive a rekey: it is dropped, or made anew
 //! with `RekeyOptions::signer`. A recovery section (Reed–Solomon over the old bytes) does not
-//! match the new bytes either: the recovery extension is dropped too.
+//! match the new bytes either, so it is encoded again over OUT at IN's percent (default shard
+//! size and segments, as `c --recovery` writes; through the same [`Output`] layer as the
+//! writer, so OUT's header announces a section exactly when OUT has one). An archive that must
+//! survive damage keeps surviving it after a rekey; IN's own section keeps repairing IN while
+//! it is read (the reader's healing source), so a damaged but repairable IN can be rekeyed.
 
 use std::io::Write;
 
 use super::*;
+use crate::archive::output::Output;
+use crate::archive::write_opts::recovery_options_for;
 use crate::crypto::keys::FileKey;
 use crate::crypto::sign::{SignerSecret, Transcript};
 use crate::crypto::stanza::{Recipient, wrap};
@@ -43,8 +49,9 @@ pub struct RekeySummary {
     pub bytes: u64,
     /// IN was signed and OUT is not (no `signer` given).
     pub signature_dropped: bool,
-    /// IN had a recovery section, which OUT does not have.
-    pub recovery_dropped: bool,
+    /// OUT's recovery section (encoded anew over OUT's bytes at IN's percent): the percent and
+    /// its bytes, when IN had one.
+    pub recovery: Option<(u8, u64)>,
 }
 
 impl Archive {
@@ -57,7 +64,7 @@ impl Archive {
     /// its sink), Io.
     pub fn rekey_into<W: Write>(
         &mut self,
-        mut out: W,
+        out: W,
         out_name: &Path,
         opts: RekeyOptions,
     ) -> Result<(RekeySummary, W)> {
@@ -99,12 +106,11 @@ impl Archive {
             .map_err(|e| Error::Crypto(e.to_string()))?;
         let mut summary = RekeySummary {
             signature_dropped: self.header.signer().is_some() && opts.signer.is_none(),
-            recovery_dropped: self.header.recovery_percent().is_some(),
             ..RekeySummary::default()
         };
         header
             .extensions
-            .retain(|e| !matches!(e, Extension::Signer { .. } | Extension::Recovery { .. }));
+            .retain(|e| !matches!(e, Extension::Signer { .. }));
         if let Some(sk) = &opts.signer {
             header.extensions.push(Extension::Signer {
                 fingerprint: sk.public().fingerprint(),
@@ -115,6 +121,17 @@ impl Archive {
             what: out_name.display().to_string(),
             problem,
         })?;
+        let recovery_err = |source| Error::Recovery {
+            path: out_name.to_path_buf(),
+            source,
+        };
+        let mut out = match header.recovery_percent() {
+            None => Output::Plain(out),
+            Some(p) => Output::Recovery(Box::new(
+                crate::recovery::RecoveryWriter::new(out, &recovery_options_for(p, out_name))
+                    .map_err(recovery_err)?,
+            )),
+        };
         let mut hb = header.write_untagged();
         let tag = new.header_tag(&hb);
         hb.extend_from_slice(&tag);
@@ -219,8 +236,12 @@ impl Archive {
         }
         out.write_all(&nfb).map_err(io)?;
         out.flush().map_err(io)?;
+        written += FOOTER_LEN as u64;
+        let (mut out, section) = out.finish().map_err(recovery_err)?;
+        out.flush().map_err(io)?;
         summary.frames = data_frames + index_frames;
-        summary.bytes = written + FOOTER_LEN as u64;
+        summary.bytes = section.map_or(written, |s| s.layout.file_len);
+        summary.recovery = section.map(|s| (s.layout.params.percent, s.layout.file_len - written));
         Ok((summary, out))
     }
 }
