@@ -209,3 +209,46 @@ fn protect_applies_to_box_and_sign_keys_within_the_kdf_bounds() {
         err(&o)
     );
 }
+
+/// At a terminal, a new protected key asks for its password twice ("Password for secret key
+/// me: ", then the confirmation) and using it asks once; a wrong key password typed at the
+/// prompt is the key's own error (exit 2), and nothing is extracted.
+#[test]
+fn at_a_terminal_the_key_password_is_asked_for_and_a_wrong_one_is_its_own_error() {
+    let fx = Fx::new();
+    fx.file("t/a", b"prompted payload");
+    let args = [&["keygen", "--box", "--protect"][..], &FAST, &["-o", "me"]].concat();
+    let Some(mut tty) = OnTty::spawn(&fx, &args) else {
+        return;
+    };
+    tty.wait_for("Password for secret key me: ", 1);
+    tty.type_in(b"typed key password\n");
+    tty.wait_for("Repeat password: ", 1);
+    tty.type_in(b"typed key password\n");
+    assert_eq!(tty.exit_code(), 0, "{}", tty.text());
+    assert!(tty.echo_on());
+    assert!(key_line(&fx, "me").starts_with("KRYPTA-BOX-SECRET-PROTECTED-1-"));
+    fx.ok(&["c", "-q", "-r", "me.pub", "a.kry", "t"]);
+
+    let Some(mut tty) = OnTty::spawn(&fx, &["x", "-q", "-i", "me", "-o", "o", "a.kry"]) else {
+        return;
+    };
+    tty.wait_for("Password for secret key me: ", 1);
+    tty.type_in(b"typed key password\n");
+    assert_eq!(tty.exit_code(), 0, "{}", tty.text());
+    assert_eq!(fx.read("o/t/a"), b"prompted payload");
+
+    let Some(mut tty) = OnTty::spawn(&fx, &["x", "-q", "-i", "me", "-o", "o2", "a.kry"]) else {
+        return;
+    };
+    tty.wait_for("Password for secret key me: ", 1);
+    tty.type_in(b"not the key password\n");
+    assert_eq!(tty.exit_code(), 2, "{}", tty.text());
+    assert!(
+        tty.text()
+            .contains("krypta: me: wrong password for this protected secret key file"),
+        "{}",
+        tty.text()
+    );
+    assert!(!fx.exists("o2/t"));
+}
