@@ -375,3 +375,31 @@ fn rekey_encodes_the_recovery_data_again_and_repairs_a_damaged_in_on_the_way() {
     fx.ok(&["repair", "-q", "-f", "out.kry"]);
     assert_eq!(fx.read("out.kry"), out_bytes);
 }
+
+/// OUT is written by its own thread: when writing fails (here stdout is /dev/full), the error
+/// shown is the writer's (ENOSPC on `-`), not the reading side's "writer stopped".
+#[test]
+fn a_failing_out_reports_the_write_error() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.file("pw", b"pw\n");
+    fx.ok(&[
+        &["c", "-q", "--pass-file", "pw"][..],
+        &FAST,
+        &["in.kry", "t"],
+    ]
+    .concat());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_krypta"))
+        .args(["rekey", "--pass-file", "pw", "in.kry", "-o", "-"])
+        .args(["--new-pass-file", "pw"])
+        .args(FAST)
+        .current_dir(fx.dir.path())
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: -: write: No space left on device (os error 28)\n"
+    );
+}

@@ -10,6 +10,11 @@
 //! secret) can still open OUT. `--rotate` replaces them: a fresh file key and archive id, every
 //! frame decrypted, encrypted and MAC'd again (no recompression), so OUT shares no key with IN.
 //!
+//! **Overlap.** OUT is written by a second thread fed through a short queue of whole frames:
+//! verifying (HMAC-SHA256) and reading the next frames overlap writing the previous ones and
+//! the kernel's writeback, so a rekey runs at the speed of the slower of the two, the disk in
+//! practice, not their sum. No byte of OUT is under its final name before the sink finishes.
+//!
 //! A signature covers the stanzas, so it cannot survive a rekey: it is dropped, or made anew
 //! with `RekeyOptions::signer`. A recovery section (Reed–Solomon over the old bytes) does not
 //! match the new bytes either, so it is encoded again over OUT at IN's percent (default shard
@@ -62,7 +67,7 @@ impl Archive {
     /// Errors: Usage (an unencrypted archive, no recipient, two passwords), the reader's
     /// errors for a damaged or modified IN (nothing of OUT is then valid: the caller aborts
     /// its sink), Io.
-    pub fn rekey_into<W: Write>(
+    pub fn rekey_into<W: Write + Send>(
         &mut self,
         out: W,
         out_name: &Path,
@@ -125,7 +130,7 @@ impl Archive {
             path: out_name.to_path_buf(),
             source,
         };
-        let mut out = match header.recovery_percent() {
+        let out = match header.recovery_percent() {
             None => Output::Plain(out),
             Some(p) => Output::Recovery(Box::new(
                 crate::recovery::RecoveryWriter::new(out, &recovery_options_for(p, out_name))
@@ -135,9 +140,70 @@ impl Archive {
         let mut hb = header.write_untagged();
         let tag = new.header_tag(&hb);
         hb.extend_from_slice(&tag);
-        out.write_all(&hb).map_err(io)?;
+        let plan = Plan {
+            new: &new,
+            archive_id,
+            rotate: opts.rotate,
+            signer: opts.signer.as_ref(),
+        };
+        // OUT is written by its own thread (module doc, "Overlap"): a bounded queue of whole
+        // frames, each frame's body handed back to the reader's free list once written.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<[Vec<u8>; 3]>(QUEUE_FRAMES);
+        let bodies = self.buffers.bodies.clone();
+        let (copied, written) = std::thread::scope(|scope| {
+            let writer = scope.spawn(move || -> std::io::Result<Output<W>> {
+                let mut out = out;
+                for [head, body, tail] in rx {
+                    out.write_all(&head)?;
+                    out.write_all(&body)?;
+                    out.write_all(&tail)?;
+                    bodies.give(body);
+                }
+                out.flush()?;
+                Ok(out)
+            });
+            let copied = self.copy_frames(hb, &plan, &tx);
+            drop(tx);
+            // The writer's own error first: a reader stopped by a closed queue saw its effect.
+            let out = writer
+                .join()
+                .expect("the rekey writer thread does not panic");
+            (copied, out)
+        });
+        let out = written.map_err(io)?;
+        let (data_frames, index_frames, written) = copied?;
+        let (mut out, section) = out.finish().map_err(recovery_err)?;
+        out.flush().map_err(io)?;
+        summary.frames = data_frames + index_frames;
+        summary.bytes = section.map_or(written, |s| s.layout.file_len);
+        summary.recovery = section.map(|s| (s.layout.params.percent, s.layout.file_len - written));
+        Ok((summary, out))
+    }
+
+    /// The reading half of [`Archive::rekey_into`]: sends OUT's header `hb`, then every frame
+    /// (verified, or with `rotate` opened and sealed anew), the signature frame and the footer
+    /// to the writer through `tx`. Gives (data frames, index frames, bytes of OUT before any
+    /// recovery section). A closed queue means the writer failed; its error is the one shown.
+    fn copy_frames(
+        &mut self,
+        hb: Vec<u8>,
+        plan: &Plan<'_>,
+        tx: &std::sync::mpsc::SyncSender<[Vec<u8>; 3]>,
+    ) -> Result<(u64, u64, u64)> {
+        let path = self.path.clone();
+        let send = |parts: [Vec<u8>; 3]| {
+            tx.send(parts).map_err(|_| {
+                Error::io(
+                    &path,
+                    "rekey",
+                    std::io::Error::other("the writer of OUT stopped"),
+                )
+            })
+        };
+        let (new, archive_id) = (plan.new, plan.archive_id);
+        let mut transcript = plan.signer.map(|_| Transcript::new(&hb));
         let mut written = hb.len() as u64;
-        let mut transcript = opts.signer.as_ref().map(|_| Transcript::new(&hb));
+        send([hb, Vec::new(), Vec::new()])?;
         if self.input.seekable() {
             self.seek_to(self.header_len)?;
         }
@@ -162,7 +228,7 @@ impl Archive {
                     ),
                 ));
             }
-            let out_tag = if opts.rotate {
+            let out_tag = if plan.rotate {
                 self.protection
                     .open_frame(
                         &self.header.archive_id,
@@ -182,14 +248,11 @@ impl Archive {
             if fh.kind == FrameKind::Index && index_offset.is_none() {
                 index_offset = Some(written);
             }
-            for part in [&header_bytes[..], &body, &out_tag] {
-                out.write_all(part).map_err(io)?;
-            }
             written += (FRAME_HEADER_LEN + body.len() + TAG_LEN) as u64;
             if let Some(t) = &mut transcript {
                 t.frame_tag(&out_tag);
             }
-            self.buffers.bodies.give(body);
+            send([header_bytes.to_vec(), body, out_tag.to_vec()])?;
             match fh.kind {
                 FrameKind::Data => data_frames += 1,
                 FrameKind::Index => index_frames += 1,
@@ -214,7 +277,7 @@ impl Archive {
             data_frames,
             index_frames,
         };
-        let flags = if opts.signer.is_some() {
+        let flags = if plan.signer.is_some() {
             FOOTER_FLAG_SIGNATURE
         } else {
             0
@@ -223,7 +286,7 @@ impl Archive {
         let mut nfb = [0u8; FOOTER_LEN];
         nfb[..32].copy_from_slice(&untagged);
         nfb[32..].copy_from_slice(&new.footer_tag(&archive_id, &untagged));
-        if let (Some(sk), Some(t)) = (&opts.signer, &transcript) {
+        if let (Some(sk), Some(t)) = (plan.signer, &transcript) {
             let pk = sk.public();
             let frame = SignatureFrame {
                 seq: data_frames + index_frames,
@@ -231,17 +294,22 @@ impl Archive {
                 signature: Box::new(sk.sign(&t.message(&pk, &nfb))),
             };
             let b = frame.to_bytes(&archive_id);
-            out.write_all(&b).map_err(io)?;
             written += b.len() as u64;
+            send([b, Vec::new(), Vec::new()])?;
         }
-        out.write_all(&nfb).map_err(io)?;
-        out.flush().map_err(io)?;
-        written += FOOTER_LEN as u64;
-        let (mut out, section) = out.finish().map_err(recovery_err)?;
-        out.flush().map_err(io)?;
-        summary.frames = data_frames + index_frames;
-        summary.bytes = section.map_or(written, |s| s.layout.file_len);
-        summary.recovery = section.map(|s| (s.layout.params.percent, s.layout.file_len - written));
-        Ok((summary, out))
+        send([nfb.to_vec(), Vec::new(), Vec::new()])?;
+        Ok((data_frames, index_frames, written + FOOTER_LEN as u64))
     }
+}
+
+/// Frames queued between the reading and the writing thread of a rekey: a few, so that
+/// verifying overlaps writing while the memory stays a few frame bodies.
+const QUEUE_FRAMES: usize = 4;
+
+/// What OUT is written with (see [`Archive::rekey_into`]).
+struct Plan<'a> {
+    new: &'a Protection,
+    archive_id: [u8; 16],
+    rotate: bool,
+    signer: Option<&'a SignerSecret>,
 }
