@@ -11,5 +11,6 @@ mod harness;
 mod errors;
 mod outage;
 mod recovery;
+mod rekey;
 mod roundtrip;
 mod tls;
