@@ -252,14 +252,18 @@ impl Group {
 
     /// Moves on past a block: the previous block (`prev`, decoded, `buf[start..]`) is kept
     /// when the next one (`next`) references (its group goes on), and everything kept is
-    /// handed back to `give` when it does not. Keeps no more than needed for a maximal
-    /// reference.
+    /// handed back to `give` when it does not. Keeps no more than `need` bytes before the
+    /// next block's start require: the largest reference of the blocks from `next` to the
+    /// end of its group when the index's frame table is known ([`reference_needs`]), else
+    /// a maximal reference ([`MAX_REFERENCE_LEN`]).
     pub fn advance(
         &mut self,
         prev: Option<(Vec<u8>, usize)>,
         next: &BlockInfo,
+        need: u32,
         give: &mut dyn FnMut(Vec<u8>, usize),
     ) {
+        let need = need.min(MAX_REFERENCE_LEN) as u64;
         if next.reference_len == 0 {
             for (b, s) in self.kept.drain(..) {
                 give(b, s);
@@ -276,7 +280,7 @@ impl Group {
         }
         while let Some((b, s)) = self.kept.front() {
             let len = (b.len() - s) as u64;
-            if self.kept_bytes - len < MAX_REFERENCE_LEN as u64 {
+            if self.kept_bytes - len < need {
                 break;
             }
             self.kept_bytes -= len;
@@ -337,6 +341,21 @@ impl Group {
             Err(e) => Err((FrameFault::Codec(e.to_string()), out)),
         }
     }
+}
+
+/// For each data frame of a frame table's reference lengths `refs`, the most bytes before
+/// its block's start that it or a later block of its group references (the largest reference
+/// from it to its group's end): what a reader must keep when it reaches that block. One
+/// backward pass.
+pub(crate) fn reference_needs(refs: &[u32]) -> Vec<u32> {
+    let mut need = vec![0u32; refs.len()];
+    let mut after = 0u32;
+    for (i, &r) in refs.iter().enumerate().rev() {
+        need[i] = r.max(after);
+        // The block before this one carries the need on only within this block's group.
+        after = if r > 0 { need[i] } else { 0 };
+    }
+    need
 }
 
 #[cfg(test)]
@@ -404,12 +423,15 @@ mod tests {
         let mut g = Group::default();
         let mut given = Vec::new();
         let parts = [(0usize, 1000usize), (1000, 1600), (1600, 2000)];
-        g.advance(None, &info(0, 1000, 0), &mut |b, _| given.push(b.len()));
+        g.advance(None, &info(0, 1000, 0), MAX_REFERENCE_LEN, &mut |b, _| {
+            given.push(b.len())
+        });
         for (i, &(a, b)) in parts.iter().enumerate() {
             let next_ref = if i + 1 < parts.len() { 1 } else { 1500 };
             g.advance(
                 Some((data[a..b].to_vec(), 0)),
                 &info(b as u64, 10, next_ref),
+                MAX_REFERENCE_LEN,
                 &mut |b, _| given.push(b.len()),
             );
         }
@@ -425,7 +447,55 @@ mod tests {
         let out = g.resolve(&mut dec, &mut d, Vec::new()).ok().unwrap();
         assert!(out == block);
         // A block that references nothing hands every kept block back.
-        g.advance(None, &info(3300, 10, 0), &mut |b, _| given.push(b.len()));
+        g.advance(None, &info(3300, 10, 0), MAX_REFERENCE_LEN, &mut |b, _| {
+            given.push(b.len())
+        });
         assert_eq!(given, vec![1000, 600, 400]);
+    }
+
+    #[test]
+    fn reference_needs_are_the_largest_reference_to_the_group_end() {
+        assert_eq!(
+            reference_needs(&[0, 5, 9, 3, 0, 0, 7, 2]),
+            vec![9, 9, 9, 3, 0, 7, 7, 2]
+        );
+        assert_eq!(reference_needs(&[]), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn advance_keeps_only_what_the_group_still_needs() {
+        let mut g = Group::default();
+        let mut given = Vec::new();
+        g.advance(None, &info(0, 1000, 0), 0, &mut |b, _| given.push(b.len()));
+        g.advance(
+            Some((vec![1; 1000], 0)),
+            &info(1000, 10, 900),
+            900,
+            &mut |b, _| given.push(b.len()),
+        );
+        g.advance(
+            Some((vec![2; 600], 0)),
+            &info(1600, 10, 500),
+            500,
+            &mut |b, _| given.push(b.len()),
+        );
+        // The 1000-byte block is not needed for 500 bytes behind the 600-byte one.
+        assert_eq!(given, vec![1000]);
+        // Without the table, a maximal reference keeps everything.
+        let mut g = Group::default();
+        given.clear();
+        g.advance(
+            Some((vec![1; 1000], 0)),
+            &info(1000, 10, 900),
+            MAX_REFERENCE_LEN,
+            &mut |b, _| given.push(b.len()),
+        );
+        g.advance(
+            Some((vec![2; 600], 0)),
+            &info(1600, 10, 500),
+            MAX_REFERENCE_LEN,
+            &mut |b, _| given.push(b.len()),
+        );
+        assert!(given.is_empty());
     }
 }

@@ -181,7 +181,10 @@ impl<W: Write> ArchiveWriter<W> {
         );
         block.truncate(self.fill);
         self.fill = PREFIX;
-        let prefix = self.test_prefix(&block[PREFIX..])?;
+        let prefix = match self.chain.as_mut() {
+            Some(chain) => chain.prefix_for(self.submitted, &block[PREFIX..]),
+            None => self.test_prefix(&block[PREFIX..])?,
+        };
         let job = Job {
             header_kind: FrameKind::Data,
             last: false,

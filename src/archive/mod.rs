@@ -3,6 +3,7 @@
 
 mod blocks;
 pub mod budget;
+mod chain;
 mod fill;
 mod output;
 pub mod pipeline;

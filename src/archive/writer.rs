@@ -108,6 +108,9 @@ pub struct ArchiveWriter<W: Write> {
     pub(super) on_progress: Option<Box<dyn FnMut(u64) + Send>>,
     /// Test-only referencing blocks: the parameters and what the next prefix needs.
     pub(super) reference: Option<(TestReference, RefState)>,
+    /// Level 9's referencing blocks ([`super::chain`]); `None` at levels that do not
+    /// reference (and when the test-only references are on).
+    pub(super) chain: Option<super::chain::Chain>,
     /// Signing (`WriteOptions::signer`): the key and the transcript of the bytes written.
     pub(super) signing: Option<(SignerSecret, Transcript)>,
 }
@@ -225,7 +228,14 @@ impl<W: Write> ArchiveWriter<W> {
         let worker_protection = Arc::clone(&protection);
         // Enough spare buffers to cover the blocks in flight (within a 64 MiB budget), so none
         // is freed and reallocated (with -j 1, too few cost 0.4 s of page faults per 400 MB).
-        let in_flight = super::pipeline::max_in_flight(opts.jobs, opts.block_size);
+        // A referencing level (9) keeps one block per worker in flight: each carries its
+        // predecessor's bytes as well, zstd 19 takes seconds per block, and this thread fills
+        // the next block meanwhile, so more in flight would only add to the peak.
+        let in_flight = if level.is_some_and(|l| l.references()) {
+            opts.jobs.max(1)
+        } else {
+            super::pipeline::max_in_flight(opts.jobs, opts.block_size)
+        };
         let keep = super::pipeline::recycle_count(in_flight, opts.block_size);
         let buffers = WriteBuffers {
             blocks: Buffers::new(keep),
@@ -268,6 +278,9 @@ impl<W: Write> ArchiveWriter<W> {
             bcj: opts.bcj,
             content_bytes: 0,
             on_progress: None,
+            chain: level
+                .filter(|l| l.references() && opts.test_reference.is_none())
+                .map(|l| super::chain::Chain::new(l.window_log())),
             reference: opts.test_reference.map(|r| (r, RefState::default())),
             signing,
         };
@@ -510,6 +523,8 @@ impl<W: Write> ArchiveWriter<W> {
         let entries = index.entries.len() as u64;
         let bytes = index.write(WRITE_VERSION);
         debug_assert_eq!(bytes.len() as u64, total);
+        // Index blocks reference nothing: the last data block's copy is no longer needed.
+        self.chain = None;
         let chunk = self.block_size.min(crate::codec::DEFAULT_BLOCK_SIZE);
         let chunks: Vec<&[u8]> = bytes.chunks(chunk).collect();
         let n = chunks.len() as u64;

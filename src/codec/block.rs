@@ -130,11 +130,13 @@ impl BlockEncoder {
     /// zstd frame may copy from `prefix`, the stream bytes right before the block, which a
     /// decoder must give back ([`BlockDecoder::decode_v2`]). Returns the codec and filter as
     /// `encode` does, and whether the prefix was used: a stored block never references, and
-    /// an empty prefix or the store mode is plain [`BlockEncoder::encode`].
+    /// an empty prefix (or the store mode) below level 9 is plain [`BlockEncoder::encode`].
     ///
-    /// Uses a fresh compression context per call (zstd ties a referenced prefix to the
-    /// context's lifetime): this is the test-only writer path of referencing blocks, not
-    /// tuned for speed.
+    /// Uses a fresh compression context per call: zstd ties a referenced prefix to the
+    /// context's lifetime, so the worker's long-lived context cannot take one. At a level that
+    /// references ([`Level::references`], level 9) every block goes through a fresh context,
+    /// also the first of a group (empty prefix), so a worker never holds two contexts of
+    /// ~110 MiB at once; the context's allocation is nothing next to zstd 19's time per block.
     pub fn encode_referencing(
         &mut self,
         raw: &[u8],
@@ -143,7 +145,7 @@ impl BlockEncoder {
         prefix: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(Codec, Filter, bool), CodecError> {
-        let Some(level) = self.level.filter(|_| !prefix.is_empty()) else {
+        let Some(level) = self.level.filter(|l| !prefix.is_empty() || l.references()) else {
             let (c, f) = self.encode(raw, filter, filter_start, out)?;
             return Ok((c, f, false));
         };
@@ -153,16 +155,24 @@ impl BlockEncoder {
                 len: raw.len() as u64,
             });
         }
-        let mut filtered = raw.to_vec();
-        bcj::encode(filter, &mut filtered, filter_start);
+        let input: &[u8] = if filter == Filter::None {
+            raw
+        } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(raw);
+            bcj::encode(filter, &mut self.scratch, filter_start);
+            &self.scratch
+        };
         let mut c = zstd::zstd_safe::CCtx::create();
         set_params(&mut c, level)?;
         let e = zstd_error;
-        c.ref_prefix(prefix).map_err(e)?;
+        if !prefix.is_empty() {
+            c.ref_prefix(prefix).map_err(e)?;
+        }
         out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-        let n = c.compress2(out, &filtered).map_err(e)?;
+        let n = c.compress2(out, input).map_err(e)?;
         if n < raw.len() {
-            Ok((Codec::Zstd, filter, true))
+            Ok((Codec::Zstd, filter, !prefix.is_empty()))
         } else {
             out.clear();
             out.extend_from_slice(raw);

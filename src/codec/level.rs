@@ -14,10 +14,20 @@ const ZSTD_LEVELS: [i32; 9] = [1, 2, 3, 5, 7, 9, 12, 17, 19];
 const WINDOW_LOG: u32 = 22;
 /// Window log for level 9: 128 MiB, like `zstd --long=27`.
 const WINDOW_LOG_MAX_LEVEL: u32 = 27;
-/// Block size level 9 uses when the user gives no `-b`, bytes: 128 MiB, one full 2^27 window,
-/// the smallest power of two within 2% of `zstd -19 --long=27` on the whole input (see the
-/// measurements in [`crate::codec`]).
-const LEVEL9_BLOCK_SIZE: usize = 128 << 20;
+/// Block size level 9 uses when the user gives no `-b`, bytes: 64 MiB. Each level-9 block
+/// references the one before it (up to the 2^27 window, within a group of
+/// [`REFERENCE_GROUP_BLOCKS`]), so a 64 MiB block plus its 64 MiB prefix sees the same
+/// 128 MiB window as `zstd -19 --long=27` on the whole input, while the writer and the reader
+/// hold half the bytes per block that 128 MiB blocks did (see the measurements in
+/// [`crate::codec`]).
+const LEVEL9_BLOCK_SIZE: usize = 64 << 20;
+
+/// Most data blocks in one group of referencing blocks (level 9): the first block of a group
+/// references nothing, each later one references the raw bytes of the block before it. So a
+/// file in any block is decoded from at most this many blocks (1 GiB at the default 64 MiB),
+/// which bounds what selective extraction reads; and a group is long enough that a long
+/// repetitive input is learnt once per GiB rather than once per block.
+pub const REFERENCE_GROUP_BLOCKS: u64 = 16;
 
 impl Level {
     /// Lowest level: fastest.
@@ -63,10 +73,19 @@ impl Level {
         self == Self::MAX
     }
 
+    /// Whether the writer makes data blocks reference the block before them (format 2's
+    /// reference length, docs/FORMAT.md §5.3): level 9 only, whose 2^27 window spans more
+    /// than one block. Levels 1..=8 keep independent blocks (their window is one default
+    /// block, and independent blocks decode in parallel).
+    pub fn references(self) -> bool {
+        self == Self::MAX
+    }
+
     /// Block size used when the user gives no `-b`, bytes: [`DEFAULT_BLOCK_SIZE`] (4 MiB)
-    /// except level 9, which uses 128 MiB blocks for ratio. Decode memory per worker is the
-    /// block size (+ ~0.3 MiB); encode memory per worker at level 9 is about 145 MiB of zstd
-    /// context plus the block, its filtered copy and the output (~0.5 GiB in all).
+    /// except level 9, which uses 64 MiB blocks that reference their predecessor. Decode
+    /// memory per worker is the block size (+ ~0.3 MiB; level 9's reader also keeps the
+    /// previous block of a group); encode memory per worker at level 9 is the zstd context
+    /// (~110 MiB) plus the block, its prefix and the output.
     pub fn default_block_size(self) -> usize {
         if self == Self::MAX {
             LEVEL9_BLOCK_SIZE
@@ -105,6 +124,8 @@ mod tests {
         assert_eq!(Level::DEFAULT.zstd_level(), 3);
         assert_eq!(Level::MAX.window_log(), 27);
         assert_eq!(Level::DEFAULT.default_block_size(), 4 << 20);
-        assert_eq!(Level::MAX.default_block_size(), 128 << 20);
+        assert_eq!(Level::MAX.default_block_size(), 64 << 20);
+        assert!(Level::MAX.references());
+        assert!(!Level::new(8).unwrap().references());
     }
 }

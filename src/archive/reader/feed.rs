@@ -2,6 +2,7 @@
 //! format 2's rules between blocks checked, referencing blocks decoded with their group.
 
 use super::*;
+use crate::format::limits::MAX_REFERENCE_LEN;
 
 /// The decoded record stream: reads data frames ahead into the pool and yields their bytes
 /// in order, checking format 2's rules between blocks (stream offsets, groups, first-record
@@ -51,6 +52,10 @@ pub(super) struct Feed<'a> {
     pub(super) refs_seen: Vec<u32>,
     /// The index's frame table, when known before reading (selective runs).
     pub(super) expected_refs: Option<&'a [u32]>,
+    /// [`crate::archive::blocks::reference_needs`] of the index's frame table (from
+    /// `expected_refs` on first use, or set by a scan that read the index first): how much of
+    /// its group each block still needs, so the group keeps no more.
+    pub(super) needs: Option<Vec<u32>>,
     pub(super) dec: Option<BlockDecoder>,
 }
 
@@ -92,6 +97,7 @@ impl<'a> Feed<'a> {
             first_checked: true,
             refs_seen: Vec::new(),
             expected_refs: None,
+            needs: None,
             dec: None,
         }
     }
@@ -294,7 +300,20 @@ impl<'a> Feed<'a> {
             let old = std::mem::take(&mut self.block);
             let prev = (self.cur_seq.is_some() && !old.is_empty()).then_some((old, self.base));
             let buffers = self.ar.buffers.clone();
-            self.group.advance(prev, &info, &mut |b, start| {
+            if self.needs.is_none()
+                && let Some(t) = self.expected_refs
+            {
+                self.needs = Some(crate::archive::blocks::reference_needs(t));
+            }
+            // A crafted stream may reference more than its table says: that is refused
+            // (against `expected_refs` above, or at the end), and a reference that reaches
+            // before the blocks kept is refused by `resolve`, never read out of bounds.
+            let need = self
+                .needs
+                .as_ref()
+                .and_then(|n| n.get(h.seq as usize).copied())
+                .unwrap_or(MAX_REFERENCE_LEN);
+            self.group.advance(prev, &info, need, &mut |b, start| {
                 if start == 0 {
                     buffers.blocks.give(b);
                 } else {

@@ -227,6 +227,13 @@ impl Archive {
         // pages); otherwise the body grows as bytes arrive.
         let want = header.body_len as usize;
         let mut body = self.buffers.bodies.take();
+        // A recycled buffer with room for the body but fewer initialised bytes is grown to
+        // it (zeroing only the difference, usually a few KiB: bodies of one archive are of
+        // similar size), so the read goes straight into it: `read_to_end` would zero the
+        // whole spare capacity first on every frame (`Read::read_buf`'s default).
+        if body.len() < want && body.capacity() >= want {
+            body.resize(want, 0);
+        }
         let got = if body.len() >= want {
             body.truncate(want);
             read_full(&mut self.input, &mut body)

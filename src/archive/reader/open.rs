@@ -369,7 +369,7 @@ impl Archive {
         let keep = crate::archive::pipeline::recycle_count(in_flight, header.block_size as usize);
         let buffers = ReadBuffers {
             bodies: Buffers::new(keep),
-            blocks: Buffers::new(keep),
+            blocks: Buffers::keeping_one(keep),
         };
         let mut ar = Archive {
             input,

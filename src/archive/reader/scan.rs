@@ -29,6 +29,10 @@ impl Archive {
         self.input.read_ahead_to(None);
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, None, 0);
+        // The frame table (checked against the stream at the end) tells how much of its
+        // group each block still needs, so the blocks kept for references are no more.
+        feed.needs =
+            known.map(|(_, ix)| crate::archive::blocks::reference_needs(&ix.frame_ref_lens));
         let mut parsed = Vec::new();
         let mut set = EntrySet::new(feed.ar.version);
         let check = match known {
