@@ -245,6 +245,21 @@ impl DeltaWriter {
         }
     }
 
+    /// The delta state of a writer with `base` (`None` without one) and blocks of
+    /// `block_size` bytes, with the delta base extension appended to `extensions`: the base
+    /// is walked now, before any byte is written.
+    pub(crate) fn for_options(
+        base: Option<&Arc<BaseArchive>>,
+        block_size: usize,
+        extensions: &mut Vec<crate::format::extension::Extension>,
+    ) -> Result<Option<DeltaWriter>> {
+        let Some(b) = base else {
+            return Ok(None);
+        };
+        extensions.push(b.extension());
+        Ok(Some(DeltaWriter::new(BaseMap::build(b)?, block_size)))
+    }
+
     /// Notes one DATA segment placed in the block (for a matched file).
     pub(crate) fn note(&mut self, offset: u64, len: u64) {
         if let Some((f, new_size)) = &self.current {

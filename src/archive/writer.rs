@@ -202,16 +202,11 @@ impl<W: Write> ArchiveWriter<W> {
         }
         // A delta archive (0x8001, last in type order) names its base; its map is built
         // before any byte is written (a base that cannot be walked writes nothing).
-        let delta = match &opts.base {
-            Some(b) => {
-                extensions.push(b.extension());
-                Some(super::delta::DeltaWriter::new(
-                    super::delta::BaseMap::build(b)?,
-                    opts.block_size,
-                ))
-            }
-            None => None,
-        };
+        let delta = super::delta::DeltaWriter::for_options(
+            opts.base.as_ref(),
+            opts.block_size,
+            &mut extensions,
+        )?;
         let header = Header {
             version: WRITE_VERSION,
             archive_id,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub(crate) use super::args_keys::{KeygenArgs, RekeyArgs};
+pub(crate) use super::args_keys::{BaseArgs, KeygenArgs, RekeyArgs};
 
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
@@ -31,8 +31,8 @@ Exit codes:
      repair what they read and exit 0
   8  signature refused: --signer given and the archive is unsigned or signed by another
      key, or a signed archive's signature does not verify or its bytes were changed
-  9  delta base: x or t of a delta archive without --base, a --base that is not the
-     archive it was made against, or base frames it needs are damaged
+  9  delta base: x or t of a delta archive without --base, a --base that is not
+     the archive it was made against, or base frames it needs are damaged
   130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
@@ -204,53 +204,6 @@ pub(crate) struct KeyArgs {
     /// Worker threads (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
-}
-
-/// The base of a delta archive and its keys (`c`, `x`, `t`): named `--base-*` so they never
-/// clash with OUT's or ARCHIVE's own key options (README, "Delta archives").
-#[derive(Args, Debug, Clone, Default)]
-pub(crate) struct BaseArgs {
-    /// Delta archive: c writes OUT as a delta against BASE; x and t read ARCHIVE with the
-    /// BASE it was made against (a file or s3:// object)
-    #[arg(long, value_name = "BASE", help_heading = "Delta base")]
-    pub(crate) base: Option<PathBuf>,
-    /// Prompt for the base's password on the terminal
-    #[arg(
-        long,
-        requires = "base",
-        conflicts_with_all = ["base_pass_file", "base_pass_fd"],
-        help_heading = "Delta base"
-    )]
-    pub(crate) base_password: bool,
-    /// Read the base's password from the first line of FILE
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "base",
-        conflicts_with = "base_pass_fd",
-        help_heading = "Delta base"
-    )]
-    pub(crate) base_pass_file: Option<PathBuf>,
-    /// Read the base's password from file descriptor N
-    #[arg(long, value_name = "N", requires = "base", help_heading = "Delta base")]
-    pub(crate) base_pass_fd: Option<i32>,
-    /// A key file of the base (repeatable)
-    #[arg(
-        long = "base-keyfile",
-        value_name = "FILE",
-        requires = "base",
-        help_heading = "Delta base"
-    )]
-    pub(crate) base_keyfiles: Vec<PathBuf>,
-    /// A box secret key of the base (repeatable)
-    #[arg(
-        long = "base-identity",
-        visible_alias = "base-i",
-        value_name = "SECRET",
-        requires = "base",
-        help_heading = "Delta base"
-    )]
-    pub(crate) base_identities: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -23,6 +23,8 @@ pub(super) type FrameResult = (u64, FrameHeader, std::result::Result<Decoded, Fr
 /// `budget`, the decoded block's bytes are taken from it (in ticket order, waiting for room)
 /// before it is decoded, and the body's bytes given back after. A pending block takes its
 /// raw length too: the reading thread decodes it into a block of that size.
+// Everything a worker needs comes in as arguments, so the pool's closure stays a plain call.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn open_frame(
     dec: &mut BlockDecoder,
     protection: &Protection,
