@@ -4,6 +4,7 @@
 mod blocks;
 pub mod budget;
 mod chain;
+pub mod delta;
 mod fill;
 mod output;
 pub mod pipeline;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub(crate) use super::args_keys::{KeygenArgs, RekeyArgs};
+pub(crate) use super::args_keys::{BaseArgs, KeygenArgs, RekeyArgs};
 
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
@@ -31,6 +31,8 @@ Exit codes:
      repair what they read and exit 0
   8  signature refused: --signer given and the archive is unsigned or signed by another
      key, or a signed archive's signature does not verify or its bytes were changed
+  9  delta base: x or t of a delta archive without --base, a --base that is not
+     the archive it was made against, or base frames it needs are damaged
   130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
@@ -330,6 +332,8 @@ pub(crate) struct CompressArgs {
     )]
     pub(crate) key_pass_file: Option<PathBuf>,
     #[command(flatten)]
+    pub(crate) delta: BaseArgs,
+    #[command(flatten)]
     pub(crate) meta: MetaArgs,
     #[command(flatten)]
     pub(crate) storage: StoreArgs,
@@ -383,8 +387,14 @@ pub(crate) struct ExtractArgs {
     /// PATHs are glob patterns (as --exclude: *.conf matches at any depth, /etc/* anchors)
     #[arg(long)]
     pub(crate) wildcards: bool,
-    /// Output directory
-    #[arg(short, long, default_value = ".", value_name = "DIR")]
+    /// Output directory (-C DIR as in tar works too)
+    #[arg(
+        short,
+        long,
+        visible_short_alias = 'C',
+        default_value = ".",
+        value_name = "DIR"
+    )]
     pub(crate) output: PathBuf,
     /// Write file contents to stdout instead of creating files
     #[arg(long)]
@@ -417,6 +427,8 @@ pub(crate) struct ExtractArgs {
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
+    pub(crate) delta: BaseArgs,
+    #[command(flatten)]
     pub(crate) storage: StoreArgs,
     #[command(flatten)]
     pub(crate) common: Common,
@@ -438,7 +450,8 @@ Exit codes:
   2  authentication failed (wrong password or key, or modified)
   3  not an archive, corrupt, unsafe entry path      4  I/O error
   5  checksum mismatch (unencrypted archive)         6  -k kept existing files
-  8  signature refused (--signer: unsigned, other signer; or a bad signature)";
+  8  signature refused (--signer: unsigned, other signer; or a bad signature)
+  9  delta base missing (--base), not the one the archive names, or damaged";
 
 #[derive(Args, Debug)]
 pub(crate) struct ListArgs {
@@ -481,6 +494,8 @@ pub(crate) struct TestArgs {
     pub(crate) fail_fast: bool,
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
+    #[command(flatten)]
+    pub(crate) delta: BaseArgs,
     #[command(flatten)]
     pub(crate) storage: StoreArgs,
     #[command(flatten)]

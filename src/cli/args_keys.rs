@@ -1,5 +1,6 @@
-//! The command-line definitions of the key commands, `keygen` and `rekey` (split from
-//! `args.rs`, which holds the rest and the shared option groups).
+//! The command-line definitions of the key commands, `keygen` and `rekey`, and of the delta
+//! base's key options (split from `args.rs`, which holds the rest and the shared option
+//! groups).
 
 use std::path::PathBuf;
 
@@ -105,4 +106,51 @@ pub(crate) struct KeygenArgs {
     pub(crate) kdf_iterations: Option<u32>,
     #[command(flatten)]
     pub(crate) common: Common,
+}
+
+/// The base of a delta archive and its keys (`c`, `x`, `t`): named `--base-*` so they never
+/// clash with OUT's or ARCHIVE's own key options (README, "Delta archives").
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct BaseArgs {
+    /// Delta archive: c writes OUT as a delta against BASE; x and t read ARCHIVE with the
+    /// BASE it was made against (a file or s3:// object)
+    #[arg(long, value_name = "BASE", help_heading = "Delta base")]
+    pub(crate) base: Option<PathBuf>,
+    /// Prompt for the base's password on the terminal
+    #[arg(
+        long,
+        requires = "base",
+        conflicts_with_all = ["base_pass_file", "base_pass_fd"],
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_password: bool,
+    /// Read the base's password from the first line of FILE
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "base",
+        conflicts_with = "base_pass_fd",
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_pass_file: Option<PathBuf>,
+    /// Read the base's password from file descriptor N
+    #[arg(long, value_name = "N", requires = "base", help_heading = "Delta base")]
+    pub(crate) base_pass_fd: Option<i32>,
+    /// A key file of the base (repeatable)
+    #[arg(
+        long = "base-keyfile",
+        value_name = "FILE",
+        requires = "base",
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_keyfiles: Vec<PathBuf>,
+    /// A box secret key of the base (repeatable)
+    #[arg(
+        long = "base-identity",
+        visible_alias = "base-i",
+        value_name = "SECRET",
+        requires = "base",
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_identities: Vec<String>,
 }
