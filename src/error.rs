@@ -217,6 +217,52 @@ pub enum Error {
         /// Stanza kinds present, e.g. "argon2id, pq-box".
         kinds: String,
     },
+    /// `x` or `t` of a delta archive without `--base` (docs/FORMAT.md §16). Exit 9.
+    #[error(
+        "{}: a delta archive: give --base with its base archive (archive id {base_id}), and the base's keys if it is encrypted",
+        shown(path)
+    )]
+    BaseRequired {
+        /// The delta archive.
+        path: PathBuf,
+        /// The base's archive id, hex.
+        base_id: String,
+    },
+    /// The base given is not the one the delta archive was made against. Exit 9.
+    #[error(
+        "{}: made against base {want_id}, but {} {}: refusing it",
+        shown(path),
+        shown(base),
+        if *same_id { format!("(id {got_id}) has other frames: it was modified or re-created since") } else { format!("is archive {got_id}") }
+    )]
+    WrongBase {
+        /// The delta archive.
+        path: PathBuf,
+        /// The base given.
+        base: PathBuf,
+        /// The id the delta archive names, hex.
+        want_id: String,
+        /// The id of the base given, hex.
+        got_id: String,
+        /// The ids agree (the binding does not).
+        same_id: bool,
+    },
+    /// A delta block could not be decoded because its base region could not be read (a
+    /// damaged base frame). Exit 9.
+    #[error(
+        "{}: frame {frame} at byte {offset}: its base region is unusable: {problem}",
+        shown(path)
+    )]
+    BaseDamaged {
+        /// The delta archive.
+        path: PathBuf,
+        /// Byte offset of the delta frame.
+        offset: u64,
+        /// Its sequence number.
+        frame: u64,
+        /// What went wrong, naming the base, its frame and byte.
+        problem: String,
+    },
     /// A key was given but the archive is not encrypted. Anyone can write an unencrypted
     /// archive (its checksums are unkeyed), so one swapped in for an encrypted archive would
     /// otherwise be read as if the key had opened it. Refused unless the caller allows it
@@ -485,6 +531,7 @@ impl Error {
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::Signature { .. } => 8,
+            Error::BaseRequired { .. } | Error::WrongBase { .. } | Error::BaseDamaged { .. } => 9,
             Error::Incomplete { .. } | Error::KeptExisting { .. } => 6,
             Error::Repairable { .. } => 7,
             Error::Recovery { source, .. } => match source {

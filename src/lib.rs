@@ -115,6 +115,7 @@ pub fn extract(
     } else {
         open_warning(archive, open, rep)?
     };
+    ar.require_base()?;
     report_source(&ar, rep);
     let r = extract_opened(&mut ar, archive, req, rep);
     report_transfer(&ar, archive, rep);
@@ -422,6 +423,7 @@ pub fn test_salvaging(
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
+    ar.require_base()?;
     report_source(&ar, rep);
     let r = test_opened(&mut ar, archive, salvage, rep);
     report_transfer(&ar, archive, rep);

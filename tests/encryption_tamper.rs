@@ -644,6 +644,7 @@ fn the_library_refuses_an_unencrypted_archive_opened_with_a_key() {
         allow_unencrypted,
         in_flight_budget: None,
         signers: Vec::new(),
+        base: None,
     };
     match krypta::archive::Archive::open(&p, open(false)) {
         Err(e @ Error::NotEncrypted { .. }) => assert_eq!(e.exit_code(), 2),

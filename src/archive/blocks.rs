@@ -13,12 +13,13 @@
 //! references (issue 13) may dispatch whole groups to workers instead.
 
 use crate::codec::{BlockDecoder, Codec, Filter, decode_stored_in_place};
-use crate::format::block::{BLOCK_HEADER_LEN_V2, BlockHeaderV2};
+use crate::format::block::{BLOCK_HEADER_LEN_V2, BaseRegion, BlockHeaderV2};
 use crate::format::frame::{BLOCK_HEADER_LEN, BlockHeader, FrameKind};
 use crate::format::limits::MAX_REFERENCE_LEN;
 use crate::format::{FormatError, Version};
 
 use super::pipeline::Buffers;
+use super::reader::BaseArchive;
 
 /// What went wrong with one frame, before the caller adds the archive path.
 #[derive(Debug)]
@@ -32,6 +33,9 @@ pub(crate) enum FrameFault {
     /// The scan ended while the frame waited for room in the byte budget
     /// (`archive::budget`).
     Stopped,
+    /// A `zstd+base` block whose base region could not be had: no base was given, or the
+    /// base frames it needs are damaged (the message names the base, frame and byte).
+    Base(String),
 }
 
 /// The block header fields a reader needs after decoding, for either version (format 1's
@@ -113,6 +117,11 @@ pub(crate) fn block_info(
 /// place (the body becomes the block), a zstd block into a buffer from `blocks` (the body is
 /// handed back to `bodies`), a referencing zstd block not at all (pending: see the module
 /// doc).
+///
+/// A `zstd+base` block (delta archives) is decoded here too, against its region of `base`
+/// (fetched, verified and cached by [`BaseArchive`]): it references nothing of its own
+/// stream, so delta blocks decode in parallel like independent ones.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_body(
     dec: &mut BlockDecoder,
     version: Version,
@@ -120,6 +129,7 @@ pub(crate) fn decode_body(
     mut body: Vec<u8>,
     blocks: &Buffers,
     bodies: &Buffers,
+    base: Option<&BaseArchive>,
 ) -> Result<Decoded, (FrameFault, Vec<u8>)> {
     let (info, hl) = match block_info(&body, version, kind) {
         Ok(x) => x,
@@ -142,6 +152,9 @@ pub(crate) fn decode_body(
             }),
             Err(e) => Err((codec_fault(e), body)),
         };
+    }
+    if info.codec == Codec::ZstdBase {
+        return decode_against_base(dec, info, hl, body, blocks, bodies, base);
     }
     if info.reference_len > 0 {
         return Ok(Decoded {
@@ -187,6 +200,61 @@ pub(crate) fn decode_body(
         Err(e) => {
             blocks.give(out);
             Err((codec_fault(e), body))
+        }
+    }
+}
+
+/// [`decode_body`] of a `zstd+base` block: the region descriptor, then the zstd frame decoded
+/// with the region's base bytes as its raw-content prefix.
+fn decode_against_base(
+    dec: &mut BlockDecoder,
+    info: BlockInfo,
+    hl: usize,
+    body: Vec<u8>,
+    blocks: &Buffers,
+    bodies: &Buffers,
+    base: Option<&BaseArchive>,
+) -> Result<Decoded, (FrameFault, Vec<u8>)> {
+    let (region, frame) = match BaseRegion::parse(&body[hl..]) {
+        Ok(x) => x,
+        Err(e) => return Err((FrameFault::Format(e), body)),
+    };
+    let Some(base) = base else {
+        return Err((
+            FrameFault::Base("a delta block needs its base archive (--base)".into()),
+            body,
+        ));
+    };
+    let mut prefix = blocks.take();
+    if let Err(m) = base.region(dec, &region, &mut prefix) {
+        blocks.give(prefix);
+        return Err((FrameFault::Base(m), body));
+    }
+    let mut out = blocks.take();
+    let r = dec.decode_v2(
+        Codec::Zstd,
+        info.filter,
+        info.stream_offset,
+        frame,
+        info.raw_len as usize,
+        &prefix,
+        &mut out,
+    );
+    blocks.give(prefix);
+    match r {
+        Ok(()) => {
+            bodies.give(body);
+            Ok(Decoded {
+                buf: out,
+                start: 0,
+                info,
+                pending: false,
+                held: 0,
+            })
+        }
+        Err(e) => {
+            blocks.give(out);
+            Err((FrameFault::Codec(e.to_string()), body))
         }
     }
 }

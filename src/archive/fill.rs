@@ -182,6 +182,7 @@ impl<W: Write> ArchiveWriter<W> {
         block.truncate(self.fill);
         self.fill = PREFIX;
         let prefix = self.test_prefix(&block[PREFIX..])?;
+        let base = self.delta.as_mut().and_then(|d| d.take_region());
         let job = Job {
             header_kind: FrameKind::Data,
             last: false,
@@ -191,6 +192,7 @@ impl<W: Write> ArchiveWriter<W> {
             stream_offset: self.stream_pos,
             first_record: self.first_record.take(),
             prefix,
+            base,
         };
         self.submitted += 1;
         self.stream_pos += len;
@@ -285,5 +287,8 @@ impl<W: Write> ArchiveWriter<W> {
         record::write_data_head(&mut head, offset, len as u32);
         self.block[main_head..main_data].copy_from_slice(&head);
         self.fill = main_data + len;
+        if let Some(d) = self.delta.as_mut() {
+            d.note(offset, len as u64);
+        }
     }
 }

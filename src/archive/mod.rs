@@ -3,6 +3,7 @@
 
 mod blocks;
 pub mod budget;
+pub mod delta;
 mod fill;
 mod output;
 pub mod pipeline;

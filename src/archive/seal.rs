@@ -10,10 +10,12 @@
 use std::sync::Arc;
 
 use super::pipeline::Buffers;
-use crate::codec::{BlockEncoder, Codec, Filter};
+use crate::archive::reader::BaseArchive;
+use crate::codec::{BlockDecoder, BlockEncoder, Codec, Filter};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::ArchiveId;
 use crate::error::{Error, Result};
+use crate::format::block::{BASE_REGION_LEN, BaseRegion};
 use crate::format::block::{BLOCK_HEADER_LEN_V2, BlockHeaderV2};
 use crate::format::frame::{FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN};
 
@@ -36,12 +38,17 @@ pub(crate) struct Job {
     /// Test-only referencing blocks: the stream bytes right before the block that its zstd
     /// frame may use as a prefix (empty: independent).
     pub prefix: Arc<Vec<u8>>,
+    /// Delta archives: the base region the block is compressed against (`archive::delta`).
+    pub base: Option<BaseRegion>,
 }
 
 /// A worker's reusable state: the zstd context and its output buffer.
 pub(crate) struct WorkerState {
     pub encoder: BlockEncoder,
     pub payload: Vec<u8>,
+    /// Delta archives: the base region's bytes, and the decoder that reads base frames.
+    pub region: Vec<u8>,
+    pub decoder: Option<BlockDecoder>,
 }
 
 /// A sealed frame, whether it is a block buffer sealed in place (stored block), and the
@@ -87,11 +94,31 @@ pub(crate) fn seal_block(
     protection: &Protection,
     archive_id: &ArchiveId,
     buffers: &WriteBuffers,
+    base: Option<&BaseArchive>,
     job: Job,
 ) -> Result<Sealed> {
     let raw = &job.block[PREFIX..];
     let raw_len = raw.len();
-    let (codec, filter, referenced) = if st.encoder.stores() {
+    let against = match (job.base, base) {
+        (Some(region), Some(base)) if !st.encoder.stores() => {
+            let dec = match st.decoder.as_mut() {
+                Some(d) => d,
+                None => st
+                    .decoder
+                    .insert(BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?),
+            };
+            base.region(dec, &region, &mut st.region)
+                .map_err(|m| Error::Usage(format!("delta base: {m}")))?;
+            st.encoder
+                .encode_against(raw, &st.region, &mut st.payload)
+                .map_err(|e| Error::Crypto(format!("compressing block {}: {e}", job.seq)))?
+                .then_some(region)
+        }
+        _ => None,
+    };
+    let (codec, filter, referenced) = if against.is_some() {
+        (Codec::ZstdBase, Filter::None, false)
+    } else if st.encoder.stores() {
         (Codec::Store, Filter::None, false)
     } else {
         st.encoder
@@ -113,11 +140,14 @@ pub(crate) fn seal_block(
     let mut frame = match codec {
         // `encode` stores blocks unfiltered, exactly the raw bytes.
         Codec::Store => job.block,
-        Codec::Zstd => {
+        Codec::Zstd | Codec::ZstdBase => {
             let mut frame = buffers.frames.take();
             frame.clear();
-            frame.reserve(PREFIX + st.payload.len() + TAG_LEN);
+            frame.reserve(PREFIX + BASE_REGION_LEN + st.payload.len() + TAG_LEN);
             frame.resize(PREFIX, 0);
+            if let Some(r) = &against {
+                frame.extend_from_slice(&r.to_bytes());
+            }
             frame.extend_from_slice(&st.payload);
             buffers.blocks.give(job.block);
             frame

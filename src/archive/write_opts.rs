@@ -56,6 +56,10 @@ pub struct WriteOptions {
     /// encrypted archive can be a known answer. Never set in real use.
     #[doc(hidden)]
     pub fixed_salt: Option<[u8; 16]>,
+    /// Write a delta archive against this base (`c --base`; docs/FORMAT.md §16): the header
+    /// names it, files matched by path are compressed against its bytes
+    /// ([`crate::archive::delta`]), BCJ is off and every file ends with its digest.
+    pub base: Option<std::sync::Arc<crate::archive::reader::BaseArchive>>,
 }
 
 /// Test-only parameters of referencing blocks ([`WriteOptions::test_reference`]).
@@ -89,6 +93,7 @@ impl WriteOptions {
             test_reference: None,
             recovery: None,
             fixed_salt: None,
+            base: None,
         }
     }
 }

@@ -23,7 +23,9 @@
 //! with END (their bytes are covered by the frame tags alone: a digest per small file would
 //! double the archive of a tree of small files); a hard link takes its target's mode, mtime
 //! and owner (it is the same inode) and carries no fields; a symlink is stored with mode
-//! 0o777.
+//! 0o777. A delta archive (`WriteOptions::base`, [`super::delta`]) ends every file with
+//! END_DIGEST, whatever its size: its blocks decode with base bytes, and the digest is what
+//! shows that the right base bytes were used.
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -110,6 +112,8 @@ pub struct ArchiveWriter<W: Write> {
     pub(super) reference: Option<(TestReference, RefState)>,
     /// Signing (`WriteOptions::signer`): the key and the transcript of the bytes written.
     pub(super) signing: Option<(SignerSecret, Transcript)>,
+    /// A delta archive's base map and the matched segments of the block being filled.
+    pub(super) delta: Option<super::delta::DeltaWriter>,
 }
 
 /// The stream bytes a test-only referencing block may use ([`TestReference`]).
@@ -196,6 +200,18 @@ impl<W: Write> ArchiveWriter<W> {
                 fingerprint: sk.public().fingerprint(),
             });
         }
+        // A delta archive (0x8001, last in type order) names its base; its map is built
+        // before any byte is written (a base that cannot be walked writes nothing).
+        let delta = match &opts.base {
+            Some(b) => {
+                extensions.push(b.extension());
+                Some(super::delta::DeltaWriter::new(
+                    super::delta::BaseMap::build(b)?,
+                    opts.block_size,
+                ))
+            }
+            None => None,
+        };
         let header = Header {
             version: WRITE_VERSION,
             archive_id,
@@ -232,15 +248,25 @@ impl<W: Write> ArchiveWriter<W> {
             frames: Buffers::new(keep),
         };
         let worker_buffers = buffers.clone();
+        let worker_base = opts.base.clone();
         let pool = OrderedPool::new(
             opts.jobs,
             in_flight,
             move || WorkerState {
                 encoder: BlockEncoder::new(level).expect("level was validated by Level::new"),
                 payload: Vec::new(),
+                region: Vec::new(),
+                decoder: None,
             },
             move |st: &mut WorkerState, job: Job| {
-                seal_block(st, &worker_protection, &archive_id, &worker_buffers, job)
+                seal_block(
+                    st,
+                    &worker_protection,
+                    &archive_id,
+                    &worker_buffers,
+                    worker_base.as_deref(),
+                    job,
+                )
             },
         );
         let mut w = ArchiveWriter {
@@ -265,11 +291,18 @@ impl<W: Write> ArchiveWriter<W> {
             entries: Vec::new(),
             entry_set: EntrySet::new(WRITE_VERSION),
             index_entries_len: 0,
-            bcj: opts.bcj,
+            // Base regions are decoded (unfiltered) content: a delta archive's blocks are not
+            // filtered, so they match them.
+            bcj: if delta.is_some() {
+                BcjMode::Off
+            } else {
+                opts.bcj
+            },
             content_bytes: 0,
             on_progress: None,
             reference: opts.test_reference.map(|r| (r, RefState::default())),
             signing,
+            delta,
         };
         w.write_out(&bytes)?;
         Ok(w)
@@ -362,6 +395,7 @@ impl<W: Write> ArchiveWriter<W> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<(u64, [u8; 32])> {
         self.admit(meta, true)?;
+        self.delta_begin_file(&meta.path, src.final_size());
         // The first extent (at most FIRST_READ bytes) goes through a small buffer: the
         // filter must be chosen from it before the ENTRY record is placed. The rest is read
         // straight into the block.
@@ -437,7 +471,8 @@ impl<W: Write> ArchiveWriter<W> {
         }
         hash_zeros(&mut hasher, size - hashed_to);
         let digest: [u8; 32] = *hasher.finalize().as_bytes();
-        let stored = (size >= DIGEST_MIN_SIZE).then_some(digest);
+        let stored = (size >= DIGEST_MIN_SIZE || self.delta.is_some()).then_some(digest);
+        self.delta_end_file();
         let mut end = Vec::with_capacity(record::END_LEN);
         record::write_end(&mut end, size, stored.as_ref(), WRITE_VERSION);
         self.push_record(&end)?;
@@ -527,6 +562,7 @@ impl<W: Write> ArchiveWriter<W> {
                 stream_offset: index_pos,
                 first_record: Some(0),
                 prefix: Arc::new(Vec::new()),
+                base: None,
             };
             index_pos += c.len() as u64;
             self.submitted += 1;

@@ -31,6 +31,8 @@ Exit codes:
      repair what they read and exit 0
   8  signature refused: --signer given and the archive is unsigned or signed by another
      key, or a signed archive's signature does not verify or its bytes were changed
+  9  delta base: x or t of a delta archive without --base, a --base that is not the
+     archive it was made against, or base frames it needs are damaged
   130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
@@ -204,6 +206,53 @@ pub(crate) struct KeyArgs {
     pub(crate) jobs: Option<usize>,
 }
 
+/// The base of a delta archive and its keys (`c`, `x`, `t`): named `--base-*` so they never
+/// clash with OUT's or ARCHIVE's own key options (README, "Delta archives").
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct BaseArgs {
+    /// Delta archive: c writes OUT as a delta against BASE; x and t read ARCHIVE with the
+    /// BASE it was made against (a file or s3:// object)
+    #[arg(long, value_name = "BASE", help_heading = "Delta base")]
+    pub(crate) base: Option<PathBuf>,
+    /// Prompt for the base's password on the terminal
+    #[arg(
+        long,
+        requires = "base",
+        conflicts_with_all = ["base_pass_file", "base_pass_fd"],
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_password: bool,
+    /// Read the base's password from the first line of FILE
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "base",
+        conflicts_with = "base_pass_fd",
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_pass_file: Option<PathBuf>,
+    /// Read the base's password from file descriptor N
+    #[arg(long, value_name = "N", requires = "base", help_heading = "Delta base")]
+    pub(crate) base_pass_fd: Option<i32>,
+    /// A key file of the base (repeatable)
+    #[arg(
+        long = "base-keyfile",
+        value_name = "FILE",
+        requires = "base",
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_keyfiles: Vec<PathBuf>,
+    /// A box secret key of the base (repeatable)
+    #[arg(
+        long = "base-identity",
+        visible_alias = "base-i",
+        value_name = "SECRET",
+        requires = "base",
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_identities: Vec<String>,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub(crate) enum KdfName {
     Argon2id,
@@ -330,6 +379,8 @@ pub(crate) struct CompressArgs {
     )]
     pub(crate) key_pass_file: Option<PathBuf>,
     #[command(flatten)]
+    pub(crate) delta: BaseArgs,
+    #[command(flatten)]
     pub(crate) meta: MetaArgs,
     #[command(flatten)]
     pub(crate) storage: StoreArgs,
@@ -383,8 +434,14 @@ pub(crate) struct ExtractArgs {
     /// PATHs are glob patterns (as --exclude: *.conf matches at any depth, /etc/* anchors)
     #[arg(long)]
     pub(crate) wildcards: bool,
-    /// Output directory
-    #[arg(short, long, default_value = ".", value_name = "DIR")]
+    /// Output directory (-C DIR as in tar works too)
+    #[arg(
+        short,
+        long,
+        visible_short_alias = 'C',
+        default_value = ".",
+        value_name = "DIR"
+    )]
     pub(crate) output: PathBuf,
     /// Write file contents to stdout instead of creating files
     #[arg(long)]
@@ -417,6 +474,8 @@ pub(crate) struct ExtractArgs {
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
+    pub(crate) delta: BaseArgs,
+    #[command(flatten)]
     pub(crate) storage: StoreArgs,
     #[command(flatten)]
     pub(crate) common: Common,
@@ -438,7 +497,8 @@ Exit codes:
   2  authentication failed (wrong password or key, or modified)
   3  not an archive, corrupt, unsafe entry path      4  I/O error
   5  checksum mismatch (unencrypted archive)         6  -k kept existing files
-  8  signature refused (--signer: unsigned, other signer; or a bad signature)";
+  8  signature refused (--signer: unsigned, other signer; or a bad signature)
+  9  delta base missing (--base), not the one the archive names, or damaged";
 
 #[derive(Args, Debug)]
 pub(crate) struct ListArgs {
@@ -481,6 +541,8 @@ pub(crate) struct TestArgs {
     pub(crate) fail_fast: bool,
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
+    #[command(flatten)]
+    pub(crate) delta: BaseArgs,
     #[command(flatten)]
     pub(crate) storage: StoreArgs,
     #[command(flatten)]

@@ -201,7 +201,15 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
                 .unwrap_or(1)
         })
         .max(1);
+    if a.delta.base.as_deref() == Some(a.output.as_path()) && a.output.as_os_str() != "-" {
+        return Err(Error::Usage(format!(
+            "{}: the delta base cannot be the archive being written",
+            a.output.display()
+        )));
+    }
+    let base = super::keys::open_base(&a.delta, a.jobs)?;
     let options = WriteOptions {
+        base,
         level,
         block_size,
         jobs,

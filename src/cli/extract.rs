@@ -12,7 +12,8 @@ use krypta::fs::conflict::Existing;
 use krypta::{Error, Result};
 
 pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<u8> {
-    let open = open_options(&a.keys, &a.archive)?;
+    let mut open = open_options(&a.keys, &a.archive)?;
+    open.base = super::keys::open_base(&a.delta, a.keys.jobs)?;
     let existing = if a.force {
         Existing::Replace
     } else if a.keep_old_files {

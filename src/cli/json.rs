@@ -167,6 +167,15 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
             (None, None) => Value::Null,
         },
     );
+    if let Some((id, binding)) = h.delta_base() {
+        o.insert(
+            "delta_base".into(),
+            json!({
+                "archive_id": krypta::archive::reader::base_hex(&id),
+                "binding": krypta::archive::reader::base_hex(&binding),
+            }),
+        );
+    }
     if let Some(fp) = h.signer() {
         o.insert(
             "signer".into(),

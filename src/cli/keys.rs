@@ -123,5 +123,30 @@ pub(crate) fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<Ope
         allow_unencrypted: k.allow_unencrypted || !explicit,
         in_flight_budget: None,
         signers,
+        base: None,
     })
+}
+
+/// Opens the base of a delta archive (`--base` and its `--base-*` keys, which follow the same
+/// rules as the archive's own: README, "Delta archives"); `None` without `--base`.
+pub(crate) fn open_base(
+    b: &BaseArgs,
+    jobs: Option<usize>,
+) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
+    let Some(path) = &b.base else {
+        return Ok(None);
+    };
+    let keys = KeyArgs {
+        password: b.base_password,
+        pass_file: b.base_pass_file.clone(),
+        pass_fd: b.base_pass_fd,
+        keyfiles: b.base_keyfiles.clone(),
+        identities: b.base_identities.clone(),
+        jobs,
+        ..KeyArgs::default()
+    };
+    let opts = open_options(&keys, path)?;
+    Ok(Some(std::sync::Arc::new(
+        krypta::archive::reader::BaseArchive::open(path, opts)?,
+    )))
 }

@@ -60,6 +60,14 @@ pub(crate) fn print_info(
             println!("  pq-box (ML-KEM-768 + X25519): {pq} recipient(s)");
         }
     }
+    if let Some((id, binding)) = h.delta_base() {
+        println!(
+            "delta base:     archive {} (binding {})",
+            krypta::archive::reader::base_hex(&id),
+            krypta::archive::reader::base_hex(&binding)
+        );
+        println!("                (x and t need --base with that archive; l does not)");
+    }
     if let Some(fp) = h.signer() {
         println!(
             "signer:         {}",

@@ -171,6 +171,60 @@ impl BlockEncoder {
     }
 }
 
+impl BlockEncoder {
+    /// Compresses `raw` (unfiltered) against `base`, a delta base region, into `out`: one
+    /// zstd frame with `base` as its raw-content prefix (ZSTD_CCtx_refPrefix, like `zstd
+    /// --patch-from`). Returns false (and `out` is to be ignored) when the frame plus the
+    /// 16-byte region descriptor would not be smaller than `raw`, or the encoder stores. A
+    /// fresh context per call: zstd ties a referenced prefix to the context's lifetime.
+    ///
+    /// Parameters ([`Level::delta_hash_log`]; measured on real version pairs, module doc of
+    /// `archive::delta`): zstd level 1 whatever krypta's level, long-distance matching on
+    /// (without it a fast level sees only the tail of a multi-MiB prefix), a window covering
+    /// the region and the block (at most 2^29, format 2's decoder bound), and at levels 5..9
+    /// hash tables sized to index the whole region (2^20, 2^22 entries): smaller deltas at a
+    /// fraction of the speed.
+    pub fn encode_against(
+        &mut self,
+        raw: &[u8],
+        base: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool, CodecError> {
+        out.clear();
+        let Some(level) = self.level else {
+            return Ok(false);
+        };
+        if raw.len() > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw.len() as u64,
+            });
+        }
+        let mut c = zstd::zstd_safe::CCtx::create();
+        let e = zstd_error;
+        let need = (base.len() + raw.len()).max(1 << 10) as u64;
+        let window = (64 - (need - 1).leading_zeros()).clamp(10, 29);
+        for p in [
+            CParameter::CompressionLevel(1),
+            CParameter::WindowLog(window),
+            CParameter::EnableLongDistanceMatching(true),
+            CParameter::ContentSizeFlag(true),
+            CParameter::ChecksumFlag(false),
+            CParameter::DictIdFlag(false),
+        ] {
+            c.set_parameter(p).map_err(e)?;
+        }
+        if let Some(log) = level.delta_hash_log() {
+            let log = log.min(window);
+            c.set_parameter(CParameter::HashLog(log)).map_err(e)?;
+            c.set_parameter(CParameter::ChainLog(log)).map_err(e)?;
+        }
+        c.ref_prefix(base).map_err(e)?;
+        out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        let n = c.compress2(out, raw).map_err(e)?;
+        Ok(n + crate::format::block::BASE_REGION_LEN < raw.len())
+    }
+}
+
 /// Block decoder, one per worker thread: reuses the zstd decompression context (~160 KiB).
 /// Decoding a block allocates `raw_len` bytes of output (when `out` is not already that big)
 /// and nothing that depends on the payload; undoing the x86 or ARM64 filter needs no more,
@@ -239,6 +293,11 @@ impl BlockDecoder {
                         got: n as u64,
                     });
                 }
+            }
+            Codec::ZstdBase => {
+                return Err(CodecError::Zstd(std::io::Error::other(
+                    "a zstd+base block decodes only against its base region",
+                )));
             }
         }
         bcj::decode(filter, out, filter_start);

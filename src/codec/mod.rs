@@ -195,6 +195,10 @@ pub enum Codec {
     Store = 0,
     /// One zstd frame (RFC 8878).
     Zstd = 1,
+    /// Format 2, delta archives only: a base region descriptor (16 bytes,
+    /// [`crate::format::block::BaseRegion`]) and one zstd frame decoded with that region of
+    /// the base archive's record stream as its raw-content prefix (docs/FORMAT.md §16).
+    ZstdBase = 2,
 }
 
 impl Codec {
@@ -203,6 +207,7 @@ impl Codec {
         match v {
             0 => Some(Codec::Store),
             1 => Some(Codec::Zstd),
+            2 => Some(Codec::ZstdBase),
             _ => None,
         }
     }
@@ -211,6 +216,7 @@ impl Codec {
         match self {
             Codec::Store => "store",
             Codec::Zstd => "zstd",
+            Codec::ZstdBase => "zstd+base",
         }
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! | off | size | field |
 //! |---|---|---|
-//! | 0 | 1 | codec: 0 store, 1 zstd |
+//! | 0 | 1 | codec: 0 store, 1 zstd, 2 zstd against a base region (delta archives, [`BaseRegion`]) |
 //! | 1 | 1 | BCJ filter: 0 none, 1 x86, 2 arm64, 3 arm, 4 armthumb, 5 powerpc, 6 sparc, 7 ia64, 8 riscv |
 //! | 2 | 2 | reserved, 0 |
 //! | 4 | 4 | raw length R, 1..=256 MiB |
@@ -106,11 +106,22 @@ impl BlockHeaderV2 {
                     "compressed payload is not smaller than the block (it should have been stored)",
                 ));
             }
+            Codec::ZstdBase
+                if payload_len < BASE_REGION_LEN + 4
+                    || payload_len - BASE_REGION_LEN >= raw_len as usize =>
+            {
+                return Err(FormatError::invalid(
+                    w,
+                    format!(
+                        "base-referencing payload of {payload_len} bytes: a 16-byte region and a zstd frame smaller than the block"
+                    ),
+                ));
+            }
             _ => {}
         }
         if reference_len > MAX_REFERENCE_LEN
             || reference_len as u64 > stream_offset
-            || (codec == Codec::Store && reference_len != 0)
+            || (codec != Codec::Zstd && reference_len != 0)
         {
             return Err(FormatError::invalid(
                 w,
@@ -145,18 +156,20 @@ impl BlockHeaderV2 {
     }
 
     /// The rules that depend on the frame kind: an index block has no filter, no reference
-    /// and first record 0 (the index is one structure, not a sequence of records). Data
-    /// blocks have no further rule here.
+    /// (neither to its stream nor to a base) and first record 0 (the index is one structure,
+    /// not a sequence of records). Data blocks have no further rule here.
     pub fn check_for(&self, kind: FrameKind) -> Result<(), FormatError> {
         if kind == FrameKind::Index
             && (self.filter != Filter::None
                 || self.reference_len != 0
+                || self.codec == Codec::ZstdBase
                 || self.first_record != Some(0))
         {
             return Err(FormatError::invalid(
                 "index block header",
                 format!(
-                    "filter {}, reference length {}, first record {:?} (an index block has filter none, reference 0 and first record 0)",
+                    "codec {}, filter {}, reference length {}, first record {:?} (an index block has filter none, reference 0, no base region and first record 0)",
+                    self.codec.name(),
                     self.filter.name(),
                     self.reference_len,
                     self.first_record
@@ -164,6 +177,58 @@ impl BlockHeaderV2 {
             ));
         }
         Ok(())
+    }
+}
+
+/// Length of a [`BaseRegion`] descriptor, bytes.
+pub const BASE_REGION_LEN: usize = 16;
+
+/// The region of a delta archive's base that a `zstd+base` block (codec 2) decodes against:
+/// the first 16 bytes of its payload, before the zstd frame (docs/FORMAT.md §16.2).
+///
+/// | off | size | field |
+/// |---|---|---|
+/// | 0 | 8 | base data frame seq where the region starts |
+/// | 8 | 4 | offset of the region's first byte in that frame's decoded block |
+/// | 12 | 4 | region length, 1..=256 MiB; it runs on through the decoded blocks of the frames after `seq` |
+///
+/// The region is decoded base content (after the base block's BCJ filter was undone), so a
+/// reader fetches and authenticates exactly those base frames before it decodes the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BaseRegion {
+    /// The base data frame (sequence number) holding the region's first byte.
+    pub seq: u64,
+    /// Offset of the first byte in that frame's decoded block.
+    pub offset: u32,
+    /// Length, bytes.
+    pub len: u32,
+}
+
+impl BaseRegion {
+    /// The 16 bytes.
+    pub fn to_bytes(&self) -> [u8; BASE_REGION_LEN] {
+        let mut b = [0u8; BASE_REGION_LEN];
+        b[..8].copy_from_slice(&self.seq.to_le_bytes());
+        b[8..12].copy_from_slice(&self.offset.to_le_bytes());
+        b[12..16].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    /// Parses the descriptor at the start of a `zstd+base` payload and returns it with the
+    /// zstd frame after it. A length of 0 or beyond [`MAX_REFERENCE_LEN`] is refused.
+    pub fn parse(payload: &[u8]) -> Result<(BaseRegion, &[u8]), FormatError> {
+        let w = "base region";
+        let mut r = Reader::new(payload, w);
+        let seq = r.u64()?;
+        let offset = r.u32()?;
+        let len = r.u32()?;
+        if len == 0 || len > MAX_REFERENCE_LEN {
+            return Err(FormatError::invalid(
+                w,
+                format!("length {len} outside 1..={MAX_REFERENCE_LEN}"),
+            ));
+        }
+        Ok((BaseRegion { seq, offset, len }, &payload[BASE_REGION_LEN..]))
     }
 }
 

@@ -13,7 +13,7 @@
 //! |---|---|---|---|
 //! | 0x0001 | recovery | `u8` percent, 1..=50 | defined: a recovery section follows the protected bytes (header flag bit 1 is set exactly when this extension is present); informational for the reader of P, `info` shows it |
 //! | 0x0002 | signer | the signer's fingerprint, 32 bytes | defined: the archive is signed by this key (a signature frame precedes the footer, footer flag bit 0); non-critical |
-//! | 0x8001 | delta base | — | reserved for delta archives (issue 17), critical |
+//! | 0x8001 | delta base | base archive id (16 bytes) ‖ base binding (32 bytes) | defined: the archive is a delta against that base (docs/FORMAT.md §16); critical, so a reader without delta support refuses it |
 //!
 //! Types 0x0000 and 0x8000 are reserved (invalid).
 
@@ -26,9 +26,10 @@ pub const EXT_RECOVERY: u16 = 0x0001;
 pub const EXT_SIGNER: u16 = 0x0002;
 /// Length of the signer extension's value: a fingerprint, bytes.
 pub const SIGNER_FINGERPRINT_LEN: usize = 32;
-/// Extension type reserved for the base of a delta archive (issue 17; critical; not
-/// implemented, so this build refuses it).
+/// Extension type: the base of a delta archive (docs/FORMAT.md §16; critical).
 pub const EXT_DELTA_BASE: u16 = 0x8001;
+/// Length of the delta base extension's value: the base's archive id and binding, bytes.
+pub const DELTA_BASE_LEN: usize = 48;
 /// Bit 15 of an extension type: critical.
 pub const CRITICAL: u16 = 0x8000;
 
@@ -45,6 +46,14 @@ pub enum Extension {
         /// `SHA-256("krypta/v2/signer" ‖ signer public key)`.
         fingerprint: [u8; SIGNER_FINGERPRINT_LEN],
     },
+    /// The archive is a delta archive against the base with this id and binding
+    /// (docs/FORMAT.md §16): its delta blocks decode only with that base's bytes.
+    DeltaBase {
+        /// The base's archive id (its header's id field).
+        base_id: [u8; 16],
+        /// `BLAKE3-DK("krypta v2 delta base binding", base id ‖ base footer ‖ every frame tag)`.
+        binding: [u8; 32],
+    },
     /// A non-critical extension this build does not know, kept as read.
     Other {
         /// Its type (bit 15 clear).
@@ -60,6 +69,7 @@ impl Extension {
         match self {
             Extension::Recovery { .. } => EXT_RECOVERY,
             Extension::Signer { .. } => EXT_SIGNER,
+            Extension::DeltaBase { .. } => EXT_DELTA_BASE,
             Extension::Other { ext_type, .. } => *ext_type,
         }
     }
@@ -69,6 +79,7 @@ impl Extension {
         match self {
             Extension::Recovery { percent } => vec![*percent],
             Extension::Signer { fingerprint } => fingerprint.to_vec(),
+            Extension::DeltaBase { base_id, binding } => [&base_id[..], &binding[..]].concat(),
             Extension::Other { value, .. } => value.clone(),
         }
     }
@@ -78,6 +89,7 @@ impl Extension {
         8 + match self {
             Extension::Recovery { .. } => 1,
             Extension::Signer { .. } => SIGNER_FINGERPRINT_LEN,
+            Extension::DeltaBase { .. } => DELTA_BASE_LEN,
             Extension::Other { value, .. } => value.len(),
         }
     }
@@ -180,6 +192,18 @@ pub fn parse_extensions(r: &mut Reader<'_>) -> Result<Vec<Extension>, FormatErro
                 };
                 Extension::Signer { fingerprint }
             }
+            EXT_DELTA_BASE => {
+                if value.len() != DELTA_BASE_LEN {
+                    return Err(FormatError::invalid(
+                        "header extension delta base",
+                        format!("value of {} bytes (expected {DELTA_BASE_LEN})", value.len()),
+                    ));
+                }
+                Extension::DeltaBase {
+                    base_id: value[..16].try_into().expect("16 bytes"),
+                    binding: value[16..].try_into().expect("32 bytes"),
+                }
+            }
             0 | CRITICAL => {
                 return Err(FormatError::invalid(
                     "header extensions",
@@ -246,14 +270,33 @@ mod tests {
 
     #[test]
     fn unknown_critical_extensions_need_a_newer_krypta() {
-        let b = [1, 0, 0x01, 0x80, 0, 0, 0, 0, 0, 0];
+        // 0x8001 (delta base) is known since issue 17; 0x8002 is not.
+        let b = [1, 0, 0x02, 0x80, 0, 0, 0, 0, 0, 0];
         assert_eq!(
             parse_extensions(&mut Reader::new(&b, "header")).unwrap_err(),
             FormatError::NeedsNewer {
                 what: "header extension",
-                code: EXT_DELTA_BASE
+                code: 0x8002
             }
         );
+    }
+
+    #[test]
+    fn the_delta_base_extension_is_48_bytes_and_round_trips() {
+        let e = Extension::DeltaBase {
+            base_id: [7; 16],
+            binding: [9; 32],
+        };
+        let b = encode(std::slice::from_ref(&e));
+        assert_eq!(&b[..8], &[1, 0, 0x01, 0x80, 0, 0, 48, 0]);
+        assert_eq!(b.len(), 2 + 8 + 48);
+        let mut r = Reader::new(&b, "header");
+        assert_eq!(parse_extensions(&mut r).unwrap(), vec![e]);
+        let short = [1, 0, 0x01, 0x80, 0, 0, 1, 0, 0, 0, 0];
+        let err = parse_extensions(&mut Reader::new(&short, "header"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("value of 1 bytes (expected 48)"), "{err}");
     }
 
     #[test]

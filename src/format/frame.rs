@@ -173,9 +173,12 @@ impl BlockHeader {
     pub fn parse(body: &[u8]) -> Result<Self, FormatError> {
         let mut r = Reader::new(body, "block header");
         let codec = r.u8()?;
-        let codec = Codec::from_u8(codec).ok_or_else(|| {
-            FormatError::invalid("block header", format!("unknown codec {codec}"))
-        })?;
+        // Codec 2 (zstd against a delta base) is format 2's alone.
+        let codec = Codec::from_u8(codec)
+            .filter(|c| *c != Codec::ZstdBase)
+            .ok_or_else(|| {
+                FormatError::invalid("block header", format!("unknown codec {codec}"))
+            })?;
         let filter = r.u8()?;
         let filter = Filter::from_u8(filter).ok_or_else(|| {
             FormatError::invalid("block header", format!("unknown filter {filter}"))

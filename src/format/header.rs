@@ -129,6 +129,14 @@ impl Header {
         })
     }
 
+    /// The base's archive id and binding when this is a delta archive (extension 0x8001).
+    pub fn delta_base(&self) -> Option<([u8; 16], [u8; 32])> {
+        self.extensions.iter().find_map(|e| match e {
+            Extension::DeltaBase { base_id, binding } => Some((*base_id, *binding)),
+            _ => None,
+        })
+    }
+
     /// The signer's fingerprint when the archive is signed (the signer extension).
     pub fn signer(&self) -> Option<[u8; 32]> {
         self.extensions.iter().find_map(|e| match e {

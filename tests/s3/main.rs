@@ -8,6 +8,7 @@
 mod common;
 mod harness;
 
+mod delta;
 mod errors;
 mod outage;
 mod recovery;

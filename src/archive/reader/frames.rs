@@ -30,6 +30,7 @@ pub(super) fn open_frame(
     buffers: &ReadBuffers,
     version: Version,
     budget: Option<&ByteBudget>,
+    base: Option<&BaseArchive>,
     mut job: FrameJob,
 ) -> FrameResult {
     let body_len = job.body.len() as u64;
@@ -66,6 +67,7 @@ pub(super) fn open_frame(
             body,
             &buffers.blocks,
             &buffers.bodies,
+            base,
         ) {
             Ok(mut d) => {
                 d.held = held;
@@ -113,6 +115,7 @@ impl Archive {
             &self.buffers,
             self.version,
             None,
+            self.base.as_deref(),
             job,
         )
     }
@@ -146,6 +149,12 @@ impl Archive {
             FrameFault::Codec(m) => {
                 self.structure_error(offset, FormatError::invalid("block payload", m))
             }
+            FrameFault::Base(problem) => Error::BaseDamaged {
+                path: self.path.clone(),
+                offset,
+                frame: seq,
+                problem,
+            },
             FrameFault::Stopped => Error::Crypto(format!(
                 "internal error: frame {seq} was stopped while the scan still needed it"
             )),
@@ -282,6 +291,7 @@ impl Archive {
         let id = self.header.archive_id;
         let buffers = self.buffers.clone();
         let version = self.version;
+        let base = self.base.clone();
         let budget = Arc::new(ByteBudget::with_base(self.jobs, self.in_flight_base));
         let worker_budget = Arc::clone(&budget);
         // The header's block size only sizes the pool's job count (a performance hint); the
@@ -298,6 +308,7 @@ impl Archive {
                     &buffers,
                     version,
                     Some(&worker_budget),
+                    base.as_deref(),
                     job,
                 )
             },

@@ -15,6 +15,7 @@
 //! (reading past damage, with the index) and
 //! `resync` (without it: resynchronising on the next good frame).
 
+mod base;
 mod feed;
 mod frames;
 mod index;
@@ -50,6 +51,7 @@ use crate::format::limits::hole_hash_allowance;
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
 use crate::format::{EntryMeta, FormatError, Version};
 
+pub use base::{BINDING_CONTEXT, BaseArchive, DEFAULT_CACHE_BUDGET, hex as base_hex};
 use frames::{FrameJob, FramePool};
 use open::corrupt;
 pub use open::{ArchiveFacts, facts, read_header_only};
@@ -94,6 +96,10 @@ pub struct OpenOptions {
     /// anything is used (docs/SECURITY.md, "Signatures"). Empty: a signed archive's
     /// signature is still checked.
     pub signers: Vec<crate::crypto::sign::SignerPublic>,
+    /// The base of a delta archive (`--base`): checked against the header's delta base
+    /// extension when the archive is opened ([`Error::WrongBase`]), then read by the workers
+    /// for the archive's `zstd+base` blocks. Refused for an archive that is not a delta.
+    pub base: Option<Arc<BaseArchive>>,
 }
 
 /// Where the archive bytes come from: a file, stdin or an object (see [`crate::store`]).
@@ -127,6 +133,8 @@ pub struct Archive {
     /// A damaged region before `walk_from` that the walk reports first (the bytes a pipe
     /// gave before the damage was found: `spool`).
     lost_before_walk: Option<BadFrame>,
+    /// The base of a delta archive, checked against the header ([`Archive::set_base`]).
+    base: Option<Arc<BaseArchive>>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

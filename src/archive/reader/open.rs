@@ -389,11 +389,50 @@ impl Archive {
             file_key,
             walk_from: header_len,
             lost_before_walk: None,
+            base: None,
         };
+        if let Some(b) = opts.base {
+            ar.set_base(b)?;
+        }
         if !opts.signers.is_empty() {
             ar.verify_signed_frames()?;
         }
         Ok(ar)
+    }
+
+    /// Gives a delta archive its base: refused ([`Error::WrongBase`], naming both ids) unless
+    /// the base's id and binding are those of the header's delta base extension, and
+    /// ([`Error::Usage`]) for an archive that is not a delta archive.
+    pub fn set_base(&mut self, base: Arc<BaseArchive>) -> Result<()> {
+        let Some((want_id, want_binding)) = self.header.delta_base() else {
+            return Err(Error::Usage(format!(
+                "{}: --base given, but this is not a delta archive",
+                self.path.display()
+            )));
+        };
+        if base.id() != want_id || base.binding() != want_binding {
+            return Err(Error::WrongBase {
+                path: self.path.clone(),
+                base: base.path().to_path_buf(),
+                want_id: base::hex(&want_id),
+                got_id: base::hex(&base.id()),
+                same_id: base.id() == want_id,
+            });
+        }
+        self.base = Some(base);
+        Ok(())
+    }
+
+    /// For `x` and `t`: a delta archive without its base is refused ([`Error::BaseRequired`],
+    /// naming the base id) before anything is read or written.
+    pub fn require_base(&self) -> Result<()> {
+        match self.header.delta_base() {
+            Some((id, _)) if self.base.is_none() => Err(Error::BaseRequired {
+                path: self.path.clone(),
+                base_id: base::hex(&id),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// The verified header.

@@ -112,6 +112,7 @@ impl Archive {
                         Err(FrameFault::Tag) => Some("tag mismatch".to_string()),
                         Err(FrameFault::Format(e)) => Some(format!("block does not parse: {e}")),
                         Err(FrameFault::Codec(m)) => Some(format!("block does not decode: {m}")),
+                        Err(FrameFault::Base(m)) => Some(format!("base region unusable: {m}")),
                         Err(FrameFault::Stopped) => Some("stopped".to_string()),
                     }
                 }

@@ -1,0 +1,484 @@
+//! The writer's side of delta archives (docs/FORMAT.md §16): which base bytes each block of
+//! a new archive is compressed against.
+//!
+//! **Matching rule.** A regular file of the new archive is matched to the base's regular
+//! file of the same path (raw bytes, exactly as stored); failing that, to the base file with
+//! the same path below the first component, when exactly one base file has it — so a
+//! versioned top directory (`app-1.0/lib/x.so` then `app-1.1/lib/x.so`, or `v1/…` then
+//! `v2/…`) still matches. A new file (no such base file), a renamed one and any non-file get
+//! no base: their blocks are plain zstd blocks. A base file that is gone from the new tree is
+//! simply not referenced. Renames are not followed (no content-digest matching): the renamed
+//! file is stored in full.
+//!
+//! **Map.** [`BaseMap::build`] walks the base's record stream once, frame by frame (each
+//! frame verified and decoded by [`BaseArchive`]), and keeps for every base file the
+//! stream position of each of its DATA segments: file offset ↦ base stream offset, and the
+//! stream offset where each base frame starts. No content is kept.
+//!
+//! **Regions.** While a block is filled, the writer notes each DATA segment it places for a
+//! matched file (file offset, length, the new file's size). When the block is cut,
+//! [`BaseMap::region`] maps each segment to the base stream: the base file's bytes
+//! around the same offset, widened by `widen` bytes on each side, and further on the side an
+//! insertion or deletion would shift them to: when the new file is `d` bytes longer than the
+//! base file, content at offset `o` was at `o − d..o` in the base if bytes were inserted
+//! before it, so the region reaches `d` more bytes to the left (and `−d` to the right when the
+//! file shrank). The block's region is the smallest stream range covering every segment's
+//! range; when that is longer than `max` bytes, the `max`-byte window covering the most
+//! segment bytes. A block whose segments have no base gets no region.
+//!
+//! Memory (writer and reader, per worker): the block, its region (at most `max`, 32 MiB
+//! by default with 4 MiB blocks: [`MAX_REGION`]) and the zstd context; plus the base's
+//! cache of decoded blocks shared by the workers ([`BaseArchive::cache_budget`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::archive::reader::BaseArchive;
+use crate::codec::BlockDecoder;
+use crate::error::{Error, Result};
+use crate::format::block::BaseRegion;
+use crate::format::entry::EntryKind;
+use crate::format::record::{RecordHead, StreamSource, read_record};
+use crate::format::{FormatError, Version};
+
+/// Most bytes of base region krypta's writer gives one block: 32 MiB.
+pub const MAX_REGION: u64 = 32 << 20;
+
+/// One DATA segment of a base file: its file offset, length and base stream offset.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    file_offset: u64,
+    len: u64,
+    stream: u64,
+}
+
+/// What the map knows of one base file.
+#[derive(Debug, Default)]
+pub struct BaseFile {
+    /// The file's size in the base, bytes.
+    pub size: u64,
+    segments: Vec<Segment>,
+}
+
+impl BaseFile {
+    /// The base stream offset of file offset `x`, clamped to the file's stored bytes
+    /// (a hole or the tail maps to the nearest stored byte); `None` for a file with no
+    /// stored bytes.
+    fn stream_at(&self, x: u64) -> Option<u64> {
+        let i = self.segments.partition_point(|s| s.file_offset <= x);
+        if i == 0 {
+            return self.segments.first().map(|s| s.stream);
+        }
+        let s = self.segments[i - 1];
+        Some(s.stream + (x - s.file_offset).min(s.len))
+    }
+}
+
+/// A DATA segment the writer placed in the block being filled, for a matched file.
+#[derive(Debug, Clone)]
+pub(crate) struct Placed {
+    pub file: Arc<BaseFile>,
+    pub offset: u64,
+    pub len: u64,
+    /// The new file's size as its source reports it when it is opened.
+    pub new_size: u64,
+}
+
+/// The base's files and frame starts. See the module doc.
+pub struct BaseMap {
+    files: HashMap<Vec<u8>, Arc<BaseFile>>,
+    /// Base files by their path below its first component (`None`: more than one has it).
+    below_top: HashMap<Vec<u8>, Option<Arc<BaseFile>>>,
+    /// Stream offset of each base data frame's first byte, and the stream length after them.
+    frame_starts: Vec<u64>,
+    stream_len: u64,
+}
+
+impl BaseMap {
+    /// Walks the base's record stream (module doc).
+    pub fn build(base: &BaseArchive) -> Result<BaseMap> {
+        let mut walk = Walk {
+            base,
+            dec: BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?,
+            seq: 0,
+            block: Arc::new(Vec::new()),
+            pos: 0,
+            stream: 0,
+            starts: Vec::new(),
+        };
+        let mut files: HashMap<Vec<u8>, BaseFile> = HashMap::new();
+        let mut current: Option<Vec<u8>> = None;
+        let err = |e: WalkError| match e {
+            WalkError::Format(e) => Error::Usage(format!(
+                "{}: base record stream: {e}",
+                base.path().display()
+            )),
+            WalkError::Base(m) => Error::Usage(m),
+        };
+        while let Some(head) = read_record(&mut walk, Version::V2).map_err(err)? {
+            match head {
+                RecordHead::Entry(meta) => {
+                    current = (meta.kind == EntryKind::File).then(|| meta.path.clone());
+                }
+                RecordHead::Data { offset, len } => {
+                    let stream = walk.position();
+                    if let Some(p) = &current {
+                        files.entry(p.clone()).or_default().segments.push(Segment {
+                            file_offset: offset,
+                            len: len as u64,
+                            stream,
+                        });
+                    }
+                    walk.skip(len as u64).map_err(err)?;
+                }
+                RecordHead::End { size, .. } => {
+                    if let Some(p) = current.take() {
+                        files.entry(p).or_default().size = size;
+                    }
+                }
+                RecordHead::Pad => {}
+            }
+        }
+        walk.starts.push(walk.stream);
+        let stream_len = walk.stream;
+        let mut frame_starts = walk.starts;
+        frame_starts.pop();
+        let files: HashMap<Vec<u8>, Arc<BaseFile>> =
+            files.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        let mut below_top: HashMap<Vec<u8>, Option<Arc<BaseFile>>> = HashMap::new();
+        for (p, f) in &files {
+            if let Some(rest) = below_first(p) {
+                below_top
+                    .entry(rest.to_vec())
+                    .and_modify(|e| *e = None)
+                    .or_insert_with(|| Some(Arc::clone(f)));
+            }
+        }
+        Ok(BaseMap {
+            files,
+            below_top,
+            frame_starts,
+            stream_len,
+        })
+    }
+
+    /// The base file matched to `path` (module doc: the same path, else the same path below
+    /// the first component when unique; regular files).
+    pub(crate) fn file(&self, path: &[u8]) -> Option<Arc<BaseFile>> {
+        if let Some(f) = self.files.get(path) {
+            return Some(Arc::clone(f));
+        }
+        self.below_top.get(below_first(path)?).cloned().flatten()
+    }
+
+    /// Base files in the map.
+    pub fn files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// The region for a block holding `placed` (module doc), at most `max` bytes.
+    pub(crate) fn region(&self, placed: &[Placed], widen: u64, max: u64) -> Option<BaseRegion> {
+        let mut ranges: Vec<(u64, u64, u64)> = placed
+            .iter()
+            .filter_map(|p| {
+                let grow = p.new_size.saturating_sub(p.file.size);
+                let shrink = p.file.size.saturating_sub(p.new_size);
+                let lo = p.offset.saturating_sub(widen + grow);
+                let hi = (p.offset + p.len + widen + shrink).min(p.file.size);
+                let a = p.file.stream_at(lo)?;
+                let b = p.file.stream_at(hi)?;
+                (b > a).then_some((a, b, p.len))
+            })
+            .collect();
+        if ranges.is_empty() {
+            return None;
+        }
+        ranges.sort_unstable();
+        let lo = ranges[0].0;
+        let hi = ranges.iter().map(|r| r.1).max().expect("non-empty");
+        let (start, end) = if hi - lo <= max {
+            (lo, hi)
+        } else {
+            // The max-byte window (starting at a range start) covering most segment bytes.
+            let mut best = (0u64, lo);
+            for &(s, _, _) in &ranges {
+                let covered: u64 = ranges
+                    .iter()
+                    .filter(|r| r.0 >= s && r.0 < s + max)
+                    .map(|r| r.2)
+                    .sum();
+                if covered > best.0 {
+                    best = (covered, s);
+                }
+            }
+            (best.1, (best.1 + max).min(self.stream_len))
+        };
+        let seq = self.frame_starts.partition_point(|&f| f <= start) - 1;
+        Some(BaseRegion {
+            seq: seq as u64,
+            offset: (start - self.frame_starts[seq]) as u32,
+            len: (end - start) as u32,
+        })
+    }
+}
+
+/// The writer's delta state: the base map, the file being added and the matched segments
+/// of the block being filled.
+pub(crate) struct DeltaWriter {
+    map: BaseMap,
+    current: Option<(Arc<BaseFile>, u64)>,
+    placed: Vec<Placed>,
+    widen: u64,
+    max: u64,
+}
+
+impl DeltaWriter {
+    /// A writer's delta state for blocks of `block_size` bytes: regions widened by
+    /// [`widen_for`] on each side, at most [`MAX_REGION`].
+    pub(crate) fn new(map: BaseMap, block_size: usize) -> DeltaWriter {
+        DeltaWriter {
+            map,
+            current: None,
+            placed: Vec::new(),
+            widen: widen_for(block_size),
+            max: MAX_REGION.max(block_size as u64 + 2 * widen_for(block_size)),
+        }
+    }
+
+    /// Notes one DATA segment placed in the block (for a matched file).
+    pub(crate) fn note(&mut self, offset: u64, len: u64) {
+        if let Some((f, new_size)) = &self.current {
+            self.placed.push(Placed {
+                file: Arc::clone(f),
+                offset,
+                len,
+                new_size: *new_size,
+            });
+        }
+    }
+
+    /// The region of the block just cut, and a fresh start for the next one.
+    pub(crate) fn take_region(&mut self) -> Option<BaseRegion> {
+        let r = self.map.region(&self.placed, self.widen, self.max);
+        self.placed.clear();
+        r
+    }
+}
+
+/// Bytes a region reaches beyond a segment on each side: 1 MiB, whatever the block size.
+/// Measured on real version pairs (an ELF binary, a Debian package's data, a JS build, a
+/// source tree: /work/notes/delta-findings.md, BENCHMARKS.md): 1 MiB finds the matches, and
+/// widening to 4 or 16 MiB changed sizes by under 2 % while the region zstd must index per
+/// block grew (the write speed fell 4× at 16 MiB). Growth and shrinkage of the file widen it
+/// further on their side (module doc).
+pub fn widen_for(_block_size: usize) -> u64 {
+    1 << 20
+}
+
+impl<W: std::io::Write> super::writer::ArchiveWriter<W> {
+    /// A file is being added: its base file, when the path matches one (module doc).
+    pub(super) fn delta_begin_file(&mut self, path: &[u8], size: u64) {
+        if let Some(d) = self.delta.as_mut() {
+            d.current = d.map.file(path).map(|f| (f, size));
+        }
+    }
+
+    /// The file ended.
+    pub(super) fn delta_end_file(&mut self) {
+        if let Some(d) = self.delta.as_mut() {
+            d.current = None;
+        }
+    }
+}
+
+/// `path` after its first component and `/` (`None` for a one-component path).
+fn below_first(path: &[u8]) -> Option<&[u8]> {
+    let i = path.iter().position(|&b| b == b'/')?;
+    Some(&path[i + 1..])
+}
+
+enum WalkError {
+    Format(FormatError),
+    Base(String),
+}
+
+impl From<FormatError> for WalkError {
+    fn from(e: FormatError) -> Self {
+        WalkError::Format(e)
+    }
+}
+
+/// The base's record stream, frame after frame.
+struct Walk<'a> {
+    base: &'a BaseArchive,
+    dec: BlockDecoder,
+    seq: u64,
+    block: Arc<Vec<u8>>,
+    pos: usize,
+    /// Stream offset of `block[pos]`.
+    stream: u64,
+    starts: Vec<u64>,
+}
+
+impl Walk<'_> {
+    fn position(&self) -> u64 {
+        self.stream
+    }
+
+    /// Makes `block[pos..]` non-empty; false at the end of the data frames.
+    fn ensure(&mut self) -> std::result::Result<bool, WalkError> {
+        while self.pos == self.block.len() {
+            if self.seq == self.base.data_frames() {
+                return Ok(false);
+            }
+            self.block = self
+                .base
+                .decode_frame(&mut self.dec, self.seq)
+                .map_err(WalkError::Base)?;
+            self.starts.push(self.stream);
+            self.seq += 1;
+            self.pos = 0;
+        }
+        Ok(true)
+    }
+
+    fn skip(&mut self, mut n: u64) -> std::result::Result<(), WalkError> {
+        while n > 0 {
+            if !self.ensure()? {
+                return Err(FormatError::Truncated {
+                    what: "data record",
+                    needed: n,
+                    got: 0,
+                }
+                .into());
+            }
+            let k = ((self.block.len() - self.pos) as u64).min(n);
+            self.pos += k as usize;
+            self.stream += k;
+            n -= k;
+        }
+        Ok(())
+    }
+}
+
+impl StreamSource for Walk<'_> {
+    type Error = WalkError;
+
+    fn fill(&mut self, buf: &mut [u8]) -> std::result::Result<bool, WalkError> {
+        let mut got = 0;
+        while got < buf.len() {
+            if !self.ensure()? {
+                if got == 0 {
+                    return Ok(false);
+                }
+                return Err(FormatError::Truncated {
+                    what: "record",
+                    needed: buf.len() as u64,
+                    got: got as u64,
+                }
+                .into());
+            }
+            let k = (self.block.len() - self.pos).min(buf.len() - got);
+            buf[got..got + k].copy_from_slice(&self.block[self.pos..self.pos + k]);
+            got += k;
+            self.pos += k;
+            self.stream += k as u64;
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(size: u64, segs: &[(u64, u64, u64)]) -> Arc<BaseFile> {
+        Arc::new(BaseFile {
+            size,
+            segments: segs
+                .iter()
+                .map(|&(file_offset, len, stream)| Segment {
+                    file_offset,
+                    len,
+                    stream,
+                })
+                .collect(),
+        })
+    }
+
+    fn map(starts: Vec<u64>, len: u64) -> BaseMap {
+        BaseMap {
+            files: HashMap::new(),
+            below_top: HashMap::new(),
+            frame_starts: starts,
+            stream_len: len,
+        }
+    }
+
+    #[test]
+    fn files_match_by_path_then_by_path_below_a_renamed_top_directory() {
+        let mut m = map(vec![0], 10);
+        let a = file(1, &[]);
+        let b = file(2, &[]);
+        m.files.insert(b"v1/a".to_vec(), Arc::clone(&a));
+        m.files.insert(b"v1/b".to_vec(), Arc::clone(&b));
+        m.files.insert(b"w1/b".to_vec(), Arc::clone(&b));
+        m.below_top.insert(b"a".to_vec(), Some(Arc::clone(&a)));
+        m.below_top.insert(b"b".to_vec(), None);
+        assert_eq!(m.file(b"v1/a").unwrap().size, 1);
+        assert_eq!(m.file(b"v2/a").unwrap().size, 1);
+        // Two base files below different tops: ambiguous, no match; a top-level name: none.
+        assert!(m.file(b"v2/b").is_none());
+        assert!(m.file(b"a").is_none());
+        assert_eq!(below_first(b"x/y/z"), Some(&b"y/z"[..]));
+    }
+
+    #[test]
+    fn file_offsets_map_to_the_stream_across_segments_and_clamp() {
+        // Two segments: bytes 0..100 at stream 50, bytes 100..300 at stream 163 (a head
+        // of 13 bytes between them).
+        let f = file(400, &[(0, 100, 50), (100, 200, 163)]);
+        assert_eq!(f.stream_at(0), Some(50));
+        assert_eq!(f.stream_at(99), Some(149));
+        assert_eq!(f.stream_at(100), Some(163));
+        assert_eq!(f.stream_at(250), Some(313));
+        // The tail hole clamps to the end of the last segment.
+        assert_eq!(f.stream_at(399), Some(363));
+        assert_eq!(file(0, &[]).stream_at(0), None);
+    }
+
+    #[test]
+    fn a_region_widens_by_the_growth_of_the_file_and_is_capped() {
+        let m = map(vec![0, 1000, 2000], 3000);
+        let f = file(2500, &[(0, 2500, 100)]);
+        // A 100-byte segment at offset 1000 of a file grown by 200: 1000 − 50 − 200.
+        let p = Placed {
+            file: Arc::clone(&f),
+            offset: 1000,
+            len: 100,
+            new_size: 2700,
+        };
+        let r = m.region(std::slice::from_ref(&p), 50, 10_000).unwrap();
+        // Stream 100 + 750 = 850 to 100 + 1150 = 1250: frame 0 offset 850, 400 bytes.
+        assert_eq!(
+            r,
+            BaseRegion {
+                seq: 0,
+                offset: 850,
+                len: 400
+            }
+        );
+        // Capped at 300 bytes: the window starts at the (only) range's start.
+        let r = m.region(std::slice::from_ref(&p), 50, 300).unwrap();
+        assert_eq!((r.seq, r.offset, r.len), (0, 850, 300));
+        // A second segment far away: the window covering the larger one wins.
+        let q = Placed {
+            file: f,
+            offset: 2300,
+            len: 200,
+            new_size: 2500,
+        };
+        let r = m.region(&[p, q], 0, 300).unwrap();
+        assert_eq!((r.seq, r.offset, r.len), (2, 400, 300));
+    }
+}

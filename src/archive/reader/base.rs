@@ -1,0 +1,394 @@
+//! The base of a delta archive (docs/FORMAT.md §16): opened with its own keys, bound by id
+//! and binding digest, and read by region — the decoded bytes of a run of its data frames —
+//! for the `zstd+base` blocks of a delta archive, on the writer's and the reader's workers.
+//!
+//! Design (why it is so):
+//! - **Binding.** `BLAKE3-DK("krypta v2 delta base binding", id ‖ u64 F ‖ tag_0 ‖ … ‖
+//!   tag_{F−1})` over the tags of every data and index frame, read from the frames where they
+//!   lie (one 32-byte read per frame, no body read). A frame tag is a MAC or checksum of the
+//!   archive id, the frame's head (its sequence number) and its body, so the binding changes
+//!   when any frame of the base changes — a file's content, an entry, the index — and not
+//!   when only the header does: a rekeyed base (`krypta rekey` keeps the file key and the
+//!   frames) stays a valid base. The footer is not hashed: it repeats what the frames fix.
+//! - **Regions.** A region is `(seq, offset, len)`: `len` decoded bytes starting `offset`
+//!   bytes into data frame `seq`'s block and running on through the frames after it. Each
+//!   frame is read (`Source::read_at`, so the workers share one source), its tag verified
+//!   with the base's key before it is decrypted, and decoded; a damaged frame is an error
+//!   naming the base, the frame and the byte, never bytes.
+//! - **Cache.** Neighbouring delta blocks reference overlapping regions, so decoded base
+//!   blocks are cached: one slot per frame, filled once (a worker that needs a frame another
+//!   is decoding waits for it, none decodes it twice), evicted oldest first beyond
+//!   [`BaseArchive::cache_budget`] bytes. Memory: the cache budget, plus per worker the
+//!   region being assembled (at most the region length, 256 MiB by the format, krypta's
+//!   writer uses at most [`crate::archive::delta::MAX_REGION`]) and the block.
+//! - **Chains** are refused: a base that is itself a delta archive cannot be a base
+//!   ([`BaseArchive::open`]), so a region never needs a second base. A base whose frames
+//!   reference earlier frames of their own stream (format 2 groups, reference length > 0)
+//!   is refused the same way (no krypta writer writes them today).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, OnceLock};
+
+use super::*;
+use crate::format::block::BaseRegion;
+use crate::format::extension::Extension;
+
+/// BLAKE3 derive-key context of the base binding (docs/FORMAT.md §16.1).
+pub const BINDING_CONTEXT: &str = "krypta v2 delta base binding";
+
+/// Bytes of decoded base blocks the cache holds by default: 256 MiB.
+pub const DEFAULT_CACHE_BUDGET: u64 = 256 << 20;
+
+type Slot = Arc<OnceLock<std::result::Result<Arc<Vec<u8>>, String>>>;
+
+#[derive(Default)]
+struct Cache {
+    slots: HashMap<u64, Slot>,
+    /// Filled slots in the order they were asked for (eviction order) with their sizes.
+    order: VecDeque<(u64, u64)>,
+    bytes: u64,
+}
+
+/// An opened base archive. See the module doc.
+pub struct BaseArchive {
+    path: PathBuf,
+    id: ArchiveId,
+    binding: [u8; 32],
+    version: Version,
+    protection: Arc<Protection>,
+    input: Mutex<Input>,
+    /// Byte offset of each data frame.
+    offsets: Vec<u64>,
+    index: Index,
+    cache: Mutex<Cache>,
+    cache_budget: u64,
+    /// Base frames decoded (cache misses), for tests and `-v`.
+    decoded: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for BaseArchive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BaseArchive")
+            .field("path", &self.path)
+            .field("id", &hex(&self.id))
+            .finish()
+    }
+}
+
+/// Lower-case hex of `b`.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl BaseArchive {
+    /// Opens `path` (a file or `s3://` object; seekable) with `opts` (the base's own keys),
+    /// reads and checks its index, and computes its binding. Refused: a stream, a delta
+    /// archive (chains), a base with referencing frames, and everything [`Archive::open`]
+    /// and [`Archive::read_index`] refuse.
+    pub fn open(path: &Path, opts: OpenOptions) -> Result<BaseArchive> {
+        let mut ar = Archive::open(path, opts)?;
+        if !ar.seekable() {
+            return Err(Error::Usage(format!(
+                "{}: a delta base must be a file or an s3:// object, not a stream",
+                path.display()
+            )));
+        }
+        if let Some(b) = ar.header.delta_base() {
+            return Err(Error::Usage(format!(
+                "{}: is itself a delta archive (against base {}): a delta of a delta is not supported; use a full archive as the base",
+                path.display(),
+                hex(&b.0)
+            )));
+        }
+        let (footer, index) = ar.read_index()?;
+        if let Some(k) = index.frame_ref_lens.iter().position(|&l| l != 0) {
+            return Err(Error::Usage(format!(
+                "{}: data frame {k} references earlier frames of its stream (a level-9 group): such an archive cannot be a delta base",
+                path.display()
+            )));
+        }
+        let mut offsets = Vec::with_capacity(index.frame_body_lens.len());
+        let mut off = ar.header_len;
+        for &l in &index.frame_body_lens {
+            offsets.push(off);
+            off += l as u64 + (FRAME_HEADER_LEN + TAG_LEN) as u64;
+        }
+        let binding = binding_of(&ar, &footer, &offsets, &index)?;
+        let Archive {
+            input,
+            path,
+            header,
+            version,
+            protection,
+            ..
+        } = ar;
+        Ok(BaseArchive {
+            path,
+            id: header.archive_id,
+            binding,
+            version,
+            protection,
+            input: Mutex::new(input),
+            offsets,
+            index,
+            cache: Mutex::new(Cache::default()),
+            cache_budget: DEFAULT_CACHE_BUDGET,
+            decoded: Default::default(),
+        })
+    }
+
+    /// The base's path as given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The base's archive id.
+    pub fn id(&self) -> ArchiveId {
+        self.id
+    }
+
+    /// The binding digest (module doc).
+    pub fn binding(&self) -> [u8; 32] {
+        self.binding
+    }
+
+    /// The header extension a delta archive against this base carries.
+    pub fn extension(&self) -> Extension {
+        Extension::DeltaBase {
+            base_id: self.id,
+            binding: self.binding,
+        }
+    }
+
+    /// The base's index (checked).
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Bytes of decoded base blocks the cache keeps at most.
+    pub fn cache_budget(&self) -> u64 {
+        self.cache_budget
+    }
+
+    /// Sets the cache budget, bytes.
+    pub fn set_cache_budget(&mut self, bytes: u64) {
+        self.cache_budget = bytes;
+    }
+
+    /// Base frames decoded so far (each once while it stays cached).
+    pub fn frames_decoded(&self) -> u64 {
+        self.decoded.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Number of data frames.
+    pub fn data_frames(&self) -> u64 {
+        self.offsets.len() as u64
+    }
+
+    /// The decoded block of data frame `seq` (verified first), from the cache or read now.
+    pub fn block(
+        &self,
+        dec: &mut BlockDecoder,
+        seq: u64,
+    ) -> std::result::Result<Arc<Vec<u8>>, String> {
+        let slot = {
+            let mut c = self.cache.lock().expect("base cache lock");
+            match c.slots.get(&seq) {
+                Some(s) => Arc::clone(s),
+                None => {
+                    let s: Slot = Arc::default();
+                    c.slots.insert(seq, Arc::clone(&s));
+                    s
+                }
+            }
+        };
+        let r = slot.get_or_init(|| {
+            let r = self.decode_frame(dec, seq);
+            if let Ok(b) = &r {
+                self.decoded
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let mut c = self.cache.lock().expect("base cache lock");
+                c.order.push_back((seq, b.len() as u64));
+                c.bytes += b.len() as u64;
+                while c.bytes > self.cache_budget && c.order.len() > 1 {
+                    let (old, n) = c.order.pop_front().expect("non-empty");
+                    c.slots.remove(&old);
+                    c.bytes -= n;
+                }
+            }
+            r
+        });
+        if r.is_err() {
+            // A failure is not cached: the next asker reads the frame again (and fails the
+            // same way when the damage is in the file).
+            self.cache
+                .lock()
+                .expect("base cache lock")
+                .slots
+                .remove(&seq);
+        }
+        r.clone()
+    }
+
+    /// The bytes of `region`, assembled from the decoded blocks it spans.
+    pub fn region(
+        &self,
+        dec: &mut BlockDecoder,
+        region: &BaseRegion,
+        out: &mut Vec<u8>,
+    ) -> std::result::Result<(), String> {
+        out.clear();
+        out.reserve(region.len as usize);
+        let mut seq = region.seq;
+        let mut skip = region.offset as usize;
+        let mut left = region.len as usize;
+        while left > 0 {
+            if seq >= self.data_frames() {
+                return Err(format!(
+                    "base region ({} bytes from frame {} offset {}) runs past the base's {} data frames",
+                    region.len,
+                    region.seq,
+                    region.offset,
+                    self.data_frames()
+                ));
+            }
+            let b = self.block(dec, seq)?;
+            if skip >= b.len() {
+                return Err(format!(
+                    "base region offset {} is past the {}-byte block of base frame {seq}",
+                    region.offset,
+                    b.len()
+                ));
+            }
+            let n = (b.len() - skip).min(left);
+            out.extend_from_slice(&b[skip..skip + n]);
+            left -= n;
+            skip = 0;
+            seq += 1;
+        }
+        Ok(())
+    }
+
+    /// Reads, verifies and decodes data frame `seq` (no cache).
+    pub(crate) fn decode_frame(
+        &self,
+        dec: &mut BlockDecoder,
+        seq: u64,
+    ) -> std::result::Result<Arc<Vec<u8>>, String> {
+        let at = self.offsets[seq as usize];
+        let body_len = self.index.frame_body_lens[seq as usize] as usize;
+        let mut buf = vec![0u8; FRAME_HEADER_LEN + body_len + TAG_LEN];
+        {
+            let input = self.input.lock().expect("base input lock");
+            read_exact_at(&**input, at, &mut buf).map_err(|e| {
+                format!(
+                    "{}: reading base frame {seq} at byte {at}: {e}",
+                    self.path.display()
+                )
+            })?;
+        }
+        let where_ = || format!("{}: base frame {seq} at byte {at}", self.path.display());
+        let head: [u8; FRAME_HEADER_LEN] = buf[..FRAME_HEADER_LEN].try_into().expect("16");
+        let header =
+            FrameHeader::parse(&head, self.version).map_err(|e| format!("{}: {e}", where_()))?;
+        if header.kind != FrameKind::Data
+            || header.seq != seq
+            || header.body_len as usize != body_len
+        {
+            return Err(format!(
+                "{}: not the data frame the base's index places there",
+                where_()
+            ));
+        }
+        let tag: [u8; TAG_LEN] = buf[buf.len() - TAG_LEN..].try_into().expect("32");
+        let mut body = buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + body_len].to_vec();
+        self.protection
+            .open_frame(&self.id, &head, seq, &mut body, &tag)
+            .map_err(|_| format!("{}: damaged (its tag does not verify)", where_()))?;
+        let (info, hl) = block_info(&body, self.version, FrameKind::Data)
+            .map_err(|e| format!("{}: {e}", where_()))?;
+        if info.reference_len != 0 || info.codec == Codec::ZstdBase {
+            return Err(format!(
+                "{}: references other bytes (a base must decode frame by frame)",
+                where_()
+            ));
+        }
+        let mut out = Vec::new();
+        match info.codec {
+            Codec::Store => {
+                crate::codec::decode_stored_in_place(
+                    info.filter,
+                    info.stream_offset,
+                    &mut body[hl..],
+                    info.raw_len as usize,
+                )
+                .map_err(|e| format!("{}: {e}", where_()))?;
+                body.drain(..hl);
+                out = body;
+            }
+            _ => dec
+                .decode_v2(
+                    info.codec,
+                    info.filter,
+                    info.stream_offset,
+                    &body[hl..],
+                    info.raw_len as usize,
+                    &[],
+                    &mut out,
+                )
+                .map_err(|e| format!("{}: {e}", where_()))?,
+        }
+        Ok(Arc::new(out))
+    }
+}
+
+/// `buf.len()` bytes at `at` of `input`, or an error (a short read is one).
+fn read_exact_at(input: &dyn crate::store::Source, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read_at(at + got as u64, &mut buf[got..]) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the archive ends early",
+                ));
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The binding of an opened archive whose index was read: the tags of its data frames (at
+/// the frame table's offsets) and of its index frames (walked from the footer's index
+/// offset, each head giving the next), hashed with its id (module doc).
+fn binding_of(ar: &Archive, footer: &Footer, offsets: &[u64], index: &Index) -> Result<[u8; 32]> {
+    let io = |e| Error::io(&ar.path, "read", e);
+    let mut tags = Vec::with_capacity((offsets.len() + footer.index_frames as usize) * TAG_LEN);
+    let mut tag = [0u8; TAG_LEN];
+    for (k, &at) in offsets.iter().enumerate() {
+        let end = at + (FRAME_HEADER_LEN + index.frame_body_lens[k] as usize) as u64;
+        read_exact_at(&*ar.input, end, &mut tag).map_err(io)?;
+        tags.extend_from_slice(&tag);
+    }
+    let mut at = footer.index_offset;
+    for _ in 0..footer.index_frames {
+        let mut head = [0u8; FRAME_HEADER_LEN];
+        read_exact_at(&*ar.input, at, &mut head).map_err(io)?;
+        let h = FrameHeader::parse(&head, ar.version).map_err(|e| corrupt(&ar.path, at, e))?;
+        let end = at + (FRAME_HEADER_LEN + h.body_len as usize) as u64;
+        read_exact_at(&*ar.input, end, &mut tag).map_err(io)?;
+        tags.extend_from_slice(&tag);
+        at = end + TAG_LEN as u64;
+    }
+    let frames = (tags.len() / TAG_LEN) as u64;
+    let mut m = Vec::with_capacity(16 + 8 + tags.len());
+    m.extend_from_slice(&ar.header.archive_id);
+    m.extend_from_slice(&frames.to_le_bytes());
+    m.extend_from_slice(&tags);
+    let mut out = [0u8; 32];
+    crate::crypto::primitives::blake3_derive_key(BINDING_CONTEXT, &m, &mut out);
+    Ok(out)
+}

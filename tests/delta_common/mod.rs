@@ -1,0 +1,77 @@
+//! Shared fixture of the delta archive tests (`delta*.rs`): seeded version pairs of a small
+//! tree (one 6 MiB file of random bytes, so nothing compresses but what the base holds,
+//! small files, a directory) and the sizes and ids the tests compare.
+
+#![allow(dead_code, missing_docs)]
+
+use crate::cli_common::{Fx, out};
+use crate::common::bytes;
+
+/// How v2 differs from v1.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// v1 only.
+    None,
+    /// A few bytes flipped and 1,000 inserted in the big file; one small file edited, one
+    /// removed, one renamed, one added.
+    Small,
+    /// The big file replaced by other random bytes.
+    Large,
+}
+
+pub const BIG: usize = 6 << 20;
+
+/// Writes `v1/` and (unless `Change::None`) `v2/`.
+pub fn versions(fx: &Fx, change: Change) {
+    let big = bytes(BIG, 1, false);
+    fx.file("v1/big.bin", &big);
+    for i in 0..5u64 {
+        fx.file(
+            &format!("v1/s/{i}.dat"),
+            &bytes(3000 + 4000 * i as usize, 10 + i, false),
+        );
+    }
+    fx.mkdir("v1/empty");
+    match change {
+        Change::None => {}
+        Change::Small => {
+            let mut b = big.clone();
+            for k in [100_000, 2_500_000, 5_000_000] {
+                b[k] ^= 0x5a;
+            }
+            let ins = bytes(1000, 99, false);
+            b.splice(3_000_000..3_000_000, ins);
+            fx.file("v2/big.bin", &b);
+            let mut s0 = bytes(3000, 10, false);
+            s0[1500..1510].copy_from_slice(b"0123456789");
+            fx.file("v2/s/0.dat", &s0);
+            // 1.dat removed; 2.dat renamed to 2-renamed.dat; 3 and 4 as they were.
+            fx.file("v2/s/2-renamed.dat", &bytes(11000, 12, false));
+            fx.file("v2/s/3.dat", &bytes(15000, 13, false));
+            fx.file("v2/s/4.dat", &bytes(19000, 14, false));
+            fx.file("v2/s/new.dat", &bytes(25000, 77, false));
+            fx.mkdir("v2/empty");
+        }
+        Change::Large => {
+            fx.file("v2/big.bin", &bytes(BIG, 2, false));
+            for i in 0..5u64 {
+                fx.file(
+                    &format!("v2/s/{i}.dat"),
+                    &bytes(3000 + 4000 * i as usize, 10 + i, false),
+                );
+            }
+            fx.mkdir("v2/empty");
+        }
+    }
+}
+
+pub fn size(fx: &Fx, rel: &str) -> u64 {
+    std::fs::metadata(fx.p(rel)).unwrap().len()
+}
+
+/// The archive id `info --json` shows.
+pub fn archive_id(fx: &Fx, rel: &str) -> String {
+    let j: serde_json::Value =
+        serde_json::from_str(&out(&fx.ok(&["info", "--json", rel]))).unwrap();
+    j["archive_id"].as_str().unwrap().to_string()
+}

@@ -1,0 +1,228 @@
+//! Issue 17, delta archives: the bases that are refused (missing, another archive, the same id
+//! re-created with other content, damaged, a delta as a base) and how each ends, with nothing
+//! under a final name it should not be; and delta archives with `--recovery`, `--sign` and
+//! `rekey`.
+
+mod cli_common;
+mod common;
+mod delta_common;
+
+use cli_common::*;
+use common::{assert_same_tree, code};
+use delta_common::*;
+
+fn setup(fx: &Fx) {
+    versions(fx, Change::Small);
+    fx.ok(&["c", "-q", "base.kry", "v1"]);
+    fx.ok(&["c", "-q", "--base", "base.kry", "delta.kry", "v2"]);
+}
+
+#[test]
+fn extracting_without_the_base_names_it_and_writes_nothing() {
+    let fx = Fx::new();
+    setup(&fx);
+    let id = archive_id(&fx, "base.kry");
+    for cmd in [
+        &["x", "-q", "delta.kry", "-C", "out"][..],
+        &["t", "delta.kry"],
+    ] {
+        let o = fx.run(cmd);
+        assert_eq!(code(&o), 9, "{}", err(&o));
+        assert_eq!(
+            err(&o).trim(),
+            format!(
+                "krypta: delta.kry: a delta archive: give --base with its base archive (archive id {id}), and the base's keys if it is encrypted"
+            )
+        );
+    }
+    assert!(!fx.exists("out/v2"));
+}
+
+#[test]
+fn another_archive_as_base_is_refused_naming_both_ids() {
+    let fx = Fx::new();
+    setup(&fx);
+    fx.ok(&["c", "-q", "other.kry", "v1"]);
+    let (want, got) = (archive_id(&fx, "base.kry"), archive_id(&fx, "other.kry"));
+    let o = fx.run(&["x", "-q", "--base", "other.kry", "delta.kry", "-C", "out"]);
+    assert_eq!(code(&o), 9, "{}", err(&o));
+    assert_eq!(
+        err(&o).trim(),
+        format!(
+            "krypta: delta.kry: made against base {want}, but other.kry is archive {got}: refusing it"
+        )
+    );
+    assert!(!fx.exists("out/v2"));
+    // A base given for an archive that is no delta: a usage error.
+    let o = fx.run(&["t", "--base", "other.kry", "base.kry"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(err(&o).contains("--base given, but this is not a delta archive"));
+}
+
+#[test]
+fn a_base_recreated_with_the_same_id_and_one_file_changed_is_refused() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    // SOURCE_DATE_EPOCH makes the archive id reproducible: the re-created base has the
+    // same id, and only the binding tells it apart.
+    let epoch = [("SOURCE_DATE_EPOCH", "1700000000")];
+    assert!(
+        fx.run_env(&["c", "-q", "base.kry", "v1"], &epoch)
+            .status
+            .success()
+    );
+    fx.ok(&["c", "-q", "--base", "base.kry", "delta.kry", "v2"]);
+    let id = archive_id(&fx, "base.kry");
+    fx.file("v1/s/3.dat", b"changed");
+    std::fs::remove_file(fx.p("base.kry")).unwrap();
+    assert!(
+        fx.run_env(&["c", "-q", "base.kry", "v1"], &epoch)
+            .status
+            .success()
+    );
+    assert_eq!(archive_id(&fx, "base.kry"), id);
+    let o = fx.run(&["x", "-q", "--base", "base.kry", "delta.kry", "-C", "out"]);
+    assert_eq!(code(&o), 9, "{}", err(&o));
+    assert_eq!(
+        err(&o).trim(),
+        format!(
+            "krypta: delta.kry: made against base {id}, but base.kry (id {id}) has other frames: it was modified or re-created since: refusing it"
+        )
+    );
+    assert!(!fx.exists("out/v2"));
+}
+
+#[test]
+fn a_damaged_base_frame_fails_the_files_that_need_it_and_nothing_else() {
+    let fx = Fx::new();
+    setup(&fx);
+    // Flip one byte in the middle of the base: inside a frame holding big.bin (random bytes,
+    // stored blocks). Its tag still reads the same, so the binding matches; the frame does
+    // not verify when a delta block needs it.
+    let mut b = std::fs::read(fx.p("base.kry")).unwrap();
+    let mid = b.len() / 2;
+    b[mid] ^= 0x01;
+    std::fs::write(fx.p("base.kry"), &b).unwrap();
+    let o = fx.run(&["x", "-q", "--base", "base.kry", "delta.kry", "-C", "out"]);
+    assert_eq!(code(&o), 9, "{}", err(&o));
+    assert!(
+        err(&o).contains("base.kry: base frame 0 at byte")
+            && err(&o).contains("damaged (its tag does not verify)"),
+        "{}",
+        err(&o)
+    );
+    // The file whose blocks need the damaged base frame is not there; nothing is left
+    // under a temporary name either.
+    assert!(!fx.exists("out/v2/big.bin"));
+    let left: Vec<_> = walk(&fx.p("out"));
+    assert!(left.iter().all(|p| !p.contains(".krypta")), "{left:?}");
+    let o = fx.run(&["t", "--base", "base.kry", "delta.kry"]);
+    assert_eq!(code(&o), 9, "{}", err(&o));
+}
+
+fn walk(root: &std::path::Path) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            let p = e.path();
+            v.push(p.display().to_string());
+            if p.is_dir() {
+                v.extend(walk(&p));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn a_delta_archive_cannot_be_a_base() {
+    let fx = Fx::new();
+    setup(&fx);
+    let id = archive_id(&fx, "base.kry");
+    let o = fx.run(&["c", "-q", "--base", "delta.kry", "d2.kry", "v2"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o).trim(),
+        format!(
+            "krypta: delta.kry: is itself a delta archive (against base {id}): a delta of a delta is not supported; use a full archive as the base"
+        )
+    );
+    assert!(!fx.exists("d2.kry"));
+}
+
+#[test]
+fn delta_archives_take_recovery_data_signatures_and_rekey() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["keygen", "-q", "--sign", "-o", "alice"]);
+    fx.ok(&["keygen", "-q", "-o", "k1"]);
+    fx.ok(&["keygen", "-q", "-o", "k2"]);
+    fx.ok(&["c", "-q", "base.kry", "v1"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "--recovery",
+        "20",
+        "--sign",
+        "alice",
+        "--keyfile",
+        "k1",
+        "--base",
+        "base.kry",
+        "delta.kry",
+        "v2",
+    ]);
+    // Damage a few bytes of the delta archive: the recovery data repairs them on the way.
+    let mut b = std::fs::read(fx.p("delta.kry")).unwrap();
+    b[300] ^= 0xff;
+    std::fs::write(fx.p("delta.kry"), &b).unwrap();
+    fx.ok(&[
+        "x",
+        "-q",
+        "--signer",
+        "alice.pub",
+        "--keyfile",
+        "k1",
+        "--base",
+        "base.kry",
+        "delta.kry",
+        "-C",
+        "out",
+    ]);
+    assert_same_tree(&fx.p("v2"), &fx.p("out/v2"));
+    let t = fx.run(&["t", "--keyfile", "k1", "--base", "base.kry", "delta.kry"]);
+    assert_eq!(code(&t), 7, "repairable: {}", err(&t));
+    // Rekey keeps the base binding: the rekeyed archive still names and reads the base.
+    let before = info_base(&fx, "delta.kry");
+    fx.ok(&["repair", "-q", "-f", "delta.kry"]);
+    fx.ok(&[
+        "rekey",
+        "-q",
+        "--keyfile",
+        "k1",
+        "--new-keyfile",
+        "k2",
+        "delta.kry",
+        "-o",
+        "re.kry",
+    ]);
+    assert_eq!(info_base(&fx, "re.kry"), before);
+    fx.ok(&[
+        "x",
+        "-q",
+        "--keyfile",
+        "k2",
+        "--base",
+        "base.kry",
+        "re.kry",
+        "-C",
+        "out2",
+    ]);
+    assert_same_tree(&fx.p("v2"), &fx.p("out2/v2"));
+}
+
+fn info_base(fx: &Fx, rel: &str) -> serde_json::Value {
+    let j: serde_json::Value =
+        serde_json::from_str(&out(&fx.ok(&["info", "--json", rel]))).unwrap();
+    j["delta_base"].clone()
+}
