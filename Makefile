@@ -49,9 +49,12 @@ verify-vectors:
 clean:
 	$(CARGO) clean
 
-# Benchmark fixtures (deterministic; see fixtures/README.md) into fixtures/data.
+# Benchmark fixtures (deterministic; see fixtures/README.md) into fixtures/data, and the
+# version pairs of table 14 into fixtures/data/pairs (fetched with pip, apt, npm and cargo,
+# checked against fixtures/pairs.tsv; a pair that cannot be fetched is named and skipped).
 fixtures:
 	$(CARGO) run --release --bin krypta -- bench --make-fixtures fixtures/data
+	CARGO="$(CARGO)" ./scripts/fetch_pairs.sh fixtures/data
 
 # Regenerates BENCHMARKS.md from `krypta bench` (release build). BENCH_ARGS=--quick for a
 # one-minute indicative run.

@@ -16,6 +16,9 @@ BIN="${CARGO_TARGET_DIR:-target}/release/krypta"
 # Remake the fixtures every time, so they match this toolchain and Cargo.lock (a few
 # seconds); one that cannot be made is named in the report and left out.
 "$BIN" bench --make-fixtures "$FIXTURES" || echo "bench_md.sh: continuing without them" >&2
+# The version pairs of table 14 (delta archives): fetched once, kept when their digests
+# match; missing ones are named by the table and skipped.
+CARGO="$CARGO" ./scripts/fetch_pairs.sh "$FIXTURES"
 CMD="krypta bench --fixtures $FIXTURES${BENCH_ARGS:+ $BENCH_ARGS}"
 TMP="$(mktemp)"
 trap 'rm -f "$TMP"' EXIT
@@ -43,6 +46,7 @@ command -v xz >/dev/null 2>&1 && peers="$peers; $(version xz -V)"
 command -v gzip >/dev/null 2>&1 && peers="$peers; $(version gzip -V)"
 command -v 7z >/dev/null 2>&1 && peers="$peers; $(7z i 2>/dev/null | grep -m1 '7-Zip' | tr -s ' ')"
 command -v age >/dev/null 2>&1 && peers="$peers; age $(version age --version)"
+command -v xdelta3 >/dev/null 2>&1 && peers="$peers; $(version xdelta3 -V)"
 command -v par2 >/dev/null 2>&1 && peers="$peers; $(version par2 --version)"
 command -v weed >/dev/null 2>&1 && peers="$peers; SeaweedFS $(weed version 2>/dev/null | head -n 1 | awk '{print $3}')"
 command -v aws >/dev/null 2>&1 && peers="$peers; $(version aws --version | cut -d' ' -f1)"
@@ -77,7 +81,8 @@ command -v aws >/dev/null 2>&1 && peers="$peers; $(version aws --version | cut -
 
 ```sh
 git clone <this repository> krypta && cd krypta
-make fixtures   # writes fixtures/data/{text,source,binary,redundant,random} + MANIFEST.txt
+make fixtures   # writes fixtures/data/{text,source,binary,redundant,random} + MANIFEST.txt,
+                # and fetches the version pairs of table 14 into fixtures/data/pairs/
 make bench      # release build, `krypta bench --fixtures fixtures/data`, rewrites BENCHMARKS.md
 ```
 
@@ -92,6 +97,10 @@ make bench      # release build, `krypta bench --fixtures fixtures/data`, rewrit
 - Table 7 runs the peers found on `PATH` (zstd, xz, gzip, 7z, age + age-keygen); missing
   ones are named in the table's method line. On Debian/Ubuntu:
   `apt-get install zstd xz-utils gzip p7zip-full age`.
+- Table 14 (delta archives) runs on the version pairs of `fixtures/pairs.tsv` (pinned
+  package versions and SHA-256, fetched by `scripts/fetch_pairs.sh`), with `xdelta3` and
+  `zstd --patch-from` beside krypta: `apt-get install xdelta3 zstd`. Missing pairs or tools
+  are named in the table and skipped.
 - Tables 9–11 measure the recovery data (`src/recovery/`); table 11 runs `par2` (par2cmdline)
   beside it when it is on `PATH`: `apt-get install par2`.
 - Criterion benchmarks of each stage, of the end-to-end block path and of many small files:

@@ -8,15 +8,20 @@
 //! ran, 8: the side-by-side with VaptVupt's published figures; 9–11 recovery data (size and
 //! speed, its cost inside `c -l 3`, par2 side by side); 12 and 13 object storage
 //! (upload/download vs the AWS CLI and a local file; one file of a large archive), when a
-//! server is available (see `store_tables`). MB = 10^6 bytes.
+//! server is available (see `store_tables`); 14 delta archives on real version pairs
+//! (krypta's modes beside xdelta3 and `zstd --patch-from`, DeltaGlider's figures quoted; see
+//! `delta_tables`). MB = 10^6 bytes.
 
 mod archive_tables;
 mod codec_tables;
 mod compare;
 mod crypto_tables;
+mod delta_report;
+mod delta_tables;
 mod elf;
 pub mod fixtures;
 mod measure;
+pub mod pairs;
 mod peers;
 mod recovery_tables;
 mod report;
@@ -37,7 +42,7 @@ pub use report::{BenchReport, Cell, Table};
 pub struct BenchOptions {
     /// Small inputs and one run per measurement: finishes in under a minute on 2 cores.
     pub quick: bool,
-    /// Table numbers (1..=7, 9..=13) to run; empty = all.
+    /// Table numbers (1..=7, 9..=14) to run; empty = all.
     pub tables: Vec<u8>,
     /// The user's own files: when given, table 1 runs on them (and nothing else).
     pub files: Vec<PathBuf>,
@@ -69,6 +74,8 @@ pub struct Plan {
     pub recovery_mb: usize,
     /// Input of tables 9 and 10 (object storage), MB.
     pub s3_mb: usize,
+    /// Bytes of each version of a table 14 pair used (cut to this).
+    pub pair_len: usize,
 }
 
 impl Plan {
@@ -85,6 +92,7 @@ impl Plan {
                 peer_fixtures: vec!["text", "binary"],
                 recovery_mb: 8,
                 s3_mb: 64,
+                pair_len: 8_000_000,
             }
         } else {
             Plan {
@@ -98,6 +106,7 @@ impl Plan {
                 // Two full 128 MiB segments and a short one, so "all jobs" repairs in parallel.
                 recovery_mb: 280,
                 s3_mb: 1000,
+                pair_len: usize::MAX,
             }
         }
     }
@@ -109,16 +118,16 @@ pub fn make_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
 }
 
 /// Runs the selected tables and returns their numbers. `progress` receives one line per
-/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 and 9..=13 or
+/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 and 9..=14 or
 /// missing fixture inputs, Io for files.
 pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchReport> {
     if let Some(bad) = opts
         .tables
         .iter()
-        .find(|t| !(1..=7).contains(*t) && !(9..=13).contains(*t))
+        .find(|t| !(1..=7).contains(*t) && !(9..=14).contains(*t))
     {
         return Err(Error::Usage(format!(
-            "there is no table {bad}: tables are 1 to 7 and 9 to 13 (8 is computed from 1, 3, 4 and 6)"
+            "there is no table {bad}: tables are 1 to 7 and 9 to 14 (8 is computed from 1, 3, 4 and 6)"
         )));
     }
     let plan = Plan::new(opts.quick);
@@ -229,6 +238,14 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
             .tables
             .extend(t.into_iter().filter(|t| wants(t.number)));
     }
+    if wants(delta_report::NUMBER) {
+        report.tables.push(delta_tables::table14(
+            opts.fixtures_dir.as_deref(),
+            &plan,
+            jobs,
+            progress,
+        )?);
+    }
     Ok(report)
 }
 
@@ -238,7 +255,7 @@ mod tests {
 
     #[test]
     fn table_numbers_outside_the_list_are_usage_errors() {
-        for bad in [8, 14] {
+        for bad in [8, 15] {
             let opts = BenchOptions {
                 tables: vec![bad],
                 ..Default::default()
@@ -247,7 +264,7 @@ mod tests {
             assert_eq!(
                 err.to_string(),
                 format!(
-                    "there is no table {bad}: tables are 1 to 7 and 9 to 13 (8 is computed from 1, 3, 4 and 6)"
+                    "there is no table {bad}: tables are 1 to 7 and 9 to 14 (8 is computed from 1, 3, 4 and 6)"
                 )
             );
         }
