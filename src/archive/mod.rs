@@ -6,6 +6,7 @@ pub mod budget;
 mod chain;
 pub mod delta;
 mod fill;
+mod finish;
 mod output;
 pub mod pipeline;
 pub mod reader;

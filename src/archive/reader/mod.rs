@@ -83,7 +83,8 @@ pub struct OpenOptions {
     /// ([`Error::NotEncrypted`]) unless `allow_unencrypted`: a key means the caller expects
     /// an archive only a key holder could have written.
     pub identities: Vec<Identity>,
-    /// Worker threads (0 = all cores).
+    /// Decode worker threads (0 = one per core but one); capped at the cores minus one, since
+    /// the reading thread hashes and writes (see `open.rs`).
     pub jobs: usize,
     /// Read an unencrypted archive even though `identities` is not empty (the CLI's
     /// `--allow-unencrypted`, and a password that came only from `KRYPTA_PASSWORD`).
