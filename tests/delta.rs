@@ -179,8 +179,12 @@ fn encrypted_bases_and_outputs_use_their_own_keys() {
         "o9",
     ]);
     assert_eq!(code(&o), 1, "{}", err(&o));
+    // The base's own key options are named, not the archive's (-p, --pass-file, ...).
     assert!(
-        err(&o).contains("base-kf.kry: archive is encrypted"),
+        err(&o).contains(
+            "base-kf.kry: the base archive is encrypted (keyfile): give --base-pass-file, \
+             --base-pass-fd, --base-password, --base-keyfile or --base-identity"
+        ),
         "{}",
         err(&o)
     );

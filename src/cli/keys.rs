@@ -146,7 +146,14 @@ pub(crate) fn open_base(
         ..KeyArgs::default()
     };
     let opts = open_options(&keys, path)?;
-    Ok(Some(std::sync::Arc::new(
-        krypta::archive::reader::BaseArchive::open(path, opts)?,
-    )))
+    match krypta::archive::reader::BaseArchive::open(path, opts) {
+        Ok(base) => Ok(Some(std::sync::Arc::new(base))),
+        // The base's keys have options of their own: name those, not the archive's.
+        Err(Error::KeyRequired { path, kinds }) => Err(Error::Usage(format!(
+            "{}: the base archive is encrypted ({kinds}): give --base-pass-file, \
+             --base-pass-fd, --base-password, --base-keyfile or --base-identity",
+            path.display()
+        ))),
+        Err(e) => Err(e),
+    }
 }
