@@ -403,3 +403,46 @@ fn a_failing_out_reports_the_write_error() {
         "krypta: -: write: No space left on device (os error 28)\n"
     );
 }
+
+/// `--new-password` asks for OUT's password at the terminal, twice; the typed password then
+/// opens OUT and the old one does not.
+#[test]
+fn new_password_is_asked_at_the_terminal() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.file("old", b"old password\n");
+    fx.file("typed", b"typed at the prompt\n");
+    fx.ok(&[
+        &["c", "-q", "--pass-file", "old"][..],
+        &FAST,
+        &["in.kry", "t"],
+    ]
+    .concat());
+    let args = [
+        &[
+            "rekey",
+            "-q",
+            "--pass-file",
+            "old",
+            "in.kry",
+            "-o",
+            "out.kry",
+        ][..],
+        &["--new-password"],
+        &FAST,
+    ]
+    .concat();
+    let Some(mut tty) = OnTty::spawn(&fx, &args) else {
+        return;
+    };
+    tty.wait_for("Password: ", 1);
+    tty.type_in(b"typed at the prompt\n");
+    tty.wait_for("Repeat password: ", 1);
+    tty.type_in(b"typed at the prompt\n");
+    assert_eq!(tty.exit_code(), 0, "{}", tty.text());
+    assert!(tty.echo_on());
+    fx.ok(&["x", "-q", "--pass-file", "typed", "-o", "o", "out.kry"]);
+    assert_eq!(fx.read("o/t/big.bin"), fx.read("t/big.bin"));
+    let o = fx.run(&["t", "--pass-file", "old", "out.kry"]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+}
