@@ -37,6 +37,7 @@ fn open() -> OpenOptions {
         // Plain archives are fuzzed through the same entry point.
         allow_unencrypted: true,
         in_flight_budget: None,
+        ..OpenOptions::default()
     }
 }
 

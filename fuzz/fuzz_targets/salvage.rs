@@ -35,6 +35,7 @@ fn open() -> OpenOptions {
         // Plain archives are fuzzed through the same entry point.
         allow_unencrypted: true,
         in_flight_budget: None,
+        ..OpenOptions::default()
     }
 }
 
@@ -57,6 +58,7 @@ fn run(bytes: &[u8]) {
     let req = krypta::ExtractRequest {
         output: out.path().to_path_buf(),
         paths: vec![],
+        wildcards: false,
         stdout: false,
         fs: Default::default(),
         salvage: true,
