@@ -186,6 +186,19 @@ pub(crate) fn decode_body(
             &mut out,
         ),
     };
+    decoded(r, out, body, info, blocks, bodies)
+}
+
+/// The end of a decode into `out`: the decoded block (the frame body goes back to `bodies`),
+/// or the codec's fault with the body (the output buffer goes back to `blocks`).
+fn decoded(
+    r: Result<(), crate::codec::CodecError>,
+    out: Vec<u8>,
+    body: Vec<u8>,
+    info: BlockInfo,
+    blocks: &Buffers,
+    bodies: &Buffers,
+) -> Result<Decoded, (FrameFault, Vec<u8>)> {
     match r {
         Ok(()) => {
             bodies.give(body);
@@ -199,7 +212,7 @@ pub(crate) fn decode_body(
         }
         Err(e) => {
             blocks.give(out);
-            Err((codec_fault(e), body))
+            Err((FrameFault::Codec(e.to_string()), body))
         }
     }
 }
@@ -241,22 +254,7 @@ fn decode_against_base(
         &mut out,
     );
     blocks.give(prefix);
-    match r {
-        Ok(()) => {
-            bodies.give(body);
-            Ok(Decoded {
-                buf: out,
-                start: 0,
-                info,
-                pending: false,
-                held: 0,
-            })
-        }
-        Err(e) => {
-            blocks.give(out);
-            Err((FrameFault::Codec(e.to_string()), body))
-        }
-    }
+    decoded(r, out, body, info, blocks, bodies)
 }
 
 /// The order rules of format 2's blocks within one stream, and the decoded blocks a
