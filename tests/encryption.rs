@@ -479,42 +479,6 @@ fn a_tampered_frame_keeps_earlier_files_and_writes_nothing_of_the_affected_one()
 }
 
 #[test]
-fn an_interrupted_extraction_leaves_no_temporary_file() {
-    // Ctrl-C (SIGINT) in the middle of a file: the file is not under its final name (good),
-    // and its temporary `.krypta-*.tmp` must not be left behind either.
-    let fx = Fx::new();
-    fx.ok(&["keygen", "-o", "k"]);
-    fx.file("big/data", &common::bytes(2_000_000, 13, false));
-    fx.ok(&["c", "--keyfile", "k", "-b", "64K", "big.kry", "big"]);
-    let a = std::fs::read(fx.p("big.kry")).unwrap();
-    let mut x = krypta()
-        .current_dir(fx.dir.path())
-        .args(["x", "--keyfile", "k", "-o", "out", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = x.stdin.take().unwrap();
-    stdin.write_all(&a[..a.len() / 2]).unwrap();
-    stdin.flush().unwrap();
-    let t = std::time::Instant::now();
-    while temp_files(&fx.p("out")).is_empty() {
-        assert!(t.elapsed().as_secs() < 20, "no temporary file appeared");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let kill = Command::new("kill")
-        .args(["-INT", &x.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let o = x.wait_with_output().unwrap();
-    drop(stdin);
-    assert!(!o.status.success());
-    assert!(!fx.p("out/big/data").exists());
-    assert_eq!(temp_files(&fx.p("out")), Vec::<PathBuf>::new());
-}
-
-#[test]
 fn an_encrypted_archive_shows_no_name_or_content_and_never_repeats() {
     let fx = Fx::new();
     fx.ok(&["keygen", "-o", "k"]);

@@ -252,9 +252,17 @@ fn assert_failed_write_left_nothing(dir: &Path, name: &str, err: Error) {
 
 #[test]
 fn failure_mid_write_leaves_completed_files_and_no_partial_file() {
+    // Both ways of writing a file before it is complete: unnamed (O_TMPFILE) and named.
+    for named_temporaries in [false, true] {
+        failure_mid_write(named_temporaries);
+    }
+}
+
+fn failure_mid_write(named_temporaries: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let opts = ExtractOptions {
         fail_write_after: Some(150),
+        named_temporaries,
         ..Default::default()
     };
     let mut x = Extractor::new(tmp.path(), opts).unwrap();
@@ -275,14 +283,46 @@ fn failure_mid_write_leaves_completed_files_and_no_partial_file() {
 
 #[test]
 fn abort_removes_the_temporary_file() {
+    // The fallback for file systems without O_TMPFILE: a named temporary file, removed.
     let tmp = tempfile::tempdir().unwrap();
-    let mut x = Extractor::new(tmp.path(), ExtractOptions::default()).unwrap();
+    let opts = ExtractOptions {
+        named_temporaries: true,
+        ..ExtractOptions::default()
+    };
+    let mut x = Extractor::new(tmp.path(), opts).unwrap();
     let mut s = x.begin_file(&meta(b"f", EntryKind::File)).unwrap().unwrap();
     s.write_at(0, b"abc").unwrap();
     assert_eq!(temp_leftovers(tmp.path()).len(), 1);
     s.abort();
     assert!(temp_leftovers(tmp.path()).is_empty());
     assert!(!tmp.path().join("f").exists());
+}
+
+#[test]
+fn a_file_being_written_has_no_name_until_committed() {
+    // Unnamed (O_TMPFILE) where the file system has it, as here (ext4 or tmpfs): nothing in
+    // the directory while writing, nothing after an abort, exactly the file after commit.
+    let tmp = tempfile::tempdir().unwrap();
+    let names = |p: &Path| -> Vec<std::ffi::OsString> {
+        let mut v: Vec<_> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut x = Extractor::new(tmp.path(), ExtractOptions::default()).unwrap();
+    let mut s = x.begin_file(&meta(b"f", EntryKind::File)).unwrap().unwrap();
+    s.write_at(0, b"abc").unwrap();
+    assert_eq!(names(tmp.path()), Vec::<std::ffi::OsString>::new());
+    s.abort();
+    assert_eq!(names(tmp.path()), Vec::<std::ffi::OsString>::new());
+    let mut s = x.begin_file(&meta(b"g", EntryKind::File)).unwrap().unwrap();
+    s.write_at(0, b"xyz").unwrap();
+    assert_eq!(names(tmp.path()), Vec::<std::ffi::OsString>::new());
+    s.commit(3).unwrap();
+    assert_eq!(names(tmp.path()), vec![std::ffi::OsString::from("g")]);
+    assert_eq!(std::fs::read(tmp.path().join("g")).unwrap(), b"xyz");
 }
 
 /// Disk full for real: a 1 MiB tmpfs. Skipped (with a note) where mounting is not allowed.

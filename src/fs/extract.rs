@@ -23,10 +23,11 @@
 //!   replaced by the entry itself, never followed. An existing directory is reused for a
 //!   directory entry and never replaced by a non-directory (recorded as a conflict). With
 //!   `Replace`, a non-directory where a directory entry goes is removed first.
-//! - **Atomicity**: data goes to `.krypta-<16 hex>.tmp` in the target directory; only
-//!   [`FileSink::commit`] renames it to the final name, after length, owner, attributes, mode
-//!   and mtime are set. An error or a dropped sink removes the temporary file. Files are not
-//!   `fsync`ed.
+//! - **Atomicity**: data goes to an unnamed `O_TMPFILE` file in the target directory (or,
+//!   where that cannot be used, to `.krypta-<16 hex>.tmp`: `super::unnamed`); only
+//!   [`FileSink::commit`] links or renames it to the final name, after length, owner,
+//!   attributes, mode and mtime are set. An error or a dropped sink removes the temporary
+//!   file. Files are not `fsync`ed.
 //! - **Metadata** is restored per entry in the order owner → extended attributes (ACLs,
 //!   capabilities) → mode → times, with as few calls as the values allow (`super::restore`
 //!   says why and which). Directories are created `0o700` and get all their metadata in
@@ -66,7 +67,8 @@ use super::notes::Notes;
 use super::owner::IdCache;
 use super::restore::{self, DirInfo, Made, On, Plan, Policy};
 pub use super::sink::FileSink;
-use super::sink::{Extracted, extracted_key};
+use super::sink::{Extracted, Temp, extracted_key};
+use super::unnamed::{self, Linker};
 use super::xattr::XattrSelect;
 use crate::format::entry::{EntryKind, EntryMeta};
 use crate::{Error, Result};
@@ -102,6 +104,10 @@ pub struct ExtractOptions {
     /// Test hook simulating a full disk: a sink fails with `ENOSPC` once the bytes passed to
     /// its [`FileSink::write_at`] would exceed this many. `None` (the default) in real use.
     pub fail_write_after: Option<u64>,
+    /// Write files under named temporary names (`.krypta-<hex>.tmp`, renamed into place) even
+    /// where unnamed `O_TMPFILE` files work: the fallback for file systems without them
+    /// (`super::unnamed`); tests use it to cover that path. `false` (the default) in real use.
+    pub named_temporaries: bool,
 }
 
 impl Default for ExtractOptions {
@@ -117,6 +123,7 @@ impl Default for ExtractOptions {
             xattrs: XattrSelect::default(),
             as_root: root,
             fail_write_after: None,
+            named_temporaries: false,
         }
     }
 }
@@ -162,6 +169,8 @@ pub struct Extractor {
     last_parent: Option<Parent>,
     /// What is known of the output directory (one `fstat` and one `fgetxattr` at start).
     root_info: Option<DirInfo>,
+    /// How unnamed files are linked in this process (`super::unnamed`), found once.
+    linker: Linker,
     /// What is known of the directories this run created, by stripped path key.
     made_dirs: HashMap<[u8; 16], DirInfo>,
     /// Owner names resolved on this system.
@@ -187,6 +196,11 @@ impl Extractor {
         let umask = process_umask();
         let egid = rustix::process::getegid().as_raw();
         let root_info = DirInfo::probe(fd.as_fd(), egid).ok();
+        let linker = if opts.named_temporaries {
+            Linker::Unavailable
+        } else {
+            unnamed::probe(fd.as_fd(), root)
+        };
         Ok(Extractor {
             root: fd,
             root_path: root.to_path_buf(),
@@ -210,6 +224,7 @@ impl Extractor {
             extracted: Arc::new(Mutex::new(HashSet::new())),
             last_parent: None,
             root_info,
+            linker,
             made_dirs: HashMap::new(),
             ids: IdCache::default(),
             notes: Notes::default(),
@@ -308,16 +323,11 @@ impl Extractor {
         let plan = self
             .policy
             .plan(meta, info.as_ref(), &mut self.ids, Made::File);
-        let flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let (tmp, fd, cleanup_id) = confine::create_temp(&path, |name| {
-            openat(&*dir, name, flags, Mode::from_raw_mode(plan.create_mode))
-        })?;
+        let (file, temp) = Temp::create(dir.as_fd(), &path, plan.create_mode, self.linker)?;
         Ok(Some(FileSink {
-            file: std::fs::File::from(fd),
+            file,
             dir,
-            cleanup_id,
-            tmp,
+            temp,
             name: t.name.to_vec(),
             path,
             rel_key: extracted_key(&t.rel),

@@ -23,6 +23,7 @@ mod restore;
 pub mod select;
 mod sink;
 pub mod source;
+mod unnamed;
 pub mod walk;
 pub mod xattr;
 

@@ -20,7 +20,8 @@
 //!
 //! System calls, each made only when its effect is not already there (issue 13 item 2
 //! counted 11 per small file; a fresh restore of a small file now makes 5: `openat`,
-//! `pwrite`, `futimens` (which strace shows as `utimensat`), `renameat2`, `close`):
+//! `pwrite`, `futimens` (which strace shows as `utimensat`), `linkat`, `close`; the `openat`
+//! is `O_TMPFILE` and the `linkat` gives the file its name, see `super::unnamed`):
 //! - `fchown` / `fchownat(AT_SYMLINK_NOFOLLOW)`: only when restoring owners and the wanted
 //!   owner differs from the one creation gave (this process's euid, and the directory's group
 //!   when it is setgid, else the egid; known for the output directory, from one `fstat`, and

@@ -1,24 +1,27 @@
-//! Writing one extracted file: a temporary file in the target directory, written at increasing
-//! offsets (gaps and all-zero 4 KiB blocks stay holes), then extended to its size when it ends
-//! in a hole, given its metadata (`super::restore`: owner, extended attributes, mode, mtime),
-//! and renamed over the final name. Never a partial file under the final
-//! name: until [`FileSink::commit`] renames it, the data lives under `.krypta-<hex>.tmp`, which
-//! [`FileSink::abort`] (or dropping the sink) removes.
+//! Writing one extracted file: an unnamed (`O_TMPFILE`) file in the target directory, or a
+//! named temporary file where that cannot be used (`super::unnamed` says when and why),
+//! written at increasing offsets (gaps and all-zero 4 KiB blocks stay holes), then extended to
+//! its size when it ends in a hole, given its metadata (`super::restore`: owner, extended
+//! attributes, mode, mtime), and linked or renamed to the final name. Never a partial file
+//! under the final name: until [`FileSink::commit`] names it, the data lives in a file without
+//! a name (freed by the kernel when the sink is dropped, or the process dies) or under
+//! `.krypta-<hex>.tmp`, which [`FileSink::abort`] (or dropping the sink) removes.
 
 use std::collections::HashSet;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::ftruncate;
+use rustix::fs::{Mode, OFlags, ftruncate, openat};
 use rustix::io::Errno;
 
 use super::confine;
 use super::notes::Notes;
 use super::restore::{self, Plan, Policy};
+use super::unnamed::{self, Linker};
 use crate::format::entry::EntryMeta;
 use crate::{Error, Result};
 
@@ -37,15 +40,52 @@ pub(crate) fn extracted_key(rel: &[u8]) -> [u8; 16] {
     k
 }
 
-/// A file being extracted, written under a temporary name until [`FileSink::commit`].
+/// Where a file being extracted lives until it is committed.
+#[derive(Debug)]
+pub(crate) enum Temp {
+    /// An unnamed `O_TMPFILE` file, linked to its final name in this way.
+    Unnamed(Linker),
+    /// A named temporary file in the target directory.
+    Named {
+        name: Vec<u8>,
+        /// Registration in [`super::cleanup`] (removed on interrupt).
+        cleanup_id: u64,
+    },
+}
+
+impl Temp {
+    /// Creates the file that will become `path` in `dir`, with `mode` (before the umask):
+    /// unnamed when this process can link such files and `dir`'s file system has them, else
+    /// under a fresh temporary name (registered for removal on interrupt).
+    pub(crate) fn create(
+        dir: BorrowedFd<'_>,
+        path: &Path,
+        mode: u32,
+        linker: Linker,
+    ) -> Result<(File, Temp)> {
+        if linker != Linker::Unavailable
+            && let Some(fd) = unnamed::open(dir, mode)
+                .map_err(|e| Error::io(path, "create temporary file", e.into()))?
+        {
+            return Ok((File::from(fd), Temp::Unnamed(linker)));
+        }
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let (name, fd, cleanup_id) = confine::create_temp(path, |name| {
+            openat(dir, name, flags, Mode::from_raw_mode(mode))
+        })?;
+        Ok((File::from(fd), Temp::Named { name, cleanup_id }))
+    }
+}
+
+/// A file being extracted, written without its final name until [`FileSink::commit`].
 #[derive(Debug)]
 pub struct FileSink {
     pub(crate) file: File,
     /// The target directory (shared with the extractor and the other sinks made in it).
     pub(crate) dir: Arc<OwnedFd>,
-    /// Registration in [`super::cleanup`] (removed on interrupt).
-    pub(crate) cleanup_id: u64,
-    pub(crate) tmp: Vec<u8>,
+    /// Where the data lives until [`FileSink::commit`].
+    pub(crate) temp: Temp,
     pub(crate) name: Vec<u8>,
     /// `root/stripped path`, for messages.
     pub(crate) path: PathBuf,
@@ -157,13 +197,7 @@ impl FileSink {
             &self.path,
             &self.notes,
         )?;
-        match confine::place(
-            self.dir.as_fd(),
-            &self.tmp,
-            &self.name,
-            self.policy.replace(),
-            &self.path,
-        ) {
+        match self.place() {
             Ok(()) => {}
             Err(Error::Exists { path }) => {
                 // The temporary file is removed on drop (`done` stays false).
@@ -179,7 +213,9 @@ impl FileSink {
             Err(e) => return Err(e),
         }
         self.done = true;
-        super::cleanup::unregister(self.cleanup_id);
+        if let Temp::Named { cleanup_id, .. } = &self.temp {
+            super::cleanup::unregister(*cleanup_id);
+        }
         if let Ok(mut set) = self.extracted.lock() {
             set.insert(self.rel_key);
         }
@@ -188,6 +224,36 @@ impl FileSink {
 
     /// Abandons the file: the temporary file is removed (also done on drop).
     pub fn abort(self) {}
+
+    /// Gives the finished file its final name: links an unnamed file (when the name is taken
+    /// and replacing is asked for, under a temporary name that is then renamed over it), or
+    /// renames a named one.
+    fn place(&mut self) -> Result<()> {
+        let dir = self.dir.as_fd();
+        let force = self.policy.replace();
+        let how = match &self.temp {
+            Temp::Named { name, .. } => {
+                return confine::place(dir, name, &self.name, force, &self.path);
+            }
+            Temp::Unnamed(how) => *how,
+        };
+        let fd = self.file.as_fd();
+        match unnamed::link(how, fd, dir, &self.name) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) if force => {
+                let (name, (), cleanup_id) =
+                    confine::create_temp(&self.path, |name| unnamed::link(how, fd, dir, name))?;
+                let placed = confine::place(dir, &name, &self.name, true, &self.path);
+                // From here the file is named: dropping the sink after an error removes it.
+                self.temp = Temp::Named { name, cleanup_id };
+                placed
+            }
+            Err(Errno::EXIST) => Err(Error::Exists {
+                path: self.path.clone(),
+            }),
+            Err(e) => Err(Error::io(&self.path, "link into place", e.into())),
+        }
+    }
 }
 
 /// Whether every byte is zero (checks the first bytes first, so data exits early).
@@ -198,9 +264,11 @@ fn is_zero(block: &[u8]) -> bool {
 
 impl Drop for FileSink {
     fn drop(&mut self) {
-        if !self.done {
-            confine::remove(self.dir.as_fd(), &self.tmp);
-            super::cleanup::unregister(self.cleanup_id);
+        if !self.done
+            && let Temp::Named { name, cleanup_id } = &self.temp
+        {
+            confine::remove(self.dir.as_fd(), name);
+            super::cleanup::unregister(*cleanup_id);
         }
     }
 }
