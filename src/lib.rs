@@ -198,7 +198,7 @@ fn extract_opened(
     } else {
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
         let mut no_progress = |_: u64| {};
-        let mut v = ExtractVisitor::new(ex, &mut select, &mut no_progress);
+        let mut v = ExtractVisitor::new(ex, &mut select, &mut no_progress)?;
         let mut tap = Tap::new(&mut v, rep);
         let mut t = damage::Tracker::new(&mut tap);
         let s = damage::scan_or_salvage(
@@ -210,6 +210,10 @@ fn extract_opened(
             req.salvage,
             &mut sw,
         );
+        // Every finished file has its name before directories are finished and conflicts
+        // counted; a deferred failure is the run's error unless the scan failed first.
+        let files = v.finish_files();
+        let s = s.and_then(|s| files.map(|()| s));
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {

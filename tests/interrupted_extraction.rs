@@ -27,20 +27,22 @@ fn everything(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// Whether process `pid` holds a file open for writing below `dir` that has no name (an
-/// `O_TMPFILE` file: `/proc/PID/fd/N` reads `DIR/#INODE (deleted)`), or a named temporary
-/// `.krypta-*.tmp` file.
+/// Whether process `pid` holds a file open below `dir` that has no name (an `O_TMPFILE`
+/// file: `/proc/PID/fd/N` reads `DIR/#INODE (deleted)`), or a named temporary
+/// `.krypta-*.tmp` file, with more than 128 KiB written (past the point where every earlier
+/// file has its name: `krypta::fs::committer`).
 fn writing_below(pid: u32, dir: &Path) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     fds.filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .any(|t| {
+        .filter_map(|e| Some((std::fs::read_link(e.path()).ok()?, e.path())))
+        .any(|(t, fd)| {
             let t = t.to_string_lossy().into_owned();
             t.starts_with(&*dir.to_string_lossy())
                 && (t.ends_with(" (deleted)") || t.contains("/.krypta-"))
+                && std::fs::metadata(fd).is_ok_and(|m| m.len() > 128 * 1024)
         })
 }
 

@@ -6,6 +6,7 @@ use std::io::Write;
 use super::reader::Visitor;
 use crate::error::{Error, Result};
 use crate::format::{EntryKind, EntryMeta};
+use crate::fs::committer::Committer;
 use crate::fs::extract::{Extractor, FileSink};
 
 /// Which entries a command asked for: paths as given (raw bytes), each matching itself and
@@ -148,6 +149,8 @@ pub struct ExtractVisitor<'a> {
     /// The entries asked for.
     pub select: &'a mut Selection,
     sink: Option<FileSink>,
+    /// Gives finished files their names on a second thread (`crate::fs::committer`).
+    committer: Committer,
     /// Content bytes written so far (for progress).
     pub bytes: u64,
     /// Warnings for the caller to report (hard links whose target was not selected).
@@ -157,15 +160,26 @@ pub struct ExtractVisitor<'a> {
 
 impl<'a> ExtractVisitor<'a> {
     /// Wraps an extractor.
-    pub fn new(ex: Extractor, select: &'a mut Selection, progress: &'a mut dyn FnMut(u64)) -> Self {
-        ExtractVisitor {
+    pub fn new(
+        ex: Extractor,
+        select: &'a mut Selection,
+        progress: &'a mut dyn FnMut(u64),
+    ) -> Result<Self> {
+        Ok(ExtractVisitor {
             ex,
             select,
             sink: None,
+            committer: Committer::new()?,
             bytes: 0,
             warnings: Vec::new(),
             progress,
-        }
+        })
+    }
+
+    /// Waits until every finished file has its name; the first failure among them, if any.
+    /// Call before using the extractor's results (directories, conflicts).
+    pub fn finish_files(&mut self) -> Result<()> {
+        self.committer.finish()
     }
 }
 
@@ -174,6 +188,7 @@ impl Visitor for ExtractVisitor<'_> {
         self.select.matches(&meta.path)
     }
     fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
+        self.committer.check()?;
         match meta.kind {
             EntryKind::Dir => self.ex.make_dir(meta),
             EntryKind::Symlink => self.ex.make_symlink(meta),
@@ -187,7 +202,11 @@ impl Visitor for ExtractVisitor<'_> {
                 ));
                 Ok(())
             }
-            EntryKind::Hardlink => self.ex.make_hardlink(meta),
+            EntryKind::Hardlink => {
+                // Its target must have its name first.
+                self.committer.finish()?;
+                self.ex.make_hardlink(meta)
+            }
             EntryKind::File => {
                 self.sink = self.ex.begin_file(meta)?;
                 Ok(())
@@ -197,6 +216,7 @@ impl Visitor for ExtractVisitor<'_> {
     fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
         self.bytes += bytes.len() as u64;
         if let Some(s) = self.sink.as_mut() {
+            self.committer.before_write(offset)?;
             s.write_at(offset, bytes)?;
         }
         (self.progress)(self.bytes);
@@ -204,7 +224,7 @@ impl Visitor for ExtractVisitor<'_> {
     }
     fn end(&mut self, _meta: &EntryMeta, size: u64) -> Result<()> {
         if let Some(s) = self.sink.take() {
-            s.commit(size)?;
+            self.committer.commit(s, size)?;
         }
         (self.progress)(self.bytes);
         Ok(())

@@ -342,6 +342,7 @@ impl Extractor {
             accepted: 0,
             fail_after: self.fail_after,
             done: false,
+            fresh: info.is_some_and(|i| i.fresh),
         }))
     }
 

@@ -8,6 +8,7 @@
 mod archive_path;
 mod attrs;
 pub mod cleanup;
+pub mod committer;
 mod confine;
 pub mod conflict;
 mod dirchain;

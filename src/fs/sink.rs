@@ -108,6 +108,8 @@ pub struct FileSink {
     pub(crate) accepted: u64,
     pub(crate) fail_after: Option<u64>,
     pub(crate) done: bool,
+    /// Its directory was created by this run (no name in it can be taken by the output tree).
+    pub(crate) fresh: bool,
 }
 
 impl FileSink {
@@ -220,6 +222,12 @@ impl FileSink {
             set.insert(self.rel_key);
         }
         Ok(())
+    }
+
+    /// Whether its directory was created by this run (`super::committer` commits only those
+    /// on its own thread).
+    pub fn in_fresh_dir(&self) -> bool {
+        self.fresh
     }
 
     /// Abandons the file: the temporary file is removed (also done on drop).
