@@ -187,3 +187,55 @@ fn a_damaged_block_loses_the_rest_of_its_group_only() {
     assert!(std::fs::read(out.join("late")).unwrap() == late.1);
     assert!(spans.iter().any(|e| e.0 == "late" && e.1 >= 16));
 }
+
+#[test]
+fn a_stored_block_inside_a_group_is_sealed_from_its_own_copy_and_referenced_by_the_next() {
+    // Random bytes do not compress: their blocks are stored (sealed in place), while the
+    // writer's chain still shares the same buffer as the next block's prefix.
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    let files = [
+        ("a", repeating(600_000, 5)),
+        ("r", common::bytes(700_000, 6, false)),
+        ("z", repeating(600_000, 5)),
+    ];
+    for (n, c) in &files {
+        std::fs::write(input.join(n), c).unwrap();
+    }
+    let p = tmp.path().join("s.kry");
+    let o = krypta()
+        .args([
+            "c",
+            "-q",
+            "-l",
+            "9",
+            "-b",
+            "256K",
+            "-j",
+            "1",
+            s(&p),
+            "a",
+            "r",
+            "z",
+        ])
+        .current_dir(&input)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let (refs, _) = table(&p);
+    // 1.9 MB in 256 KiB blocks: 8 blocks. Blocks 3 and 4 lie wholly in r and are stored
+    // (reference 0 inside the group); block 5, which compresses again, references stored
+    // block 4's raw bytes: the buffer the chain shared while block 4 was sealed in place.
+    assert_eq!(
+        refs,
+        vec![0, BLOCK, BLOCK, 0, 0, BLOCK, BLOCK, BLOCK],
+        "{refs:?}"
+    );
+    let out = tmp.path().join("out");
+    let (c, e) = run(&["x", "-q", "-o", s(&out), s(&p)]);
+    assert_eq!(c, 0, "{e}");
+    for (n, content) in &files {
+        assert!(std::fs::read(out.join(n)).unwrap() == *content, "{n}");
+    }
+}

@@ -18,6 +18,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use super::chain::Prefix;
 use super::seal::{Job, PREFIX, Sealed, new_block};
 use super::writer::ArchiveWriter;
 use crate::codec::Filter;
@@ -181,8 +182,9 @@ impl<W: Write> ArchiveWriter<W> {
         );
         block.truncate(self.fill);
         self.fill = PREFIX;
+        let block = Arc::new(block);
         let prefix = match self.chain.as_mut() {
-            Some(chain) => chain.prefix_for(self.submitted, &block[PREFIX..]),
+            Some(chain) => chain.prefix_for(self.submitted, &block, PREFIX),
             None => self.test_prefix(&block[PREFIX..])?,
         };
         let base = self.delta.as_mut().and_then(|d| d.take_region());
@@ -211,15 +213,15 @@ impl<W: Write> ArchiveWriter<W> {
     /// bytes of its group, which may span several blocks. Waits for the blocks in flight
     /// first, so the group is known: a block that referenced nothing (the first of every
     /// `group_blocks`, or one that was stored) starts a group.
-    fn test_prefix(&mut self, raw: &[u8]) -> Result<Arc<Vec<u8>>> {
+    fn test_prefix(&mut self, raw: &[u8]) -> Result<Prefix> {
         if self.reference.is_none() {
-            return Ok(Arc::new(Vec::new()));
+            return Ok(Prefix::none());
         }
         self.drain()?;
         let seq = self.submitted;
         let previous_started_group = self.frame_refs.last().is_none_or(|&r| r == 0);
         let Some((tr, state)) = self.reference.as_mut() else {
-            return Ok(Arc::new(Vec::new()));
+            return Ok(Prefix::none());
         };
         let mut group = if previous_started_group {
             Vec::new()
@@ -236,7 +238,7 @@ impl<W: Write> ArchiveWriter<W> {
         };
         state.group_tail = group;
         state.previous = raw.to_vec();
-        Ok(Arc::new(prefix))
+        Ok(Prefix::owned(prefix))
     }
 
     /// (seq, offset) where the next record byte will land.

@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use super::chain::Prefix;
 use super::seal::{Job, PREFIX, new_block};
 use super::writer::{ArchiveWriter, WRITE_VERSION, WriteSummary};
 use crate::codec::Filter;
@@ -58,11 +59,11 @@ impl<W: Write> ArchiveWriter<W> {
                 header_kind: FrameKind::Index,
                 last: i as u64 + 1 == n,
                 seq: self.submitted,
-                block,
+                block: Arc::new(block),
                 filter: Filter::None,
                 stream_offset: index_pos,
                 first_record: Some(0),
-                prefix: Arc::new(Vec::new()),
+                prefix: Prefix::none(),
                 base: None,
             };
             index_pos += c.len() as u64;

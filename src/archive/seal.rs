@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::chain::Prefix;
 use super::pipeline::Buffers;
 use crate::archive::reader::BaseArchive;
 use crate::codec::{BlockDecoder, BlockEncoder, Codec, Filter};
@@ -28,16 +29,17 @@ pub(crate) struct Job {
     pub header_kind: FrameKind,
     pub last: bool,
     pub seq: u64,
-    /// `PREFIX` bytes of room, then the raw block.
-    pub block: Vec<u8>,
+    /// `PREFIX` bytes of room, then the raw block (shared with the level-9 chain, which
+    /// hands it to the next block as its prefix: `super::chain`).
+    pub block: Arc<Vec<u8>>,
     pub filter: Filter,
     /// The block's offset in its stream (format 2's stream offset, the BCJ position).
     pub stream_offset: u64,
     /// Offset of the first record starting in the block (`Some(0)` for index blocks).
     pub first_record: Option<u32>,
-    /// Test-only referencing blocks: the stream bytes right before the block that its zstd
-    /// frame may use as a prefix (empty: independent).
-    pub prefix: Arc<Vec<u8>>,
+    /// The stream bytes right before the block that its zstd frame may use as a prefix
+    /// (level 9's chain, or test-only referencing blocks; empty: independent).
+    pub prefix: Prefix,
     /// Delta archives: the base region the block is compressed against (`archive::delta`).
     pub base: Option<BaseRegion>,
 }
@@ -126,20 +128,21 @@ pub(crate) fn seal_block(
                 raw,
                 job.filter,
                 job.stream_offset,
-                &job.prefix,
+                job.prefix.as_slice(),
                 &mut st.payload,
             )
             .map_err(|e| Error::Crypto(format!("compressing block {}: {e}", job.seq)))?
     };
     let reference_len = if referenced {
-        job.prefix.len() as u32
+        job.prefix.as_slice().len() as u32
     } else {
         0
     };
     let in_block = codec == Codec::Store;
     let mut frame = match codec {
-        // `encode` stores blocks unfiltered, exactly the raw bytes.
-        Codec::Store => job.block,
+        // `encode` stores blocks unfiltered, exactly the raw bytes; sealed in place, so a
+        // block the chain still shares is copied first.
+        Codec::Store => Arc::try_unwrap(job.block).unwrap_or_else(|shared| (*shared).clone()),
         Codec::Zstd | Codec::ZstdBase => {
             let mut frame = buffers.frames.take();
             frame.clear();
@@ -149,7 +152,9 @@ pub(crate) fn seal_block(
                 frame.extend_from_slice(&r.to_bytes());
             }
             frame.extend_from_slice(&st.payload);
-            buffers.blocks.give(job.block);
+            if let Ok(block) = Arc::try_unwrap(job.block) {
+                buffers.blocks.give(block);
+            }
             frame
         }
     };
