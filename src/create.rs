@@ -173,7 +173,8 @@ fn compress_into(
         }
     };
     if !fs_inputs.is_empty() {
-        fs::walk::walk_selected(&fs_inputs, &opts, &req.select, &mut on_event)?;
+        // The walk runs ahead on its own thread (`fs::ahead` says why).
+        fs::walk_ahead(&fs_inputs, &opts, &req.select, &mut on_event)?;
     }
     if req.inputs.iter().any(|p| p.as_os_str() == "-") {
         let meta = EntryMeta {

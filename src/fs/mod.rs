@@ -5,6 +5,7 @@
 //! existing names ([`conflict`]), and showing raw path bytes as text ([`names`]). Each module's
 //! documentation states its choices.
 
+mod ahead;
 mod archive_path;
 mod attrs;
 pub mod cleanup;
@@ -28,4 +29,5 @@ mod unnamed;
 pub mod walk;
 pub mod xattr;
 
+pub use ahead::walk_ahead;
 pub use names::{escape_path, unescape_path};
