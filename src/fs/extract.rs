@@ -69,7 +69,6 @@ use super::restore::{self, DirInfo, Made, On, Plan, Policy};
 pub use super::sink::FileSink;
 use super::sink::{Extracted, Temp, extracted_key};
 use super::unnamed::{self, Linker};
-use super::xattr::XattrSelect;
 use crate::format::entry::{EntryKind, EntryMeta};
 use crate::{Error, Result};
 
@@ -79,54 +78,7 @@ const DIR_MODE_WHILE_EXTRACTING: u32 = 0o700;
 /// The path of the root entry (`super::walk::ROOT_PATH`): metadata for the output directory.
 const ROOT_PATH: &[u8] = b".";
 
-/// How to extract. `ExtractOptions::default()` gives the defaults for the current user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExtractOptions {
-    /// What to do with existing names ([`super::conflict`]): kept and recorded unless
-    /// [`Existing::Replace`] (`-f`), which replaces files and links atomically.
-    pub existing: Existing,
-    /// Leading path components to drop (`--strip-components`); entries left with no name
-    /// are skipped.
-    pub strip_components: usize,
-    /// Do not restore modification times (`--touch` in tar).
-    pub no_mtime: bool,
-    /// Restore setuid/setgid/sticky and ignore the umask (`-p/--same-permissions`).
-    pub same_permissions: bool,
-    /// Restore owners (default: effective uid is 0; `--same-owner`, `--no-same-owner`).
-    pub restore_owner: bool,
-    /// Restore owners by numeric id only, ignoring the stored names (`--numeric-owner`).
-    pub numeric_owner: bool,
-    /// Which extended attributes to restore (`--no-xattrs`, `--no-acls`; default all).
-    pub xattrs: XattrSelect,
-    /// Behave as the superuser for permission bits, i.e. as if `same_permissions` were given
-    /// (default: effective uid is 0).
-    pub as_root: bool,
-    /// Test hook simulating a full disk: a sink fails with `ENOSPC` once the bytes passed to
-    /// its [`FileSink::write_at`] would exceed this many. `None` (the default) in real use.
-    pub fail_write_after: Option<u64>,
-    /// Write files under named temporary names (`.krypta-<hex>.tmp`, renamed into place) even
-    /// where unnamed `O_TMPFILE` files work: the fallback for file systems without them
-    /// (`super::unnamed`); tests use it to cover that path. `false` (the default) in real use.
-    pub named_temporaries: bool,
-}
-
-impl Default for ExtractOptions {
-    fn default() -> Self {
-        let root = rustix::process::geteuid().is_root();
-        ExtractOptions {
-            existing: Existing::Refuse,
-            strip_components: 0,
-            no_mtime: false,
-            same_permissions: false,
-            restore_owner: root,
-            numeric_owner: false,
-            xattrs: XattrSelect::default(),
-            as_root: root,
-            fail_write_after: None,
-            named_temporaries: false,
-        }
-    }
-}
+pub use super::extract_options::ExtractOptions;
 
 /// A directory whose metadata is applied in [`Extractor::finish`]; `rel` is empty for the
 /// output directory (the root entry).

@@ -14,6 +14,7 @@ mod confine;
 pub mod conflict;
 mod dirchain;
 pub mod extract;
+mod extract_options;
 mod longpath;
 mod meta;
 pub mod names;
