@@ -49,7 +49,16 @@ impl Visitor for Files {
 fn pair(fx: &Fx) {
     versions(fx, Change::Small);
     fx.ok(&["c", "-q", "-b", "256K", "base.kry", "v1"]);
-    fx.ok(&["c", "-q", "-b", "256K", "--base", "base.kry", "delta.kry", "v2"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "-b",
+        "256K",
+        "--base",
+        "base.kry",
+        "delta.kry",
+        "v2",
+    ]);
 }
 
 fn read(fx: &Fx, base: Arc<BaseArchive>, jobs: usize) -> BTreeMap<String, Vec<u8>> {
@@ -122,7 +131,16 @@ fn a_damaged_base_frame_is_refused_naming_it_with_the_prefetch_thread_running() 
     let at = b.len() / 3;
     b[at] ^= 0x40;
     std::fs::write(fx.p("base.kry"), &b).unwrap();
-    let o = fx.run(&["x", "-j", "2", "--base", "base.kry", "delta.kry", "-C", "out"]);
+    let o = fx.run(&[
+        "x",
+        "-j",
+        "2",
+        "--base",
+        "base.kry",
+        "delta.kry",
+        "-C",
+        "out",
+    ]);
     assert_eq!(common::code(&o), 9, "{}", err(&o));
     let e = err(&o);
     assert!(

@@ -244,10 +244,7 @@ impl BaseArchive {
             }
             Arc::clone(c.slots.entry(seq).or_default())
         };
-        if slot
-            .claimed
-            .swap(true, std::sync::atomic::Ordering::AcqRel)
-        {
+        if slot.claimed.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return;
         }
         let _ = self.fill(&slot, dec, seq, walk);
