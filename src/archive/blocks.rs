@@ -238,9 +238,9 @@ fn decode_against_base(
             body,
         ));
     };
-    let mut prefix = blocks.take();
+    let mut prefix = std::mem::take(&mut dec.region);
     if let Err(m) = base.region(dec, &region, &mut prefix) {
-        blocks.give(prefix);
+        dec.region = prefix;
         return Err((FrameFault::Base(m), body));
     }
     let mut out = blocks.take();
@@ -253,7 +253,7 @@ fn decode_against_base(
         &prefix,
         &mut out,
     );
-    blocks.give(prefix);
+    dec.region = prefix;
     decoded(r, out, body, info, blocks, bodies)
 }
 

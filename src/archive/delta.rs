@@ -13,7 +13,10 @@
 //! **Map.** [`BaseMap::build`] walks the base's record stream once, frame by frame (each
 //! frame verified and decoded by [`BaseArchive`]), and keeps for every base file the
 //! stream position of each of its DATA segments: file offset ↦ base stream offset, and the
-//! stream offset where each base frame starts. No content is kept.
+//! stream offset where each base frame starts. The map keeps no content; the decoded blocks
+//! stay in the base's cache while it has room ([`BaseArchive::block_for_walk`]), so the
+//! regions of the blocks written next do not decode those frames a second time; the base's
+//! prefetch thread decodes the frames ahead of the walk, which parses their records.
 //!
 //! **Regions.** While a block is filled, the writer notes each DATA segment it places for a
 //! matched file (file offset, length, the new file's size). When the block is cut,
@@ -97,6 +100,7 @@ pub struct BaseMap {
 impl BaseMap {
     /// Walks the base's record stream (module doc).
     pub fn build(base: &BaseArchive) -> Result<BaseMap> {
+        base.hint_walk();
         let mut walk = Walk {
             base,
             dec: BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?,
@@ -348,7 +352,7 @@ impl Walk<'_> {
             }
             self.block = self
                 .base
-                .decode_frame(&mut self.dec, self.seq)
+                .block_for_walk(&mut self.dec, self.seq)
                 .map_err(WalkError::Base)?;
             self.starts.push(self.stream);
             self.seq += 1;

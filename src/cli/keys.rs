@@ -147,7 +147,9 @@ pub(crate) fn open_base(
     };
     let opts = open_options(&keys, path)?;
     match krypta::archive::reader::BaseArchive::open(path, opts) {
-        Ok(base) => Ok(Some(std::sync::Arc::new(base))),
+        Ok(base) => Ok(Some(base.shared(jobs.filter(|&j| j > 0).unwrap_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        )))),
         // The base's keys have options of their own: name those, not the archive's.
         Err(Error::KeyRequired { path, kinds }) => Err(Error::Usage(format!(
             "{}: the base archive is encrypted ({kinds}): give --base-pass-file, \

@@ -241,6 +241,11 @@ impl BlockEncoder {
 /// the other filters (only ever set with `--bcj`) take one more copy of the block.
 pub struct BlockDecoder {
     dctx: Decompressor<'static>,
+    /// The worker's delta base region buffer (`zstd+base` blocks), kept across blocks so a
+    /// region is assembled into memory already faulted in, not a fresh buffer each block.
+    pub region: Vec<u8>,
+    /// The worker's buffer for reading a delta base's frames, kept likewise.
+    pub frame: Vec<u8>,
 }
 
 impl BlockDecoder {
@@ -249,7 +254,11 @@ impl BlockDecoder {
         let mut dctx = Decompressor::new().map_err(CodecError::Zstd)?;
         dctx.set_parameter(DParameter::WindowLogMax(DECODE_WINDOW_LOG_MAX))
             .map_err(CodecError::Zstd)?;
-        Ok(BlockDecoder { dctx })
+        Ok(BlockDecoder {
+            dctx,
+            region: Vec::new(),
+            frame: Vec::new(),
+        })
     }
 
     /// Decodes `payload` into `out` (cleared first), which ends up exactly `raw_len` bytes

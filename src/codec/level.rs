@@ -83,9 +83,12 @@ impl Level {
 
     /// The hash (and chain) table log of a delta block's zstd frame
     /// ([`super::BlockEncoder::encode_against`]): `None` (zstd level 1's own tables, the
-    /// fastest: ≥ 90 MB/s per stream on the measured pairs) at levels 1..=4, 20 at 5 and 6,
-    /// 22 at 7..=9 (whole-region tables: about 1.15–1.2× `zstd --patch-from -19` on machine
-    /// code, at a fifth of the speed).
+    /// fastest, for the speed goal of ≥ 90 MB/s per stream) at levels 1..=4, 20 at 5 and 6,
+    /// 22 at 7..=9 (whole-region tables, for the size goal: ruff executable / libc6 data
+    /// 1.64× / 1.36× `zstd --patch-from -19` at the default, 1.23× / 1.15× at 20, 1.19× /
+    /// 1.14× at 22, for about 3× the CPU time: docs/FORMAT.md §16.3). The default stays on
+    /// the fast tables: at 2^20 the executable's delta still misses 1.2× and the speed goal
+    /// is lost.
     pub fn delta_hash_log(self) -> Option<u32> {
         match self.0 {
             0..=4 => None,

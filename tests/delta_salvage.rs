@@ -1,0 +1,113 @@
+//! Issue 17: a damaged delta archive without recovery data. `x --base` salvages it like any
+//! archive (FORMAT.md §16.4: damage in a delta frame is reported like a damaged frame): the
+//! entries whose frames are intact are restored bit for bit, the damaged one is named and
+//! not restored, nothing is left under a final or temporary name for it, exit 5.
+
+mod cli_common;
+mod common;
+mod delta_common;
+
+use cli_common::*;
+use common::code;
+use delta_common::*;
+
+fn files_under(root: &std::path::Path) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(root).unwrap().flatten() {
+        let p = e.path();
+        let rel = p.display().to_string();
+        if p.is_dir() {
+            v.push(format!("{rel}/"));
+            v.extend(files_under(&p));
+        } else {
+            v.push(rel);
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn zeros_over_a_delta_archive_lose_only_the_entry_in_them() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    // 256 KiB blocks: big.bin (the first file of v2) is 25 small zstd+base frames right after
+    // the header, the other files follow in frames of their own.
+    fx.ok(&["c", "-q", "-b", "256K", "base.kry", "v1"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "-b",
+        "256K",
+        "--base",
+        "base.kry",
+        "delta.kry",
+        "v2",
+    ]);
+    let mut d = std::fs::read(fx.p("delta.kry")).unwrap();
+    let h = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
+    // dd if=/dev/zero of=delta.kry bs=1 seek=H+2000 count=200 conv=notrunc
+    d[h + 2000..h + 2200].fill(0);
+    std::fs::write(fx.p("delta.kry"), &d).unwrap();
+
+    let o = fx.run(&["x", "--base", "base.kry", "delta.kry", "-C", "out"]);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    let e = err(&o);
+    let lines: Vec<&str> = e.lines().collect();
+    // Every line but the last is a warning about the damage or the entry it cost.
+    let (last, warns) = lines.split_last().expect("stderr");
+    assert_eq!(
+        *last, "krypta: delta.kry: restored 8 of 9 entries, 1 damaged",
+        "{e}"
+    );
+    assert!(
+        warns
+            .iter()
+            .any(|l| l.starts_with("krypta: warning: v2/big.bin: not restored: frame ")),
+        "{e}"
+    );
+    assert!(
+        warns.iter().all(|l| {
+            l.starts_with("krypta: warning: delta.kry: archive damaged at byte ")
+                || l.starts_with("krypta: warning: v2/big.bin: not restored: frame ")
+        }),
+        "{e}"
+    );
+    // Exactly the undamaged entries, bit for bit; no big.bin, no temporary file.
+    let root = fx.p("out");
+    let got: Vec<String> = files_under(&root)
+        .into_iter()
+        .map(|p| p[root.display().to_string().len() + 1..].to_string())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "v2/",
+            "v2/empty/",
+            "v2/s/",
+            "v2/s/0.dat",
+            "v2/s/2-renamed.dat",
+            "v2/s/3.dat",
+            "v2/s/4.dat",
+            "v2/s/new.dat",
+        ]
+    );
+    for f in [
+        "s/0.dat",
+        "s/2-renamed.dat",
+        "s/3.dat",
+        "s/4.dat",
+        "s/new.dat",
+    ] {
+        assert_eq!(
+            fx.read(&format!("out/v2/{f}")),
+            fx.read(&format!("v2/{f}")),
+            "{f}"
+        );
+    }
+    // `t` finds the same damage (exit 5) and `l` still lists all nine entries (the index is
+    // intact and needs no base).
+    let t = fx.run(&["t", "--base", "base.kry", "delta.kry"]);
+    assert_eq!(code(&t), 5, "{}", err(&t));
+    assert_eq!(fx.names("delta.kry").len(), 9);
+}
