@@ -212,8 +212,16 @@ fn extract_opened(
         );
         // Every finished file has its name before directories are finished and conflicts
         // counted; a deferred failure is the run's error unless the scan failed first.
-        let files = v.finish_files();
-        let s = s.and_then(|s| files.map(|()| s));
+        // A file counted as restored that did not get its name outranks a salvage's summary;
+        // next to another failure of the scan it is a warning, not lost.
+        let s = match (s, v.finish_files()) {
+            (s, Ok(())) => s,
+            (Err(scan), Err(file)) if !matches!(scan, Error::Salvaged { .. }) => {
+                rep.warn(&file.to_string());
+                Err(scan)
+            }
+            (_, Err(file)) => Err(file),
+        };
         let warnings = std::mem::take(&mut v.warnings);
         let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {

@@ -231,3 +231,39 @@ fn wildcards_select_by_glob_and_a_pattern_that_matches_nothing_is_named() {
         (1, "krypta: not found in a.kry: *.c".to_string())
     );
 }
+
+#[test]
+fn stripped_paths_that_meet_give_the_same_outcome_in_a_new_output_as_in_an_existing_one() {
+    // `--strip-components 2` maps s9/a/k/x (a file) and s9/b/k/x (a directory) to k/x. A file
+    // whose name is given on the committing thread must not lose that name to the later
+    // directory (regression: "k/x: exists; kept" without -f, "rename into place: Is a
+    // directory" with it, in a fresh output only).
+    let fx = Fx::new();
+    fx.file("s9/a/k/x", b"file\n");
+    fx.file("s9/b/k/x/y", b"y\n");
+    fx.ok(&["c", "-q", "h.kry", "s9"]);
+    let o = fx.run(&["x", "-q", "--strip-components", "2", "h.kry", "-o", "n1"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: n1: 1 existing file(s) in the way: n1/k/x (they were kept; everything else \
+             was extracted; -k or --skip-existing keeps existing files, -f replaces them)\n"
+                .to_string()
+        )
+    );
+    assert_eq!(fx.read("n1/k/x"), b"file\n");
+    // With -f the later directory replaces the file, as in an existing output.
+    let o = fx.run(&[
+        "x",
+        "-q",
+        "-f",
+        "--strip-components",
+        "2",
+        "h.kry",
+        "-o",
+        "n2",
+    ]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    assert_eq!(fx.read("n2/k/x/y"), b"y\n");
+}

@@ -216,7 +216,7 @@ impl Visitor for ExtractVisitor<'_> {
     fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
         self.bytes += bytes.len() as u64;
         if let Some(s) = self.sink.as_mut() {
-            self.committer.before_write(offset)?;
+            self.committer.before_write(offset, bytes.len())?;
             s.write_at(offset, bytes)?;
         }
         (self.progress)(self.bytes);

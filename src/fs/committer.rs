@@ -12,9 +12,11 @@
 //! Rules that keep extraction's promises:
 //! - Only files whose content the reader has verified reach [`Committer::commit`] (it is
 //!   called from `Visitor::end`), so nothing changes about what may get a final name.
-//! - Only files in a directory this run created are committed here: there, no name can be
-//!   taken by an entry of the output tree, so the conflict outcomes that `-v` and the
-//!   "kept" counts report per entry cannot arise late. Other files are committed inline.
+//! - Only files in a directory this run created, without `--strip-components`, are
+//!   committed here: there, no later entry can take the name (paths are unique and nothing
+//!   lies below a non-directory, FORMAT §7.3 — stripping can map two paths to one), so the
+//!   conflict outcomes that `-v` and the "kept" counts report per entry cannot arise late.
+//!   Other files are committed inline.
 //! - The first error of a deferred commit is returned by the next [`Committer::check`] (the
 //!   visitor calls it for every entry) or by [`Committer::finish`]; it names its own file.
 //!   Files after it may have been committed meanwhile: they are complete and verified.
@@ -123,10 +125,12 @@ impl Committer {
         Ok(())
     }
 
-    /// Called before writing the current file's content at `offset`: past [`LONG`] bytes,
-    /// every earlier file gets its name first (module doc).
-    pub fn before_write(&mut self, offset: u64) -> Result<()> {
-        if offset >= LONG && (self.outstanding || !self.batch.is_empty()) {
+    /// Called before writing `len` bytes of the current file's content at `offset`: content
+    /// reaching past [`LONG`] bytes is written only after every earlier file has its name
+    /// (module doc).
+    pub fn before_write(&mut self, offset: u64, len: usize) -> Result<()> {
+        if offset.saturating_add(len as u64) > LONG && (self.outstanding || !self.batch.is_empty())
+        {
             self.finish()
         } else {
             Ok(())
@@ -177,7 +181,15 @@ fn run(rx: Receiver<Vec<(FileSink, u64)>>, state: &(Mutex<State>, Condvar)) {
     let (m, cv) = state;
     while let Ok(batch) = rx.recv() {
         let n = batch.len();
-        let res = commit_all(batch);
+        // A panic (a bug) must not leave `pending` up: `finish` would wait for ever.
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commit_all(batch)))
+            .unwrap_or_else(|_| {
+                Err(Error::io(
+                    "<thread>",
+                    "commit extracted files",
+                    std::io::Error::other("the committing thread panicked"),
+                ))
+            });
         let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(e) = res
             && g.failed.is_none()
@@ -272,6 +284,26 @@ mod tests {
             use std::os::unix::fs::MetadataExt;
             assert_eq!(std::fs::metadata(&p).unwrap().mtime(), 7);
         }
+    }
+
+    #[test]
+    fn content_reaching_past_long_waits_for_every_earlier_name_even_in_its_first_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ex = Extractor::new(tmp.path(), ExtractOptions::default()).unwrap();
+        let mut c = Committer::new().unwrap();
+        ex.make_dir(&meta(b"d", EntryKind::Dir)).unwrap();
+        let mut s = ex
+            .begin_file(&meta(b"d/a", EntryKind::File))
+            .unwrap()
+            .unwrap();
+        s.write_at(0, b"a").unwrap();
+        c.commit(s, 1).unwrap();
+        // Short content: no wait, `d/a` is still collected (no name yet).
+        c.before_write(0, 1000).unwrap();
+        assert!(!tmp.path().join("d/a").exists());
+        // A first write that reaches past LONG (regression: only its offset was checked).
+        c.before_write(0, LONG as usize + 1).unwrap();
+        assert_eq!(std::fs::read(tmp.path().join("d/a")).unwrap(), b"a");
     }
 
     #[test]

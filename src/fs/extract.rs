@@ -16,9 +16,10 @@
 //! - **Existing names** follow the conflict policy ([`super::conflict`], chosen with
 //!   [`ExtractOptions::existing`]): unless it is [`Existing::Replace`], an existing file, link
 //!   or other non-directory at an entry's name is kept untouched and recorded (checked early,
-//!   and again race-free with `renameat2(RENAME_NOREPLACE)`), and extraction goes on; the
-//!   caller reports [`Extractor::conflicts`]. With `Replace` it is replaced atomically: the
-//!   new file is written under a temporary name in the same directory and renamed over it, so
+//!   and again race-free: `linkat` of an unnamed file, or `renameat2(RENAME_NOREPLACE)` of a
+//!   named one, never replaces a name), and extraction goes on; the caller reports
+//!   [`Extractor::conflicts`]. With `Replace` it is replaced atomically: the new file gets a
+//!   temporary name in the same directory and is renamed over it, so
 //!   the old inode is never truncated or written through, and an existing symbolic link is
 //!   replaced by the entry itself, never followed. An existing directory is reused for a
 //!   directory entry and never replaced by a non-directory (recorded as a conflict). With
@@ -294,7 +295,10 @@ impl Extractor {
             accepted: 0,
             fail_after: self.fail_after,
             done: false,
-            fresh: info.is_some_and(|i| i.fresh),
+            // Deferred commits (`super::committer`) rely on no later entry taking the name:
+            // true in a fresh directory unless `--strip-components` maps two archive paths to
+            // one (`p/a/k/x` and `p/b/k/x` with 2).
+            fresh: self.strip == 0 && info.is_some_and(|i| i.fresh),
         }))
     }
 

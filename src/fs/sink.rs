@@ -171,8 +171,9 @@ impl FileSink {
 
     /// Sets the final length `size` in bytes (a trailing gap becomes a hole; `ftruncate` only
     /// then), the metadata (owner when restoring owners, extended attributes, mode, mtime, in
-    /// that order), then renames the file over its final name: an
-    /// existing name is refused without force ([`Error::Exists`]) and replaced atomically with
+    /// that order), then gives the file its final name (`linkat` of the unnamed file, or a
+    /// rename of the named temporary one: `super::unnamed`): an existing name is refused
+    /// without force ([`Error::Exists`]) and replaced atomically with
     /// it (an existing symbolic link is replaced, never followed). A name taken meanwhile
     /// without `-f` is recorded as a conflict (the existing file kept) and is not an error.
     /// On any error the temporary file is removed and nothing appears under the final name.
