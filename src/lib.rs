@@ -88,7 +88,8 @@ pub struct ExtractRequest {
 }
 
 /// Extracts an archive (`-` = stdin). Every byte written was verified first; each file is
-/// written under a temporary name and renamed only once its digest matched.
+/// written without a name (or under a temporary one) and gets its final name only once its
+/// digest matched (`fs::unnamed`).
 ///
 /// Errors: as [`Archive::open`], plus Corrupt/AuthFailed/Integrity from the data, Io and
 /// UnsafePath from the filesystem, Usage when a requested path is not in the archive.

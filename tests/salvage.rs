@@ -406,3 +406,56 @@ fn resync_past_a_zeroed_run_when_the_tail_is_cut_too() {
         rep.warnings
     );
 }
+
+/// A file that fails to get its name late (on the committing thread, after the scan ended
+/// in a salvage) is the run's error, naming it — not lost behind the salvage's summary, which
+/// counted it as restored (regression).
+#[test]
+fn a_late_naming_failure_outranks_the_salvage_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.kry");
+    let good = dir.path().join("good.kry");
+    let bytes = build(false);
+    std::fs::write(&good, &bytes).unwrap();
+    let (entries, frames) = geometry(&good, false);
+    let want = expected_damage(&entries, &frames, (FLIP_AT, FLIP_AT + 1));
+    let mut b = bytes;
+    b[FLIP_AT as usize] ^= 0x80;
+    std::fs::write(&bad, &b).unwrap();
+    // The last intact file: its commit is among the last the committing thread does.
+    let last = (0..FILES)
+        .map(|i| format!("t/f{i:03}"))
+        .rfind(|p| !want.contains(p))
+        .unwrap();
+    let out = dir.path().join("out");
+    let req = krypta::ExtractRequest {
+        output: out.clone(),
+        paths: vec![],
+        wildcards: false,
+        stdout: false,
+        fs: krypta::fs::extract::ExtractOptions {
+            fail_link_of: Some(last.as_bytes().to_vec()),
+            ..Default::default()
+        },
+        salvage: true,
+    };
+    let e = krypta::extract(&bad, open(false), req, &mut krypta::Collect::default()).unwrap_err();
+    match &e {
+        Error::Io { path, op, .. } => {
+            assert_eq!((path, *op), (&out.join(&last), "link into place"), "{e}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(!out.join(&last).exists());
+    // Without the hook the same archive salvages (exit as before).
+    let req = krypta::ExtractRequest {
+        output: dir.path().join("out2"),
+        paths: vec![],
+        wildcards: false,
+        stdout: false,
+        fs: Default::default(),
+        salvage: true,
+    };
+    let e = krypta::extract(&bad, open(false), req, &mut krypta::Collect::default()).unwrap_err();
+    assert!(matches!(e, Error::Salvaged { .. }), "{e}");
+}

@@ -124,6 +124,8 @@ pub struct Extractor {
     root_info: Option<DirInfo>,
     /// How unnamed files are linked in this process (`super::unnamed`), found once.
     linker: Linker,
+    /// Test hook ([`ExtractOptions::fail_link_of`]).
+    fail_link_of: Option<Vec<u8>>,
     /// What is known of the directories this run created, by stripped path key.
     made_dirs: HashMap<[u8; 16], DirInfo>,
     /// Owner names resolved on this system.
@@ -137,6 +139,7 @@ impl Extractor {
     /// Creates `root` (like `mkdir -p`) if it is missing and opens it. The root itself may be
     /// a symbolic link (the user named it); nothing below it is followed.
     pub fn new(root: &Path, opts: ExtractOptions) -> Result<Extractor> {
+        let fail_link_of = opts.fail_link_of.clone();
         std::fs::create_dir_all(root).map_err(|e| Error::io(root, "create directory", e))?;
         let fd = openat(
             rustix::fs::CWD,
@@ -178,6 +181,7 @@ impl Extractor {
             last_parent: None,
             root_info,
             linker,
+            fail_link_of,
             made_dirs: HashMap::new(),
             ids: IdCache::default(),
             notes: Notes::default(),
@@ -299,6 +303,7 @@ impl Extractor {
             // true in a fresh directory unless `--strip-components` maps two archive paths to
             // one (`p/a/k/x` and `p/b/k/x` with 2).
             fresh: self.strip == 0 && info.is_some_and(|i| i.fresh),
+            fail_link: self.fail_link_of.as_deref() == Some(&t.rel[..]),
         }))
     }
 

@@ -33,6 +33,9 @@ pub struct ExtractOptions {
     /// where unnamed `O_TMPFILE` files work: the fallback for file systems without them
     /// (`super::unnamed`); tests use it to cover that path. `false` (the default) in real use.
     pub named_temporaries: bool,
+    /// Test hook: giving the file at this stripped path its final name fails with `EIO`
+    /// (where `super::committer` may report it late). `None` (the default) in real use.
+    pub fail_link_of: Option<Vec<u8>>,
 }
 
 impl Default for ExtractOptions {
@@ -49,6 +52,7 @@ impl Default for ExtractOptions {
             as_root: root,
             fail_write_after: None,
             named_temporaries: false,
+            fail_link_of: None,
         }
     }
 }

@@ -110,6 +110,8 @@ pub struct FileSink {
     pub(crate) done: bool,
     /// Its directory was created by this run (no name in it can be taken by the output tree).
     pub(crate) fresh: bool,
+    /// Test hook: naming it fails with `EIO` (`ExtractOptions::fail_link_of`).
+    pub(crate) fail_link: bool,
 }
 
 impl FileSink {
@@ -238,6 +240,9 @@ impl FileSink {
     /// and replacing is asked for, under a temporary name that is then renamed over it), or
     /// renames a named one.
     fn place(&mut self) -> Result<()> {
+        if self.fail_link {
+            return Err(Error::io(&self.path, "link into place", Errno::IO.into()));
+        }
         let dir = self.dir.as_fd();
         let force = self.policy.replace();
         let how = match &self.temp {
