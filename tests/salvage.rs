@@ -154,13 +154,12 @@ fn a_zeroed_run_loses_only_the_entries_of_its_frames_encrypted() {
     damage_case(true, (1_000_000, 1_100_000), true);
 }
 
-/// Selective extraction of an intact entry works when another frame is damaged, and asking
-/// for a damaged one names it.
-#[test]
-fn selective_extraction_of_an_intact_entry_works_past_damage() {
-    let dir = tempfile::tempdir().unwrap();
-    let good = dir.path().join("good.kry");
-    let bad = dir.path().join("bad.kry");
+/// The plain test archive with one bit flipped at [`FLIP_AT`], written as `dir/bad.kry` (and
+/// the intact one as `dir/good.kry`): its path, the entries the flip damages, and the last
+/// intact file.
+fn one_flip(dir: &Path) -> (std::path::PathBuf, BTreeSet<String>, String) {
+    let good = dir.join("good.kry");
+    let bad = dir.join("bad.kry");
     let bytes = build(false);
     std::fs::write(&good, &bytes).unwrap();
     let (entries, frames) = geometry(&good, false);
@@ -172,6 +171,15 @@ fn selective_extraction_of_an_intact_entry_works_past_damage() {
         .map(|i| format!("t/f{i:03}"))
         .rfind(|p| !want.contains(p))
         .unwrap();
+    (bad, want, intact)
+}
+
+/// Selective extraction of an intact entry works when another frame is damaged, and asking
+/// for a damaged one names it.
+#[test]
+fn selective_extraction_of_an_intact_entry_works_past_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bad, want, intact) = one_flip(dir.path());
     let out = dir.path().join("o1");
     let req = krypta::ExtractRequest {
         output: out.clone(),
@@ -413,20 +421,8 @@ fn resync_past_a_zeroed_run_when_the_tail_is_cut_too() {
 #[test]
 fn a_late_naming_failure_outranks_the_salvage_summary() {
     let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.kry");
-    let good = dir.path().join("good.kry");
-    let bytes = build(false);
-    std::fs::write(&good, &bytes).unwrap();
-    let (entries, frames) = geometry(&good, false);
-    let want = expected_damage(&entries, &frames, (FLIP_AT, FLIP_AT + 1));
-    let mut b = bytes;
-    b[FLIP_AT as usize] ^= 0x80;
-    std::fs::write(&bad, &b).unwrap();
     // The last intact file: its commit is among the last the committing thread does.
-    let last = (0..FILES)
-        .map(|i| format!("t/f{i:03}"))
-        .rfind(|p| !want.contains(p))
-        .unwrap();
+    let (bad, _, last) = one_flip(dir.path());
     let out = dir.path().join("out");
     let req = krypta::ExtractRequest {
         output: out.clone(),

@@ -93,7 +93,8 @@ impl<W: Write> ArchiveWriter<W> {
         }
     }
 
-    pub(super) fn submit(&mut self, job: Job) -> Result<()> {
+    /// Writes finished blocks in order until a worker is free.
+    fn wait_for_capacity(&mut self) -> Result<()> {
         while !self.pool.has_capacity() {
             let r = self
                 .pool
@@ -103,6 +104,11 @@ impl<W: Write> ArchiveWriter<W> {
                 self.emit(r)?;
             }
         }
+        Ok(())
+    }
+
+    pub(super) fn submit(&mut self, job: Job) -> Result<()> {
+        self.wait_for_capacity()?;
         self.pool
             .submit(job)
             .map_err(|e| Error::Crypto(e.to_string()))?;
@@ -110,14 +116,8 @@ impl<W: Write> ArchiveWriter<W> {
         // is free: a block filled early would wait seconds for zstd 19 while adding a whole
         // block to the peak (issue 13: at -j 1, 336 MiB against zstd's 275 MiB with it);
         // filling one takes tens of milliseconds against seconds of compressing it.
-        while self.chain.is_some() && !self.pool.has_capacity() {
-            let r = self
-                .pool
-                .next_result()
-                .map_err(|e| Error::Crypto(e.to_string()))?;
-            if let Some(r) = r {
-                self.emit(r)?;
-            }
+        if self.chain.is_some() {
+            self.wait_for_capacity()?;
         }
         while let Some(r) = self
             .pool

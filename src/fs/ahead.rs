@@ -113,23 +113,38 @@ mod tests {
         }
     }
 
+    /// A walk: [`walk_selected`] or [`walk_ahead`].
+    type Walk = fn(
+        &[PathBuf],
+        &WalkOptions,
+        &Selector,
+        &mut dyn FnMut(WalkEvent) -> Result<()>,
+    ) -> Result<()>;
+
+    /// The way `walk` (the direct walk or [`walk_ahead`]) describes `inputs` with the default
+    /// options, event by event, and its result.
+    fn collected(walk: Walk, inputs: &[PathBuf]) -> (Vec<String>, Result<()>) {
+        let mut events = Vec::new();
+        let res = walk(
+            inputs,
+            &WalkOptions::default(),
+            &Selector::default(),
+            &mut |ev| {
+                events.push(describe(&ev));
+                Ok(())
+            },
+        );
+        (events, res)
+    }
+
     #[test]
     fn events_arrive_in_the_walks_order_across_many_batches() {
         let (_tmp, root) = tree(BATCH * QUEUE * 3 + 5);
         let inputs = vec![root];
-        let (opts, select) = (WalkOptions::default(), Selector::default());
-        let mut direct = Vec::new();
-        walk_selected(&inputs, &opts, &select, &mut |ev| {
-            direct.push(describe(&ev));
-            Ok(())
-        })
-        .unwrap();
-        let mut ahead = Vec::new();
-        walk_ahead(&inputs, &opts, &select, &mut |ev| {
-            ahead.push(describe(&ev));
-            Ok(())
-        })
-        .unwrap();
+        let (direct, walked) = collected(walk_selected, &inputs);
+        let (ahead, walked_ahead) = collected(walk_ahead, &inputs);
+        walked.unwrap();
+        walked_ahead.unwrap();
         // The files, 8 directories, the note on the leading '/' (an absolute input) and the
         // warning that the FIFO is left out.
         assert_eq!(direct.len(), BATCH * QUEUE * 3 + 5 + 8 + 2);
@@ -171,26 +186,8 @@ mod tests {
         let a = tmp.path().join("a");
         std::fs::write(&a, b"x").unwrap();
         let inputs = vec![a, tmp.path().join("missing")];
-        let mut events = Vec::new();
-        let res = walk_ahead(
-            &inputs,
-            &WalkOptions::default(),
-            &Selector::default(),
-            &mut |ev| {
-                events.push(describe(&ev));
-                Ok(())
-            },
-        );
-        let mut direct = Vec::new();
-        let want = walk_selected(
-            &inputs,
-            &WalkOptions::default(),
-            &Selector::default(),
-            &mut |ev| {
-                direct.push(describe(&ev));
-                Ok(())
-            },
-        );
+        let (events, res) = collected(walk_ahead, &inputs);
+        let (direct, want) = collected(walk_selected, &inputs);
         assert_eq!(events, direct);
         assert_eq!(
             res.map_err(|e| e.to_string()),
