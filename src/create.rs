@@ -111,6 +111,7 @@ fn compress_into(
         dereference: req.dereference,
         xattrs: req.xattrs,
         numeric_owner: req.numeric_owner,
+        open_files: true,
     };
     let mut on_event = |ev: fs::walk::WalkEvent| -> Result<()> {
         match ev {
@@ -137,7 +138,11 @@ fn compress_into(
                     rep.entry_done(&e.meta);
                     return Ok(());
                 }
-                let mut src = match fs::source::FileSource::open(&e.source, e.size) {
+                let opened = match e.opened.and_then(fs::walk::OpenFile::into_fd) {
+                    Some(fd) => fs::source::FileSource::from_fd(fd, &e.source),
+                    None => fs::source::FileSource::open(&e.source, e.size),
+                };
+                let mut src = match opened {
                     Ok(s) => s,
                     Err(err) if strict => return Err(err),
                     Err(err) => {
@@ -173,7 +178,8 @@ fn compress_into(
         }
     };
     if !fs_inputs.is_empty() {
-        // The walk runs ahead on its own thread (`fs::ahead` says why).
+        // The walk runs ahead on its own thread (`fs::ahead` says why) and opens the files.
+        fs::walk::raise_descriptor_limit();
         fs::walk_ahead(&fs_inputs, &opts, &req.select, &mut on_event)?;
     }
     if req.inputs.iter().any(|p| p.as_os_str() == "-") {

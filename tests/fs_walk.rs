@@ -67,7 +67,6 @@ fn symlinks_are_stored_not_followed_and_hard_links_point_at_the_first_path() {
             .iter()
             .find(|e| e.meta.path == arch(&base, rel))
             .unwrap()
-            .clone()
     };
     let l = by("dirlink");
     assert_eq!(l.meta.kind, EntryKind::Symlink);
@@ -169,12 +168,7 @@ fn dereference_follows_links_and_stops_at_loops() {
         },
     )
     .unwrap();
-    let by = |rel: &str| {
-        entries
-            .iter()
-            .find(|e| e.meta.path == arch(&base, rel))
-            .cloned()
-    };
+    let by = |rel: &str| entries.iter().find(|e| e.meta.path == arch(&base, rel));
     let via = by("via").unwrap();
     assert_eq!(via.meta.kind, EntryKind::Dir);
     let fl = by("flink").unwrap();

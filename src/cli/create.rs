@@ -363,6 +363,7 @@ fn spawn_total_scan(
                     acls: false,
                 },
                 numeric_owner: true,
+                open_files: false,
             };
             let mut sum = 0u64;
             let walked = krypta::fs::walk::walk_selected(&inputs, &opts, &select, &mut |ev| {

@@ -3,9 +3,11 @@
 //! to the caller's thread, which opens, reads and archives the files meanwhile.
 //!
 //! Why (issue 13 item 2; keep it): on a tree of small files `krypta c` is a chain of system
-//! calls per file, and on one thread the walk's part (`getdents64`, `newfstatat`,
-//! `llistxattr`: a third of the profile on 100,000 files) waited for the reading part
-//! (`openat`, `fstat`, `pread`, `close`) and the other way round. Events travel in batches
+//! calls per file, and on one thread the walk's part (`getdents64`, `newfstatat`, the
+//! attribute list: a third of the profile on 100,000 files) waited for the reading part
+//! (`fstat`, `pread`, `close`) and the other way round. The walk also opens each file
+//! (`super::walk`'s `list` module), so the open files it hands over are bounded by the
+//! queue below. Events travel in batches
 //! of [`BATCH`] (one wake-up per batch, not per entry), at most [`QUEUE`] batches ahead, so
 //! the walk runs at most a few hundred entries ahead of what is archived (the order of
 //! entries and warnings is the walk's, unchanged). An error of the caller's handler stops

@@ -78,6 +78,19 @@ impl EntryAttrs {
         out
     }
 
+    /// The attributes of the open file `fd` (sorted by name) into `out`, if any are kept.
+    pub(crate) fn xattrs_fd(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        out: &mut Vec<Xattr>,
+        warn: &mut dyn FnMut(String),
+    ) {
+        out.clear();
+        if !self.select.nothing() {
+            self.reader.read_fd(fd, out, warn);
+        }
+    }
+
     /// Fills `meta`'s owner names and sets its attributes to `xattrs`, leaving out what does
     /// not fit the fields area (largest first, each named in `warn`). Hard links get neither.
     pub(crate) fn complete(

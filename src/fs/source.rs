@@ -23,6 +23,7 @@
 
 use std::fs::File;
 use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -67,31 +68,55 @@ fn covers_its_size(st: &rustix::fs::Stat) -> bool {
     (st.st_blocks as u64).saturating_mul(512) >= size_of(st)
 }
 
+/// Runs `open` with the flags every input file is opened with, `O_NOATIME` first (refused with
+/// `EPERM` on files this user does not own: then without it).
+fn with_noatime(open: impl Fn(OFlags) -> io::Result<OwnedFd>) -> io::Result<OwnedFd> {
+    let base =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    match open(base | OFlags::NOATIME) {
+        Err(e) if e.raw_os_error() == Some(Errno::PERM.raw_os_error()) => open(base),
+        other => other,
+    }
+}
+
+/// `ELOOP` from an `O_NOFOLLOW` open means a symbolic link is there now: say so.
+fn swapped_link(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) {
+        io::Error::other("became a symbolic link since it was listed")
+    } else {
+        e
+    }
+}
+
 impl FileSource {
     /// Opens `path` for reading without following a symbolic link swapped in since the walk
     /// and without blocking on a FIFO (`O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`), then `fstat`s it:
     /// it must be a regular file. `expected_size` is the walk's `st_size` in bytes; a different
     /// size now is not an error (the size read is what is recorded).
     pub fn open(path: &Path, expected_size: u64) -> Result<FileSource> {
-        let base =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let fd = match longpath::open(path, base | OFlags::NOATIME, Mode::empty()) {
-            Err(e) if e.raw_os_error() == Some(Errno::PERM.raw_os_error()) => {
-                longpath::open(path, base, Mode::empty())
-            }
-            other => other,
-        }
-        .map_err(|e| {
-            if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) {
-                Error::io(
-                    path,
-                    "open",
-                    io::Error::other("became a symbolic link since it was listed"),
-                )
-            } else {
-                Error::io(path, "open", e)
-            }
-        })?;
+        let fd = FileSource::open_fd(path).map_err(|e| Error::io(path, "open", e))?;
+        // The walk's size is informational: what is read now is what gets recorded, and a
+        // change between the walk and this open is not a change *while reading*.
+        let _ = expected_size;
+        FileSource::from_fd(fd, path)
+    }
+
+    /// Opens `path` as [`FileSource::open`] does, for [`FileSource::from_fd`].
+    pub(crate) fn open_fd(path: &Path) -> io::Result<OwnedFd> {
+        with_noatime(|flags| longpath::open(path, flags, Mode::empty())).map_err(swapped_link)
+    }
+
+    /// Opens `name`, one component, in the directory `dir` as [`FileSource::open`] opens a
+    /// path, for [`FileSource::from_fd`]: no path lookup. The walk opens the files `krypta c`
+    /// stores this way (`super::walk`), so an unreadable file is skipped before it is listed.
+    pub(crate) fn open_in(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<OwnedFd> {
+        with_noatime(|flags| Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?))
+            .map_err(swapped_link)
+    }
+
+    /// Reads the file open as `fd` (from [`FileSource::open_in`]; `path` names it in messages):
+    /// `fstat`s it, which must show a regular file.
+    pub fn from_fd(fd: OwnedFd, path: &Path) -> Result<FileSource> {
         let st = fstat(&fd).map_err(|e| Error::io(path, "stat", e.into()))?;
         if kind_of(&st) != StatKind::File {
             return Err(Error::io(
@@ -100,9 +125,6 @@ impl FileSource {
                 io::Error::other("is no longer a regular file"),
             ));
         }
-        // The walk's size is informational: what is read now is what gets recorded, and a
-        // change between the walk and this open is not a change *while reading*.
-        let _ = expected_size;
         Ok(FileSource {
             file: File::from(fd),
             path: path.to_path_buf(),

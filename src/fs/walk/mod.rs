@@ -37,16 +37,22 @@
 //!   listing a directory ([`walk_selected`]).
 //! - **Deep trees**: directories are opened by path in pieces (see `longpath`), children are
 //!   `lstat`ed relative to their directory's descriptor, so paths longer than `PATH_MAX` work;
-//!   the walk keeps one directory descriptor open at a time, whatever the depth.
+//!   the walk lists one directory at a time, whatever the depth, and keeps the descriptors of
+//!   at most 64 directories whose files are still to be opened (`list` says why and how).
+
+mod list;
+
+pub use list::OpenFile;
+pub(crate) use list::raise_descriptor_limit;
+use list::stat_child;
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
-use rustix::fs::{AtFlags, Dir, Mode, OFlags, Stat, fstat, readlinkat, statat};
+use rustix::fs::{Stat, readlinkat};
 
 pub use super::archive_path::archive_path_of;
 use super::attrs::EntryAttrs;
@@ -54,7 +60,7 @@ use super::longpath;
 use super::meta::{StatKind, identity, kind_of, mode_of, mtime_of, size_of};
 use super::names::escape_path;
 use super::overlap::{self, Overlap};
-use super::select::{Selector, Verdict, is_tagged_cache};
+use super::select::{Selector, Verdict};
 use super::xattr::XattrSelect;
 use crate::format::entry::{EntryKind, EntryMeta, MAX_PATH_LEN, Xattr};
 use crate::{Error, Result};
@@ -72,10 +78,14 @@ pub struct WalkOptions {
     pub xattrs: XattrSelect,
     /// Store numeric ids only, no owner and group names (`--numeric-owner`).
     pub numeric_owner: bool,
+    /// Open each regular file stored and hand it over open ([`InputEntry::opened`]), as
+    /// `krypta c` does (see `list`: fewer system calls per file); else only check that it can
+    /// be read.
+    pub open_files: bool,
 }
 
 /// One entry found by the walk.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct InputEntry {
     /// The entry's metadata; `path` is the archive path, `link` the symlink target or the
     /// archive path of the first hard link.
@@ -85,6 +95,9 @@ pub struct InputEntry {
     pub source: PathBuf,
     /// `st_size` in bytes at walk time for files; 0 for every other kind.
     pub size: u64,
+    /// The file, opened by the walk with [`WalkOptions::open_files`] (read it with
+    /// [`super::source::FileSource::from_fd`]); `None` for every other kind and without it.
+    pub opened: Option<OpenFile>,
 }
 
 /// What the walk reports, in order.
@@ -139,8 +152,11 @@ struct Pending {
     st: Stat,
     /// Symlink target when `st` is a symlink (read while the parent was open).
     link: Vec<u8>,
-    /// Extended attributes, sorted by name (read while the parent was open).
+    /// Extended attributes, sorted by name (read while the parent was open; a file's when it
+    /// is opened, with [`WalkOptions::open_files`]).
     xattrs: Vec<Xattr>,
+    /// The directory holding a regular file, kept open to open it (`list`).
+    dir: Option<Rc<list::HeldDir>>,
 }
 
 /// Walks `inputs` and calls `on_event` for every entry and warning, in the order described in
@@ -175,6 +191,9 @@ pub fn walk_selected(
         on_event,
         select,
         input_dev: 0,
+        held: Rc::new(()),
+        open: Default::default(),
+        budget: list::Budget::from_limit(),
     };
     if let Some(i) = roots
         .iter()
@@ -210,6 +229,12 @@ struct Walker<'a> {
     select: &'a Selector,
     /// Device of the input being walked (`--one-file-system`).
     input_dev: u64,
+    /// One clone per directory descriptor kept open (`list::HeldDir`).
+    held: Rc<()>,
+    /// Files opened and handed over, not yet taken (`list::OpenFile`).
+    open: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// How many of each the walk may hold.
+    budget: list::Budget,
 }
 
 impl Walker<'_> {
@@ -266,6 +291,7 @@ impl Walker<'_> {
             meta,
             source: input.to_path_buf(),
             size: 0,
+            opened: None,
         }))
     }
 
@@ -346,6 +372,7 @@ impl Walker<'_> {
             st,
             link,
             xattrs,
+            dir: None,
         }];
         while let Some(p) = stack.pop() {
             self.visit(p, &mut stack)?;
@@ -353,7 +380,7 @@ impl Walker<'_> {
         Ok(())
     }
 
-    fn visit(&mut self, p: Pending, stack: &mut Vec<Pending>) -> Result<()> {
+    fn visit(&mut self, mut p: Pending, stack: &mut Vec<Pending>) -> Result<()> {
         if p.arch.len() > MAX_PATH_LEN {
             let e = io::Error::new(
                 io::ErrorKind::InvalidFilename,
@@ -408,17 +435,26 @@ impl Walker<'_> {
             ..Default::default()
         };
         let mut size = 0;
+        let mut opened = None;
         match kind {
             EntryKind::File => {
                 size = size_of(&p.st);
-                if p.st.st_nlink > 1 {
-                    let id = identity(&p.st);
-                    if let Some(first) = self.links.get(&id) {
-                        // Not the same path: overlapping inputs were stored once above.
-                        meta.kind = EntryKind::Hardlink;
-                        meta.link = first.clone();
-                        size = 0;
-                    } else {
+                let id = identity(&p.st);
+                if let Some(first) = self.links.get(&id).filter(|_| p.st.st_nlink > 1) {
+                    // Not the same path: overlapping inputs were stored once above.
+                    meta.kind = EntryKind::Hardlink;
+                    meta.link = first.clone();
+                    size = 0;
+                } else {
+                    if self.opts.open_files {
+                        // Skipped (not remembered as a first link) when it cannot be opened.
+                        match self.open_file(&p.source, p.dir.take(), &mut p.xattrs)? {
+                            list::Opened::Now(fd) => opened = Some(fd),
+                            list::Opened::Later => {}
+                            list::Opened::Skipped => return Ok(()),
+                        }
+                    }
+                    if p.st.st_nlink > 1 {
                         self.links.insert(id, meta.path.clone());
                     }
                 }
@@ -440,158 +476,7 @@ impl Walker<'_> {
             meta,
             source: p.source,
             size,
+            opened,
         }))
-    }
-
-    /// Reads a directory's children, sorted by name bytes, with their stats. Problems become
-    /// warnings and an empty list.
-    fn list_dir(&mut self, source: &Path, st: &Stat, arch: &[u8]) -> Result<Vec<Pending>> {
-        if !self.dirs_seen.insert(identity(st)) {
-            self.warn(
-                source,
-                "directory already stored (symbolic link loop or bind mount); not descending",
-            )?;
-            return Ok(Vec::new());
-        }
-        let follow = if self.opts.dereference {
-            OFlags::empty()
-        } else {
-            OFlags::NOFOLLOW
-        };
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | follow;
-        let fd = match longpath::open(source, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(e) => {
-                self.skip(source, "open directory", e, "stored empty")?;
-                return Ok(Vec::new());
-            }
-        };
-        match fstat(&fd) {
-            Ok(now) if identity(&now) == identity(st) => {}
-            _ => {
-                let e = io::Error::other("it was replaced while being archived");
-                self.skip(source, "read directory", e, "stored empty")?;
-                return Ok(Vec::new());
-            }
-        }
-        let mut dir = match Dir::new(fd) {
-            Ok(d) => d,
-            Err(e) => {
-                self.skip(source, "read directory", e.into(), "stored empty")?;
-                return Ok(Vec::new());
-            }
-        };
-        let mut names: Vec<Vec<u8>> = Vec::new();
-        while let Some(ent) = dir.read() {
-            match ent {
-                Ok(ent) => {
-                    let name = ent.file_name().to_bytes();
-                    if name != b"." && name != b".." {
-                        names.push(name.to_vec());
-                    }
-                }
-                Err(e) => {
-                    self.skip(source, "read directory", e.into(), "listing cut short")?;
-                    break;
-                }
-            }
-        }
-        names.sort_unstable();
-        let dirfd = match dir.fd() {
-            Ok(fd) => fd,
-            Err(e) => {
-                self.skip(source, "read directory", e.into(), "stored empty")?;
-                return Ok(Vec::new());
-            }
-        };
-        if self.select.exclude_caches && is_tagged_cache(dirfd.as_fd(), &names) {
-            names.retain(|n| n == super::select::CACHEDIR_TAG);
-        }
-        let mut out = Vec::with_capacity(names.len());
-        for name in names {
-            let mut child = source.join(OsStr::from_bytes(&name));
-            let (st, via_link) = match stat_child(dirfd.as_fd(), &name, self.opts.dereference) {
-                Ok(found) => found,
-                Err(e) => {
-                    self.skip(&child, "stat", e, "skipped")?;
-                    continue;
-                }
-            };
-            if self.opts.dereference && !via_link && kind_of(&st) == StatKind::Symlink {
-                self.warn(&child, "dangling symbolic link stored as a link")?;
-            }
-            if via_link && kind_of(&st) == StatKind::File {
-                // FileSource::open refuses a symlink in the last component; give it the target.
-                match std::fs::canonicalize(&child) {
-                    Ok(real) => child = real,
-                    Err(e) => {
-                        self.skip(&child, "resolve symbolic link", e, "skipped")?;
-                        continue;
-                    }
-                }
-            }
-            let link = if kind_of(&st) == StatKind::Symlink {
-                match readlinkat(dirfd.as_fd(), name.as_slice(), Vec::new()) {
-                    Ok(t) => t.into_bytes(),
-                    Err(e) => {
-                        self.skip(&child, "read link", e.into(), "skipped")?;
-                        continue;
-                    }
-                }
-            } else {
-                Vec::new()
-            };
-            if kind_of(&st) == StatKind::File
-                && let Err(e) = rustix::fs::accessat(
-                    dirfd.as_fd(),
-                    name.as_slice(),
-                    rustix::fs::Access::READ_OK,
-                    AtFlags::EACCESS,
-                )
-            {
-                self.skip(&child, "read", e.into(), "skipped")?;
-                continue;
-            }
-            let mut child_arch = Vec::with_capacity(arch.len() + 1 + name.len());
-            if !arch.is_empty() {
-                child_arch.extend_from_slice(arch);
-                child_arch.push(b'/');
-            }
-            child_arch.extend_from_slice(&name);
-            let xattrs = if matches!(kind_of(&st), StatKind::Special(_)) {
-                Vec::new()
-            } else {
-                let mut warnings = Vec::new();
-                let x = self
-                    .attrs
-                    .xattrs(dirfd.as_fd(), &name, &child, via_link, &mut |w| {
-                        warnings.push(w)
-                    });
-                self.warn_all(&child, warnings)?;
-                x
-            };
-            out.push(Pending {
-                source: child,
-                arch: child_arch,
-                st,
-                link,
-                xattrs,
-            });
-        }
-        Ok(out)
-    }
-}
-
-/// `lstat` of `name` in `dir`; with `deref`, a symbolic link is followed and the result is
-/// `(stat of the target, true)`, or `(lstat of the link, false)` when it dangles or loops.
-fn stat_child(dir: BorrowedFd<'_>, name: &[u8], deref: bool) -> io::Result<(Stat, bool)> {
-    let lst = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
-    if !deref || kind_of(&lst) != StatKind::Symlink {
-        return Ok((lst, false));
-    }
-    match statat(dir, name, AtFlags::empty()) {
-        Ok(st) => Ok((st, true)),
-        Err(rustix::io::Errno::NOENT | rustix::io::Errno::LOOP) => Ok((lst, false)),
-        Err(e) => Err(e.into()),
     }
 }

@@ -1,0 +1,187 @@
+//! `krypta c` opens each regular file in the walk, relative to a kept descriptor of its
+//! directory (`fs::walk::list`, issue 13): what that must not change. A file the user cannot
+//! open is skipped when it is met, with the warning naming it, and a hard link to it is not
+//! stored as a link to an entry that is not there; a tree deeper than the directories whose
+//! descriptors the walk keeps (`MAX_HELD_DIRS`, 64) opens its deepest files by path and still
+//! round-trips byte for byte.
+
+mod common;
+mod meta_common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use common::krypta;
+use meta_common::{is_root, tool, tools};
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `krypta ARGS` as nobody (`setpriv`) in `dir`.
+fn as_nobody(dir: &Path, args: &[&str]) -> Output {
+    tool("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("KRYPTA_PASSWORD")
+        .env_remove("SOURCE_DATE_EPOCH")
+        .stdin(Stdio::null())
+        .output()
+        .expect("setpriv")
+}
+
+fn chown_nobody(p: &Path) {
+    let nobody = rustix::fs::Uid::from_raw(65534);
+    rustix::fs::chown(p, Some(nobody), None).unwrap();
+}
+
+#[test]
+fn an_unreadable_file_and_its_hard_link_are_skipped_by_name_not_stored_as_a_dangling_link() {
+    if !tools("an_unreadable_file", &["setpriv"]) || !is_root() {
+        eprintln!(
+            "SKIP an_unreadable_file: needs root (to make a file nobody can read) and setpriv"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let top = tmp.path();
+    std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let t = top.join("t");
+    std::fs::create_dir(&t).unwrap();
+    std::fs::write(t.join("a-secret"), b"root only").unwrap();
+    std::fs::set_permissions(t.join("a-secret"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::hard_link(t.join("a-secret"), t.join("b-link")).unwrap();
+    std::fs::write(t.join("c-open"), b"anyone").unwrap();
+    let out = top.join("out");
+    std::fs::create_dir(&out).unwrap();
+    for p in [&t, &t.join("c-open"), &out] {
+        chown_nobody(p);
+    }
+    let o = as_nobody(top, &["c", "out/a.kry", "t"]);
+    assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
+    let err = stderr(&o);
+    for name in ["a-secret", "b-link"] {
+        assert!(
+            err.contains(&format!(
+                "t/{name}: cannot open (Permission denied (os error 13)); skipped"
+            )),
+            "{err}"
+        );
+    }
+    let listed = krypta()
+        .args(["l", "-q"])
+        .arg(out.join("a.kry"))
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["t", "t/c-open"], "{:?}", listed);
+    let x = krypta()
+        .arg("x")
+        .arg(out.join("a.kry"))
+        .arg("-o")
+        .arg(top.join("x"))
+        .output()
+        .unwrap();
+    assert!(x.status.success(), "{}", stderr(&x));
+    assert_eq!(std::fs::read(top.join("x/t/c-open")).unwrap(), b"anyone");
+    assert!(!top.join("x/t/b-link").exists());
+}
+
+#[test]
+fn a_tree_deeper_than_the_kept_directories_round_trips_every_file() {
+    const DEPTH: usize = 100;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("deep");
+    let mut dir = root.clone();
+    let mut want = Vec::new();
+    for level in 0..DEPTH {
+        std::fs::create_dir_all(&dir).unwrap();
+        // "d" sorts before "f": every level's file waits while the levels below are walked,
+        // so the walk holds one directory per level until it reaches its limit.
+        let body = format!("level {level}\n").repeat(level + 1);
+        std::fs::write(dir.join("f"), &body).unwrap();
+        want.push((dir.join("f"), body));
+        dir = dir.join("d");
+    }
+    let kry = tmp.path().join("a.kry");
+    let c = krypta()
+        .args(["c", "-q"])
+        .arg(&kry)
+        .arg("deep")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", stderr(&c));
+    let out = tmp.path().join("out");
+    let x = krypta()
+        .args(["x", "-q"])
+        .arg(&kry)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(x.status.success(), "{}", stderr(&x));
+    for (path, body) in &want {
+        let rel = path.strip_prefix(tmp.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(out.join(rel)).unwrap(),
+            *body,
+            "{}",
+            rel.display()
+        );
+    }
+}
+
+#[test]
+fn under_a_descriptor_limit_of_40_every_file_of_a_wide_tree_is_stored() {
+    // The walk holds open files for the reading thread: within a budget taken from the soft
+    // limit (which `ulimit -n` also caps hard here, so krypta cannot raise it).
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    let mut want = Vec::new();
+    for d in 0..3 {
+        std::fs::create_dir_all(t.join(format!("d{d}"))).unwrap();
+        for i in 0..1000 {
+            let rel = format!("t/d{d}/f{i:04}");
+            let body = format!("{rel}\n").repeat(i % 5 + 1);
+            std::fs::write(tmp.path().join(&rel), &body).unwrap();
+            want.push((rel, body));
+        }
+    }
+    let c = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 40 && exec \"$0\" c a.kry t")
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .current_dir(tmp.path())
+        .env_remove("KRYPTA_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", stderr(&c));
+    let err = stderr(&c);
+    assert!(err.starts_with("krypta: a.kry: 3004 entries, "), "{err}");
+    assert_eq!(err.lines().count(), 1, "no warning: {err}");
+    let out = tmp.path().join("out");
+    let x = krypta()
+        .args(["x", "-q"])
+        .arg(tmp.path().join("a.kry"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(x.status.success(), "{}", stderr(&x));
+    for (rel, body) in &want {
+        assert_eq!(
+            std::fs::read_to_string(out.join(rel)).unwrap(),
+            *body,
+            "{rel}"
+        );
+    }
+}
