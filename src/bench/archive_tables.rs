@@ -280,7 +280,7 @@ pub fn table4(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Table> {
 }
 
 /// The key-setup time of `p` alone, ms, as a cell ("seal / open" for pq-box).
-fn key_setup(p: &Protect, runs: usize) -> Result<Cell> {
+pub(super) fn key_setup(p: &Protect, runs: usize) -> Result<Cell> {
     let crypto = |e: crate::crypto::CryptoError| Error::Crypto(e.to_string());
     Ok(match p {
         Protect::Plain | Protect::KeyFile(_) => Cell::Missing,

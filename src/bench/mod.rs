@@ -10,7 +10,9 @@
 //! (upload/download vs the AWS CLI and a local file; one file of a large archive), when a
 //! server is available (see `store_tables`); 14 delta archives on real version pairs
 //! (krypta's modes beside xdelta3 and `zstd --patch-from`, DeltaGlider's figures quoted; see
-//! `delta_tables`). MB = 10^6 bytes.
+//! `delta_tables`); 15 where people wait: each comparison of issue 13 (writes, small files,
+//! extraction, level 9, Argon2id) against its peer in the same run, with the goal (see
+//! `wait_tables`). MB = 10^6 bytes.
 
 mod archive_tables;
 mod codec_tables;
@@ -28,6 +30,8 @@ mod report;
 mod sha256_scalar;
 mod store_tables;
 mod synth;
+mod wait_rows;
+mod wait_tables;
 
 use std::path::{Path, PathBuf};
 
@@ -42,7 +46,7 @@ pub use report::{BenchReport, Cell, Table};
 pub struct BenchOptions {
     /// Small inputs and one run per measurement: finishes in under a minute on 2 cores.
     pub quick: bool,
-    /// Table numbers (1..=7, 9..=14) to run; empty = all.
+    /// Table numbers (1..=7, 9..=15) to run; empty = all.
     pub tables: Vec<u8>,
     /// The user's own files: when given, table 1 runs on them (and nothing else).
     pub files: Vec<PathBuf>,
@@ -118,16 +122,16 @@ pub fn make_fixtures(dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
 }
 
 /// Runs the selected tables and returns their numbers. `progress` receives one line per
-/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 and 9..=14 or
+/// step (for a terminal status line). Errors: Usage for a table outside 1..=7 and 9..=15 or
 /// missing fixture inputs, Io for files.
 pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchReport> {
     if let Some(bad) = opts
         .tables
         .iter()
-        .find(|t| !(1..=7).contains(*t) && !(9..=14).contains(*t))
+        .find(|t| !(1..=7).contains(*t) && !(9..=15).contains(*t))
     {
         return Err(Error::Usage(format!(
-            "there is no table {bad}: tables are 1 to 7 and 9 to 14 (8 is computed from 1, 3, 4 and 6)"
+            "there is no table {bad}: tables are 1 to 7 and 9 to 15 (8 is computed from 1, 3, 4 and 6)"
         )));
     }
     let plan = Plan::new(opts.quick);
@@ -162,7 +166,9 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
             .push(codec_tables::table1(&files, &plan, progress)?);
         return Ok(report);
     }
-    let needs_fixtures = [1, 2, 3, 5, 6, 7, 10, 11].iter().any(|&n| wants(n));
+    let needs_fixtures = [1, 2, 3, 5, 6, 7, 10, 11, wait_tables::NUMBER]
+        .iter()
+        .any(|&n| wants(n));
     let (all, skipped) = if needs_fixtures {
         load_fixtures(opts.fixtures_dir.as_deref(), progress)?
     } else {
@@ -246,6 +252,11 @@ pub fn run(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<BenchR
             progress,
         )?);
     }
+    if wants(wait_tables::NUMBER) {
+        report
+            .tables
+            .push(wait_tables::table15(&fx, &plan, opts.quick, progress)?);
+    }
     Ok(report)
 }
 
@@ -255,7 +266,7 @@ mod tests {
 
     #[test]
     fn table_numbers_outside_the_list_are_usage_errors() {
-        for bad in [8, 15] {
+        for bad in [8, 16] {
             let opts = BenchOptions {
                 tables: vec![bad],
                 ..Default::default()
@@ -264,7 +275,7 @@ mod tests {
             assert_eq!(
                 err.to_string(),
                 format!(
-                    "there is no table {bad}: tables are 1 to 7 and 9 to 14 (8 is computed from 1, 3, 4 and 6)"
+                    "there is no table {bad}: tables are 1 to 7 and 9 to 15 (8 is computed from 1, 3, 4 and 6)"
                 )
             );
         }

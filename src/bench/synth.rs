@@ -5,10 +5,10 @@
 pub const RANDOM_SEED: &str = "krypta bench fixture: random, v1";
 
 /// SplitMix64 (Steele, Lea, Flood 2014): the fixtures' seeded generator.
-struct SplitMix(u64);
+pub(super) struct SplitMix(pub(super) u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

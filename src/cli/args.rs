@@ -118,7 +118,7 @@ pub(crate) struct BenchArgs {
     /// Small inputs, one run each: under a minute on 2 cores (indicative numbers)
     #[arg(long)]
     pub(crate) quick: bool,
-    /// Run only table N (1..7, 9..14; repeatable)
+    /// Run only table N (1..7, 9..15; repeatable)
     #[arg(long = "table", value_name = "N")]
     pub(crate) tables: Vec<u8>,
     /// Print JSON instead of markdown

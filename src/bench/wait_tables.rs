@@ -1,0 +1,410 @@
+//! Table 15: where people wait (issue 13) — each comparison of the issue measured in one run,
+//! krypta against the peer a user would reach for, as a ratio of the two, with the goal and
+//! whether this run meets it:
+//!
+//! - encrypted writes, `c -s --keyfile` of 200 and 800 MiB (quick: 16 MiB) against `age -r`
+//!   (one core) and `cp`, at the default `-j` and at `-j 1`; the same bytes from a pipe
+//!   (`cat | krypta c … -`) against the file;
+//! - 100,000 small files (quick: 2,000) of 2–30 words: archive size, `c` and `x` against
+//!   `tar c | zstd -3` and `zstd -dc | tar x`;
+//! - extraction at `-l 3 -j 1`: a tree of files of 1–64 KiB cut from the fixtures against
+//!   `zstd -dc | tar x`, one large file against `zstd -d`, and `-j 2` against `-j 1`;
+//! - level 9 on a long input (1 GiB of the text fixture repeated; quick: 8 MB) against
+//!   `zstd -19 --long=27 -T1`: size, peak memory compressing, extraction time;
+//! - Argon2id with the default parameters (absolute goal 350 ms; the reference `argon2`
+//!   command beside it when installed).
+//!
+//! Method (keep it: the machines are shared and noisy): krypta runs as the real binary (this
+//! process's executable) and every peer as a child process (`sh -c`), timed the same way
+//! (wall clock around the child; peak memory from `/usr/bin/time -f %M` when it exists). The
+//! two sides of a comparison alternate (A B A B …) and the medians are compared. Writes and
+//! small files run on tmpfs (`/dev/shm`) and, when the temporary directory is on another
+//! file system, on disk too; everything else on tmpfs. Nothing here fsyncs less than a user
+//! gets: krypta runs with its defaults (its fsync of the finished archive included).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+
+use super::Plan;
+use super::fixtures::Fixture;
+use super::measure::median;
+use super::report::{Cell, Table};
+#[cfg(test)]
+use super::wait_rows::small_tree;
+use super::wait_rows::{argon2id, extraction, level9, small_files, writes};
+
+/// This table's number.
+pub const NUMBER: u8 = 15;
+
+/// The sizes of one run (full plan or `--quick`).
+pub(super) struct Sizes {
+    pub(super) write_mib: Vec<usize>,
+    pub(super) small_files: usize,
+    pub(super) tree_mb: usize,
+    pub(super) large_mb: usize,
+    pub(super) level9_mb: usize,
+}
+
+impl Sizes {
+    fn new(quick: bool) -> Sizes {
+        if quick {
+            Sizes {
+                write_mib: vec![16],
+                small_files: 2_000,
+                tree_mb: 4,
+                large_mb: 16,
+                level9_mb: 8,
+            }
+        } else {
+            Sizes {
+                write_mib: vec![200, 800],
+                small_files: 100_000,
+                tree_mb: 60,
+                large_mb: 200,
+                level9_mb: 1024,
+            }
+        }
+    }
+}
+
+/// A goal of the issue for one row: a ratio krypta / peer at most or at least this, an
+/// absolute time in ms at most this, or none (shown for context).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Goal {
+    AtMost(f64),
+    AtMostMs(f64),
+    Info,
+}
+
+impl Goal {
+    fn text(self) -> String {
+        match self {
+            Goal::AtMost(r) => format!("≤ {r:.2}"),
+            Goal::AtMostMs(ms) => format!("≤ {ms:.0} ms"),
+            Goal::Info => "–".into(),
+        }
+    }
+
+    /// "yes" or "no" for a row with a goal: `ratio` is krypta / peer, `ms` krypta's time.
+    pub(crate) fn met(self, ratio: Option<f64>, ms: Option<f64>) -> Cell {
+        let verdict = match (self, ratio, ms) {
+            (Goal::AtMost(g), Some(r), _) => r <= g,
+            (Goal::AtMostMs(g), _, Some(ms)) => ms <= g,
+            _ => return Cell::Missing,
+        };
+        Cell::text(if verdict { "yes" } else { "no" })
+    }
+}
+
+/// One timed child process: wall seconds and peak resident memory, KiB, when known.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Run {
+    pub(super) secs: f64,
+    pub(super) rss_kib: Option<u64>,
+}
+
+/// Where the runs of one place happen.
+struct Place {
+    name: &'static str,
+    dir: tempfile::TempDir,
+}
+
+/// Runs `script` with `sh -c` in `cwd` (`$KRYPTA` names the krypta binary), timed.
+pub(super) fn run_sh(exe: &Path, cwd: &Path, script: &str) -> Result<Run> {
+    let time = Path::new("/usr/bin/time");
+    let rss_file = cwd.join(".rss");
+    let mut cmd = if time.exists() {
+        let mut c = Command::new(time);
+        c.arg("-f").arg("%M").arg("-o").arg(&rss_file).arg("sh");
+        c
+    } else {
+        Command::new("sh")
+    };
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .env("KRYPTA", exe)
+        .env_remove("KRYPTA_PASSWORD")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let out = cmd.output().map_err(|e| Error::io("sh", "run", e))?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(Error::Usage(format!(
+            "bench table 15: `{script}` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let rss_kib = std::fs::read_to_string(&rss_file)
+        .ok()
+        .and_then(|s| s.lines().last().and_then(|l| l.trim().parse().ok()));
+    Ok(Run { secs, rss_kib })
+}
+
+/// Medians of `runs` alternating runs of `a` and `b` (A B A B …); `prepare` runs before
+/// each, untimed (it removes what the previous run wrote).
+pub(super) fn pair(
+    exe: &Path,
+    cwd: &Path,
+    runs: usize,
+    a: &str,
+    b: &str,
+    prepare: &dyn Fn() -> Result<()>,
+) -> Result<(Run, Run)> {
+    let mut times = (Vec::new(), Vec::new());
+    let mut rss = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        for (script, t, m) in [(a, &mut times.0, &mut rss.0), (b, &mut times.1, &mut rss.1)] {
+            prepare()?;
+            let r = run_sh(exe, cwd, script)?;
+            t.push(r.secs);
+            m.extend(r.rss_kib.map(|k| k as f64));
+        }
+    }
+    let med = |t: &mut Vec<f64>, m: &mut Vec<f64>| Run {
+        secs: median(t),
+        rss_kib: (!m.is_empty()).then(|| median(m) as u64),
+    };
+    Ok((med(&mut times.0, &mut rss.0), med(&mut times.1, &mut rss.1)))
+}
+
+/// Whether `tool` is on `PATH`.
+pub(super) fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| Error::io(d, "create", e))?;
+    }
+    std::fs::write(path, bytes).map_err(|e| Error::io(path, "write", e))
+}
+
+pub(super) fn size_of(path: &Path) -> Result<u64> {
+    std::fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|e| Error::io(path, "stat", e))
+}
+
+/// Removes `dirs` below `cwd` if they exist.
+pub(super) fn clear(cwd: &Path, dirs: &[&str]) -> Result<()> {
+    for d in dirs {
+        let p = cwd.join(d);
+        if p.exists() {
+            std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, "remove", e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows being built, with the columns of the table.
+pub(super) struct Rows {
+    table: Table,
+}
+
+impl Rows {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push(
+        &mut self,
+        what: String,
+        place: &str,
+        k: String,
+        peer: String,
+        ratio: Option<f64>,
+        goal: Goal,
+        ms: Option<f64>,
+    ) {
+        self.table.rows.push(vec![
+            Cell::text(what),
+            Cell::text(place),
+            Cell::text(k),
+            Cell::text(peer),
+            ratio.map_or(Cell::Missing, |r| Cell::num(r, 2)),
+            Cell::text(goal.text()),
+            goal.met(ratio, ms),
+        ]);
+    }
+
+    /// A time comparison: krypta's and the peer's median seconds.
+    pub(super) fn times(
+        &mut self,
+        what: String,
+        place: &str,
+        peer: &str,
+        k: Run,
+        p: Run,
+        goal: Goal,
+    ) {
+        self.push(
+            what,
+            place,
+            format!("{:.3} s", k.secs),
+            format!("{peer}: {:.3} s", p.secs),
+            Some(k.secs / p.secs.max(1e-9)),
+            goal,
+            None,
+        );
+    }
+
+    /// A peak-memory comparison, when both are known.
+    pub(super) fn memory(&mut self, what: String, peer: &str, k: Run, p: Run, goal: Goal) {
+        let (Some(a), Some(b)) = (k.rss_kib, p.rss_kib) else {
+            return;
+        };
+        self.push(
+            what,
+            "tmpfs",
+            format!("{a} KiB"),
+            format!("{peer}: {b} KiB"),
+            Some(a as f64 / (b as f64).max(1.0)),
+            goal,
+            None,
+        );
+    }
+}
+
+/// Table 15 (see the module documentation).
+pub fn table15(
+    fx: &[Fixture],
+    plan: &Plan,
+    quick: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Table> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("krypta", "locate", e))?;
+    let sizes = Sizes::new(quick);
+    let runs = plan.runs;
+    let mut rows = Rows {
+        table: Table::new(
+            NUMBER,
+            "Where people wait: krypta against the peer, in the same run",
+            format!(
+                "each row one comparison of issue 13, krypta (this binary, its defaults \
+                 unless the row says) and the peer as child processes timed alike, \
+                 alternating A B A B, medians of {runs} run(s) each (level 9 compression: \
+                 one run each); ratio = krypta / peer (time, size or peak memory: below 1 is \
+                 krypta ahead); peak memory from /usr/bin/time. Small files: {} files of \
+                 2–30 words in 100 directories; tree: {} MB of the fixtures cut into files of \
+                 1–64 KiB; large file: {} MB of the fixtures; level 9: {} MB of the text \
+                 fixture repeated.",
+                sizes.small_files, sizes.tree_mb, sizes.large_mb, sizes.level9_mb
+            ),
+            &[
+                "comparison",
+                "where",
+                "krypta",
+                "peer",
+                "krypta / peer",
+                "goal",
+                "met",
+            ],
+        ),
+    };
+    let places = places()?;
+    let tools_missing: Vec<&str> = ["zstd", "tar", "age", "age-keygen"]
+        .into_iter()
+        .filter(|t| !have(t))
+        .collect();
+    for place in &places {
+        let cwd = place.dir.path();
+        writes(&exe, cwd, place.name, &sizes, runs, &mut rows, progress)?;
+        small_files(&exe, cwd, place.name, &sizes, runs, &mut rows, progress)?;
+    }
+    if let Some(tmpfs) = places.first() {
+        let cwd = tmpfs.dir.path();
+        extraction(&exe, cwd, fx, &sizes, runs, &mut rows, progress)?;
+        level9(&exe, cwd, fx, &sizes, runs, &mut rows, progress)?;
+    }
+    progress("table 15: argon2id");
+    argon2id(&exe, places[0].dir.path(), runs, &mut rows)?;
+    let t = &mut rows.table;
+    if !tools_missing.is_empty() {
+        t.reading.push(format!(
+            "Not installed here, so their rows are missing: {}.",
+            tools_missing.join(", ")
+        ));
+    }
+    let (met, total) = t.rows.iter().fold((0, 0), |(m, n), r| match r.last() {
+        Some(Cell::Text(s)) if s == "yes" => (m + 1, n + 1),
+        Some(Cell::Text(s)) if s == "no" => (m, n + 1),
+        _ => (m, n),
+    });
+    t.reading
+        .push(format!("{met} of the {total} goals are met in this run."));
+    Ok(rows.table)
+}
+
+/// tmpfs first (`/dev/shm`), then the temporary directory when it is on another device.
+fn places() -> Result<Vec<Place>> {
+    use std::os::unix::fs::MetadataExt;
+    let mk = |base: &Path| {
+        tempfile::Builder::new()
+            .prefix("krypta-bench-15-")
+            .tempdir_in(base)
+            .map_err(|e| Error::io(base, "create a directory in", e))
+    };
+    let shm = Path::new("/dev/shm");
+    let tmp: PathBuf = std::env::temp_dir();
+    let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    let mut out = Vec::new();
+    if shm.is_dir() {
+        out.push(Place {
+            name: "tmpfs",
+            dir: mk(shm)?,
+        });
+    }
+    if !shm.is_dir() || dev(shm) != dev(&tmp) {
+        out.push(Place {
+            name: "disk",
+            dir: mk(&tmp)?,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goals_judge_the_ratio_or_the_time_and_say_nothing_without_a_value() {
+        assert_eq!(Goal::AtMost(1.0).met(Some(0.93), None), Cell::text("yes"));
+        assert_eq!(Goal::AtMost(1.0).met(Some(1.01), None), Cell::text("no"));
+        assert_eq!(Goal::AtMost(1.2).met(None, None), Cell::Missing);
+        assert_eq!(
+            Goal::AtMostMs(350.0).met(None, Some(470.0)),
+            Cell::text("no")
+        );
+        assert_eq!(
+            Goal::AtMostMs(350.0).met(Some(9.0), Some(340.0)),
+            Cell::text("yes")
+        );
+        assert_eq!(Goal::Info.met(Some(0.5), Some(1.0)), Cell::Missing);
+        assert_eq!(Goal::AtMost(0.625).text(), "≤ 0.62");
+    }
+
+    #[test]
+    fn the_small_file_tree_is_the_same_on_every_machine() {
+        let a = tempfile::tempdir().unwrap();
+        let bytes = small_tree(a.path(), 300).unwrap();
+        let first = std::fs::read_to_string(a.path().join("d000/f000000.txt")).unwrap();
+        let words = first.split_whitespace().count();
+        assert!((2..=30).contains(&words), "{first:?}");
+        assert_eq!(std::fs::read_dir(a.path()).unwrap().count(), 100);
+        let b = tempfile::tempdir().unwrap();
+        assert_eq!(small_tree(b.path(), 300).unwrap(), bytes);
+        assert_eq!(
+            std::fs::read(b.path().join("d042/f000142.txt")).unwrap(),
+            std::fs::read(a.path().join("d042/f000142.txt")).unwrap()
+        );
+    }
+}
