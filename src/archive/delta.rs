@@ -61,7 +61,19 @@ pub struct BaseFile {
     /// The file's size in the base, bytes.
     pub size: u64,
     segments: Vec<Segment>,
+    /// Its position in the base's index (what a BASE_REF names: `super::delta_ref`).
+    pub entry: u64,
+    /// Its BLAKE3: the base index's digest, or for a file stored without one (END) hashed
+    /// from its content during the walk when it is at most [`HASH_MAX`] bytes; `None`
+    /// otherwise (such a file is never stored as a reference).
+    pub digest: Option<[u8; 32]>,
 }
+
+/// The largest base file without a stored digest whose content the map walk hashes, so
+/// that an identical new file can be stored as a reference: 64 MiB. krypta's own writer
+/// stores a digest for every file of at least 4 KiB, so this only bounds what another
+/// writer's base could make the walk hash (its holes included).
+pub const HASH_MAX: u64 = 64 << 20;
 
 impl BaseFile {
     /// The base stream offset of file offset `x`, clamped to the file's stored bytes
@@ -112,6 +124,11 @@ impl BaseMap {
         };
         let mut files: HashMap<Vec<u8>, BaseFile> = HashMap::new();
         let mut current: Option<Vec<u8>> = None;
+        let entries = &base.index().entries;
+        // Entry number of the current ENTRY record, and the hasher of a base file whose
+        // digest the index does not store (module doc of `delta_ref`).
+        let mut number = 0u64;
+        let mut hashing: Option<(blake3::Hasher, u64)> = None;
         let err = |e: WalkError| match e {
             WalkError::Format(e) => Error::Usage(format!(
                 "{}: base record stream: {e}",
@@ -123,6 +140,17 @@ impl BaseMap {
             match head {
                 RecordHead::Entry(meta) => {
                     current = (meta.kind == EntryKind::File).then(|| meta.path.clone());
+                    hashing = None;
+                    let ix = entries.get(number as usize).filter(|e| e.meta == meta);
+                    if let Some(p) = &current {
+                        let f = files.entry(p.clone()).or_default();
+                        f.entry = number;
+                        f.digest = ix.and_then(|e| e.digest);
+                        hashing = ix
+                            .filter(|e| e.digest.is_none() && e.size <= HASH_MAX)
+                            .map(|_| (blake3::Hasher::new(), 0));
+                    }
+                    number += 1;
                 }
                 RecordHead::Data { offset, len } => {
                     let stream = walk.position();
@@ -133,12 +161,33 @@ impl BaseMap {
                             stream,
                         });
                     }
-                    walk.skip(len as u64).map_err(err)?;
-                }
-                RecordHead::End { size, .. } => {
-                    if let Some(p) = current.take() {
-                        files.entry(p).or_default().size = size;
+                    if let Some((h, to)) = hashing.as_mut() {
+                        super::hash_zeros(h, offset.saturating_sub(*to));
+                        *to = offset + len as u64;
                     }
+                    walk.skip(len as u64, hashing.as_mut().map(|(h, _)| h))
+                        .map_err(err)?;
+                }
+                RecordHead::End { size, digest } => {
+                    if let Some(p) = current.take() {
+                        let f = files.entry(p).or_default();
+                        f.size = size;
+                        let ix = &entries.get(f.entry as usize);
+                        if let Some((mut h, to)) = hashing.take() {
+                            super::hash_zeros(&mut h, size.saturating_sub(to));
+                            f.digest = Some(*h.finalize().as_bytes());
+                        }
+                        // Only what the stream and the index agree on is referenced.
+                        if ix.is_none_or(|e| e.size != size || (digest.is_some() && e.digest != digest)) {
+                            f.digest = None;
+                        }
+                    }
+                }
+                RecordHead::BaseRef { .. } => {
+                    return Err(err(WalkError::Format(FormatError::invalid(
+                        "base record stream",
+                        "a BASE_REF record in a base (a base is not a delta archive)",
+                    ))));
                 }
                 RecordHead::Pad => {}
             }
@@ -234,6 +283,8 @@ pub(crate) struct DeltaWriter {
     placed: Vec<Placed>,
     widen: u64,
     max: u64,
+    /// Files stored as base references so far (`super::delta_ref`).
+    pub(crate) referenced: u64,
 }
 
 impl DeltaWriter {
@@ -246,6 +297,7 @@ impl DeltaWriter {
             placed: Vec::new(),
             widen: widen_for(block_size),
             max: MAX_REGION.max(block_size as u64 + 2 * widen_for(block_size)),
+            referenced: 0,
         }
     }
 
@@ -262,6 +314,11 @@ impl DeltaWriter {
         };
         extensions.push(b.extension());
         Ok(Some(DeltaWriter::new(BaseMap::build(b)?, block_size)))
+    }
+
+    /// The base file matched to the file being added, if any.
+    pub(crate) fn current(&self) -> Option<&Arc<BaseFile>> {
+        self.current.as_ref().map(|(f, _)| f)
     }
 
     /// Notes one DATA segment placed in the block (for a matched file).
@@ -361,7 +418,12 @@ impl Walk<'_> {
         Ok(true)
     }
 
-    fn skip(&mut self, mut n: u64) -> std::result::Result<(), WalkError> {
+    /// Skips `n` content bytes, hashing them into `hash` when given.
+    fn skip(
+        &mut self,
+        mut n: u64,
+        mut hash: Option<&mut blake3::Hasher>,
+    ) -> std::result::Result<(), WalkError> {
         while n > 0 {
             if !self.ensure()? {
                 return Err(FormatError::Truncated {
@@ -372,6 +434,9 @@ impl Walk<'_> {
                 .into());
             }
             let k = ((self.block.len() - self.pos) as u64).min(n);
+            if let Some(h) = hash.as_deref_mut() {
+                h.update(&self.block[self.pos..self.pos + k as usize]);
+            }
             self.pos += k as usize;
             self.stream += k;
             n -= k;
@@ -422,6 +487,7 @@ mod tests {
                     stream,
                 })
                 .collect(),
+            ..BaseFile::default()
         })
     }
 
