@@ -195,6 +195,9 @@ pub struct WriteSummary {
     pub archive_bytes: u64,
     /// Of those, the recovery section's bytes (0 without `--recovery`).
     pub recovery_bytes: u64,
+    /// Files stored as references to the base (BASE_REF, docs/FORMAT.md §16.5; 0 without
+    /// a base).
+    pub base_references: u64,
 }
 
 /// An entry's archive path for a message: escaped as `list` shows it, and cut after 200
