@@ -47,30 +47,37 @@ fn index_entry_max(path: &str, file: bool) -> usize {
 }
 
 #[test]
-fn an_identical_tree_is_references_only_within_the_bound_its_records_and_index_give() {
+fn an_identical_tree_costs_its_records_and_index_and_no_content_of_its_large_file() {
     let fx = Fx::new();
     versions(&fx, Change::None);
     fx.ok(&["c", "-q", "base.kry", "v1"]);
+    // big.bin (6 MiB) is a reference; the small files (3,000..19,000 bytes, under the
+    // 64 KiB threshold of FORMAT.md §16.3) are content against the base.
     let c = fx.ok(&["c", "--base", "base.kry", "delta.kry", "v1"]);
     assert!(
-        err(&c).contains(", 6 files as references to the base), "),
+        err(&c).contains(", 1 file as a reference to the base), "),
         "{}",
         err(&c)
     );
     let d = std::fs::read(fx.p("delta.kry")).unwrap();
     let dirs = ["v1", "v1/empty", "v1/s"];
-    let files: Vec<String> = std::iter::once("v1/big.bin".to_string())
-        .chain((0..5).map(|i| format!("v1/s/{i}.dat")))
+    let small: Vec<(String, usize)> = (0..5)
+        .map(|i| (format!("v1/s/{i}.dat"), 3000 + 4000 * i))
         .collect();
-    // The record stream holds the entries, one BASE_REF (9 bytes) and one END_DIGEST (41)
-    // per file, nothing else but PAD to the block's end: no DATA at all. One data block.
+    // The record stream: the entries, big.bin's BASE_REF (9 bytes) and END_DIGEST (41),
+    // each small file's DATA segment (13-byte head) and END_DIGEST, PAD to the block's
+    // 16-byte end; one data block. No byte of big.bin's content.
     let frames = data_frames(&d);
     assert_eq!(frames.len(), 1, "{frames:?}");
     let records_max: usize = dirs.iter().map(|p| entry_record_max(p)).sum::<usize>()
-        + files
+        + entry_record_max("v1/big.bin")
+        + 9
+        + 41
+        + small
             .iter()
-            .map(|p| entry_record_max(p) + 9 + 41)
-            .sum::<usize>();
+            .map(|(p, n)| entry_record_max(p) + 13 + n + 41)
+            .sum::<usize>()
+        + 15;
     let raw = frames[0].2 as usize;
     assert!(raw <= records_max, "record stream {raw} > {records_max}");
     // The archive: header, one data frame (48 + 24-byte block header + at most the raw
@@ -78,7 +85,11 @@ fn an_identical_tree_is_references_only_within_the_bound_its_records_and_index_g
     // the index), the footer. Derived bound, not a measurement.
     let index_max = 8
         + dirs.iter().map(|p| index_entry_max(p, false)).sum::<usize>()
-        + files.iter().map(|p| index_entry_max(p, true)).sum::<usize>()
+        + index_entry_max("v1/big.bin", true)
+        + small
+            .iter()
+            .map(|(p, _)| index_entry_max(p, true))
+            .sum::<usize>()
         + 8
         + 8;
     let bound = header_len(&d) + (48 + 24 + records_max) + (48 + 24 + index_max) + 64;
@@ -94,6 +105,49 @@ fn an_identical_tree_is_references_only_within_the_bound_its_records_and_index_g
             BIG + (0..5).map(|i| 3000 + 4000 * i).sum::<usize>()
         )
     );
+}
+
+#[test]
+fn an_identical_tree_of_large_files_is_references_only_within_its_derived_bound() {
+    let fx = Fx::new();
+    let files: Vec<(String, usize)> = (0..4)
+        .map(|i| (format!("t/f{i}.bin"), 65_536 + 100_000 * i))
+        .collect();
+    for (i, (p, n)) in files.iter().enumerate() {
+        fx.file(p, &bytes(*n, 40 + i as u64, false));
+    }
+    fx.ok(&["c", "-q", "base.kry", "t"]);
+    let c = fx.ok(&["c", "--base", "base.kry", "delta.kry", "t"]);
+    assert!(
+        err(&c).contains(", 4 files as references to the base), "),
+        "{}",
+        err(&c)
+    );
+    let d = std::fs::read(fx.p("delta.kry")).unwrap();
+    // Records: the directory's ENTRY, and per file ENTRY, BASE_REF, END_DIGEST; the block
+    // ends on a 16-byte boundary (at most 15 PAD). Nothing else: no DATA.
+    let records_max = entry_record_max("t")
+        + files
+            .iter()
+            .map(|(p, _)| entry_record_max(p) + 9 + 41)
+            .sum::<usize>()
+        + 15;
+    let frames = data_frames(&d);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert!(frames[0].2 as usize <= records_max, "{frames:?} > {records_max}");
+    let index_max = 8
+        + index_entry_max("t", false)
+        + files
+            .iter()
+            .map(|(p, _)| index_entry_max(p, true))
+            .sum::<usize>()
+        + 8
+        + 8;
+    let bound = header_len(&d) + (48 + 24 + records_max) + (48 + 24 + index_max) + 64;
+    eprintln!("large identical files: delta {} bytes, bound {bound}", d.len());
+    assert!(d.len() <= bound, "delta {} > bound {bound}", d.len());
+    fx.ok(&["x", "-q", "--base", "base.kry", "delta.kry", "-C", "out"]);
+    assert_same_tree(&fx.p("t"), &fx.p("out/t"));
 }
 
 #[test]
@@ -164,17 +218,21 @@ fn references_round_trip_with_encrypted_bases_and_outputs() {
 #[test]
 fn a_mixed_tree_references_exactly_the_identical_files_of_the_same_path() {
     let fx = Fx::new();
-    // v1: a large and a small identical file, one that changes, one that goes, one that is
-    // renamed (identical content under another path: not referenced, matching is by path).
+    // v1: two large identical files and a small one, one that changes, one that goes,
+    // one that is renamed (identical content under another path: not referenced, matching
+    // is by path).
     let same_big = bytes(300_000, 1, false);
+    let same_64k = bytes(65_536, 7, false);
     let same_small = bytes(700, 2, false);
     let moved = bytes(50_000, 3, false);
     fx.file("v1/same.bin", &same_big);
+    fx.file("v1/same64k.bin", &same_64k);
     fx.file("v1/small.txt", &same_small);
     fx.file("v1/edit.bin", &bytes(80_000, 4, false));
     fx.file("v1/gone.bin", &bytes(40_000, 5, false));
     fx.file("v1/old-name.bin", &moved);
     fx.file("v2/same.bin", &same_big);
+    fx.file("v2/same64k.bin", &same_64k);
     fx.file("v2/small.txt", &same_small);
     let mut edited = bytes(80_000, 4, false);
     edited[40_000] ^= 1;
@@ -183,8 +241,8 @@ fn a_mixed_tree_references_exactly_the_identical_files_of_the_same_path() {
     fx.file("v2/new.bin", &bytes(60_000, 6, false));
     fx.ok(&["c", "-q", "base.kry", "v1"]);
     // The top directory is renamed too: v1/x matches v2/x below it (FORMAT.md §16.3).
-    // Exactly same.bin and small.txt (no digest in the base: under 4 KiB, hashed by the
-    // writer's walk of the base) are references; new-name.bin is not (another path).
+    // Exactly same.bin and same64k.bin are references: small.txt is under 64 KiB (content
+    // against the base), edit.bin changed, new-name.bin has another path.
     let c = fx.ok(&["c", "--base", "base.kry", "delta.kry", "v2"]);
     assert!(
         err(&c).contains(", 2 files as references to the base), "),
@@ -194,18 +252,19 @@ fn a_mixed_tree_references_exactly_the_identical_files_of_the_same_path() {
     fx.ok(&["c", "-q", "plain.kry", "v2"]);
     fx.ok(&["x", "-q", "--base", "base.kry", "delta.kry", "-C", "out"]);
     assert_same_tree(&fx.p("v2"), &fx.p("out/v2"));
-    // What the delta stores in full: new-name.bin (50,000 random bytes), new.bin (60,000),
-    // edit.bin's blocks against its base file. The referenced files' 300,700 bytes are not
-    // in it: with them the archive would exceed 50,000 + 60,000 + 300,700.
+    // What the delta stores in full: new.bin (60,000 random bytes, in no base file);
+    // edit.bin and small.txt are blocks against their base files, and so, as it happens,
+    // is new-name.bin: its block's region (around edit.bin's base bytes, widened by 1 MiB)
+    // holds old-name.bin. The referenced files' 365,536 bytes are not in it.
     let delta = size(&fx, "delta.kry");
     let plain = size(&fx, "plain.kry");
     eprintln!("mixed: delta {delta}, plain {plain}");
-    assert!(plain > 490_700, "{plain}");
-    assert!(delta > 50_000 + 60_000, "{delta}");
-    assert!(delta < 50_000 + 60_000 + 16_384, "{delta}");
+    assert!(plain > 556_236, "{plain}");
+    assert!(delta > 60_000, "{delta}");
+    assert!(delta < 60_000 + 16_384, "{delta}");
     let t = fx.ok(&["t", "--base", "base.kry", "delta.kry"]);
     assert!(
-        err(&t).contains("OK (6 entries, 5 files, 490700 bytes"),
+        err(&t).contains("OK (7 entries, 6 files, 556236 bytes"),
         "{}",
         err(&t)
     );

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use krypta::archive::reader::{BaseArchive, OpenOptions};
 use krypta::archive::writer::{ArchiveWriter, BcjMode, ContentSource, WriteOptions};
-use krypta::codec::MIN_BLOCK_SIZE;
+use krypta::codec::{Level, MIN_BLOCK_SIZE};
 use krypta::format::entry::{EntryKind, EntryMeta, Timestamp};
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/delta_ref_v2.hex");
@@ -45,6 +45,11 @@ impl ContentSource for Mem<'_> {
     }
 }
 
+/// `n` bytes repeating 1 KiB of [`seeded`] ones: large files whose base archive stays small.
+fn repeated(n: usize, seed: u64) -> Vec<u8> {
+    seeded(1024, seed).into_iter().cycle().take(n).collect()
+}
+
 /// Deterministic, incompressible bytes (xorshift64).
 fn seeded(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
@@ -75,9 +80,14 @@ fn meta(path: &str, kind: EntryKind, mode: u32) -> EntryMeta {
 
 /// The archive of `files` below directory `d`, stored blocks, against `base` when given;
 /// with the number of files stored as references.
-fn write(files: &[(&str, Vec<u8>)], id: u8, base: Option<Arc<BaseArchive>>) -> (Vec<u8>, u64) {
+fn write(
+    files: &[(&str, Vec<u8>)],
+    id: u8,
+    level: Option<Level>,
+    base: Option<Arc<BaseArchive>>,
+) -> (Vec<u8>, u64) {
     let mut opts = WriteOptions::new();
-    opts.level = None;
+    opts.level = level;
     opts.block_size = MIN_BLOCK_SIZE;
     opts.jobs = 1;
     opts.bcj = BcjMode::Off;
@@ -111,38 +121,48 @@ fn unhex(s: &str) -> Vec<u8> {
 #[test]
 fn a_delta_archive_with_base_references_is_byte_for_byte_the_golden_one() {
     let dir = tempfile::tempdir().unwrap();
-    // Base: a.bin (5,000 bytes: END_DIGEST), s.txt (100 bytes: END, no digest), x.bin.
-    let a = seeded(5000, 1);
-    let s = seeded(100, 2);
-    let x = seeded(2000, 3);
+    // Base (zstd blocks): a.bin (70,000 bytes) and b.bin (65,536: the smallest file
+    // referenced, FORMAT.md §16.3), s.txt (100 bytes), x.bin (2,000).
+    let a = repeated(70_000, 1);
+    let b = repeated(65_536, 5);
+    let s = seeded(100, 9);
+    let x = seeded(2000, 11);
     let (base, refs) = write(
-        &[("d/a.bin", a.clone()), ("d/s.txt", s.clone()), ("d/x.bin", x)],
+        &[
+            ("d/a.bin", a.clone()),
+            ("d/b.bin", b.clone()),
+            ("d/s.txt", s.clone()),
+            ("d/x.bin", x),
+        ],
         0xb1,
+        Some(Level::DEFAULT),
         None,
     );
     assert_eq!(refs, 0);
     let base_path = dir.path().join("base.kry");
     std::fs::write(&base_path, &base).unwrap();
     let opened = Arc::new(BaseArchive::open(&base_path, OpenOptions::default()).unwrap());
-    // Next version: a.bin and s.txt as they were (references to base entries 1 and 2),
-    // x.bin replaced by 2,000 other bytes (same size, other digest: stored), n.txt new.
-    let x2 = seeded(2000, 4);
+    // Next version (stored blocks): a.bin and b.bin as they were (references to base
+    // entries 1 and 2), s.txt as it was but under 64 KiB (its content, stored), x.bin
+    // replaced by 2,000 other bytes (same size, other digest: its content), n.txt new.
+    let x2 = seeded(2000, 13);
     let n = b"new in version 2\n".to_vec();
     let (delta, refs) = write(
         &[
             ("d/a.bin", a.clone()),
+            ("d/b.bin", b.clone()),
             ("d/s.txt", s.clone()),
             ("d/x.bin", x2.clone()),
             ("d/n.txt", n.clone()),
         ],
         0xd1,
+        None,
         Some(opened),
     );
     assert_eq!(refs, 2);
     // The records of a referenced file, in the stored block: BASE_REF (05, entry 1 as u64)
-    // then END_DIGEST (04, size, BLAKE3), right after the ENTRY record; s.txt's digest
-    // (which its base stores none of) is its BLAKE3 too.
-    for (entry, content) in [(1u64, &a), (2, &s)] {
+    // then END_DIGEST (04, size, BLAKE3), right after the ENTRY record.
+    for (entry, content) in [(1u64, &a), (2, &b)] {
         let mut rec = vec![5];
         rec.extend_from_slice(&entry.to_le_bytes());
         rec.push(4);
@@ -153,9 +173,10 @@ fn a_delta_archive_with_base_references_is_byte_for_byte_the_golden_one() {
             "no BASE_REF + END_DIGEST for base entry {entry}"
         );
     }
-    // Neither referenced content is in the delta archive.
+    // Neither referenced content is in the delta archive; s.txt's is (stored).
     assert!(!delta.windows(64).any(|w| w == &a[..64]));
-    assert!(!delta.windows(64).any(|w| w == &s[..64]));
+    assert!(!delta.windows(64).any(|w| w == &b[..64]));
+    assert!(delta.windows(100).any(|w| w == s.as_slice()));
     let text = format!(
         "# base archive ({} bytes)\n{}\n# delta archive ({} bytes)\n{}\n",
         base.len(),
@@ -189,6 +210,7 @@ fn a_delta_archive_with_base_references_is_byte_for_byte_the_golden_one() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read(out.join("d/a.bin")).unwrap(), a);
+    assert_eq!(std::fs::read(out.join("d/b.bin")).unwrap(), b);
     assert_eq!(std::fs::read(out.join("d/s.txt")).unwrap(), s);
     assert_eq!(std::fs::read(out.join("d/x.bin")).unwrap(), x2);
     assert_eq!(std::fs::read(out.join("d/n.txt")).unwrap(), n);
@@ -197,5 +219,5 @@ fn a_delta_archive_with_base_references_is_byte_for_byte_the_golden_one() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["a.bin", "n.txt", "s.txt", "x.bin"]);
+    assert_eq!(names, ["a.bin", "b.bin", "n.txt", "s.txt", "x.bin"]);
 }

@@ -111,24 +111,24 @@ fn a_reference_past_the_base_index_or_to_a_directory_is_a_corrupt_structure() {
     check(
         &past,
         3,
-        "krypta: delta.kry: corrupt archive at byte 3284: record stream: a BASE_REF to base entry 99, which is not a file of the base's 4 entries (while reading d/a.bin)",
+        "krypta: delta.kry: corrupt archive at byte 3596: record stream: a BASE_REF to base entry 99, which is not a file of the base's 5 entries (while reading d/a.bin)",
     );
     let dir_entry = edited(|d, at| d[at + 1] = 0);
     check(
         &dir_entry,
         3,
-        "krypta: delta.kry: corrupt archive at byte 3284: record stream: a BASE_REF to base entry 0, which is not a file of the base's 4 entries (while reading d/a.bin)",
+        "krypta: delta.kry: corrupt archive at byte 3596: record stream: a BASE_REF to base entry 0, which is not a file of the base's 5 entries (while reading d/a.bin)",
     );
 }
 
 #[test]
 fn a_reference_to_a_base_file_of_another_size_is_a_corrupt_structure() {
-    // a.bin (5,000 bytes) pointed at base entry 2, s.txt (100 bytes).
-    let other = edited(|d, at| d[at + 1] = 2);
+    // a.bin (70,000 bytes) pointed at base entry 3, s.txt (100 bytes).
+    let other = edited(|d, at| d[at + 1] = 3);
     check(
         &other,
         3,
-        "krypta: delta.kry: corrupt archive at byte 3284: record stream: its END_DIGEST says 5000 bytes, its base entry 2 has 100 (while reading d/a.bin)",
+        "krypta: delta.kry: corrupt archive at byte 3596: record stream: its END_DIGEST says 70000 bytes, its base entry 3 has 100 (while reading d/a.bin)",
     );
 }
 

@@ -41,7 +41,7 @@ use crate::codec::BlockDecoder;
 use crate::error::{Error, Result};
 use crate::format::block::BaseRegion;
 use crate::format::entry::EntryKind;
-use crate::format::record::{RecordHead, StreamSource, read_record};
+use crate::format::record::{self, RecordHead, StreamSource, read_record};
 use crate::format::{FormatError, Version};
 
 /// Most bytes of base region krypta's writer gives one block: 32 MiB.
@@ -63,17 +63,11 @@ pub struct BaseFile {
     segments: Vec<Segment>,
     /// Its position in the base's index (what a BASE_REF names: `super::delta_ref`).
     pub entry: u64,
-    /// Its BLAKE3: the base index's digest, or for a file stored without one (END) hashed
-    /// from its content during the walk when it is at most [`HASH_MAX`] bytes; `None`
-    /// otherwise (such a file is never stored as a reference).
+    /// Its BLAKE3 as the base's index stores it (and its END_DIGEST agrees); `None` for a
+    /// file stored without one (END), which is never referenced: krypta stores a digest
+    /// for every file of at least 4 KiB, and references start at 64 KiB (`delta_ref`).
     pub digest: Option<[u8; 32]>,
 }
-
-/// The largest base file without a stored digest whose content the map walk hashes, so
-/// that an identical new file can be stored as a reference: 64 MiB. krypta's own writer
-/// stores a digest for every file of at least 4 KiB, so this only bounds what another
-/// writer's base could make the walk hash (its holes included).
-pub const HASH_MAX: u64 = 64 << 20;
 
 impl BaseFile {
     /// The base stream offset of file offset `x`, clamped to the file's stored bytes
@@ -97,7 +91,11 @@ pub(crate) struct Placed {
     pub len: u64,
     /// The new file's size as its source reports it when it is opened.
     pub new_size: u64,
+    /// For a file stored as a base reference (`super::delta_ref`): the base stream range
+    /// of its base file's records to compress its own records against (no segment).
+    pub records: Option<(u64, u64)>,
 }
+
 
 /// The base's files and frame starts. See the module doc.
 pub struct BaseMap {
@@ -125,10 +123,8 @@ impl BaseMap {
         let mut files: HashMap<Vec<u8>, BaseFile> = HashMap::new();
         let mut current: Option<Vec<u8>> = None;
         let entries = &base.index().entries;
-        // Entry number of the current ENTRY record, and the hasher of a base file whose
-        // digest the index does not store (module doc of `delta_ref`).
+        // Entry number of the current ENTRY record (stream order is index order).
         let mut number = 0u64;
-        let mut hashing: Option<(blake3::Hasher, u64)> = None;
         let err = |e: WalkError| match e {
             WalkError::Format(e) => Error::Usage(format!(
                 "{}: base record stream: {e}",
@@ -140,15 +136,11 @@ impl BaseMap {
             match head {
                 RecordHead::Entry(meta) => {
                     current = (meta.kind == EntryKind::File).then(|| meta.path.clone());
-                    hashing = None;
                     let ix = entries.get(number as usize).filter(|e| e.meta == meta);
                     if let Some(p) = &current {
                         let f = files.entry(p.clone()).or_default();
                         f.entry = number;
                         f.digest = ix.and_then(|e| e.digest);
-                        hashing = ix
-                            .filter(|e| e.digest.is_none() && e.size <= HASH_MAX)
-                            .map(|_| (blake3::Hasher::new(), 0));
                     }
                     number += 1;
                 }
@@ -161,24 +153,17 @@ impl BaseMap {
                             stream,
                         });
                     }
-                    if let Some((h, to)) = hashing.as_mut() {
-                        super::hash_zeros(h, offset.saturating_sub(*to));
-                        *to = offset + len as u64;
-                    }
-                    walk.skip(len as u64, hashing.as_mut().map(|(h, _)| h))
-                        .map_err(err)?;
+                    walk.skip(len as u64).map_err(err)?;
                 }
                 RecordHead::End { size, digest } => {
                     if let Some(p) = current.take() {
                         let f = files.entry(p).or_default();
                         f.size = size;
-                        let ix = &entries.get(f.entry as usize);
-                        if let Some((mut h, to)) = hashing.take() {
-                            super::hash_zeros(&mut h, size.saturating_sub(to));
-                            f.digest = Some(*h.finalize().as_bytes());
-                        }
                         // Only what the stream and the index agree on is referenced.
-                        if ix.is_none_or(|e| e.size != size || (digest.is_some() && e.digest != digest)) {
+                        if entries
+                            .get(f.entry as usize)
+                            .is_none_or(|e| e.size != size || e.digest != digest)
+                        {
                             f.digest = None;
                         }
                     }
@@ -234,6 +219,10 @@ impl BaseMap {
         let mut ranges: Vec<(u64, u64, u64)> = placed
             .iter()
             .filter_map(|p| {
+                if let Some((a, b)) = p.records {
+                    let b = b.min(self.stream_len);
+                    return (b > a).then_some((a, b, b - a));
+                }
                 let grow = p.new_size.saturating_sub(p.file.size);
                 let shrink = p.file.size.saturating_sub(p.new_size);
                 let lo = p.offset.saturating_sub(widen + grow);
@@ -285,6 +274,8 @@ pub(crate) struct DeltaWriter {
     max: u64,
     /// Files stored as base references so far (`super::delta_ref`).
     pub(crate) referenced: u64,
+    /// The base stream range the references of the block being filled span.
+    ref_span: Option<(u64, u64)>,
 }
 
 impl DeltaWriter {
@@ -298,6 +289,7 @@ impl DeltaWriter {
             widen: widen_for(block_size),
             max: MAX_REGION.max(block_size as u64 + 2 * widen_for(block_size)),
             referenced: 0,
+            ref_span: None,
         }
     }
 
@@ -321,6 +313,36 @@ impl DeltaWriter {
         self.current.as_ref().map(|(f, _)| f)
     }
 
+    /// Notes a file stored as a reference to base file `f`: its END_DIGEST's 32-byte digest,
+    /// which does not compress on its own, compresses against the base file's END_DIGEST
+    /// record ([`reference_range`]).
+    pub(crate) fn note_reference(&mut self, f: &Arc<BaseFile>) {
+        let Some(range) = reference_range(f) else {
+            return;
+        };
+        let span = self.ref_span.map_or(range, |(a, b)| (a.min(range.0), b.max(range.1)));
+        self.ref_span = Some(span);
+        self.placed.push(Placed {
+            file: Arc::clone(f),
+            offset: 0,
+            len: 0,
+            new_size: f.size,
+            records: Some(range),
+        });
+    }
+
+    /// Whether a reference to `f` keeps the block's reference ranges within one region
+    /// (`max` bytes). When it does not, the writer cuts the block first: a block of
+    /// references only is tiny, and one region cannot reach the records of a whole large
+    /// base (measured on /usr/share/doc: one 4 MiB block of 4,075 references against a
+    /// 46 MB base left a third of the entries without their base records).
+    pub(crate) fn reference_fits(&self, f: &BaseFile) -> bool {
+        match (self.ref_span, reference_range(f)) {
+            (Some((a, b)), Some((lo, hi))) => b.max(hi) - a.min(lo) <= self.max,
+            _ => true,
+        }
+    }
+
     /// Notes one DATA segment placed in the block (for a matched file).
     pub(crate) fn note(&mut self, offset: u64, len: u64) {
         if let Some((f, new_size)) = &self.current {
@@ -329,6 +351,7 @@ impl DeltaWriter {
                 offset,
                 len,
                 new_size: *new_size,
+                records: None,
             });
         }
     }
@@ -337,8 +360,17 @@ impl DeltaWriter {
     pub(crate) fn take_region(&mut self) -> Option<BaseRegion> {
         let r = self.map.region(&self.placed, self.widen, self.max);
         self.placed.clear();
+        self.ref_span = None;
         r
     }
+}
+
+/// The base stream range a reference to `f` compresses its records against: the base
+/// file's END_DIGEST record (after its last content byte, with room for PAD), whose digest
+/// the reference's END_DIGEST repeats (`None` for a file with no stored bytes).
+fn reference_range(f: &BaseFile) -> Option<(u64, u64)> {
+    let end = f.stream_at(f.size)?;
+    Some((end, end + record::END_LEN as u64 + 16))
 }
 
 /// Bytes a region reaches beyond a segment on each side: 1 MiB, whatever the block size.
@@ -418,12 +450,7 @@ impl Walk<'_> {
         Ok(true)
     }
 
-    /// Skips `n` content bytes, hashing them into `hash` when given.
-    fn skip(
-        &mut self,
-        mut n: u64,
-        mut hash: Option<&mut blake3::Hasher>,
-    ) -> std::result::Result<(), WalkError> {
+    fn skip(&mut self, mut n: u64) -> std::result::Result<(), WalkError> {
         while n > 0 {
             if !self.ensure()? {
                 return Err(FormatError::Truncated {
@@ -434,9 +461,6 @@ impl Walk<'_> {
                 .into());
             }
             let k = ((self.block.len() - self.pos) as u64).min(n);
-            if let Some(h) = hash.as_deref_mut() {
-                h.update(&self.block[self.pos..self.pos + k as usize]);
-            }
             self.pos += k as usize;
             self.stream += k;
             n -= k;
@@ -542,6 +566,7 @@ mod tests {
             offset: 1000,
             len: 100,
             new_size: 2700,
+            records: None,
         };
         let r = m.region(std::slice::from_ref(&p), 50, 10_000).unwrap();
         // Stream 100 + 750 = 850 to 100 + 1150 = 1250: frame 0 offset 850, 400 bytes.
@@ -562,6 +587,7 @@ mod tests {
             offset: 2300,
             len: 200,
             new_size: 2500,
+            records: None,
         };
         let r = m.region(&[p, q], 0, 300).unwrap();
         assert_eq!((r.seq, r.offset, r.len), (2, 400, 300));

@@ -5,13 +5,23 @@
 //! **When.** The file being added is matched to a base file by path ([`super::delta`]'s
 //! matching rule: no content matching across paths, so a renamed identical file is stored
 //! with its content, compressed against nothing). It is stored as a reference exactly when
-//! (1) the base file's digest is known — the base index's (every base file of at least 4 KiB
-//! krypta wrote), or, for a file the base stores without one (END), the BLAKE3 the map walk
-//! computed from its content (at most [`super::delta::HASH_MAX`] bytes); (2) the new file's
-//! size as opened equals the base file's and is not 0 (an empty file has no content to
-//! spare: its reference would be 9 bytes longer); (3) its source can be read twice (a file;
-//! not a pipe); and (4) the BLAKE3 of all of its content read now, holes as zeros, equals
-//! the base file's digest. The record's END_DIGEST holds that digest and the size read.
+//! (1) the base's index stores the base file's digest (krypta stores one for every file of
+//! at least 4 KiB; a base file without one is never referenced); (2) the new file's size as
+//! opened equals the base file's and is at least [`REF_MIN`] (64 KiB); (3) its source can
+//! be read twice (a file; not a pipe); and (4) the BLAKE3 of all of its content read now,
+//! holes as zeros, equals the base file's digest. The record's END_DIGEST holds that digest
+//! and the size read.
+//!
+//! **Why 64 KiB.** Smaller identical files are cheaper as content compressed against the
+//! base (`zstd+base`): there the new record stream repeats the base's — ENTRY, DATA, END
+//! of file after file — and zstd covers runs of whole files with one match, while a
+//! BASE_REF breaks the run at every file (the 9 bytes of the record are literals). Measured
+//! (/usr/share/doc, 4,075 files, 105 MiB, against itself; archive sizes): every identical
+//! file as a reference 343,814 bytes; from 4 KiB 329,336; from 16 KiB 307,249; from 64 KiB
+//! 299,463; from 1 MiB 300,468; none 304,639. From 64 KiB on, references cost no more than
+//! the content blocks they replace and save the writer compressing them and the reader
+//! decoding delta blocks: a 6 MiB identical file is 59 bytes of records instead of a few
+//! hundred bytes per 4 MiB block.
 //!
 //! **Cost.** Deciding (4) needs the new file's digest before its first record is placed, so
 //! a candidate is read once to hash it (1 MiB at a time, into one reused buffer). When the
@@ -31,6 +41,9 @@ use crate::format::record;
 
 /// Bytes hashed per read while deciding: 1 MiB.
 const HASH_STEP: usize = 1 << 20;
+
+/// The smallest file stored as a reference: 64 KiB (module doc, "Which files").
+pub const REF_MIN: u64 = 64 << 10;
 
 impl<W: Write> ArchiveWriter<W> {
     /// Files stored as base references so far (0 for an archive that is not a delta).
@@ -53,7 +66,7 @@ impl<W: Write> ArchiveWriter<W> {
         let Some(want) = base.digest else {
             return Ok(None);
         };
-        if base.size == 0 || src.final_size() != base.size || !src.can_rewind() {
+        if base.size < REF_MIN || src.final_size() != base.size || !src.can_rewind() {
             return Ok(None);
         }
         let mut buf = std::mem::take(&mut self.first);
@@ -78,6 +91,12 @@ impl<W: Write> ArchiveWriter<W> {
             return Ok(None);
         }
         self.use_filter(Filter::None)?;
+        if self.delta.as_ref().is_some_and(|d| !d.reference_fits(&base)) && self.used() > 0 {
+            self.flush_block()?;
+        }
+        if let Some(d) = self.delta.as_mut() {
+            d.note_reference(&base);
+        }
         let (first_seq, first_offset) = self.position();
         let mut rec = Vec::with_capacity(64 + meta.path.len() + record::BASE_REF_LEN);
         record::write_entry(&mut rec, meta, super::writer::WRITE_VERSION);
