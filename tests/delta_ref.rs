@@ -84,7 +84,10 @@ fn an_identical_tree_costs_its_records_and_index_and_no_content_of_its_large_fil
     // records: a block that does not shrink is stored), one index frame (the same around
     // the index), the footer. Derived bound, not a measurement.
     let index_max = 8
-        + dirs.iter().map(|p| index_entry_max(p, false)).sum::<usize>()
+        + dirs
+            .iter()
+            .map(|p| index_entry_max(p, false))
+            .sum::<usize>()
         + index_entry_max("v1/big.bin", true)
         + small
             .iter()
@@ -134,7 +137,10 @@ fn an_identical_tree_of_large_files_is_references_only_within_its_derived_bound(
         + 15;
     let frames = data_frames(&d);
     assert_eq!(frames.len(), 1, "{frames:?}");
-    assert!(frames[0].2 as usize <= records_max, "{frames:?} > {records_max}");
+    assert!(
+        frames[0].2 as usize <= records_max,
+        "{frames:?} > {records_max}"
+    );
     let index_max = 8
         + index_entry_max("t", false)
         + files
@@ -144,7 +150,10 @@ fn an_identical_tree_of_large_files_is_references_only_within_its_derived_bound(
         + 8
         + 8;
     let bound = header_len(&d) + (48 + 24 + records_max) + (48 + 24 + index_max) + 64;
-    eprintln!("large identical files: delta {} bytes, bound {bound}", d.len());
+    eprintln!(
+        "large identical files: delta {} bytes, bound {bound}",
+        d.len()
+    );
     assert!(d.len() <= bound, "delta {} > bound {bound}", d.len());
     fx.ok(&["x", "-q", "--base", "base.kry", "delta.kry", "-C", "out"]);
     assert_same_tree(&fx.p("t"), &fx.p("out/t"));
@@ -179,7 +188,12 @@ fn references_round_trip_with_encrypted_bases_and_outputs() {
     fx.ok(&["keygen", "-q", "-o", "ko"]);
     fx.file("pw", b"base password\n");
     let fast = ["--kdf", "pbkdf2", "--kdf-iterations", "100000"];
-    fx.ok(&[&["c", "-q", "--pass-file", "pw"][..], &fast, &["b-pw.kry", "v1"]].concat());
+    fx.ok(&[
+        &["c", "-q", "--pass-file", "pw"][..],
+        &fast,
+        &["b-pw.kry", "v1"],
+    ]
+    .concat());
     fx.ok(&["c", "-q", "--keyfile", "kb", "b-kf.kry", "v1"]);
     fx.ok(&["c", "-q", "b.kry", "v1"]);
     // (base, its key options, OUT's key options) for v1 against itself (all references) and
@@ -210,7 +224,14 @@ fn references_round_trip_with_encrypted_bases_and_outputs() {
             ]
             .concat());
             assert_same_tree(&fx.p(tree), &fx.p(&format!("{dir}/{tree}")));
-            fx.ok(&[&["t"][..], okeys, &["--base", base], bkeys, &[name.as_str()]].concat());
+            fx.ok(&[
+                &["t"][..],
+                okeys,
+                &["--base", base],
+                bkeys,
+                &[name.as_str()],
+            ]
+            .concat());
         }
     }
 }
@@ -315,7 +336,16 @@ fn salvage_of_a_delta_archive_loses_only_the_entries_of_the_damaged_frame() {
     fx.file("v2/m.bin", &bytes(200_000, 23, false));
     fx.file("v2/z.dat", &z);
     fx.ok(&["c", "-q", "-b", "64K", "base.kry", "v1"]);
-    fx.ok(&["c", "-q", "-b", "64K", "--base", "base.kry", "delta.kry", "v2"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "-b",
+        "64K",
+        "--base",
+        "base.kry",
+        "delta.kry",
+        "v2",
+    ]);
     let mut d = std::fs::read(fx.p("delta.kry")).unwrap();
     let frames = data_frames(&d);
     assert_eq!(frames.len(), 4, "{frames:?}");

@@ -92,7 +92,8 @@ fn check(delta: &[u8], code: i32, message: &str) {
         .map(|r| r.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(
-        left.iter().all(|n| !n.to_string_lossy().contains(".krypta")),
+        left.iter()
+            .all(|n| !n.to_string_lossy().contains(".krypta")),
         "{left:?}"
     );
 }

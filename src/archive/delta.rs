@@ -8,7 +8,10 @@
 //! `v2/…`) still matches. A new file (no such base file), a renamed one and any non-file get
 //! no base: their blocks are plain zstd blocks. A base file that is gone from the new tree is
 //! simply not referenced. Renames are not followed (no content-digest matching): the renamed
-//! file is stored in full.
+//! file is stored in full (unless its old bytes happen to lie in a region its block gets
+//! for other files). A matched file identical to its base file (64 KiB or more) is stored as
+//! a BASE_REF record instead of content (`super::delta_ref`); the map gives each base file
+//! its index position and stored digest for that.
 //!
 //! **Map.** [`BaseMap::build`] walks the base's record stream once, frame by frame (each
 //! frame verified and decoded by [`BaseArchive`]), and keeps for every base file the
@@ -95,7 +98,6 @@ pub(crate) struct Placed {
     /// of its base file's records to compress its own records against (no segment).
     pub records: Option<(u64, u64)>,
 }
-
 
 /// The base's files and frame starts. See the module doc.
 pub struct BaseMap {
@@ -320,7 +322,9 @@ impl DeltaWriter {
         let Some(range) = reference_range(f) else {
             return;
         };
-        let span = self.ref_span.map_or(range, |(a, b)| (a.min(range.0), b.max(range.1)));
+        let span = self
+            .ref_span
+            .map_or(range, |(a, b)| (a.min(range.0), b.max(range.1)));
         self.ref_span = Some(span);
         self.placed.push(Placed {
             file: Arc::clone(f),

@@ -91,7 +91,12 @@ impl<W: Write> ArchiveWriter<W> {
             return Ok(None);
         }
         self.use_filter(Filter::None)?;
-        if self.delta.as_ref().is_some_and(|d| !d.reference_fits(&base)) && self.used() > 0 {
+        if self
+            .delta
+            .as_ref()
+            .is_some_and(|d| !d.reference_fits(&base))
+            && self.used() > 0
+        {
             self.flush_block()?;
         }
         if let Some(d) = self.delta.as_mut() {
@@ -101,12 +106,7 @@ impl<W: Write> ArchiveWriter<W> {
         let mut rec = Vec::with_capacity(64 + meta.path.len() + record::BASE_REF_LEN);
         record::write_entry(&mut rec, meta, super::writer::WRITE_VERSION);
         record::write_base_ref(&mut rec, base.entry);
-        record::write_end(
-            &mut rec,
-            size,
-            Some(&digest),
-            super::writer::WRITE_VERSION,
-        );
+        record::write_end(&mut rec, size, Some(&digest), super::writer::WRITE_VERSION);
         self.push_record(&rec)?;
         self.delta_end_file();
         self.content_bytes += size;

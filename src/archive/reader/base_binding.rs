@@ -5,7 +5,11 @@
 use super::*;
 
 /// `buf.len()` bytes at `at` of `input`, or an error (a short read is one).
-pub(super) fn read_exact_at(input: &dyn crate::store::Source, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+pub(super) fn read_exact_at(
+    input: &dyn crate::store::Source,
+    at: u64,
+    buf: &mut [u8],
+) -> std::io::Result<()> {
     let mut got = 0;
     while got < buf.len() {
         match input.read_at(at + got as u64, &mut buf[got..]) {
@@ -26,7 +30,12 @@ pub(super) fn read_exact_at(input: &dyn crate::store::Source, at: u64, buf: &mut
 /// The binding of an opened archive whose index was read: the tags of its data frames (at
 /// the frame table's offsets) and of its index frames (walked from the footer's index
 /// offset, each head giving the next), hashed with its id (module doc).
-pub(super) fn binding_of(ar: &Archive, footer: &Footer, offsets: &[u64], index: &Index) -> Result<[u8; 32]> {
+pub(super) fn binding_of(
+    ar: &Archive,
+    footer: &Footer,
+    offsets: &[u64],
+    index: &Index,
+) -> Result<[u8; 32]> {
     let io = |e| Error::io(&ar.path, "read", e);
     let mut tags = Vec::with_capacity((offsets.len() + footer.index_frames as usize) * TAG_LEN);
     let mut tag = [0u8; TAG_LEN];

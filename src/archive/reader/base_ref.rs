@@ -64,8 +64,10 @@ impl EntryStream<'_> {
                 return Ok(false);
             }
             self.seq += 1;
-            self.base
-                .ahead(self.seq + 1, (self.seq + 1 + self.ahead).min(self.last_seq + 1));
+            self.base.ahead(
+                self.seq + 1,
+                (self.seq + 1 + self.ahead).min(self.last_seq + 1),
+            );
             self.block = self.base.block(self.dec, self.seq).map_err(Problem)?;
             self.pos = 0;
         }
@@ -147,7 +149,10 @@ pub(super) fn read_base_entry(
     };
     let bad = |what: String| RefError::Base(format!("{}: {what}", name()));
     let ahead = workers as u64 + 1;
-    base.ahead(e.first_seq + 1, (e.first_seq + 1 + ahead).min(e.last_seq + 1));
+    base.ahead(
+        e.first_seq + 1,
+        (e.first_seq + 1 + ahead).min(e.last_seq + 1),
+    );
     let block = base.block(dec, e.first_seq).map_err(RefError::Base)?;
     if e.first_offset as usize >= block.len() {
         return Err(bad(format!(
@@ -178,8 +183,7 @@ pub(super) fn read_base_entry(
     let mut extents = ExtentCheck::default();
     let mut hashed_to = 0u64;
     loop {
-        let rec = record::read_record(&mut s, version)
-            ?
+        let rec = record::read_record(&mut s, version)?
             .ok_or_else(|| bad("the base's record stream ends inside it".into()))?;
         match rec {
             RecordHead::Pad => {}

@@ -66,9 +66,7 @@ pub(super) fn parse_records(
         let meta = match rec {
             RecordHead::Entry(m) => m,
             _ => {
-                return Err(feed.corrupt(
-                    "a DATA, BASE_REF or END record outside a file",
-                ));
+                return Err(feed.corrupt("a DATA, BASE_REF or END record outside a file"));
             }
         };
         match &mut check {
@@ -157,12 +155,12 @@ pub(super) fn parse_records(
                             )));
                         }
                         if any_data || referenced.is_some() {
-                            return Err(in_entry(feed.corrupt(
-                                "a BASE_REF record after the file's content began",
-                            )));
+                            return Err(in_entry(
+                                feed.corrupt("a BASE_REF record after the file's content began"),
+                            ));
                         }
                         let fb = frames_before + feed.frame_bytes;
-                        let size = read_reference(feed, &meta, entry, wanted, &mut |p| {
+                        let size = read_reference(feed, &meta, entry, &mut |p| {
                             match p {
                                 Piece::Hole(n) => zeros(&mut hasher, n, fb),
                                 Piece::Bytes(off, b) => {
@@ -325,7 +323,6 @@ fn read_reference(
     feed: &mut Feed<'_>,
     meta: &EntryMeta,
     n: u64,
-    _wanted: bool,
     sink: &mut dyn FnMut(Piece<'_>) -> Result<()>,
 ) -> Result<u64> {
     let Some(base) = feed.ar.base.clone() else {
