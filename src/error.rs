@@ -263,6 +263,25 @@ pub enum Error {
         /// What went wrong, naming the base, its frame and byte.
         problem: String,
     },
+    /// A file stored as a reference to a base entry (BASE_REF, docs/FORMAT.md §16.5) could
+    /// not be restored from the base: the base frames holding that entry fail, its records
+    /// there are not that entry, or its content does not match the file's digest. Exit 9.
+    #[error(
+        "{}: {entry}: its content is base entry {base_entry} ({base_path}), which is unusable: {problem}",
+        shown(path)
+    )]
+    BaseEntry {
+        /// The delta archive.
+        path: PathBuf,
+        /// The file, escaped for display.
+        entry: String,
+        /// The base entry's number in the base's index.
+        base_entry: u64,
+        /// The base entry's path, escaped for display.
+        base_path: String,
+        /// What went wrong, naming the base (and its frame and byte when one failed).
+        problem: String,
+    },
     /// A key was given but the archive is not encrypted. Anyone can write an unencrypted
     /// archive (its checksums are unkeyed), so one swapped in for an encrypted archive would
     /// otherwise be read as if the key had opened it. Refused unless the caller allows it
@@ -531,7 +550,10 @@ impl Error {
             Error::Io { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::Signature { .. } => 8,
-            Error::BaseRequired { .. } | Error::WrongBase { .. } | Error::BaseDamaged { .. } => 9,
+            Error::BaseRequired { .. }
+            | Error::WrongBase { .. }
+            | Error::BaseDamaged { .. }
+            | Error::BaseEntry { .. } => 9,
             Error::Incomplete { .. } | Error::KeptExisting { .. } => 6,
             Error::Repairable { .. } => 7,
             Error::Recovery { source, .. } => match source {

@@ -8,8 +8,8 @@
 #![no_main]
 
 use krypta::format::record::{
-    ExtentCheck, RecordHead, StreamSource, read_record, write_data_head, write_end, write_entry,
-    write_pad,
+    ExtentCheck, RecordHead, StreamSource, read_record, write_base_ref, write_data_head, write_end,
+    write_entry, write_pad,
 };
 use krypta::format::{EntryMeta, FormatError, Reader, Version};
 use libfuzzer_sys::fuzz_target;
@@ -81,6 +81,7 @@ fuzz_target!(|data: &[u8]| {
                 write_end(&mut again, *size, digest.as_ref(), version);
                 let _ = extents.end(*size);
             }
+            RecordHead::BaseRef { entry } => write_base_ref(&mut again, *entry),
         }
         assert!(
             again == rest[start..src.pos],

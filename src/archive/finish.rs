@@ -116,6 +116,7 @@ impl<W: Write> ArchiveWriter<W> {
             data_frames,
             archive_bytes: self.offset + recovery_bytes,
             recovery_bytes,
+            base_references: self.delta.as_ref().map_or(0, |d| d.referenced),
         };
         Ok((summary, out))
     }

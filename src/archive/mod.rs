@@ -5,6 +5,7 @@ mod blocks;
 pub mod budget;
 mod chain;
 pub mod delta;
+mod delta_ref;
 mod fill;
 mod finish;
 mod output;

@@ -112,6 +112,17 @@ pub trait ContentSource {
     fn read_extent(&mut self, buf: &mut [u8]) -> Result<Option<(u64, usize)>>;
     /// Logical size read (including a trailing hole), bytes.
     fn final_size(&self) -> u64;
+    /// Whether [`ContentSource::rewind`] can start the content over (a file can, a pipe
+    /// cannot). Default: no.
+    fn can_rewind(&self) -> bool {
+        false
+    }
+    /// Starts the content over from its first byte (only when [`ContentSource::can_rewind`]).
+    fn rewind(&mut self) -> Result<()> {
+        Err(crate::Error::Usage(
+            "this content source cannot be read twice".into(),
+        ))
+    }
 }
 
 impl ContentSource for crate::fs::source::FileSource {
@@ -120,6 +131,13 @@ impl ContentSource for crate::fs::source::FileSource {
     }
     fn final_size(&self) -> u64 {
         crate::fs::source::FileSource::final_size(self)
+    }
+    fn can_rewind(&self) -> bool {
+        true
+    }
+    fn rewind(&mut self) -> Result<()> {
+        crate::fs::source::FileSource::rewind(self);
+        Ok(())
     }
 }
 
@@ -177,6 +195,9 @@ pub struct WriteSummary {
     pub archive_bytes: u64,
     /// Of those, the recovery section's bytes (0 without `--recovery`).
     pub recovery_bytes: u64,
+    /// Files stored as references to the base (BASE_REF, docs/FORMAT.md §16.5; 0 without
+    /// a base).
+    pub base_references: u64,
 }
 
 /// An entry's archive path for a message: escaped as `list` shows it, and cut after 200

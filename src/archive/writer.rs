@@ -88,7 +88,7 @@ pub struct ArchiveWriter<W: Write> {
     pub(super) first_record: Option<u32>,
     /// Buffer of each file's first read (the filter is chosen from it), kept across files so
     /// a tree of small files does not allocate and zero 64 KiB per file.
-    first: Vec<u8>,
+    pub(super) first: Vec<u8>,
     pub(super) block_filter: Filter,
     /// Stream offset of the current block's first byte.
     pub(super) stream_pos: u64,
@@ -404,6 +404,9 @@ impl<W: Write> ArchiveWriter<W> {
     ) -> Result<(u64, [u8; 32])> {
         self.admit(meta, true)?;
         self.delta_begin_file(&meta.path, src.final_size());
+        if let Some(stored) = self.add_reference(meta, src, progress)? {
+            return Ok(stored);
+        }
         // The first extent (at most FIRST_READ bytes) goes through a small buffer: the
         // filter must be chosen from it before the ENTRY record is placed. The rest is read
         // straight into the block.

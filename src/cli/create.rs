@@ -266,8 +266,13 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         } else {
             String::new()
         };
+        let refs = match s.base_references {
+            0 => String::new(),
+            1 => ", 1 file as a reference to the base".to_string(),
+            n => format!(", {n} files as references to the base"),
+        };
         eprintln!(
-            "krypta: {}: {} entries, {} in, {} out ({}{recovery}), {}",
+            "krypta: {}: {} entries, {} in, {} out ({}{recovery}{refs}), {}",
             a.output.display(),
             s.entries,
             human_bytes(s.content_bytes),

@@ -7,6 +7,7 @@
 //! DATA        0x02  u64 file_offset, u32 len (1..=MAX_SEGMENT), len content bytes
 //! END         0x03  format 1: u64 size, digest[32]; format 2: u64 size (no digest)
 //! END_DIGEST  0x04  (format 2) u64 size, digest[32]
+//! BASE_REF    0x05  (format 2, delta archives only) u64 base entry number
 //! ```
 //! The digest is BLAKE3 of the whole content, holes read as zeros (what `b3sum` prints).
 //! A file is `ENTRY, DATA*, END` (or `END_DIGEST`); other entries are a lone `ENTRY`; PAD
@@ -18,6 +19,12 @@
 //! bytes): a 32-byte digest does not compress and would double the archive of a tree of
 //! small files, while every byte of the file is already covered by the 32-byte tag of the
 //! frame that holds it (HMAC-SHA256 or a BLAKE3 checksum). Readers accept END for any size.
+//!
+//! BASE_REF (docs/FORMAT.md §16.5) stands for a file's whole content in a delta archive: the
+//! content of entry number `n` of the base's index; such a file is `ENTRY, BASE_REF,
+//! END_DIGEST`. This module parses it for any format-2 stream; that it appears only in a
+//! delta archive, right after its file's ENTRY and before its END_DIGEST, is the record
+//! parser's rule (`archive::reader::records`), which knows the header.
 
 use super::entry::{EntryKind, EntryMeta};
 use super::limits::{MAX_FIELDS_LEN, MAX_LINK_LEN, MAX_PATH_LEN};
@@ -34,6 +41,10 @@ pub const TAG_DATA: u8 = 2;
 pub const TAG_END: u8 = 3;
 /// Record tag of an END_DIGEST record (format 2).
 pub const TAG_END_DIGEST: u8 = 4;
+/// Record tag of a BASE_REF record (format 2, delta archives only: docs/FORMAT.md §16.5).
+pub const TAG_BASE_REF: u8 = 5;
+/// Length of a BASE_REF record, bytes.
+pub const BASE_REF_LEN: usize = 1 + 8;
 /// Length of a format-1 END record (and of a format-2 END_DIGEST record), bytes.
 pub const END_LEN: usize = 1 + 8 + 32;
 /// Length of a format-2 END record (no digest), bytes.
@@ -78,6 +89,12 @@ pub enum RecordHead {
         /// BLAKE3 of the content; `None` for a format-2 END.
         digest: Option<[u8; 32]>,
     },
+    /// A BASE_REF record (format 2, delta archives): the file's content is that of entry
+    /// number `entry` of the base's index.
+    BaseRef {
+        /// The base entry's position in the base's index (0-based).
+        entry: u64,
+    },
 }
 
 /// Appends an ENTRY record in `version`'s encoding.
@@ -113,6 +130,12 @@ pub fn write_end(out: &mut Vec<u8>, size: u64, digest: Option<&[u8; 32]>, versio
             out.extend_from_slice(d.unwrap_or(&[0; 32]));
         }
     }
+}
+
+/// Appends a BASE_REF record naming base entry number `entry` (format 2, delta archives).
+pub fn write_base_ref(out: &mut Vec<u8>, entry: u64) {
+    out.push(TAG_BASE_REF);
+    out.extend_from_slice(&entry.to_le_bytes());
 }
 
 /// Appends `n` PAD records (format 2).
@@ -218,6 +241,13 @@ pub fn read_record<S: StreamSource>(
             Ok(Some(RecordHead::End {
                 size: u64::from_le_bytes(b),
                 digest: None,
+            }))
+        }
+        TAG_BASE_REF if v2 => {
+            let mut b = [0u8; 8];
+            need(src, &mut b)?;
+            Ok(Some(RecordHead::BaseRef {
+                entry: u64::from_le_bytes(b),
             }))
         }
         TAG_END | TAG_END_DIGEST if tag[0] == TAG_END || v2 => {
@@ -391,12 +421,29 @@ mod tests {
                 digest: Some([9; 32])
             })
         );
-        // Format 1 has neither PAD nor END_DIGEST.
+        // Format 1 has neither PAD nor END_DIGEST (nor BASE_REF).
         assert!(read_record(&mut Slice(&[TAG_PAD]), Version::V1).is_err());
         assert!(read_record(&mut Slice(&s[3 + END_LEN_V2..]), Version::V1).is_err());
         assert_eq!(end_len(Version::V1, false), 41);
         assert_eq!(end_len(Version::V2, false), 9);
         assert_eq!(end_len(Version::V2, true), 41);
+    }
+
+    #[test]
+    fn base_ref_records_are_nine_bytes_in_format_2_only() {
+        let mut s = Vec::new();
+        write_base_ref(&mut s, 0x0102_0304_0506_0708);
+        assert_eq!(s, [5, 8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(s.len(), BASE_REF_LEN);
+        assert_eq!(
+            read_record(&mut Slice(&s), Version::V2).unwrap(),
+            Some(RecordHead::BaseRef {
+                entry: 0x0102_0304_0506_0708
+            })
+        );
+        assert!(read_record(&mut Slice(&s), Version::V1).is_err());
+        // Cut short: an error, not a record.
+        assert!(read_record(&mut Slice(&s[..5]), Version::V2).is_err());
     }
 
     #[test]

@@ -202,6 +202,17 @@ impl FileSource {
         }
     }
 
+    /// Starts over from the first byte, as just opened (the same open file: a second read of
+    /// the same inode). The writer of a delta archive hashes a file whose size equals its
+    /// base file's before it decides between a base reference and its content
+    /// (docs/FORMAT.md §16.3); when they differ, it reads the content again from here.
+    pub fn rewind(&mut self) {
+        self.pos = 0;
+        self.extent_end = 0;
+        self.final_size = None;
+        self.change = None;
+    }
+
     /// Logical size in bytes to record (including a trailing hole); valid once
     /// [`FileSource::next_extent`] returned `None`. Before that, the size seen at open.
     pub fn final_size(&self) -> u64 {

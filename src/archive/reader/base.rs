@@ -43,6 +43,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock};
 
+use super::base_binding::{binding_of, read_exact_at};
 use super::*;
 use crate::format::block::BaseRegion;
 use crate::format::extension::Extension;
@@ -297,6 +298,19 @@ impl BaseArchive {
     /// Asks the prefetch thread for frames `from..to` (clamped to the data frames).
     fn hint(&self, from: u64, to: u64) {
         self.send(from, to, false);
+    }
+
+    /// Asks the prefetch thread for frames `from..to`, which a reader walking one base entry's
+    /// records in order (a BASE_REF, docs/FORMAT.md §16.5) reads next, holding the cache's
+    /// working set to at least a block per worker and one more.
+    pub(crate) fn ahead(&self, from: u64, to: u64) {
+        self.working_set(u64::from(self.block_size.max(1)));
+        self.hint(from, to);
+    }
+
+    /// The base's format version (its records are read in it).
+    pub(crate) fn version(&self) -> Version {
+        self.version
     }
 
     /// Asks the prefetch thread to decode the frames a walk over the whole base reads next
@@ -559,55 +573,4 @@ impl BaseArchive {
         }
         Ok(out)
     }
-}
-
-/// `buf.len()` bytes at `at` of `input`, or an error (a short read is one).
-fn read_exact_at(input: &dyn crate::store::Source, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
-    let mut got = 0;
-    while got < buf.len() {
-        match input.read_at(at + got as u64, &mut buf[got..]) {
-            Ok(0) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "the archive ends early",
-                ));
-            }
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// The binding of an opened archive whose index was read: the tags of its data frames (at
-/// the frame table's offsets) and of its index frames (walked from the footer's index
-/// offset, each head giving the next), hashed with its id (module doc).
-fn binding_of(ar: &Archive, footer: &Footer, offsets: &[u64], index: &Index) -> Result<[u8; 32]> {
-    let io = |e| Error::io(&ar.path, "read", e);
-    let mut tags = Vec::with_capacity((offsets.len() + footer.index_frames as usize) * TAG_LEN);
-    let mut tag = [0u8; TAG_LEN];
-    for (k, &at) in offsets.iter().enumerate() {
-        let end = at + (FRAME_HEADER_LEN + index.frame_body_lens[k] as usize) as u64;
-        read_exact_at(&*ar.input, end, &mut tag).map_err(io)?;
-        tags.extend_from_slice(&tag);
-    }
-    let mut at = footer.index_offset;
-    for _ in 0..footer.index_frames {
-        let mut head = [0u8; FRAME_HEADER_LEN];
-        read_exact_at(&*ar.input, at, &mut head).map_err(io)?;
-        let h = FrameHeader::parse(&head, ar.version).map_err(|e| corrupt(&ar.path, at, e))?;
-        let end = at + (FRAME_HEADER_LEN + h.body_len as usize) as u64;
-        read_exact_at(&*ar.input, end, &mut tag).map_err(io)?;
-        tags.extend_from_slice(&tag);
-        at = end + TAG_LEN as u64;
-    }
-    let frames = (tags.len() / TAG_LEN) as u64;
-    let mut m = Vec::with_capacity(16 + 8 + tags.len());
-    m.extend_from_slice(&ar.header.archive_id);
-    m.extend_from_slice(&frames.to_le_bytes());
-    m.extend_from_slice(&tags);
-    let mut out = [0u8; 32];
-    crate::crypto::primitives::blake3_derive_key(BINDING_CONTEXT, &m, &mut out);
-    Ok(out)
 }

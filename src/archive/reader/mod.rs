@@ -11,11 +11,15 @@
 //! facts), `frames` (frame I/O, the parallel verify+decode pool, the errors a frame can
 //! raise), `index` (the index and footer, the entry-set rules on an index), `scan` (whole and
 //! selective scans), `records` (record parsing for v1 and v2 against the entry-set rules or
-//! the index), `feed` (the decoded record stream across blocks and groups) and `salvage`
+//! the index), `feed` (the decoded record stream across blocks and groups), `base`,
+//! `base_binding` and `base_ref` (a delta archive's base: regions, binding, referenced
+//! entries) and `salvage`
 //! (reading past damage, with the index) and
 //! `resync` (without it: resynchronising on the next good frame).
 
 mod base;
+mod base_binding;
+mod base_ref;
 mod feed;
 mod frames;
 mod index;

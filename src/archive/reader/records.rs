@@ -1,6 +1,7 @@
 //! Record parsing (formats 1 and 2): entries, DATA and END records, digests and holes, each
 //! entry checked against the entry-set rules or against the index entry it must equal.
 
+use super::base_ref::{Piece, RefError, read_base_entry};
 use super::feed::{Feed, next_record};
 use super::*;
 
@@ -64,7 +65,9 @@ pub(super) fn parse_records(
         };
         let meta = match rec {
             RecordHead::Entry(m) => m,
-            _ => return Err(feed.corrupt("a DATA or END record outside a file")),
+            _ => {
+                return Err(feed.corrupt("a DATA, BASE_REF or END record outside a file"));
+            }
         };
         match &mut check {
             Check::Set(set) => {
@@ -116,6 +119,9 @@ pub(super) fn parse_records(
             let mut hasher = Some(blake3::Hasher::new());
             let mut hashed_to = 0u64;
             let mut extents = ExtentCheck::default();
+            // A BASE_REF record read (docs/FORMAT.md §16.5): the base entry and its size.
+            let mut referenced: Option<(u64, u64)> = None;
+            let mut any_data = false;
             // Holes read as zeros and are hashed as zeros; a crafted archive could claim
             // terabytes of them, so the zeros hashed per scan are capped by what the scan has
             // read (hole_hash_allowance, checked before hashing, cumulative). Past the cap a
@@ -137,7 +143,42 @@ pub(super) fn parse_records(
                     .map_err(in_entry)?
                     .ok_or_else(|| in_entry(feed.corrupt("the stream ends inside a file")))?;
                 match rec {
+                    RecordHead::Data { .. } if referenced.is_some() => {
+                        return Err(in_entry(
+                            feed.corrupt("a DATA record in a file stored as a base reference"),
+                        ));
+                    }
+                    RecordHead::BaseRef { entry } => {
+                        if feed.ar.header.delta_base().is_none() {
+                            return Err(in_entry(feed.corrupt(
+                                "a BASE_REF record in an archive that is not a delta archive",
+                            )));
+                        }
+                        if any_data || referenced.is_some() {
+                            return Err(in_entry(
+                                feed.corrupt("a BASE_REF record after the file's content began"),
+                            ));
+                        }
+                        let fb = frames_before + feed.frame_bytes;
+                        let size = read_reference(feed, &meta, entry, &mut |p| {
+                            match p {
+                                Piece::Hole(n) => zeros(&mut hasher, n, fb),
+                                Piece::Bytes(off, b) => {
+                                    if let Some(h) = hasher.as_mut() {
+                                        h.update(b);
+                                    }
+                                    if wanted {
+                                        visitor.data(off, b)?;
+                                    }
+                                }
+                            }
+                            Ok(())
+                        })?;
+                        referenced = Some((entry, size));
+                        hashed_to = size;
+                    }
                     RecordHead::Data { offset, len } => {
+                        any_data = true;
                         extents
                             .segment(offset, len)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
@@ -164,6 +205,32 @@ pub(super) fn parse_records(
                         extents
                             .end(size)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
+                        if let Some((n, base_size)) = referenced {
+                            let Some(digest) = digest else {
+                                return Err(in_entry(feed.corrupt(
+                                    "a file stored as a base reference ends with END, not END_DIGEST",
+                                )));
+                            };
+                            if size != base_size {
+                                return Err(in_entry(feed.corrupt(&format!(
+                                    "its END_DIGEST says {size} bytes, its base entry {n} has {base_size}"
+                                ))));
+                            }
+                            match hasher.take() {
+                                Some(h) if h.finalize().as_bytes() != &digest => {
+                                    return Err(reference_error(
+                                        feed,
+                                        &meta,
+                                        n,
+                                        "its content does not match the file's digest (END_DIGEST)"
+                                            .into(),
+                                    ));
+                                }
+                                Some(_) => {}
+                                None => unverified.push(crate::fs::escape_path(&meta.path)),
+                            }
+                            return Ok((size, Some(digest)));
+                        }
                         let Some(digest) = digest else {
                             // Format 2's END: no digest; every byte was covered by the tags
                             // of the frames that held it.
@@ -246,5 +313,69 @@ impl Check<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Reads the content of a file stored as a BASE_REF to base entry `n` (docs/FORMAT.md
+/// §16.5) from the base into `sink`; returns the base entry's size. A delta archive read
+/// without its base, or a reference to an entry that is not a file of the base, is refused.
+fn read_reference(
+    feed: &mut Feed<'_>,
+    meta: &EntryMeta,
+    n: u64,
+    sink: &mut dyn FnMut(Piece<'_>) -> Result<()>,
+) -> Result<u64> {
+    let Some(base) = feed.ar.base.clone() else {
+        return Err(Error::BaseRequired {
+            path: feed.ar.path.clone(),
+            base_id: feed
+                .ar
+                .header
+                .delta_base()
+                .map(|(id, _)| base::hex(&id))
+                .unwrap_or_default(),
+        });
+    };
+    let entries = &base.index().entries;
+    if entries
+        .get(n as usize)
+        .is_none_or(|e| e.meta.kind != EntryKind::File)
+    {
+        return Err(Error::InEntry {
+            entry: crate::fs::escape_path(&meta.path),
+            source: Box::new(feed.corrupt(&format!(
+                "a BASE_REF to base entry {n}, which is not a file of the base's {} entries",
+                entries.len()
+            ))),
+        });
+    }
+    let mut dec = match feed.dec.take() {
+        Some(d) => d,
+        None => BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?,
+    };
+    let r = read_base_entry(&base, &mut dec, n, feed.ar.jobs, sink);
+    feed.dec = Some(dec);
+    match r {
+        Ok(size) => Ok(size),
+        Err(RefError::Sink(e)) => Err(e),
+        Err(RefError::Base(problem)) => Err(reference_error(feed, meta, n, problem)),
+    }
+}
+
+/// The exit-9 error of a reference whose base entry is unusable.
+fn reference_error(feed: &Feed<'_>, meta: &EntryMeta, n: u64, problem: String) -> Error {
+    let base_path = feed
+        .ar
+        .base
+        .as_ref()
+        .and_then(|b| b.index().entries.get(n as usize))
+        .map(|e| crate::fs::escape_path(&e.meta.path))
+        .unwrap_or_default();
+    Error::BaseEntry {
+        path: feed.ar.path.clone(),
+        entry: crate::fs::escape_path(&meta.path),
+        base_entry: n,
+        base_path,
+        problem,
     }
 }
