@@ -4,6 +4,8 @@
 
 use super::*;
 
+use std::collections::HashMap;
+
 /// What `compress` needs beyond the archive options.
 pub struct CompressRequest {
     /// Archive path, or `-` for stdout.
@@ -98,6 +100,11 @@ fn compress_into(
     let mut changed = 0usize;
     let mut skipped = 0usize;
     let strict = req.strict;
+    // Files the walk listed but this thread could not store (opened too late and refused,
+    // or the archive itself), by archive path → the later hard link now holding their content.
+    // A hard link to one of them is stored as the file, from its own path: the writer would
+    // refuse a link to an entry that is not in the archive, and aborting would lose the backup.
+    let mut unstored: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     rep.start(None);
     // One walk over all filesystem inputs, so hard links are found across them and each
     // path-rewriting note is shown once; a `-` input adds the stdin stream after them.
@@ -127,7 +134,25 @@ fn compress_into(
                 skipped += 1;
                 Ok(())
             }
-            fs::walk::WalkEvent::Entry(e) => {
+            fs::walk::WalkEvent::Entry(mut e) => {
+                let mut first_of = None;
+                if e.meta.kind == EntryKind::Hardlink {
+                    match unstored.get(&e.meta.link) {
+                        Some(Some(now)) => e.meta.link = now.clone(),
+                        Some(None) => {
+                            // (Its owner names and attributes were not read: a hard link's
+                            // are its first link's. The numeric ids, mode and time are its.)
+                            e.meta.kind = EntryKind::File;
+                            first_of = Some(std::mem::take(&mut e.meta.link));
+                        }
+                        None => {}
+                    }
+                }
+                let mut not_stored = |path: &[u8]| {
+                    if first_of.is_none() {
+                        unstored.insert(path.to_vec(), None);
+                    }
+                };
                 if e.meta.path == fs::walk::ROOT_PATH && format::header::VERSION < 2 {
                     // Format 1 has no root entry (its paths have no `.` component); the
                     // format-2 writer stores it.
@@ -138,8 +163,8 @@ fn compress_into(
                     rep.entry_done(&e.meta);
                     return Ok(());
                 }
-                let opened = match e.opened.and_then(fs::walk::OpenFile::into_fd) {
-                    Some(fd) => fs::source::FileSource::from_fd(fd, &e.source),
+                let opened = match e.opened.and_then(|f| f.into_source(&e.source)) {
+                    Some(src) => Ok(src),
                     None => fs::source::FileSource::open(&e.source, e.size),
                 };
                 let mut src = match opened {
@@ -149,6 +174,7 @@ fn compress_into(
                         // Vanished or became unreadable since the walk: skip it, say so.
                         rep.warn(&format!("skipped: {err}"));
                         skipped += 1;
+                        not_stored(&e.meta.path);
                         return Ok(());
                     }
                 };
@@ -164,9 +190,13 @@ fn compress_into(
                         "{}: skipped: it is the archive being written",
                         e.source.display()
                     ));
+                    not_stored(&e.meta.path);
                     return Ok(());
                 }
                 w.add_file_with_progress(&e.meta, &mut src, &mut |b| rep.progress(b))?;
+                if let Some(first) = first_of {
+                    unstored.insert(first, Some(e.meta.path.clone()));
+                }
                 if let Some(m) = src.change_warning() {
                     rep.warn(&format!("{}: {m}", e.source.display()));
                     changed += 1;

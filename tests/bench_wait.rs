@@ -44,6 +44,13 @@ fn table_15_measures_every_comparison_of_issue_13_with_its_goal() {
     want.extend([
         "c -s --keyfile, 16 MiB",
         "c -s from a pipe (≥ 0.8× the file's speed), 16 MiB",
+    ]);
+    if !(have("tar") && have("zstd")) {
+        // The rows with a tar or zstd peer are left out where those are missing.
+        assert_eq!(tmpfs, want);
+        return;
+    }
+    want.extend([
         "2000 small files: archive size, -l 3",
         "2000 small files: c -l 3",
         "2000 small files: x",

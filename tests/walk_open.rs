@@ -185,3 +185,58 @@ fn under_a_descriptor_limit_of_40_every_file_of_a_wide_tree_is_stored() {
         );
     }
 }
+
+#[test]
+fn under_a_low_descriptor_limit_an_unreadable_hard_linked_file_is_still_skipped_not_fatal() {
+    // Review finding: past the walk's descriptor budget a file goes to the reading thread
+    // unopened; it must still be checked for readability in the walk, or its hard link is
+    // recorded against an entry that never gets stored and `c` aborts (exit 1, no archive).
+    if !tools("an_unreadable_hard_link_past_the_budget", &["setpriv"]) || !is_root() {
+        eprintln!("SKIP an_unreadable_hard_link_past_the_budget: needs root and setpriv");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let top = tmp.path();
+    std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let t = top.join("t");
+    std::fs::create_dir(&t).unwrap();
+    // A large first file keeps the reading thread busy while the walk runs ahead.
+    std::fs::write(t.join("000big"), vec![7u8; 30 << 20]).unwrap();
+    for i in 0..200 {
+        std::fs::write(t.join(format!("f{i:03}")), format!("file {i}\n")).unwrap();
+    }
+    std::fs::write(t.join("zz1"), b"secret").unwrap();
+    std::fs::set_permissions(t.join("zz1"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::hard_link(t.join("zz1"), t.join("zz2")).unwrap();
+    std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = tool("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg("ulimit -n 40 && exec \"$0\" c -j 1 a.kry t")
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .current_dir(top)
+        .env_remove("KRYPTA_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(6), "{err}");
+    for name in ["zz1", "zz2"] {
+        assert!(
+            err.contains(&format!("t/{name}: cannot ")) && err.contains("Permission denied"),
+            "{name}: {err}"
+        );
+    }
+    let listed = krypta()
+        .args(["l", "-q"])
+        .arg(top.join("a.kry"))
+        .output()
+        .unwrap();
+    let n = String::from_utf8_lossy(&listed.stdout).lines().count();
+    assert_eq!(n, 1 + 1 + 200, "t, 000big and the 200 files");
+}

@@ -96,7 +96,13 @@ pub(super) fn writes(
             "age-keygen -o age.key 2>/dev/null && age-keygen -y age.key > age.pub",
         )?;
     }
-    let none = || Ok(());
+    // Each run starts without the previous run's output (tmpfs holds it in memory).
+    let none = || {
+        for f in ["w.kry", "w.age", "w.cp"] {
+            let _ = std::fs::remove_file(cwd.join(f));
+        }
+        Ok(())
+    };
     for (i, &mib) in sizes.write_mib.iter().enumerate() {
         progress(&format!("table 15: c -s --keyfile, {mib} MiB, {place}"));
         write(&cwd.join("in.bin"), &fixtures::random(mib << 20))?;
@@ -251,7 +257,7 @@ pub(super) fn extraction(
     )?;
     rows.times(
         format!("tree of {} MB: x -l 3 -j 1", sizes.tree_mb),
-        "tmpfs",
+        rows.here,
         "zstd -dc | tar x",
         kx,
         tx,
@@ -279,7 +285,7 @@ pub(super) fn extraction(
     )?;
     rows.times(
         format!("one file of {} MB: x -l 3 -j 1", sizes.large_mb),
-        "tmpfs",
+        rows.here,
         "zstd -d",
         kx,
         zx,
@@ -298,7 +304,7 @@ pub(super) fn extraction(
             "one file of {} MB: x -j 2 (≥ 1.6× faster than -j 1)",
             sizes.large_mb
         ),
-        "tmpfs",
+        rows.here,
         "krypta x -j 1",
         k2,
         k1,
@@ -342,7 +348,7 @@ pub(super) fn level9(
     let peer = "zstd -19 --long=27 -T1";
     rows.push(
         format!("level 9, {mb} MB: size"),
-        "tmpfs",
+        rows.here,
         format!("{ks} B"),
         format!("{peer}: {zs} B"),
         Some(ks as f64 / zs as f64),
@@ -358,7 +364,7 @@ pub(super) fn level9(
     );
     rows.times(
         format!("level 9, {mb} MB: c -j 1"),
-        "tmpfs",
+        rows.here,
         peer,
         kc,
         zc,
@@ -374,7 +380,7 @@ pub(super) fn level9(
     )?;
     rows.times(
         format!("level 9, {mb} MB: x"),
-        "tmpfs",
+        rows.here,
         "zstd -d --long=27",
         kx,
         zx,

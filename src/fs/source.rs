@@ -63,6 +63,27 @@ pub struct FileSource {
     change: Option<String>,
 }
 
+/// What reading a file needs of its `fstat` (kept small: it travels with every file the walk
+/// opens).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StatFacts {
+    limit: u64,
+    mtime: Timestamp,
+    dev_ino: (u64, u64),
+    sparse: bool,
+}
+
+impl StatFacts {
+    pub(crate) fn of(st: &rustix::fs::Stat) -> StatFacts {
+        StatFacts {
+            limit: size_of(st),
+            mtime: mtime_of(st),
+            dev_ino: super::meta::identity(st),
+            sparse: !covers_its_size(st),
+        }
+    }
+}
+
 /// Whether the blocks allocated to a file cover its size, so it has no hole to skip.
 fn covers_its_size(st: &rustix::fs::Stat) -> bool {
     (st.st_blocks as u64).saturating_mul(512) >= size_of(st)
@@ -114,8 +135,8 @@ impl FileSource {
             .map_err(swapped_link)
     }
 
-    /// Reads the file open as `fd` (from [`FileSource::open_in`]; `path` names it in messages):
-    /// `fstat`s it, which must show a regular file.
+    /// Reads the file open as `fd` (`path` names it in messages): `fstat`s it, which must show
+    /// a regular file.
     pub fn from_fd(fd: OwnedFd, path: &Path) -> Result<FileSource> {
         let st = fstat(&fd).map_err(|e| Error::io(path, "stat", e.into()))?;
         if kind_of(&st) != StatKind::File {
@@ -125,19 +146,25 @@ impl FileSource {
                 io::Error::other("is no longer a regular file"),
             ));
         }
-        Ok(FileSource {
+        Ok(FileSource::from_stat(fd, &StatFacts::of(&st), path))
+    }
+
+    /// Reads the regular file open as `fd`, whose `fstat` gave `facts` (taken by the walk,
+    /// which opened it with [`FileSource::open_in`]).
+    pub(crate) fn from_stat(fd: OwnedFd, facts: &StatFacts, path: &Path) -> FileSource {
+        FileSource {
             file: File::from(fd),
             path: path.to_path_buf(),
-            limit: size_of(&st),
-            mtime: mtime_of(&st),
-            dev_ino: (st.st_dev as u64, st.st_ino as u64),
+            limit: facts.limit,
+            mtime: facts.mtime,
+            dev_ino: facts.dev_ino,
             pos: 0,
-            sparse: !covers_its_size(&st),
+            sparse: facts.sparse,
             extent_end: 0,
             probes: 0,
             final_size: None,
             change: None,
-        })
+        }
     }
 
     /// Next data extent, skipping holes: appends up to `max` bytes (must be > 0) to `buf` and

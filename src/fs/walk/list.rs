@@ -24,7 +24,7 @@
 //!   the 64 directories that stays inside the usual soft limit of 1,024 descriptors, which
 //!   `krypta c` raises towards 4,096 when the hard limit allows ([`raise_descriptor_limit`]);
 //!   open files not yet taken by the reading thread are counted and held to half the soft
-//!   limit ([`Budget`]); past that, and when an open fails for want of descriptors (`EMFILE`,
+//!   limit less a reserve of 32 ([`Budget`]); past that, and when an open fails for want of descriptors (`EMFILE`,
 //!   `ENFILE`), the file is not skipped: it goes over unopened and the reading thread opens it
 //!   by path.
 
@@ -47,7 +47,11 @@ use crate::format::entry::Xattr;
 use crate::fs::longpath;
 use crate::fs::meta::{StatKind, identity, kind_of};
 use crate::fs::select::is_tagged_cache;
-use crate::fs::source::FileSource;
+use crate::fs::source::{FileSource, StatFacts};
+
+/// Descriptors the walk never counts on (the archive, the workers, the directory being
+/// listed, the reading thread's opens by path).
+const RESERVE: usize = 32;
 
 /// Directories whose descriptors the walk keeps open for their files, at most.
 pub(crate) const MAX_HELD_DIRS: usize = 64;
@@ -63,14 +67,18 @@ pub(super) struct HeldDir {
 #[derive(Debug)]
 pub struct OpenFile {
     fd: Option<OwnedFd>,
+    /// What reading it needs of its `fstat`, taken by the walk (not repeated).
+    facts: StatFacts,
     /// The walk's count of handed-over files not yet taken ([`Budget::files`]).
     open: Arc<AtomicUsize>,
 }
 
 impl OpenFile {
-    /// The descriptor, for [`FileSource::from_fd`]; the walk counts it as taken.
-    pub fn into_fd(mut self) -> Option<OwnedFd> {
-        self.fd.take()
+    /// The file, to be read ([`FileSource::from_stat`], with the walk's `fstat`); the walk
+    /// counts its descriptor as taken.
+    pub fn into_source(mut self, path: &Path) -> Option<FileSource> {
+        let fd = self.fd.take()?;
+        Some(FileSource::from_stat(fd, &self.facts, path))
     }
 }
 
@@ -96,17 +104,26 @@ impl Budget {
             .current
             .unwrap_or(FD_WANTED);
         let soft = usize::try_from(soft).unwrap_or(usize::MAX);
+        // A fixed reserve first: at very low limits the directories being listed, the archive
+        // and the reading thread's own opens still need descriptors.
+        let spare = soft.saturating_sub(RESERVE);
         Budget {
-            files: soft / 2,
-            dirs: (soft / 8).min(MAX_HELD_DIRS),
+            files: spare / 2,
+            dirs: if soft < 2 * RESERVE {
+                0
+            } else {
+                (spare / 8).min(MAX_HELD_DIRS)
+            },
         }
     }
 }
 
 /// What [`Walker::open_file`] did.
+// Returned once per file, by value, and taken apart at once: the size is not worth a box.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Opened {
-    /// The file is open.
-    Now(OpenFile),
+    /// The file is open; its `fstat`.
+    Now(OpenFile, Stat),
     /// It could not be opened for want of descriptors: the reading thread opens it by path.
     Later,
     /// It could not be opened: skipped, with a [`super::WalkEvent::Skipped`].
@@ -149,21 +166,26 @@ pub(crate) fn raise_descriptor_limit() {
 
 impl Walker<'_> {
     /// Opens the regular file at `source` (relative to its kept directory `dir` when there is
-    /// one, else by path) and reads its attributes on the descriptor into `xattrs`.
+    /// one, else by path), `fstat`s the descriptor (it must still be a regular file) and reads
+    /// its attributes on it into `xattrs`. When no descriptor can be spared ([`Budget`],
+    /// `EMFILE`), the file is checked for readability (`faccessat`) and its attributes read by
+    /// name instead, and the reading thread opens it ([`Opened::Later`]): so a file that cannot
+    /// be read is skipped here, before it can become the first of its hard links.
     pub(super) fn open_file(
         &mut self,
         source: &Path,
         dir: Option<Rc<HeldDir>>,
         xattrs: &mut Vec<Xattr>,
     ) -> Result<Opened> {
+        let name = source.file_name().map(|n| n.as_bytes());
         let opened = if self.open.load(Ordering::Relaxed) >= self.budget.files {
             // As many are open as the budget allows: the reading thread opens this one.
             Err(io::Error::from_raw_os_error(
                 rustix::io::Errno::MFILE.raw_os_error(),
             ))
         } else {
-            match (dir, source.file_name()) {
-                (Some(dir), Some(name)) => FileSource::open_in(dir.fd.as_fd(), name.as_bytes()),
+            match (&dir, name) {
+                (Some(dir), Some(name)) => FileSource::open_in(dir.fd.as_fd(), name),
                 _ => FileSource::open_fd(source),
             }
         };
@@ -172,13 +194,31 @@ impl Walker<'_> {
             Ok(fd) => fd,
             Err(e) if is_out_of_descriptors(&e) => {
                 // Not the file's fault: the reading thread opens it once descriptors are free.
-                *xattrs = self.attrs.xattrs(
-                    rustix::fs::CWD,
-                    source.as_os_str().as_bytes(),
-                    source,
-                    false,
-                    &mut |w| warnings.push(w),
-                );
+                let at = |d: BorrowedFd<'_>, n: &[u8]| -> io::Result<()> {
+                    rustix::fs::accessat(d, n, rustix::fs::Access::READ_OK, AtFlags::EACCESS)?;
+                    Ok(())
+                };
+                let readable = match (&dir, name) {
+                    (Some(dir), Some(name)) => at(dir.fd.as_fd(), name),
+                    _ => longpath::with_parent(source, at),
+                };
+                if let Err(e) = readable {
+                    self.skip(source, "read", e, "skipped")?;
+                    return Ok(Opened::Skipped);
+                }
+                let attrs = &mut self.attrs;
+                let mut read = |d: BorrowedFd<'_>, n: &[u8]| {
+                    *xattrs = attrs.xattrs(d, n, source, false, &mut |w| warnings.push(w));
+                };
+                match (&dir, name) {
+                    (Some(dir), Some(name)) => read(dir.fd.as_fd(), name),
+                    _ => {
+                        let _ = longpath::with_parent(source, |d, n| {
+                            read(d, n);
+                            Ok(())
+                        });
+                    }
+                }
                 self.warn_all(source, warnings)?;
                 return Ok(Opened::Later);
             }
@@ -187,14 +227,28 @@ impl Walker<'_> {
                 return Ok(Opened::Skipped);
             }
         };
+        let stat = match fstat(&fd) {
+            Ok(st) if kind_of(&st) == StatKind::File => st,
+            Ok(_) => {
+                let e = io::Error::other("is no longer a regular file");
+                self.skip(source, "open", e, "skipped")?;
+                return Ok(Opened::Skipped);
+            }
+            Err(e) => {
+                self.skip(source, "stat", e.into(), "skipped")?;
+                return Ok(Opened::Skipped);
+            }
+        };
         self.attrs
             .xattrs_fd(fd.as_fd(), xattrs, &mut |w| warnings.push(w));
         self.warn_all(source, warnings)?;
         self.open.fetch_add(1, Ordering::Relaxed);
-        Ok(Opened::Now(OpenFile {
+        let file = OpenFile {
             fd: Some(fd),
+            facts: StatFacts::of(&stat),
             open: Arc::clone(&self.open),
-        }))
+        };
+        Ok(Opened::Now(file, stat))
     }
 
     /// Reads a directory's children, sorted by name bytes, with their stats. Problems become

@@ -100,8 +100,10 @@ pub struct InputEntry {
     pub opened: Option<OpenFile>,
 }
 
-/// What the walk reports, in order.
+/// What the walk reports, in order. (Nearly every event is an entry, so a box for the rare
+/// warnings' sake would only add an allocation per entry.)
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum WalkEvent {
     /// An entry to archive.
     Entry(InputEntry),
@@ -446,15 +448,26 @@ impl Walker<'_> {
                     meta.link = first.clone();
                     size = 0;
                 } else {
+                    let mut first_link = p.st.st_nlink > 1;
                     if self.opts.open_files {
                         // Skipped (not remembered as a first link) when it cannot be opened.
                         match self.open_file(&p.source, p.dir.take(), &mut p.xattrs)? {
-                            list::Opened::Now(fd) => opened = Some(fd),
+                            list::Opened::Now(f, st) => {
+                                if identity(&st) != id {
+                                    // Replaced since it was listed: what is stored is the file
+                                    // opened, with its own metadata, and it is nobody's link.
+                                    (meta.mode, meta.mtime) = (mode_of(&st), mtime_of(&st));
+                                    (meta.uid, meta.gid) = (st.st_uid, st.st_gid);
+                                    size = size_of(&st);
+                                    first_link = false;
+                                }
+                                opened = Some(f);
+                            }
                             list::Opened::Later => {}
                             list::Opened::Skipped => return Ok(()),
                         }
                     }
-                    if p.st.st_nlink > 1 {
+                    if first_link {
                         self.links.insert(id, meta.path.clone());
                     }
                 }

@@ -1,0 +1,89 @@
+//! The details an [`Error`](super::Error) carries about a failed check: which authentication
+//! check failed ([`AuthCheck`]) and why a signature was refused ([`SignatureProblem`]).
+
+/// Which authentication check failed. Shown only with `-v`: without it, a wrong key and a
+/// tampered archive print the same message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthCheck {
+    /// No stanza opened with the keys given (wrong password, key file or identity).
+    NoStanzaOpened,
+    /// The header MAC did not verify.
+    HeaderMac,
+    /// A frame's MAC did not verify.
+    FrameMac,
+    /// The footer MAC did not verify.
+    FooterMac,
+    /// A verified structure was inconsistent (e.g. an entry digest mismatch under a valid MAC,
+    /// or frames out of sequence).
+    Structure,
+}
+
+impl std::fmt::Display for AuthCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AuthCheck::NoStanzaOpened => "no recipient stanza opened with the keys given",
+            AuthCheck::HeaderMac => "header MAC mismatch",
+            AuthCheck::FrameMac => "frame MAC mismatch",
+            AuthCheck::FooterMac => "footer MAC mismatch",
+            AuthCheck::Structure => "authenticated structure is inconsistent",
+        })
+    }
+}
+
+/// Why an archive's signature was refused (`--signer`, or any signed archive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignatureProblem {
+    /// A signer was required and the archive is not signed.
+    Unsigned,
+    /// A signer was required and the archive is signed by another key (its fingerprint).
+    OtherSigner {
+        /// The fingerprint the archive names, as shown by `info`.
+        found: String,
+    },
+    /// The signature frame's key is not the signer the header names.
+    KeyMismatch,
+    /// The signature does not verify (which half failed).
+    Invalid {
+        /// "the ML-DSA-65 signature does not verify", ...
+        reason: String,
+    },
+    /// The signature could not be checked: the signed structure is damaged or malformed.
+    Unverifiable {
+        /// What is wrong, with the byte offset.
+        reason: String,
+    },
+    /// A frame differs from what was signed (its tag fails, or another tag than the signed one).
+    Changed {
+        /// The frame's sequence number.
+        frame: u64,
+        /// Its offset, bytes.
+        offset: u64,
+    },
+}
+
+impl std::fmt::Display for SignatureProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SignatureProblem::Unsigned => {
+                f.write_str("refused: the archive is not signed (--signer requires a signature)")
+            }
+            SignatureProblem::OtherSigner { found } => write!(
+                f,
+                "refused: signed by another key (fingerprint {found}), not by a --signer key"
+            ),
+            SignatureProblem::KeyMismatch => f.write_str(
+                "refused: bad signature (the signature frame's key is not the signer the header names)",
+            ),
+            SignatureProblem::Invalid { reason } => {
+                write!(f, "refused: bad signature ({reason})")
+            }
+            SignatureProblem::Unverifiable { reason } => {
+                write!(f, "refused: the signature cannot be verified ({reason})")
+            }
+            SignatureProblem::Changed { frame, offset } => write!(
+                f,
+                "refused: frame {frame} at byte {offset} is not what was signed (modified or damaged)"
+            ),
+        }
+    }
+}
