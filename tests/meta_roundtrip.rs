@@ -52,20 +52,6 @@ fn ok(dir: &Path, args: &[&str]) -> Output {
     o
 }
 
-/// `krypta ARGS` as nobody (`setpriv --reuid=nobody --regid=nogroup --clear-groups`) in `dir`.
-fn as_nobody(dir: &Path, args: &[&str]) -> Output {
-    tool("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_krypta"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("KRYPTA_PASSWORD")
-        .env_remove("SOURCE_DATE_EPOCH")
-        .stdin(Stdio::null())
-        .output()
-        .expect("setpriv")
-}
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -13,24 +13,10 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 
 use common::krypta;
-use meta_common::{is_root, tool, tools};
+use meta_common::{as_nobody, is_root, tool, tools};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// `krypta ARGS` as nobody (`setpriv`) in `dir`.
-fn as_nobody(dir: &Path, args: &[&str]) -> Output {
-    tool("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_krypta"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("KRYPTA_PASSWORD")
-        .env_remove("SOURCE_DATE_EPOCH")
-        .stdin(Stdio::null())
-        .output()
-        .expect("setpriv")
 }
 
 fn chown_nobody(p: &Path) {

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 
 use super::Plan;
 use super::delta_report::{Measured, Mode, ModeRow, Outcome, PeerRow, Timed, render};
-use super::measure::{SLOW_RUN_SECS, median};
+use super::measure::{SLOW_RUN_SECS, have, median};
 use super::pairs::{self, Pair};
 use super::report::Table;
 
@@ -406,15 +406,6 @@ fn sh(script: &str, args: &[PathBuf; 4]) -> std::result::Result<(), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Whether `exe c --help` offers `--base`.

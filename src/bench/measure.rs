@@ -142,6 +142,17 @@ impl Machine {
     }
 }
 
+/// Whether the peer tool `tool` is on `PATH` (`command -v`): the tables leave out, and name,
+/// the rows of a peer that is not installed.
+pub fn have(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use super::Plan;
 use super::archive_tables::{Protect, pq_box, time_archive};
 use super::fixtures::Fixture;
-use super::measure::{mb_per_sec, median, median_secs};
+use super::measure::{have, mb_per_sec, median, median_secs};
 use super::report::{Cell, Table};
 
 /// Password given to 7z (its KDF cost does not depend on it).
@@ -117,15 +117,6 @@ const PEERS: &[Peer] = &[
         compress_exec: None,
     },
 ];
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// Runs `script` with the bench arguments; Err carries the script's stderr.
 fn sh(script: &str, input: &Path, output: &Path, keys: &Path) -> Result<()> {

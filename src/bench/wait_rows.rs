@@ -10,10 +10,10 @@ use crate::error::Result;
 
 use super::archive_tables::{Protect, key_setup};
 use super::fixtures::{self, Fixture};
-use super::measure::{MB, median};
+use super::measure::{MB, have, median};
 use super::report::Cell;
 use super::synth::SplitMix;
-use super::wait_tables::{Goal, Rows, Sizes, clear, have, pair, run_sh, size_of, write};
+use super::wait_tables::{Goal, Rows, Sizes, clear, pair, run_sh, size_of, write};
 
 /// `n` small files of 2–30 words (a seeded vocabulary of 1,571 made-up words) in 100
 /// directories under `root`: the small-file tree, the same on every machine.

@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 
 use super::Plan;
 use super::fixtures::Fixture;
-use super::measure::median;
+use super::measure::{have, median};
 use super::report::{Cell, Table};
 #[cfg(test)]
 use super::wait_rows::small_tree;
@@ -185,16 +185,6 @@ pub(super) fn pair(
         rss_kib: (!m.is_empty()).then(|| median(m) as u64),
     };
     Ok((med(&mut times.0, &mut rss.0), med(&mut times.1, &mut rss.1)))
-}
-
-/// Whether `tool` is on `PATH`.
-pub(super) fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<()> {

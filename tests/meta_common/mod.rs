@@ -265,3 +265,18 @@ pub fn root_tools(test: &str) -> bool {
         &["setfacl", "getfacl", "getfattr", "setcap", "getcap", "stat"],
     )
 }
+
+/// `krypta ARGS` as nobody (`setpriv --reuid=nobody --regid=nogroup --clear-groups`) in `dir`
+/// (the test binary's krypta, without the password and epoch variables).
+pub fn as_nobody(dir: &Path, args: &[&str]) -> std::process::Output {
+    tool("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("KRYPTA_PASSWORD")
+        .env_remove("SOURCE_DATE_EPOCH")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("setpriv")
+}
