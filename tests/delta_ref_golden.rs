@@ -7,12 +7,15 @@
 //! Regenerate (only when the format changes on purpose) with
 //! `KRYPTA_REGENERATE_VECTORS=1 cargo test --test delta_ref_golden`.
 
+mod golden_common;
+
 use std::sync::Arc;
 
+use golden_common::{meta, seeded};
 use krypta::archive::reader::{BaseArchive, OpenOptions};
 use krypta::archive::writer::{ArchiveWriter, BcjMode, ContentSource, WriteOptions};
 use krypta::codec::{Level, MIN_BLOCK_SIZE};
-use krypta::format::entry::{EntryKind, EntryMeta, Timestamp};
+use krypta::format::entry::EntryKind;
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/delta_ref_v2.hex");
 
@@ -48,34 +51,6 @@ impl ContentSource for Mem<'_> {
 /// `n` bytes repeating 1 KiB of [`seeded`] ones: large files whose base archive stays small.
 fn repeated(n: usize, seed: u64) -> Vec<u8> {
     seeded(1024, seed).into_iter().cycle().take(n).collect()
-}
-
-/// Deterministic, incompressible bytes (xorshift64).
-fn seeded(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-fn meta(path: &str, kind: EntryKind, mode: u32) -> EntryMeta {
-    EntryMeta {
-        path: path.as_bytes().to_vec(),
-        kind,
-        mode,
-        mtime: Timestamp {
-            secs: 1_798_675_200,
-            nanos: 0,
-        },
-        uid: 1000,
-        gid: 1000,
-        ..EntryMeta::default()
-    }
 }
 
 /// The archive of `files` below directory `d`, stored blocks, against `base` when given;
