@@ -20,6 +20,9 @@ fn the_progress_bar_of_c_shows_the_total_and_an_eta() {
         return;
     };
     assert_eq!(tty.exit_code(), 0, "{}", tty.text());
+    // The child has exited, but the thread copying the terminal's output may not have read its
+    // last line yet (seen once in CI): wait for the summary before reading what was shown.
+    tty.wait_for("krypta: a.kry: ", 1);
     let shown = tty.text();
     // 12,000,000 bytes = 11.44 MiB, as indicatif writes binary sizes.
     // The bar appears only after a second of work: on a machine fast enough to finish
