@@ -8,6 +8,7 @@ pub mod delta;
 mod delta_ref;
 mod fill;
 mod finish;
+mod group;
 mod output;
 pub mod pipeline;
 pub mod reader;

@@ -1,7 +1,10 @@
 //! The decoded record stream: frames read ahead into the pool, blocks delivered in order,
-//! format 2's rules between blocks checked, referencing blocks decoded with their group.
+//! format 2's rules between blocks checked, referencing blocks decoded with their group (the
+//! next one on a thread of its own while this one is delivered: `super::prefetch`).
 
+use super::prefetch::Prefetched;
 use super::*;
+use crate::archive::group::{Group, Needs, SharedBlock};
 use crate::format::limits::MAX_REFERENCE_LEN;
 
 /// The decoded record stream: reads data frames ahead into the pool and yields their bytes
@@ -13,9 +16,9 @@ pub(super) struct Feed<'a> {
     pub(super) pool: &'a mut FramePool,
     /// Frames submitted to the pool so far (the next frame's budget ticket).
     pub(super) submitted: u64,
-    /// The current block's buffer: its raw bytes are `block[base..]`, the next unread one is
-    /// `block[at]`.
-    pub(super) block: Vec<u8>,
+    /// The current block's buffer: its raw bytes are `block.buf[base..]`, the next unread
+    /// one is `block.buf[at]`. Shared with the thread decoding the next block against it.
+    pub(super) block: SharedBlock,
     /// Budget bytes the current block holds.
     pub(super) block_held: u64,
     pub(super) base: usize,
@@ -52,11 +55,21 @@ pub(super) struct Feed<'a> {
     pub(super) refs_seen: Vec<u32>,
     /// The index's frame table, when known before reading (selective runs).
     pub(super) expected_refs: Option<&'a [u32]>,
-    /// [`crate::archive::blocks::reference_needs`] of the index's frame table (from
+    /// [`Needs`] of the index's frame table (from
     /// `expected_refs` on first use, or set by a scan that read the index first): how much of
     /// its group each block still needs, so the group keeps no more.
-    pub(super) needs: Option<Vec<u32>>,
+    pub(super) needs: Option<Needs>,
     pub(super) dec: Option<BlockDecoder>,
+    /// A referencing block was met: from then on the next block is taken from the pool as
+    /// soon as the current one is loaded, and decoded ahead when it references.
+    pub(super) chained: bool,
+    /// The next block, decoding on its own thread against the current one.
+    pub(super) prefetch: Option<Prefetched>,
+    /// The next pool result, taken early but not decoded ahead (it needed no reference, or
+    /// failed): the next block to load.
+    pub(super) ahead: Option<frames::FrameResult>,
+    /// The thread hashing large pieces of file content (`super::hashing`), once started.
+    pub(super) hasher: Option<super::hashing::HashThread>,
 }
 
 impl<'a> Feed<'a> {
@@ -71,7 +84,7 @@ impl<'a> Feed<'a> {
             ar,
             pool,
             submitted: 0,
-            block: Vec::new(),
+            block: SharedBlock::default(),
             block_held: 0,
             base: 0,
             at: 0,
@@ -99,6 +112,10 @@ impl<'a> Feed<'a> {
             expected_refs: None,
             needs: None,
             dec: None,
+            chained: false,
+            prefetch: None,
+            ahead: None,
+            hasher: None,
         }
     }
 
@@ -135,7 +152,7 @@ impl<'a> Feed<'a> {
     /// (seq, offset) of the next byte.
     pub(super) fn position(&mut self) -> (u64, u32) {
         match self.cur_seq {
-            Some(s) if self.at < self.block.len() => (s, (self.at - self.base) as u32),
+            Some(s) if self.at < self.block.buf.len() => (s, (self.at - self.base) as u32),
             Some(s) => (s + 1, 0),
             None => (self.deliver_from, self.skip as u32),
         }
@@ -148,7 +165,7 @@ impl<'a> Feed<'a> {
     /// A record starts at the next byte: loads the block that holds it (false at the end of
     /// the stream) and, in format 2, checks it against the block's first-record offset.
     pub(super) fn record_start(&mut self) -> Result<bool> {
-        while self.at >= self.block.len() {
+        while self.at >= self.block.buf.len() {
             if !self.next_block()? {
                 return Ok(false);
             }
@@ -258,16 +275,22 @@ impl<'a> Feed<'a> {
             if self.cur_seq.is_some_and(|s| s >= self.deliver_from) {
                 self.check_left_block()?;
             }
+            // The hashing thread may still read the current block: it is given back below.
+            self.hashing_caught_up()?;
             self.pool
                 .budget
                 .release(std::mem::take(&mut self.block_held));
             self.fill_pool()?;
-            let Some((offset, h, r)) = self
-                .pool
-                .pool
-                .next_result()
-                .map_err(|e| Error::Crypto(e.to_string()))?
-            else {
+            let next = match (self.prefetch.take(), self.ahead.take()) {
+                (Some(p), _) => Some(self.finish_prefetch(p)?),
+                (None, Some(r)) => Some(r),
+                (None, None) => self
+                    .pool
+                    .pool
+                    .next_result()
+                    .map_err(|e| Error::Crypto(e.to_string()))?,
+            };
+            let Some((offset, h, r)) = next else {
                 // Every frame before a read-ahead problem was delivered: now it counts.
                 if let Some(e) = self.deferred.take() {
                     return Err(e);
@@ -298,12 +321,13 @@ impl<'a> Feed<'a> {
             self.refs_seen.push(info.reference_len);
             // The block left behind: kept if this one references it, else recycled.
             let old = std::mem::take(&mut self.block);
-            let prev = (self.cur_seq.is_some() && !old.is_empty()).then_some((old, self.base));
+            let prev = (self.cur_seq.is_some() && !old.buf.is_empty()).then_some(old);
             let buffers = self.ar.buffers.clone();
             if self.needs.is_none()
                 && let Some(t) = self.expected_refs
             {
-                self.needs = Some(crate::archive::blocks::reference_needs(t));
+                self.needs = Some(Needs::of(t));
+                self.chained |= self.needs.as_ref().is_some_and(Needs::any);
             }
             // A crafted stream may reference more than its table says: that is refused
             // (against `expected_refs` above, or at the end), and a reference that reaches
@@ -311,16 +335,11 @@ impl<'a> Feed<'a> {
             let need = self
                 .needs
                 .as_ref()
-                .and_then(|n| n.get(h.seq as usize).copied())
-                .unwrap_or(MAX_REFERENCE_LEN);
-            self.group.advance(prev, &info, need, &mut |b, start| {
-                if start == 0 {
-                    buffers.blocks.give(b);
-                } else {
-                    buffers.bodies.give(b);
-                }
-            });
+                .map_or(MAX_REFERENCE_LEN, |n| n.before(h.seq));
+            self.group
+                .advance(prev, &info, need, &mut |b| buffers.recycle(b));
             if decoded.pending {
+                self.chained = true;
                 let dec = match self.dec.as_mut() {
                     Some(d) => d,
                     None => self
@@ -328,19 +347,23 @@ impl<'a> Feed<'a> {
                         .insert(BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?),
                 };
                 let out = self.ar.buffers.blocks.take();
-                let raw = self
-                    .group
-                    .resolve(dec, &mut decoded, out)
-                    .map_err(|(f, out)| {
-                        self.ar.buffers.blocks.give(out);
-                        self.ar.fault(offset, h.seq, f)
-                    })?;
+                let raw = self.group.resolve(dec, &decoded, out).map_err(|(f, out)| {
+                    self.ar.buffers.blocks.give(out);
+                    self.ar.fault(offset, h.seq, f)
+                })?;
                 let body = std::mem::replace(&mut decoded.buf, raw);
                 self.ar.buffers.bodies.give(body);
                 decoded.start = 0;
                 decoded.pending = false;
             }
-            self.block = decoded.buf;
+            // Decoded: what only this block referenced can go (a pipe, without the table,
+            // keeps a maximal reference).
+            if let Some(n) = &self.needs {
+                let len = (decoded.buf.len() - decoded.start) as u64;
+                self.group
+                    .decoded(len, n.after(h.seq), &mut |b| buffers.recycle(b));
+            }
+            self.block = SharedBlock::new(decoded.buf, decoded.start);
             self.block_held = decoded.held;
             self.base = decoded.start;
             self.cur_seq = Some(h.seq);
@@ -349,12 +372,12 @@ impl<'a> Feed<'a> {
             self.first_record = info.first_record;
             if h.seq < self.deliver_from {
                 // Not delivered: only there for the references of the blocks after it.
-                self.at = self.block.len();
+                self.at = self.block.buf.len();
                 self.first_checked = true;
                 continue;
             }
             let skip = std::mem::take(&mut self.skip);
-            self.at = self.base + skip.min(self.block.len() - self.base);
+            self.at = self.base + skip.min(self.block.buf.len() - self.base);
             self.first_checked = self.ar.version == Version::V1;
             if skip > 0 && !self.first_checked {
                 // A selective run starts at an entry's record, which need not be the first
@@ -371,6 +394,7 @@ impl<'a> Feed<'a> {
                 }
             }
             self.fill_pool()?;
+            self.decode_ahead()?;
             return Ok(true);
         }
     }
@@ -378,25 +402,37 @@ impl<'a> Feed<'a> {
     /// The next up to `max` bytes (at least 1) of the stream, borrowed from the current
     /// block (no copy): fewer than `max` where the block ends.
     pub(super) fn take(&mut self, max: usize) -> Result<&[u8]> {
-        while self.at >= self.block.len() {
+        let r = self.take_range(max)?;
+        Ok(&self.block.buf[r])
+    }
+
+    /// [`Feed::take`] as a range of the current block's buffer ([`Feed::taken`] gives the
+    /// bytes): the range can go to the hashing thread with the block.
+    pub(super) fn take_range(&mut self, max: usize) -> Result<std::ops::Range<usize>> {
+        while self.at >= self.block.buf.len() {
             if !self.next_block()? {
                 return Err(self.corrupt("the stream ends inside a record"));
             }
         }
-        let n = max.min(self.block.len() - self.at);
+        let n = max.min(self.block.buf.len() - self.at);
         let start = self.at;
         self.at += n;
-        Ok(&self.block[start..start + n])
+        Ok(start..start + n)
+    }
+
+    /// The bytes of a range [`Feed::take_range`] gave, until the next block is loaded.
+    pub(super) fn taken(&self, r: std::ops::Range<usize>) -> &[u8] {
+        &self.block.buf[r]
     }
 
     /// Drains the pool and reads past the rest of the data frames; returns (data frame count,
     /// offset of the first index frame). Sequential mode only.
     pub(super) fn finish_data(&mut self) -> Result<(u64, u64)> {
-        if self.at < self.block.len() {
+        if self.at < self.block.buf.len() {
             return Err(self.corrupt("bytes left over after the last record"));
         }
         while self.next_block()? {
-            if self.block.len() > self.base {
+            if self.block.buf.len() > self.base {
                 return Err(self.corrupt("bytes left over after the last record"));
             }
         }
@@ -443,7 +479,7 @@ impl StreamSource for Feed<'_> {
     fn fill(&mut self, buf: &mut [u8]) -> std::result::Result<bool, FeedError> {
         let mut done = 0;
         while done < buf.len() {
-            if self.at >= self.block.len() {
+            if self.at >= self.block.buf.len() {
                 if !self.next_block()? {
                     if done == 0 {
                         return Ok(false);
@@ -452,8 +488,8 @@ impl StreamSource for Feed<'_> {
                 }
                 continue;
             }
-            let n = (buf.len() - done).min(self.block.len() - self.at);
-            buf[done..done + n].copy_from_slice(&self.block[self.at..self.at + n]);
+            let n = (buf.len() - done).min(self.block.buf.len() - self.at);
+            buf[done..done + n].copy_from_slice(&self.block.buf[self.at..self.at + n]);
             self.at += n;
             done += n;
         }

@@ -3,6 +3,7 @@
 
 use super::base_ref::{Piece, RefError, read_base_entry};
 use super::feed::{Feed, next_record};
+use super::hashing::Digest;
 use super::*;
 
 /// Reads the next record that is not a PAD (format 2's alignment records are skipped),
@@ -116,7 +117,7 @@ pub(super) fn parse_records(
         let holes_hashed = &mut summary.holes_hashed;
         let unverified = &mut summary.unverified;
         let r = (|| -> Result<(u64, Option<[u8; 32]>)> {
-            let mut hasher = Some(blake3::Hasher::new());
+            let mut digest_of = Digest::new();
             let mut hashed_to = 0u64;
             let mut extents = ExtentCheck::default();
             // A BASE_REF record read (docs/FORMAT.md §16.5): the base entry and its size.
@@ -127,15 +128,16 @@ pub(super) fn parse_records(
             // read (hole_hash_allowance, checked before hashing, cumulative). Past the cap a
             // file's digest is not checked (its stored bytes still are, by the frame tags)
             // and the caller is told which file.
-            let mut zeros = |hasher: &mut Option<blake3::Hasher>, n: u64, frame_bytes: u64| {
-                if let Some(h) = hasher.as_mut() {
-                    let allowed = hole_hash_allowance(frame_bytes);
-                    if holes_hashed.saturating_add(n) <= allowed {
-                        *holes_hashed += n;
-                        hash_zeros(h, n);
-                    } else {
-                        *hasher = None;
-                    }
+            let zeros = |feed: &mut Feed<'_>, d: &mut Digest, n: u64, hashed: &mut u64| {
+                if !d.is_on() {
+                    return Ok(());
+                }
+                let allowed = hole_hash_allowance(frames_before + feed.frame_bytes);
+                if hashed.saturating_add(n) <= allowed {
+                    *hashed += n;
+                    feed.hash_zeros(d, n)
+                } else {
+                    feed.digest_off(d)
                 }
             };
             loop {
@@ -159,12 +161,27 @@ pub(super) fn parse_records(
                                 feed.corrupt("a BASE_REF record after the file's content began"),
                             ));
                         }
-                        let fb = frames_before + feed.frame_bytes;
+                        // The base's content is hashed here (it is not in this archive's
+                        // blocks); the hole allowance grows with this archive's frames.
+                        let allowed = hole_hash_allowance(frames_before + feed.frame_bytes);
+                        let mut here = match std::mem::replace(&mut digest_of, Digest::Off) {
+                            Digest::Here(h) => Some(h),
+                            _ => None,
+                        };
                         let size = read_reference(feed, &meta, entry, &mut |p| {
                             match p {
-                                Piece::Hole(n) => zeros(&mut hasher, n, fb),
+                                Piece::Hole(n) => {
+                                    if let Some(h) = here.as_mut() {
+                                        if holes_hashed.saturating_add(n) <= allowed {
+                                            *holes_hashed += n;
+                                            hash_zeros(h, n);
+                                        } else {
+                                            here = None;
+                                        }
+                                    }
+                                }
                                 Piece::Bytes(off, b) => {
-                                    if let Some(h) = hasher.as_mut() {
+                                    if let Some(h) = here.as_mut() {
                                         h.update(b);
                                     }
                                     if wanted {
@@ -174,6 +191,7 @@ pub(super) fn parse_records(
                             }
                             Ok(())
                         })?;
+                        digest_of = here.map_or(Digest::Off, Digest::Here);
                         referenced = Some((entry, size));
                         hashed_to = size;
                     }
@@ -182,22 +200,18 @@ pub(super) fn parse_records(
                         extents
                             .segment(offset, len)
                             .map_err(|e| in_entry(feed.corrupt_with(e)))?;
-                        zeros(
-                            &mut hasher,
-                            offset - hashed_to,
-                            frames_before + feed.frame_bytes,
-                        );
+                        zeros(feed, &mut digest_of, offset - hashed_to, holes_hashed)?;
                         let mut done = 0u64;
                         while done < len as u64 {
-                            let bytes =
-                                feed.take((len as u64 - done) as usize).map_err(in_entry)?;
-                            if let Some(h) = hasher.as_mut() {
-                                h.update(bytes);
-                            }
+                            let r = feed
+                                .take_range((len as u64 - done) as usize)
+                                .map_err(in_entry)?;
+                            let n = r.len();
+                            feed.hash_taken(&mut digest_of, r.clone())?;
                             if wanted {
-                                visitor.data(offset + done, bytes)?;
+                                visitor.data(offset + done, feed.taken(r))?;
                             }
-                            done += bytes.len() as u64;
+                            done += n as u64;
                         }
                         hashed_to = offset + len as u64;
                     }
@@ -216,8 +230,8 @@ pub(super) fn parse_records(
                                     "its END_DIGEST says {size} bytes, its base entry {n} has {base_size}"
                                 ))));
                             }
-                            match hasher.take() {
-                                Some(h) if h.finalize().as_bytes() != &digest => {
+                            match feed.digest(std::mem::replace(&mut digest_of, Digest::Off))? {
+                                Some(h) if h.as_bytes() != &digest => {
                                     return Err(reference_error(
                                         feed,
                                         &meta,
@@ -236,13 +250,9 @@ pub(super) fn parse_records(
                             // of the frames that held it.
                             return Ok((size, None));
                         };
-                        zeros(
-                            &mut hasher,
-                            size - hashed_to,
-                            frames_before + feed.frame_bytes,
-                        );
-                        match hasher.take() {
-                            Some(h) if h.finalize().as_bytes() != &digest => {
+                        zeros(feed, &mut digest_of, size - hashed_to, holes_hashed)?;
+                        match feed.digest(std::mem::replace(&mut digest_of, Digest::Off))? {
+                            Some(h) if h.as_bytes() != &digest => {
                                 return Err(in_entry(feed.digest_error(&meta.path)));
                             }
                             Some(_) => {}

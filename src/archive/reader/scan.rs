@@ -31,8 +31,9 @@ impl Archive {
         let mut feed = Feed::new(self, &mut pool, None, 0);
         // The frame table (checked against the stream at the end) tells how much of its
         // group each block still needs, so the blocks kept for references are no more.
-        feed.needs =
-            known.map(|(_, ix)| crate::archive::blocks::reference_needs(&ix.frame_ref_lens));
+        feed.needs = known.map(|(_, ix)| crate::archive::group::Needs::of(&ix.frame_ref_lens));
+        // A table with referencing blocks: decode each one ahead from the first (`prefetch`).
+        feed.chained = feed.needs.as_ref().is_some_and(|n| n.any());
         let mut parsed = Vec::new();
         let mut set = EntrySet::new(feed.ar.version);
         let check = match known {
