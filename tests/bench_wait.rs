@@ -1,8 +1,9 @@
 //! `krypta bench --quick --table 15` (issue 13's comparisons, `src/bench/wait_tables.rs`)
 //! through the binary: every comparison is there, on tmpfs and (when the temporary directory
 //! is elsewhere) on disk, with positive ratios and a verdict for each goal. The peers are
-//! real: `tar`, `zstd`, and `age` / `argon2` / `/usr/bin/time` when installed (.ci/run
-//! installs them); a row whose peer is missing is left out, and the reading says so.
+//! real: `tar`, `zstd`, and `age` / `argon2` / `7z` / `openssl` / `/usr/bin/time` when
+//! installed (.ci/run installs them); a row whose peer is missing is left out, and the
+//! reading says so.
 
 mod common;
 
@@ -39,10 +40,14 @@ fn table_15_measures_every_comparison_of_issue_13_with_its_goal() {
         .collect();
     let mut want = Vec::new();
     if have("age") && have("age-keygen") {
-        want.extend(["c -s --keyfile, 16 MiB", "c -s --keyfile -j 1, 16 MiB"]);
+        want.extend([
+            "c -s --keyfile (fsync, the default), 16 MiB",
+            "c -s --keyfile --no-fsync, 16 MiB",
+            "c -s --keyfile --no-fsync -j 1, 16 MiB",
+        ]);
     }
     want.extend([
-        "c -s --keyfile, 16 MiB",
+        "c -s --keyfile --no-fsync, 16 MiB",
         "c -s from a pipe (≥ 0.8× the file's speed), 16 MiB",
     ]);
     if !(have("tar") && have("zstd")) {
@@ -55,22 +60,61 @@ fn table_15_measures_every_comparison_of_issue_13_with_its_goal() {
         "2000 small files: c -l 3",
         "2000 small files: x",
         "2000 small files: x -j 1",
+    ]);
+    if have("7z") || have("7zz") {
+        want.extend([
+            "2000 small files: archive size, -l 3",
+            "2000 small files: c -l 3",
+            "2000 small files: x",
+        ]);
+    }
+    want.extend([
         "tree of 4 MB: x -l 3 -j 1",
         "one file of 16 MB: x -l 3 -j 1",
         "one file of 16 MB: x -j 2 (≥ 1.6× faster than -j 1)",
         "level 9, 8 MB: size",
     ]);
-    if std::path::Path::new("/usr/bin/time").exists() {
+    let time = std::path::Path::new("/usr/bin/time").exists();
+    if time {
         want.push("level 9, 8 MB: peak memory compressing (-j 1)");
     }
     want.extend(["level 9, 8 MB: c -j 1", "level 9, 8 MB: x"]);
-    if std::path::Path::new("/usr/bin/time").exists() {
+    if time {
         want.push("level 9, 8 MB: peak memory extracting");
     }
+    want.push("level 9, 8 MB: x --stdout to /dev/null");
     assert_eq!(tmpfs, want);
+    if have("openssl") {
+        let limit = rows
+            .iter()
+            .find(|r| r["where"] == "memory" && r["goal"] == "≤ 1.25")
+            .expect("the one-core CTR+HMAC limit row");
+        assert_eq!(
+            limit["comparison"],
+            "c -s --keyfile -j 1 to /dev/null, 16 MiB: time vs the one-core CTR+HMAC limit"
+        );
+        let peer = limit["peer"].as_str().unwrap();
+        assert!(peer.starts_with("openssl speed: "), "{peer}");
+    }
+    // With one write size (quick), no linear-in-size row; the full plan has one per place.
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r["comparison"].as_str().unwrap().contains("linear in size"))
+    );
+    if time {
+        let reading = t["reading"].as_array().unwrap();
+        assert!(
+            reading[0]
+                .as_str()
+                .unwrap()
+                .starts_with("`x -j 1` of the 16 MB file used "),
+            "{reading:?}"
+        );
+    }
     let argon = rows
         .iter()
-        .find(|r| r["where"] == "memory")
+        .find(|r| r["where"] == "memory" && r["goal"] == "≤ 350 ms")
         .expect("the Argon2id row");
     assert_eq!(
         argon["comparison"],

@@ -32,6 +32,7 @@ mod store_tables;
 mod synth;
 mod wait_rows;
 mod wait_tables;
+mod wait_writes;
 
 use std::path::{Path, PathBuf};
 

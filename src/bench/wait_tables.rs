@@ -3,14 +3,18 @@
 //! whether this run meets it:
 //!
 //! - encrypted writes, `c -s --keyfile` of 200 and 800 MiB (quick: 16 MiB) against `age -r`
-//!   (one core) and `cp`, at the default `-j` and at `-j 1`; the same bytes from a pipe
-//!   (`cat | krypta c … -`) against the file;
+//!   (one core) with the same durability (`super::wait_writes`), and `cp`, at the default
+//!   `-j` and at `-j 1`; at `-j 1` to /dev/null against the one-core AES-CTR + HMAC limit
+//!   (`openssl speed`); time per MiB at both sizes (linear in size); the same bytes from a
+//!   pipe (`cat | krypta c … -`) against the file;
 //! - 100,000 small files (quick: 2,000) of 2–30 words: archive size, `c` and `x` against
-//!   `tar c | zstd -3` and `zstd -dc | tar x`;
+//!   `tar c | zstd -3` and `zstd -dc | tar x`, and against `7z a` / `7z x` for context;
 //! - extraction at `-l 3 -j 1`: a tree of files of 1–64 KiB cut from the fixtures against
-//!   `zstd -dc | tar x`, one large file against `zstd -d`, and `-j 2` against `-j 1`;
+//!   `zstd -dc | tar x`, one large file against `zstd -d`, and `-j 2` against `-j 1` (with
+//!   the most any `-j` can gain here, from `-j 1`'s CPU time);
 //! - level 9 on a long input (1 GiB of the text fixture repeated; quick: 8 MB) against
-//!   `zstd -19 --long=27 -T1`: size, peak memory compressing, extraction time;
+//!   `zstd -19 --long=27 -T1`: size, peak memory compressing and extracting, extraction time
+//!   to a file and to /dev/null;
 //! - Argon2id with the default parameters (absolute goal 350 ms; the reference `argon2`
 //!   command beside it when installed).
 //!
@@ -19,8 +23,11 @@
 //! (wall clock around the child; peak memory from `/usr/bin/time -f %M` when it exists). The
 //! two sides of a comparison alternate (A B A B …) and the medians are compared. Writes and
 //! small files run on tmpfs (`/dev/shm`) and, when the temporary directory is on another
-//! file system, on disk too; everything else on tmpfs. Nothing here fsyncs less than a user
-//! gets: krypta runs with its defaults (its fsync of the finished archive included).
+//! file system, on disk too; everything else on tmpfs. Before every run the previous run's
+//! output is removed and the file systems are synced (untimed), so no run pays for another's
+//! write-back. krypta runs with its defaults (its fsync of the finished archive included)
+//! unless the row says `--no-fsync`; it is then compared with a peer that does not sync
+//! either, and the default with a peer followed by `sync` of its output.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,7 +41,8 @@ use super::measure::{have, median};
 use super::report::{Cell, Table};
 #[cfg(test)]
 use super::wait_rows::small_tree;
-use super::wait_rows::{argon2id, extraction, level9, small_files, writes};
+use super::wait_rows::{argon2id, extraction, level9, small_files};
+use super::wait_writes::writes;
 
 /// This table's number.
 pub const NUMBER: u8 = 15;
@@ -118,6 +126,8 @@ impl Goal {
 pub(super) struct Run {
     pub(super) secs: f64,
     pub(super) rss_kib: Option<u64>,
+    /// User + system CPU seconds of the whole child, when known.
+    pub(super) cpu_secs: Option<f64>,
 }
 
 /// Where the runs of one place happen.
@@ -132,7 +142,11 @@ pub(super) fn run_sh(exe: &Path, cwd: &Path, script: &str) -> Result<Run> {
     let rss_file = cwd.join(".rss");
     let mut cmd = if time.exists() {
         let mut c = Command::new(time);
-        c.arg("-f").arg("%M").arg("-o").arg(&rss_file).arg("sh");
+        c.arg("-f")
+            .arg("%M %U %S")
+            .arg("-o")
+            .arg(&rss_file)
+            .arg("sh");
         c
     } else {
         Command::new("sh")
@@ -154,14 +168,47 @@ pub(super) fn run_sh(exe: &Path, cwd: &Path, script: &str) -> Result<Run> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    let rss_kib = std::fs::read_to_string(&rss_file)
+    let (rss_kib, cpu_secs) = std::fs::read_to_string(&rss_file)
         .ok()
-        .and_then(|s| s.lines().last().and_then(|l| l.trim().parse().ok()));
-    Ok(Run { secs, rss_kib })
+        .and_then(|s| s.lines().last().map(parse_time_line))
+        .unwrap_or((None, None));
+    Ok(Run {
+        secs,
+        rss_kib,
+        cpu_secs,
+    })
+}
+
+impl Run {
+    /// The medians of `runs`, each measure on its own (the peak memory and CPU time of the
+    /// runs that reported them).
+    pub(super) fn median_of(runs: &[Run]) -> Run {
+        let med = |mut v: Vec<f64>| (!v.is_empty()).then(|| median(&mut v));
+        Run {
+            secs: med(runs.iter().map(|r| r.secs).collect()).unwrap_or(0.0),
+            rss_kib: med(runs
+                .iter()
+                .filter_map(|r| r.rss_kib.map(|k| k as f64))
+                .collect())
+            .map(|k| k as u64),
+            cpu_secs: med(runs.iter().filter_map(|r| r.cpu_secs).collect()),
+        }
+    }
+}
+
+/// `/usr/bin/time -f "%M %U %S"`'s line: peak KiB, and user + system seconds.
+fn parse_time_line(line: &str) -> (Option<u64>, Option<f64>) {
+    let mut f = line.split_whitespace();
+    let rss = f.next().and_then(|v| v.parse().ok());
+    let user: Option<f64> = f.next().and_then(|v| v.parse().ok());
+    let sys: Option<f64> = f.next().and_then(|v| v.parse().ok());
+    (rss, user.zip(sys).map(|(u, s)| u + s))
 }
 
 /// Medians of `runs` alternating runs of `a` and `b` (A B A B …); `prepare` runs before
-/// each, untimed (it removes what the previous run wrote).
+/// each, untimed (it removes what the previous run wrote), then `sync`, so no run pays for
+/// writing back what an earlier one left dirty (on a disk that was up to seconds, and it fell
+/// on whichever run came next).
 pub(super) fn pair(
     exe: &Path,
     cwd: &Path,
@@ -170,21 +217,15 @@ pub(super) fn pair(
     b: &str,
     prepare: &dyn Fn() -> Result<()>,
 ) -> Result<(Run, Run)> {
-    let mut times = (Vec::new(), Vec::new());
-    let mut rss = (Vec::new(), Vec::new());
+    let mut got: (Vec<Run>, Vec<Run>) = (Vec::new(), Vec::new());
     for _ in 0..runs.max(1) {
-        for (script, t, m) in [(a, &mut times.0, &mut rss.0), (b, &mut times.1, &mut rss.1)] {
+        for (script, runs) in [(a, &mut got.0), (b, &mut got.1)] {
             prepare()?;
-            let r = run_sh(exe, cwd, script)?;
-            t.push(r.secs);
-            m.extend(r.rss_kib.map(|k| k as f64));
+            rustix::fs::sync();
+            runs.push(run_sh(exe, cwd, script)?);
         }
     }
-    let med = |t: &mut Vec<f64>, m: &mut Vec<f64>| Run {
-        secs: median(t),
-        rss_kib: (!m.is_empty()).then(|| median(m) as u64),
-    };
-    Ok((med(&mut times.0, &mut rss.0), med(&mut times.1, &mut rss.1)))
+    Ok((Run::median_of(&got.0), Run::median_of(&got.1)))
 }
 
 pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -260,6 +301,11 @@ impl Rows {
             goal,
             None,
         );
+    }
+
+    /// A line of the table's reading (computed from the numbers measured).
+    pub(super) fn note(&mut self, line: String) {
+        self.table.reading.push(line);
     }
 
     /// A peak-memory comparison, when both are known.
@@ -347,22 +393,9 @@ pub fn table15(
         Some(Cell::Text(s)) if s == "no" => (m, n + 1),
         _ => (m, n),
     });
-    if jobs_here() <= 2 {
-        t.reading.push(
-            "On 2 cores `x -j 2` cannot be 1.6× faster than `-j 1`: the calling thread hashes \
-             and writes every file, so the decode workers are capped at the cores minus one \
-             (README \"Threads\"); -j 2 is then -j 1."
-                .into(),
-        );
-    }
     t.reading
         .push(format!("{met} of the {total} goals are met in this run."));
     Ok(rows.table)
-}
-
-/// Logical cores of this machine.
-fn jobs_here() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// tmpfs first (`/dev/shm`, when it has `need` bytes free), then the temporary directory when it is on another device.
@@ -401,6 +434,27 @@ fn places(need: u64) -> Result<Vec<Place>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_lines_give_peak_memory_and_cpu_seconds() {
+        let (rss, cpu) = parse_time_line("140108 0.32 0.51");
+        assert_eq!(rss, Some(140108));
+        assert!((cpu.unwrap() - 0.83).abs() < 1e-9, "{cpu:?}");
+        assert_eq!(parse_time_line("140108"), (Some(140108), None));
+        assert_eq!(parse_time_line("Command exited"), (None, None));
+        let r = |secs, cpu| Run {
+            secs,
+            rss_kib: Some(10),
+            cpu_secs: cpu,
+        };
+        let m = Run::median_of(&[r(3.0, Some(1.0)), r(1.0, None), r(2.0, Some(5.0))]);
+        assert_eq!((m.secs, m.rss_kib), (2.0, Some(10)));
+        assert_eq!(
+            m.cpu_secs,
+            Some(3.0),
+            "the median of the runs that reported it"
+        );
+    }
 
     #[test]
     fn goals_judge_the_ratio_or_the_time_and_say_nothing_without_a_value() {
