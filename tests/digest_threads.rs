@@ -183,3 +183,79 @@ fn large_and_small_pieces_and_holes_hash_in_stream_order_across_any_cut() {
         }
     }
 }
+
+/// Regression (review of the decode-ahead): a referencing block decoded ahead of its turn
+/// must be judged in the order the reader always used: its stream offset and reference
+/// against the blocks before it first, then its decode. Block 2 here has both a wrong stream
+/// offset and an undecodable payload: the offset is what the error names, as when the block
+/// was decoded on the reading thread.
+#[test]
+fn a_block_decoded_ahead_is_checked_before_its_decode_is_used() {
+    let d = tempfile::tempdir().unwrap();
+    let c = pattern(300_000, 9);
+    let mut r = Vec::new();
+    write_entry(&mut r, &meta(), Version::V2);
+    write_data_head(&mut r, 0, c.len() as u32);
+    r.extend_from_slice(&c);
+    let end_at = r.len();
+    write_end(
+        &mut r,
+        c.len() as u64,
+        Some(blake3::hash(&c).as_bytes()),
+        Version::V2,
+    );
+    let (c1, c2) = (100_000usize, 200_000usize);
+    let referencing = |from: usize, to: usize, first: Option<u32>, offset: u64| {
+        let mut b = Block::stored(&r[from..to], offset, first);
+        b.header.reference_len = from as u32;
+        b.zstd = true;
+        b.prefix = r[..from].to_vec();
+        b
+    };
+    let build = |offset2: u64, garbage: bool| {
+        let mut b2 = referencing(c2, r.len(), Some((end_at - c2) as u32), offset2);
+        if garbage {
+            b2.payload = Some(vec![0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3]);
+        }
+        let blocks = vec![
+            Block::stored(&r[..c1], 0, Some(0)),
+            referencing(c1, c2, None, c1 as u64),
+            b2,
+        ];
+        Archive::new(
+            blocks,
+            vec![IndexEntry {
+                meta: meta(),
+                size: c.len() as u64,
+                digest: Some(*blake3::hash(&c).as_bytes()),
+                first_seq: 0,
+                first_offset: 0,
+                last_seq: 2,
+            }],
+        )
+        .bytes()
+    };
+    let ar = d.path().join("a.kry");
+    // The honest archive reads back (blocks 1 and 2 decoded ahead against their reference).
+    std::fs::write(&ar, build(c2 as u64, false)).unwrap();
+    let o = krypta().args(["t", s(&ar)]).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    // Wrong offset and garbage: the offset is named.
+    std::fs::write(&ar, build(c2 as u64 + 16, true)).unwrap();
+    let o = krypta().args(["t", s(&ar)]).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 3, "{e}");
+    assert!(
+        e.contains(&format!(
+            "stream offset {} where the blocks before it end at {c2}",
+            c2 + 16
+        )),
+        "{e}"
+    );
+    // Garbage alone: the decode is what fails.
+    std::fs::write(&ar, build(c2 as u64, true)).unwrap();
+    let o = krypta().args(["t", s(&ar)]).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 3, "{e}");
+    assert!(!e.contains("stream offset"), "{e}");
+}

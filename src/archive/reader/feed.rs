@@ -2,7 +2,7 @@
 //! format 2's rules between blocks checked, referencing blocks decoded with their group (the
 //! next one on a thread of its own while this one is delivered: `super::prefetch`).
 
-use super::prefetch::Prefetched;
+use super::prefetch::{ChainThread, Resolved};
 use super::*;
 use crate::archive::group::{Group, Needs, SharedBlock};
 use crate::format::limits::MAX_REFERENCE_LEN;
@@ -63,8 +63,13 @@ pub(super) struct Feed<'a> {
     /// A referencing block was met: from then on the next block is taken from the pool as
     /// soon as the current one is loaded, and decoded ahead when it references.
     pub(super) chained: bool,
-    /// The next block, decoding on its own thread against the current one.
-    pub(super) prefetch: Option<Prefetched>,
+    /// Whether this scan may decode ahead (the scans of `scan.rs`; not a salvage's probes).
+    pub(super) may_decode_ahead: bool,
+    /// The thread decoding the next referencing block against the current one, once started.
+    pub(super) chain: Option<ChainThread>,
+    /// The outcome of the decode made ahead of the block being loaded, used where a block
+    /// decoded here would be.
+    pub(super) resolved: Option<Resolved>,
     /// The next pool result, taken early but not decoded ahead (it needed no reference, or
     /// failed): the next block to load.
     pub(super) ahead: Option<frames::FrameResult>,
@@ -113,7 +118,9 @@ impl<'a> Feed<'a> {
             needs: None,
             dec: None,
             chained: false,
-            prefetch: None,
+            may_decode_ahead: false,
+            chain: None,
+            resolved: None,
             ahead: None,
             hasher: None,
         }
@@ -281,16 +288,8 @@ impl<'a> Feed<'a> {
                 .budget
                 .release(std::mem::take(&mut self.block_held));
             self.fill_pool()?;
-            let next = match (self.prefetch.take(), self.ahead.take()) {
-                (Some(p), _) => Some(self.finish_prefetch(p)?),
-                (None, Some(r)) => Some(r),
-                (None, None) => self
-                    .pool
-                    .pool
-                    .next_result()
-                    .map_err(|e| Error::Crypto(e.to_string()))?,
-            };
-            let Some((offset, h, r)) = next else {
+            self.resolved = None;
+            let Some((offset, h, r)) = self.next_result()? else {
                 // Every frame before a read-ahead problem was delivered: now it counts.
                 if let Some(e) = self.deferred.take() {
                     return Err(e);
@@ -340,14 +339,20 @@ impl<'a> Feed<'a> {
                 .advance(prev, &info, need, &mut |b| buffers.recycle(b));
             if decoded.pending {
                 self.chained = true;
-                let dec = match self.dec.as_mut() {
-                    Some(d) => d,
-                    None => self
-                        .dec
-                        .insert(BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?),
+                let resolved = match self.resolved.take() {
+                    Some(r) => r,
+                    None => {
+                        let dec = match self.dec.as_mut() {
+                            Some(d) => d,
+                            None => self.dec.insert(
+                                BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?,
+                            ),
+                        };
+                        let out = self.ar.buffers.blocks.take();
+                        self.group.resolve(dec, &decoded, out)
+                    }
                 };
-                let out = self.ar.buffers.blocks.take();
-                let raw = self.group.resolve(dec, &decoded, out).map_err(|(f, out)| {
+                let raw = resolved.map_err(|(f, out)| {
                     self.ar.buffers.blocks.give(out);
                     self.ar.fault(offset, h.seq, f)
                 })?;
@@ -394,7 +399,7 @@ impl<'a> Feed<'a> {
                 }
             }
             self.fill_pool()?;
-            self.decode_ahead()?;
+            self.decode_ahead(h.seq)?;
             return Ok(true);
         }
     }

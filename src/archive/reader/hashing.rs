@@ -17,8 +17,9 @@
 //! [`Feed::hashing_caught_up`]) it waits until the thread hashed every piece of that block,
 //! so the thread never holds a block the reader has given back: the reader's byte budget
 //! (`archive::budget`) still bounds what is held. That wait costs nothing when writing is
-//! slower than hashing (the usual case); with nothing to write (`krypta t`), the hashing
-//! overlaps the decoding of the next blocks instead.
+//! slower than hashing (the usual case); with nothing to write (`krypta t`, `x --stdout` to
+//! /dev/null) the reading thread waits for it at each block, and the hashing overlaps only
+//! the decoding of the blocks after it (the pool's workers, the chain thread).
 
 use std::ops::Range;
 use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};

@@ -34,6 +34,7 @@ impl Archive {
         feed.needs = known.map(|(_, ix)| crate::archive::group::Needs::of(&ix.frame_ref_lens));
         // A table with referencing blocks: decode each one ahead from the first (`prefetch`).
         feed.chained = feed.needs.as_ref().is_some_and(|n| n.any());
+        feed.may_decode_ahead = true;
         let mut parsed = Vec::new();
         let mut set = EntrySet::new(feed.ar.version);
         let check = match known {
@@ -106,6 +107,7 @@ impl Archive {
             let mut feed = Feed::new(self, &mut pool, Some((start, last_seq)), first.first_seq);
             feed.skip = first.first_offset as usize;
             feed.expected_refs = Some(&index.frame_ref_lens);
+            feed.may_decode_ahead = true;
             let mut filter = SelectVisitor {
                 inner: visitor,
                 base: wanted[i],
