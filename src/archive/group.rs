@@ -202,9 +202,14 @@ impl Group {
             self.kept_bytes += b.raw().len() as u64;
             self.kept.push_back(b);
         }
+        self.keep_last(need, give);
+    }
+
+    /// Hands the oldest kept blocks to `give` while the others still hold `keep` bytes.
+    fn keep_last(&mut self, keep: u64, give: &mut dyn FnMut(SharedBlock)) {
         while let Some(b) = self.kept.front() {
             let len = b.raw().len() as u64;
-            if self.kept_bytes - len < need {
+            if self.kept_bytes - len < keep {
                 break;
             }
             self.kept_bytes -= len;
@@ -219,15 +224,7 @@ impl Group {
     /// its own reference, not the one the current block needed.
     pub fn decoded(&mut self, current_len: u64, after: u32, give: &mut dyn FnMut(SharedBlock)) {
         let keep = u64::from(after.min(MAX_REFERENCE_LEN)).saturating_sub(current_len);
-        while let Some(b) = self.kept.front() {
-            let len = b.raw().len() as u64;
-            if self.kept_bytes - len < keep {
-                break;
-            }
-            self.kept_bytes -= len;
-            let b = self.kept.pop_front().expect("front exists");
-            give(b);
-        }
+        self.keep_last(keep, give);
     }
 
     /// The `need` stream bytes just before the block after `current` (or fewer, when fewer

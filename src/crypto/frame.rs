@@ -25,8 +25,9 @@ use hmac::Mac;
 use subtle::ConstantTimeEq;
 
 use super::CryptoError;
+use super::aes_ctr::{Aes256Ctr, counter_after};
 use super::keys::{ArchiveId, Subkeys};
-use super::primitives::{aes256_ctr_apply, aes256_ctr_state, hmac_sha256, hmac_sha256_state};
+use super::primitives::{aes256_ctr_apply, hmac_sha256, hmac_sha256_state};
 
 /// Domain label that starts every frame MAC input.
 pub const FRAME_MAC_LABEL: &[u8] = b"krypta/v1/frame";
@@ -38,8 +39,9 @@ pub const PLAIN_HEADER_CONTEXT: &str = "krypta v1 header checksum";
 pub const PLAIN_FOOTER_CONTEXT: &str = "krypta v1 footer checksum";
 
 /// Bytes encrypted then MACed per step while sealing, so each piece is still in cache when
-/// the MAC reads it.
+/// the MAC reads it (a multiple of the 16-byte AES block).
 const SEAL_CHUNK: usize = 64 * 1024;
+const _: () = assert!(SEAL_CHUNK.is_multiple_of(16));
 
 /// The 16-byte AES-256-CTR initial counter block of one frame: `seq` as u64 big-endian in
 /// the high half, zero in the low half (the per-block counter). The only constructor takes
@@ -112,10 +114,13 @@ impl Protection {
             }
             Protection::Sealed(keys) => {
                 let iv = FrameIv::for_seq(seq);
-                let mut cipher = aes256_ctr_state(keys.block_enc(), iv.as_bytes());
+                let cipher = Aes256Ctr::new(keys.block_enc());
                 let mut mac = frame_mac(keys, archive_id, frame_header, &iv);
-                for chunk in body.chunks_mut(SEAL_CHUNK) {
-                    aes::cipher::StreamCipher::apply_keystream(&mut cipher, chunk);
+                for (j, chunk) in body.chunks_mut(SEAL_CHUNK).enumerate() {
+                    // SEAL_CHUNK is a whole number of 16-byte blocks: each piece's key
+                    // stream starts where the one before ended.
+                    let at = counter_after(iv.as_bytes(), (j * SEAL_CHUNK / 16) as u64);
+                    cipher.apply(&at, chunk);
                     mac.update(chunk);
                 }
                 mac.finalize().into_bytes().into()

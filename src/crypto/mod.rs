@@ -14,6 +14,7 @@
 //! 5. [`sign`] signs an archive (hybrid ML-DSA-65 + Ed25519 over its transcript);
 //!    [`signkey`] reads and writes the signer's key files.
 
+pub mod aes_ctr;
 pub mod argon2_memory;
 pub mod boxkey;
 pub mod frame;

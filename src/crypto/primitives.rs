@@ -8,7 +8,8 @@
 //! |---|---|---|
 //! | [`sha256`] | FIPS 180-4 | `sha2` (SHA-NI picked at run time) |
 //! | [`hmac_sha256`] | RFC 2104, FIPS 198-1 | `hmac` over `sha2` |
-//! | [`aes256_encrypt_block`], [`aes256_ctr_apply`] | FIPS 197, SP 800-38A §6.5 | `aes` (AES-NI picked at run time), `ctr` |
+//! | [`aes256_encrypt_block`] | FIPS 197 | `aes` (AES-NI picked at run time) |
+//! | [`aes256_ctr_apply`] | SP 800-38A §6.5, §B.1 | `aws-lc-rs` (`super::aes_ctr` says why) |
 //! | [`hkdf_sha256`] | RFC 5869 | `hkdf` over `hmac` |
 //! | [`pbkdf2_hmac_sha256`] | RFC 8018 §5.2 | `pbkdf2` |
 //! | [`argon2id`], [`argon2id_in`] | RFC 9106, version 0x13 | `argon2` (matrix: `super::argon2_memory`) |
@@ -16,7 +17,7 @@
 //! | [`random_bytes`] | OS CSPRNG (`getrandom(2)`) | `getrandom` |
 
 use aes::Aes256;
-use aes::cipher::{BlockCipherEncrypt, KeyInit, KeyIvInit, StreamCipher};
+use aes::cipher::{BlockCipherEncrypt, KeyInit};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -29,9 +30,6 @@ use super::argon2_memory::Argon2Memory;
 type HmacSha256 = Hmac<Sha256>;
 /// HKDF-SHA256 (RFC 5869) over that HMAC.
 type HkdfSha256 = hkdf::Hkdf<Sha256>;
-/// AES-256 in CTR mode with a 128-bit big-endian counter (SP 800-38A §B.1, the whole block
-/// is the counter).
-type Aes256Ctr = ctr::Ctr128BE<Aes256>;
 
 // Every state that holds key material wipes itself on drop (the crates' `zeroize`
 // features, enabled in Cargo.toml): checked here at compile time, so turning a feature off
@@ -44,7 +42,6 @@ const _: fn() = || {
     type Sha256Core = <Sha256 as CoreProxy>::Core;
     fn zeroize_on_drop<T: zeroize::ZeroizeOnDrop>() {}
     zeroize_on_drop::<Aes256>();
-    zeroize_on_drop::<Aes256Ctr>();
     zeroize_on_drop::<Sha256>();
     zeroize_on_drop::<Sha256Core>();
     zeroize_on_drop::<Buffer<Sha256Core>>();
@@ -125,15 +122,7 @@ pub fn aes256_encrypt_block(key: &[u8; 32], block: &mut [u8; 16]) {
 /// modulo 2^128 (SP 800-38A §B.1). Encryption and decryption are the same operation. Any
 /// length, including 0 and partial last blocks.
 pub fn aes256_ctr_apply(key: &[u8; 32], iv: &[u8; 16], buf: &mut [u8]) {
-    // The 128-bit counter flavour reports an unbounded remaining key stream for any buffer
-    // a usize can describe, so `apply_keystream` cannot hit its end-of-stream panic.
-    let mut cipher = Aes256Ctr::new(key.into(), iv.into());
-    cipher.apply_keystream(buf);
-}
-
-/// A reusable AES-256-CTR state, for callers that encrypt a buffer in pieces.
-pub(crate) fn aes256_ctr_state(key: &[u8; 32], iv: &[u8; 16]) -> Aes256Ctr {
-    Aes256Ctr::new(key.into(), iv.into())
+    super::aes_ctr::Aes256Ctr::new(key).apply(iv, buf);
 }
 
 /// HKDF-Extract (RFC 5869 §2.2) with `salt` (empty = no salt: HMAC's key block is zeros
