@@ -223,6 +223,7 @@ fn compress_into(
             link: Vec::new(),
             ..Default::default()
         };
+        crate::store::local::widen_pipe(rustix::stdio::stdin());
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
         w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
         rep.entry_done(&meta);
