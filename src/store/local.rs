@@ -400,6 +400,7 @@ impl Sink for StdoutSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsFd;
 
     #[test]
     fn an_aborted_file_sink_leaves_no_file_and_no_temporary() {
@@ -446,5 +447,25 @@ mod tests {
         s.seek_to(9).unwrap();
         assert_eq!(s.read(&mut b).unwrap(), 1);
         assert_eq!(b[0], b'9');
+    }
+
+    #[test]
+    fn a_pipe_is_widened_to_1_mib_and_a_file_is_left_alone() {
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        widen_pipe(r.as_fd());
+        // One buffer, seen from both ends; an unprivileged process gets at most pipe-max-size.
+        let max: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(PIPE_BYTES);
+        let want = if rustix::process::geteuid().is_root() || max >= PIPE_BYTES {
+            PIPE_BYTES
+        } else {
+            64 << 10
+        };
+        assert_eq!(rustix::pipe::fcntl_getpipe_size(&w).unwrap(), want);
+        let f = tempfile::tempfile().unwrap();
+        widen_pipe(f.as_fd());
+        assert!(rustix::pipe::fcntl_getpipe_size(&f).is_err(), "not a pipe");
     }
 }
