@@ -178,7 +178,7 @@ fn extract_opened(
     let summary = if req.stdout {
         let stdout = std::io::stdout();
         let mut v = StdoutVisitor::new(
-            std::io::BufWriter::with_capacity(1 << 20, stdout.lock()),
+            std::io::BufWriter::with_capacity(1 << 20, fs::chunked::Chunked(stdout.lock())),
             &mut select,
         );
         let mut tap = Tap::new(&mut v, rep);

@@ -8,6 +8,7 @@
 mod ahead;
 mod archive_path;
 mod attrs;
+pub mod chunked;
 pub mod cleanup;
 pub mod committer;
 mod confine;

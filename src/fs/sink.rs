@@ -11,7 +11,6 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -164,8 +163,7 @@ impl FileSink {
 
     fn write_run(&mut self, offset: u64, start: usize, bytes: &[u8]) -> Result<()> {
         let at = offset + start as u64;
-        self.file
-            .write_all_at(bytes, at)
+        super::chunked::write_all_at(&self.file, bytes, at)
             .map_err(|e| Error::io(&self.path, "write", e))?;
         self.written_end = at + bytes.len() as u64;
         Ok(())

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Sink, Source};
 use crate::error::{Error, Result};
+use crate::fs::chunked::Chunked;
 use crate::fs::cleanup;
 
 /// Buffer of local reads and writes, bytes (1 MiB).
@@ -195,7 +196,7 @@ impl Source for ReadSource {
 pub struct FileSink {
     /// The temporary file (None once finished).
     tmp: Option<tempfile::NamedTempFile>,
-    out: Option<BufWriter<File>>,
+    out: Option<BufWriter<Chunked<File>>>,
     path: PathBuf,
     force: bool,
     /// `fsync` the file before the rename and its directory after it (the default policy).
@@ -242,7 +243,7 @@ impl FileSink {
         let cleanup_id = cleanup::register(t.path().to_path_buf());
         Ok(FileSink {
             tmp: Some(t),
-            out: Some(BufWriter::with_capacity(BUF_LEN, f)),
+            out: Some(BufWriter::with_capacity(BUF_LEN, Chunked(f))),
             path: path.to_path_buf(),
             force,
             sync,
@@ -353,7 +354,7 @@ impl Drop for FileSink {
 
 /// Standard output as an archive sink (written as it goes; `abort` cannot take bytes back).
 pub struct StdoutSink {
-    out: BufWriter<io::Stdout>,
+    out: BufWriter<Chunked<io::Stdout>>,
 }
 
 impl StdoutSink {
@@ -361,7 +362,7 @@ impl StdoutSink {
     pub fn new() -> Self {
         widen_pipe(rustix::stdio::stdout());
         StdoutSink {
-            out: BufWriter::with_capacity(BUF_LEN, io::stdout()),
+            out: BufWriter::with_capacity(BUF_LEN, Chunked(io::stdout())),
         }
     }
 }
