@@ -13,7 +13,7 @@ use super::fixtures::{self, Fixture};
 use super::measure::{MB, have, median};
 use super::report::Cell;
 use super::synth::SplitMix;
-use super::wait_tables::{Goal, Rows, Sizes, clear, pair, run_sh, size_of, write};
+use super::wait_tables::{Goal, Rows, Sizes, clear, clear_fresh, pair, run_sh, size_of, write};
 
 /// `n` small files of 2–30 words (a seeded vocabulary of 1,571 made-up words) in 100
 /// directories under `root`: the issue's small-file tree, the same on every machine.
@@ -123,7 +123,8 @@ pub(super) fn small_files(
         tc,
         Goal::AtMost(1.0),
     );
-    let clean = || clear(cwd, &["o1", "o2"]);
+    let warm = r#"sf.kry sf.tzst "$KRYPTA" "$(command -v tar)" "$(command -v zstd)""#;
+    let clean = || clear_fresh(exe, cwd, &["o1", "o2"], warm);
     for (args, what) in [("", "x"), ("-j 1 ", "x -j 1")] {
         let k = format!(r#""$KRYPTA" x -q {args}sf.kry -o o1"#);
         let (kx, tx) = pair(
@@ -192,7 +193,8 @@ fn seven_zip(
         zc,
         Goal::Info,
     );
-    let clean = || clear(cwd, &["o1", "o2"]);
+    let warm = format!(r#"sf.kry sf.7z "$KRYPTA" "$(command -v {z})""#);
+    let clean = || clear_fresh(exe, cwd, &["o1", "o2"], &warm);
     let (kx, zx) = pair(
         exe,
         cwd,
