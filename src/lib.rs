@@ -177,10 +177,7 @@ fn extract_opened(
     let mut sw = Collect::default();
     let summary = if req.stdout {
         let stdout = std::io::stdout();
-        let mut v = StdoutVisitor::new(
-            std::io::BufWriter::with_capacity(1 << 20, fs::chunked::Chunked(stdout.lock())),
-            &mut select,
-        );
+        let mut v = StdoutVisitor::new(fs::chunked::buffered(stdout.lock()), &mut select);
         let mut tap = Tap::new(&mut v, rep);
         let mut t = damage::Tracker::new(&mut tap);
         let s = damage::scan_or_salvage(

@@ -257,11 +257,13 @@ pub(super) fn size_of(path: &Path) -> Result<u64> {
 pub(super) fn clear_fresh(exe: &Path, cwd: &Path, dirs: &[&str], warm: &str) -> Result<()> {
     clear(cwd, dirs)?;
     rustix::fs::sync();
-    if let Ok(mut f) = std::fs::OpenOptions::new()
+    let dropped = std::fs::OpenOptions::new()
         .write(true)
         .open("/proc/sys/vm/drop_caches")
-    {
-        let _ = std::io::Write::write_all(&mut f, b"1\n");
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"1\n"))
+        .is_ok();
+    if !dropped {
+        return Ok(());
     }
     let _ = Command::new("sh")
         .arg("-c")

@@ -33,6 +33,15 @@ impl<W: Write> Write for Chunked<W> {
     }
 }
 
+/// Bytes a [`buffered`] writer gathers before it writes (1 MiB).
+pub const BUFFER: usize = 1 << 20;
+
+/// `w` behind a [`BUFFER`]-byte buffer whose writes reach `w` in pieces of at most
+/// [`WRITE_CHUNK`] bytes: every buffered write of krypta's to a file or stdout goes so.
+pub fn buffered<W: Write>(w: W) -> io::BufWriter<Chunked<W>> {
+    io::BufWriter::with_capacity(BUFFER, Chunked(w))
+}
+
 /// `pwrite`s all of `bytes` at `at` in pieces of at most [`WRITE_CHUNK`] bytes.
 pub fn write_all_at(file: &File, bytes: &[u8], at: u64) -> io::Result<()> {
     let mut at = at;
@@ -63,7 +72,7 @@ mod tests {
     #[test]
     fn a_large_write_reaches_the_writer_in_pieces_of_at_most_128_kib() {
         let data = vec![7u8; 4 * WRITE_CHUNK + 5];
-        let mut w = io::BufWriter::with_capacity(1 << 20, Chunked(Calls(Vec::new())));
+        let mut w = buffered(Calls(Vec::new()));
         w.write_all(&data).unwrap();
         w.write_all(&data[..10]).unwrap();
         w.flush().unwrap();

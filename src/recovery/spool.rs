@@ -46,10 +46,12 @@ impl Spool {
             self.file = Some(f);
         }
         let f = self.file.as_mut().expect("just set");
-        f.write_all(bytes).map_err(|source| RecoveryError::Spill {
-            op: "write",
-            source,
-        })?;
+        crate::fs::chunked::Chunked(f)
+            .write_all(bytes)
+            .map_err(|source| RecoveryError::Spill {
+                op: "write",
+                source,
+            })?;
         self.file_len += bytes.len() as u64;
         Ok(())
     }

@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 
 use super::{Sink, Source};
 use crate::error::{Error, Result};
-use crate::fs::chunked::Chunked;
+use crate::fs::chunked::{self, Chunked};
 use crate::fs::cleanup;
 
-/// Buffer of local reads and writes, bytes (1 MiB).
+/// Buffer of local reads, bytes (1 MiB; writes: `crate::fs::chunked::buffered`).
 const BUF_LEN: usize = 1 << 20;
 
 /// A local archive file opened for reading.
@@ -243,7 +243,7 @@ impl FileSink {
         let cleanup_id = cleanup::register(t.path().to_path_buf());
         Ok(FileSink {
             tmp: Some(t),
-            out: Some(BufWriter::with_capacity(BUF_LEN, Chunked(f))),
+            out: Some(chunked::buffered(f)),
             path: path.to_path_buf(),
             force,
             sync,
@@ -362,7 +362,7 @@ impl StdoutSink {
     pub fn new() -> Self {
         widen_pipe(rustix::stdio::stdout());
         StdoutSink {
-            out: BufWriter::with_capacity(BUF_LEN, Chunked(io::stdout())),
+            out: chunked::buffered(io::stdout()),
         }
     }
 }

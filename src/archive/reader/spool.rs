@@ -92,7 +92,7 @@ impl Archive {
         let mut file =
             tempfile::tempfile().map_err(|e| Error::io(&tmp, "create a temporary file in", e))?;
         let copied = {
-            let mut w = io::BufWriter::with_capacity(1 << 20, &mut file);
+            let mut w = crate::fs::chunked::buffered(&mut file);
             let n =
                 io::copy(&mut self.input, &mut w).map_err(|e| Error::io(&self.path, "read", e))?;
             w.flush().map_err(|e| Error::io(&tmp, "write", e))?;
