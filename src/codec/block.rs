@@ -188,11 +188,12 @@ impl BlockEncoder {
     /// 16-byte region descriptor would not be smaller than `raw`, or the encoder stores. A
     /// fresh context per call: zstd ties a referenced prefix to the context's lifetime.
     ///
-    /// Parameters ([`Level::delta_hash_log`]; measured on real version pairs, module doc of
-    /// `archive::delta`): zstd level 1 whatever krypta's level, long-distance matching on
-    /// (without it a fast level sees only the tail of a multi-MiB prefix), a window covering
-    /// the region and the block (at most 2^29, format 2's decoder bound), and at levels 5..9
-    /// hash tables sized to index the whole region (2^20, 2^22 entries): smaller deltas at a
+    /// Parameters (measured on real version pairs: [`Level::delta_hash_log`],
+    /// [`super::DELTA_LDM_MIN_MATCH`]): zstd level 1 whatever krypta's level, long-distance
+    /// matching on (without it a fast level sees only the tail of a multi-MiB prefix) with
+    /// matches from 48 bytes, a window covering the region and the block (at most 2^29,
+    /// format 2's decoder bound), and from level 3 on larger hash tables (2^17 entries; at
+    /// levels 5..9 2^20 and 2^22, which index the whole region): smaller deltas at a
     /// fraction of the speed.
     pub fn encode_against(
         &mut self,
@@ -217,6 +218,8 @@ impl BlockEncoder {
             CParameter::CompressionLevel(1),
             CParameter::WindowLog(window),
             CParameter::EnableLongDistanceMatching(true),
+            CParameter::LdmMinMatch(super::DELTA_LDM_MIN_MATCH),
+            CParameter::LdmBucketSizeLog(super::DELTA_LDM_BUCKET_LOG),
             CParameter::ContentSizeFlag(true),
             CParameter::ChecksumFlag(false),
             CParameter::DictIdFlag(false),

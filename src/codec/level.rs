@@ -29,6 +29,19 @@ const LEVEL9_BLOCK_SIZE: usize = 64 << 20;
 /// repetitive input is learnt once per GiB rather than once per block.
 pub const REFERENCE_GROUP_BLOCKS: u64 = 16;
 
+/// Shortest match zstd's long-distance matcher takes in a delta block (its default: 64), at
+/// every level. Measured on the pairs of BENCHMARKS.md table 14 (sizes at zstd level 1's
+/// tables, ruff / libc6 / typescript / aws-lc-sys ÷ `zstd --patch-from -19`): 64 gives
+/// 1.64 / 1.36 / 2.45 / 2.06; 48 with buckets of 2^6 1.59 / 1.30 / 2.25 / 2.02 at the same
+/// speed. Shorter matches (32, 40) shrink the executable and the package a little more but
+/// grow the source tree's delta by up to a fifth: a long-distance match is taken before the
+/// fast matcher looks, so short ones displace better matches in text.
+pub const DELTA_LDM_MIN_MATCH: u32 = 48;
+
+/// Entries per bucket of the long-distance matcher's hash table (log2) in a delta block: 2^6
+/// candidates per lookup (zstd's default 2^3); see [`DELTA_LDM_MIN_MATCH`].
+pub const DELTA_LDM_BUCKET_LOG: u32 = 6;
+
 impl Level {
     /// Lowest level: fastest.
     pub const MIN: Level = Level(1);
@@ -83,15 +96,21 @@ impl Level {
 
     /// The hash (and chain) table log of a delta block's zstd frame
     /// ([`super::BlockEncoder::encode_against`]): `None` (zstd level 1's own tables, the
-    /// fastest, for the speed goal of ≥ 90 MB/s per stream) at levels 1..=4, 20 at 5 and 6,
-    /// 22 at 7..=9 (whole-region tables, for the size goal: ruff executable / libc6 data
-    /// 1.64× / 1.36× `zstd --patch-from -19` at the default, 1.23× / 1.15× at 20, 1.19× /
-    /// 1.14× at 22, for about 3× the CPU time: docs/FORMAT.md §16.3). The default stays on
-    /// the fast tables: at 2^20 the executable's delta still misses 1.2× and the speed goal
-    /// is lost.
+    /// fastest) at levels 1 and 2, 17 at 3 and 4 (the default: a table that stays in a
+    /// core's L2 cache), 20 at 5 and 6, 22 at 7..=9 (tables covering the whole region).
+    /// Measured on the real pairs of BENCHMARKS.md table 14 with `c --base -j 1`, sizes ÷
+    /// `zstd --patch-from --long=31 -19` for ruff / libc6 / typescript / aws-lc-sys, write
+    /// time of ruff ÷ level 1's tables, all with the long-distance matcher of
+    /// [`DELTA_LDM_MIN_MATCH`]: zstd level 1's tables 1.59 / 1.30 / 2.25 / 2.02 (1.00);
+    /// 2^17 1.52 / 1.29 / 2.23 / 1.98 (1.07); 2^20 1.23 / 1.15 / 2.08 / 1.87 (1.6);
+    /// 2^22 1.19 / 1.14 / 2.07 / 1.87 (2.2). The default takes the table that costs
+    /// under a tenth more time: 2^20 brings ruff to 1.23× but its one-thread delta write to
+    /// 93–97 MB/s on an idle machine (84 in a busier run), no margin on the ≥ 90 MB/s per
+    /// stream of issue 17 (docs/FORMAT.md §16.3).
     pub fn delta_hash_log(self) -> Option<u32> {
         match self.0 {
-            0..=4 => None,
+            0..=2 => None,
+            3 | 4 => Some(17),
             5 | 6 => Some(20),
             _ => Some(22),
         }

@@ -117,7 +117,7 @@ pub mod zframe;
 
 pub use block::{BlockDecoder, BlockEncoder, decode_stored_in_place};
 pub use detect::detect_filter;
-pub use level::{Level, REFERENCE_GROUP_BLOCKS};
+pub use level::{DELTA_LDM_BUCKET_LOG, DELTA_LDM_MIN_MATCH, Level, REFERENCE_GROUP_BLOCKS};
 
 /// On-disk BCJ filter codes (the byte stored in each block header).
 #[repr(u8)]
