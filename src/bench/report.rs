@@ -178,8 +178,8 @@ impl BenchReport {
             },
         ));
         out.push_str(&format!(
-            "MB = 10^6 bytes. Each time is the median of {} run(s); a run slower than {} s is \
-             timed once.\n\n",
+            "MB = 10^6 bytes. Each time is the median of {} run(s) unless a table's method says \
+             otherwise; a run slower than {} s is timed once.\n\n",
             self.runs,
             super::measure::SLOW_RUN_SECS
         ));
