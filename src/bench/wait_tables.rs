@@ -379,13 +379,17 @@ pub fn table15(
             format!(
                 "each row one comparison of issue 13, krypta (this binary, its defaults \
                  unless the row says) and the peer as child processes timed alike, \
-                 alternating A B A B, medians of {runs} run(s) each (level 9 compression: \
-                 one run each); ratio = krypta / peer (time, size or peak memory: below 1 is \
+                 alternating A B A B, medians of {runs} run(s) each ({} for the encrypted \
+                 writes; level 9 compression: one run each); ratio = krypta / peer (time, size or peak memory: below 1 is \
                  krypta ahead); peak memory from /usr/bin/time. Small files: {} files of \
                  2–30 words in 100 directories; tree: {} MB of the fixtures cut into files of \
                  1–64 KiB; large file: {} MB of the fixtures; level 9: {} MB of the text \
                  fixture repeated.",
-                sizes.small_files, sizes.tree_mb, sizes.large_mb, sizes.level9_mb
+                super::wait_writes::write_rounds(runs),
+                sizes.small_files,
+                sizes.tree_mb,
+                sizes.large_mb,
+                sizes.level9_mb
             ),
             &[
                 "comparison",
