@@ -56,7 +56,7 @@ use crate::format::record::{self, DATA_HEAD_LEN, DIGEST_MIN_SIZE, MAX_SEGMENT};
 use crate::format::{EntryMeta, FormatError, Version};
 
 pub(crate) use super::write_opts::check_recipients;
-use super::write_opts::{shown_entry, too_big};
+use super::write_opts::{sealing_workers, shown_entry, too_big};
 
 /// The format version the writer writes.
 pub const WRITE_VERSION: Version = Version::V2;
@@ -240,10 +240,11 @@ impl<W: Write> ArchiveWriter<W> {
         // A referencing level (9) keeps one block per worker in flight: each carries its
         // predecessor's bytes as well, zstd 19 takes seconds per block, and this thread fills
         // the next block meanwhile, so more in flight would only add to the peak.
+        let jobs = sealing_workers(opts.jobs, level);
         let in_flight = if level.is_some_and(|l| l.references()) {
-            opts.jobs.max(1)
+            jobs
         } else {
-            super::pipeline::max_in_flight(opts.jobs, opts.block_size)
+            super::pipeline::max_in_flight(jobs, opts.block_size)
         };
         let keep = super::pipeline::recycle_count(in_flight, opts.block_size);
         let buffers = WriteBuffers {
@@ -253,7 +254,7 @@ impl<W: Write> ArchiveWriter<W> {
         let worker_buffers = buffers.clone();
         let worker_base = opts.base.clone();
         let pool = OrderedPool::new(
-            opts.jobs,
+            jobs,
             in_flight,
             move || WorkerState {
                 encoder: BlockEncoder::new(level).expect("level was validated by Level::new"),
