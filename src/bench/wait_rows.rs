@@ -227,6 +227,7 @@ pub(super) fn extraction(
     if !(have("tar") && have("zstd")) {
         return Ok(());
     }
+    let runs = super::wait_tables::short_rounds(runs);
     progress("table 15: extraction of a tree and of one large file");
     medium_tree(&cwd.join("mt"), fx, sizes.tree_mb)?;
     run_sh(

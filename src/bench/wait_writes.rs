@@ -17,7 +17,7 @@ use crate::error::Result;
 
 use super::fixtures;
 use super::measure::have;
-use super::wait_tables::{Goal, Rows, Sizes, pair, run_sh, write};
+use super::wait_tables::{Goal, Rows, Sizes, pair, run_sh, short_rounds, write};
 
 /// The one-core limit of AES-256-CTR then HMAC-SHA256 over the same bytes, MB/s:
 /// `1 / (1/ctr + 1/hmac)` from `openssl speed` on 16 KiB buffers (a second each), or `None`
@@ -45,21 +45,6 @@ pub(super) fn parse_speed(out: &str, label: &str) -> Option<f64> {
     Some(k * 1000.0 / 1e6)
 }
 
-/// Rounds of the write rows in the full plan (the quick plan keeps its one). Their runs take
-/// 0.2–1.2 s, and with 3 rounds three of their ratios moved by 0.1–0.2 between two table
-/// runs on an idle machine (tmpfs 200 MiB fsync 0.86 then 1.05, `--no-fsync` 1.10 then 1.01;
-/// disk 800 MiB `--no-fsync` 1.10 then 1.04), around goals of 1.0 and 1.25.
-pub(super) const WRITE_ROUNDS: usize = 9;
-
-/// The rounds the write rows use when the plan asks for `runs`.
-pub(super) fn write_rounds(runs: usize) -> usize {
-    if runs > 1 {
-        runs.max(WRITE_ROUNDS)
-    } else {
-        runs.max(1)
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 pub(super) fn writes(
     exe: &Path,
@@ -70,7 +55,7 @@ pub(super) fn writes(
     rows: &mut Rows,
     progress: &mut dyn FnMut(&str),
 ) -> Result<()> {
-    let runs = write_rounds(runs);
+    let runs = short_rounds(runs);
     run_sh(exe, cwd, r#""$KRYPTA" keygen -o k.key"#)?;
     let age = have("age") && have("age-keygen");
     if age {
