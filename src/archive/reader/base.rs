@@ -75,6 +75,13 @@ struct Cache {
     free: Vec<Vec<u8>>,
     /// The working set the cache is held to: see [`BaseArchive::working_set`].
     working: u64,
+    /// Frames decoded into the cache at least once. The prefetch thread skips them: the
+    /// regions move forward through the base, so a frame decoded and since evicted is behind
+    /// the reader, and a hint for it is stale (the thread fell behind while the workers
+    /// decoded the frames themselves). Decoding it again evicted a frame still ahead, whose
+    /// stale hint then did the same: under load a `-j 1` read decoded 25 frames 41–49 times.
+    /// A worker that does need such a frame again still decodes it itself.
+    seen: std::collections::HashSet<u64>,
 }
 
 /// Buffers the cache keeps for reuse at most.
@@ -234,13 +241,14 @@ impl BaseArchive {
     }
 
     /// The prefetch thread's turn on frame `seq`: decoded into the cache unless a worker
-    /// started on it (or it is cached), and only while the cache has room for it (its
-    /// working set, or for a `walk` the whole budget).
+    /// started on it (or it is cached, or was decoded once already: [`Cache`]'s `seen`), and
+    /// only while the cache has room for it (its working set, or for a `walk` the whole
+    /// budget).
     fn prefetch_one(&self, dec: &mut BlockDecoder, seq: u64, walk: bool) {
         let slot = {
             let mut c = self.cache.lock().expect("base cache lock");
             let room = if walk { self.cache_budget } else { c.working };
-            if !c.slots.contains_key(&seq) && c.bytes >= room {
+            if !c.slots.contains_key(&seq) && (c.bytes >= room || c.seen.contains(&seq)) {
                 return;
             }
             Arc::clone(c.slots.entry(seq).or_default())
@@ -413,6 +421,7 @@ impl BaseArchive {
                 self.decoded
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut c = self.cache.lock().expect("base cache lock");
+                c.seen.insert(seq);
                 c.order.push_back((seq, b.len() as u64));
                 c.bytes += b.len() as u64;
                 let limit = if walk { self.cache_budget } else { c.working };
