@@ -80,7 +80,9 @@ struct Cache {
     /// the reader, and a hint for it is stale (the thread fell behind while the workers
     /// decoded the frames themselves). Decoding it again evicted a frame still ahead, whose
     /// stale hint then did the same: under load a `-j 1` read decoded 25 frames 41–49 times.
-    /// A worker that does need such a frame again still decodes it itself.
+    /// A worker that does need such a frame again still decodes it itself. Frames decoded
+    /// by the writer's map walk are not counted: the walk reads the whole base first, and the
+    /// regions after it start again from the front (past the budget, from frames evicted).
     seen: std::collections::HashSet<u64>,
 }
 
@@ -421,7 +423,9 @@ impl BaseArchive {
                 self.decoded
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut c = self.cache.lock().expect("base cache lock");
-                c.seen.insert(seq);
+                if !walk {
+                    c.seen.insert(seq);
+                }
                 c.order.push_back((seq, b.len() as u64));
                 c.bytes += b.len() as u64;
                 let limit = if walk { self.cache_budget } else { c.working };
