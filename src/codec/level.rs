@@ -39,7 +39,7 @@ pub const REFERENCE_GROUP_BLOCKS: u64 = 16;
 pub const DELTA_LDM_MIN_MATCH: u32 = 48;
 
 /// Entries per bucket of the long-distance matcher's hash table (log2) in a delta block: 2^6
-/// candidates per lookup (zstd's default 2^3); see [`DELTA_LDM_MIN_MATCH`].
+/// candidates per lookup (zstd 1.5.7's default 2^4); see [`DELTA_LDM_MIN_MATCH`].
 pub const DELTA_LDM_BUCKET_LOG: u32 = 6;
 
 impl Level {

@@ -80,7 +80,9 @@ struct Cache {
     /// the reader, and a hint for it is stale (the thread fell behind while the workers
     /// decoded the frames themselves). Decoding it again evicted a frame still ahead, whose
     /// stale hint then did the same: under load a `-j 1` read decoded 25 frames 41–49 times.
-    /// A worker that does need such a frame again still decodes it itself. Frames decoded
+    /// A worker that does need such a frame again still decodes it itself: a delta whose
+    /// blocks point back to earlier base frames (reordered files, two files matched to one
+    /// base file) loses only the prefetch of those frames, never bytes. Frames decoded
     /// by the writer's map walk are not counted: the walk reads the whole base first, and the
     /// regions after it start again from the front (past the budget, from frames evicted).
     seen: std::collections::HashSet<u64>,
