@@ -17,6 +17,16 @@ use std::thread::JoinHandle;
 /// Raw bytes of blocks the pipeline aims to keep in flight at most, bytes (512 MiB).
 pub const IN_FLIGHT_BUDGET: usize = 512 << 20;
 
+/// Workers that leave the calling thread a core of its own: the cores minus one, at least
+/// one. Where the calling thread does as much per byte as a worker (extraction: parse, hash,
+/// write; `c -s`: read, hash, write), more workers than this only make all threads wait.
+pub fn cores_beside_caller() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_sub(1)
+        .max(1)
+}
+
 /// How many blocks may be in flight for `jobs` workers and blocks of `block_size` bytes:
 /// `2 × jobs + 2` (each worker busy with one block while the next waits) unless that
 /// exceeds [`IN_FLIGHT_BUDGET`], and never fewer than `jobs + 1` (so every worker has work).

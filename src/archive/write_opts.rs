@@ -276,8 +276,7 @@ pub(crate) fn sealing_workers(jobs: usize, level: Option<Level>) -> usize {
     if level.is_some() {
         return jobs;
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    jobs.min(cores.saturating_sub(1).max(1))
+    jobs.min(super::pipeline::cores_beside_caller())
 }
 
 #[cfg(test)]
@@ -288,6 +287,7 @@ mod tests {
     fn stored_blocks_leave_the_filling_thread_a_core_and_compression_gets_every_worker() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let free = cores.saturating_sub(1).max(1);
+        assert_eq!(crate::archive::pipeline::cores_beside_caller(), free);
         assert_eq!(sealing_workers(cores, None), free);
         assert_eq!(sealing_workers(cores + 3, None), free);
         assert_eq!(sealing_workers(1, None), 1);

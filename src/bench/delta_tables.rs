@@ -95,11 +95,7 @@ pub fn table14(
     let (found, skipped) = pairs::load_pairs(&entries, dir);
     let exe = std::env::current_exe().map_err(|e| Error::io("krypta", "locate", e))?;
     let delta_built = has_base_option(&exe);
-    let rounds = if plan.runs > 1 {
-        plan.runs.max(FULL_ROUNDS)
-    } else {
-        plan.runs.max(1)
-    };
+    let rounds = super::measure::rounds(plan.runs, FULL_ROUNDS);
     let tmp = tempfile::Builder::new()
         .prefix("krypta-bench-delta-")
         .tempdir()

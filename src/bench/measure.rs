@@ -36,6 +36,16 @@ fn timed(runs: usize, cut_slow: bool, mut f: impl FnMut() -> Result<()>) -> Resu
     Ok(median(&mut times))
 }
 
+/// The rounds a table whose runs are short takes when the plan asks for `runs`: at least
+/// `floor` in the full plan (its `runs` > 1), the quick plan's one otherwise.
+pub fn rounds(runs: usize, floor: usize) -> usize {
+    if runs > 1 {
+        runs.max(floor)
+    } else {
+        runs.max(1)
+    }
+}
+
 /// The median of `v` (mean of the two middle values for an even count); 0 for an empty slice.
 pub fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {

@@ -237,11 +237,7 @@ pub(super) const SHORT_ROUNDS: usize = 9;
 
 /// The rounds the short rows use when the plan asks for `runs`.
 pub(super) fn short_rounds(runs: usize) -> usize {
-    if runs > 1 {
-        runs.max(SHORT_ROUNDS)
-    } else {
-        runs.max(1)
-    }
+    super::measure::rounds(runs, SHORT_ROUNDS)
 }
 
 pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -398,8 +394,8 @@ pub fn table15(
                  alternating A B A B, medians of {runs} run(s) each ({} for the encrypted \
                  writes and the extractions of a tree and of one large file; level 9 \
                  compression: one run each); ratio = krypta / peer (time, size or peak \
-                 memory: below 1 is krypta ahead); peak memory from /usr/bin/time. Small files: {} files of \
-                 2–30 words in 100 directories; tree: {} MB of the fixtures cut into files of \
+                 memory: below 1 is krypta ahead); peak memory from /usr/bin/time. Small \
+                 files: {} files of 2–30 words in 100 directories; tree: {} MB of the fixtures cut into files of \
                  1–64 KiB; large file: {} MB of the fixtures; level 9: {} MB of the text \
                  fixture repeated.",
                 short_rounds(runs),

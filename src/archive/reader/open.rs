@@ -362,10 +362,7 @@ impl Archive {
         // decode worker on 2 cores only made both wait (a /usr/include tree: 545 ms at -j 2
         // against 483 ms at -j 1, medians of 5). So on N cores, `-j` gives at most N − 1
         // workers (at least 1), and the default is N − 1: `-j 2` is never slower than `-j 1`.
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
-        let free = cores.saturating_sub(1).max(1);
+        let free = crate::archive::pipeline::cores_beside_caller();
         let jobs = if opts.jobs == 0 {
             free
         } else {
