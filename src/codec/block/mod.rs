@@ -1,0 +1,242 @@
+//! Per-block encode (filter → zstd or store) and decode (zstd or store → unfilter), with one
+//! reusable zstd context per worker thread. The encoder is here, the decoder in [`decode`]
+//! (split along that seam to keep each file readable).
+
+use zstd::bulk::Compressor;
+use zstd::zstd_safe::CParameter;
+
+use super::{Codec, CodecError, Filter, Level, MAX_BLOCK_SIZE, bcj};
+
+mod decode;
+pub use decode::{BlockDecoder, decode_stored_in_place};
+
+/// Block encoder, one per worker thread: reuses the zstd compression context (a few MiB to
+/// ~100 MiB at level 9, set by libzstd from level and window) and a scratch buffer of one
+/// block.
+///
+/// Frames are standard zstd frames (RFC 8878): content size in the frame header, no
+/// dictionary, no checksum (block integrity is covered by the frame's MAC or BLAKE3 checksum).
+pub struct BlockEncoder {
+    cctx: Option<Compressor<'static>>,
+    level: Option<Level>,
+    scratch: Vec<u8>,
+}
+
+/// A libzstd error code as a [`CodecError`].
+fn zstd_error(code: usize) -> CodecError {
+    CodecError::Zstd(std::io::Error::other(zstd::zstd_safe::get_error_name(code)))
+}
+
+/// Sets krypta's parameters for `level` on a compression context: window, long-distance
+/// matching at level 9, content size in the frame header, no checksum, no dictionary id.
+fn set_params(c: &mut zstd::zstd_safe::CCtx<'_>, level: Level) -> Result<(), CodecError> {
+    let e = zstd_error;
+    c.set_parameter(CParameter::CompressionLevel(level.zstd_level()))
+        .map_err(e)?;
+    c.set_parameter(CParameter::WindowLog(level.window_log()))
+        .map_err(e)?;
+    if level.long_distance_matching() {
+        // `false` would mean "auto" to libzstd, so only ever set it on.
+        c.set_parameter(CParameter::EnableLongDistanceMatching(true))
+            .map_err(e)?;
+    }
+    c.set_parameter(CParameter::ContentSizeFlag(true))
+        .map_err(e)?;
+    c.set_parameter(CParameter::ChecksumFlag(false))
+        .map_err(e)?;
+    c.set_parameter(CParameter::DictIdFlag(false)).map_err(e)?;
+    Ok(())
+}
+
+impl BlockEncoder {
+    /// A new encoder; `level` `None` stores every block (`-s`).
+    pub fn new(level: Option<Level>) -> Result<Self, CodecError> {
+        let cctx = match level {
+            None => None,
+            Some(level) => {
+                let mut c = Compressor::new(level.zstd_level()).map_err(CodecError::Zstd)?;
+                set_params(c.context_mut(), level)?;
+                Some(c)
+            }
+        };
+        Ok(BlockEncoder {
+            cctx,
+            level,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// True when this encoder stores every block (`-s`): then [`BlockEncoder::encode`] only
+    /// copies, and a caller that owns the block may use it as the payload directly.
+    pub fn stores(&self) -> bool {
+        self.cctx.is_none()
+    }
+
+    /// Memory this encoder holds now, bytes: the zstd context (`ZSTD_sizeof_CCtx`, which grows
+    /// to its working size on the first block) plus the filter scratch buffer.
+    pub fn memory_bytes(&mut self) -> usize {
+        let cctx = self.cctx.as_mut().map_or(0, |c| c.context_mut().sizeof());
+        cctx + self.scratch.capacity()
+    }
+
+    /// Encodes one block of `raw` bytes (1..=[`MAX_BLOCK_SIZE`]) into `out` (cleared first).
+    ///
+    /// Applies `filter` (BCJ, stream position `filter_start` mod 2^32, rounded down to
+    /// [`bcj::alignment`]) to a copy of `raw`,
+    /// compresses it to one zstd frame, and returns `(Codec::Zstd, filter)`. When the frame is
+    /// not strictly smaller than `raw` (or the encoder stores), `out` holds `raw` itself,
+    /// unfiltered, and the result is `(Codec::Store, Filter::None)`.
+    pub fn encode(
+        &mut self,
+        raw: &[u8],
+        filter: Filter,
+        filter_start: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(Codec, Filter), CodecError> {
+        out.clear();
+        if raw.len() > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw.len() as u64,
+            });
+        }
+        let Some(cctx) = self.cctx.as_mut() else {
+            out.extend_from_slice(raw);
+            return Ok((Codec::Store, Filter::None));
+        };
+        let input: &[u8] = if filter == Filter::None {
+            raw
+        } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(raw);
+            bcj::encode(filter, &mut self.scratch, filter_start);
+            &self.scratch
+        };
+        out.reserve(zstd::zstd_safe::compress_bound(input.len()));
+        let n = cctx
+            .compress_to_buffer(input, out)
+            .map_err(CodecError::Zstd)?;
+        if n < raw.len() {
+            Ok((Codec::Zstd, filter))
+        } else {
+            out.clear();
+            out.extend_from_slice(raw);
+            Ok((Codec::Store, Filter::None))
+        }
+    }
+}
+
+impl BlockEncoder {
+    /// [`BlockEncoder::encode`] with a raw-content prefix (format 2's reference length): the
+    /// zstd frame may copy from `prefix`, the stream bytes right before the block, which a
+    /// decoder must give back ([`BlockDecoder::decode_v2`]). Returns the codec and filter as
+    /// `encode` does, and whether the prefix was used: a stored block never references, and
+    /// an empty prefix (or the store mode) below level 9 is plain [`BlockEncoder::encode`].
+    ///
+    /// Uses a fresh compression context per call: zstd ties a referenced prefix to the
+    /// context's lifetime, so the worker's long-lived context cannot take one. At a level that
+    /// references ([`Level::references`], level 9) every block goes through a fresh context,
+    /// also the first of a group (empty prefix), so a worker never holds two contexts of
+    /// ~110 MiB at once; the context's allocation is nothing next to zstd 19's time per block.
+    pub fn encode_referencing(
+        &mut self,
+        raw: &[u8],
+        filter: Filter,
+        filter_start: u64,
+        prefix: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(Codec, Filter, bool), CodecError> {
+        let Some(level) = self.level.filter(|l| !prefix.is_empty() || l.references()) else {
+            let (c, f) = self.encode(raw, filter, filter_start, out)?;
+            return Ok((c, f, false));
+        };
+        out.clear();
+        if raw.len() > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw.len() as u64,
+            });
+        }
+        let input: &[u8] = if filter == Filter::None {
+            raw
+        } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(raw);
+            bcj::encode(filter, &mut self.scratch, filter_start);
+            &self.scratch
+        };
+        let mut c = zstd::zstd_safe::CCtx::create();
+        set_params(&mut c, level)?;
+        let e = zstd_error;
+        if !prefix.is_empty() {
+            c.ref_prefix(prefix).map_err(e)?;
+        }
+        out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        let n = c.compress2(out, input).map_err(e)?;
+        if n < raw.len() {
+            Ok((Codec::Zstd, filter, !prefix.is_empty()))
+        } else {
+            out.clear();
+            out.extend_from_slice(raw);
+            Ok((Codec::Store, Filter::None, false))
+        }
+    }
+}
+
+impl BlockEncoder {
+    /// Compresses `raw` (unfiltered) against `base`, a delta base region, into `out`: one
+    /// zstd frame with `base` as its raw-content prefix (ZSTD_CCtx_refPrefix, like `zstd
+    /// --patch-from`). Returns false (and `out` is to be ignored) when the frame plus the
+    /// 16-byte region descriptor would not be smaller than `raw`, or the encoder stores. A
+    /// fresh context per call: zstd ties a referenced prefix to the context's lifetime.
+    ///
+    /// Parameters (measured on real version pairs: [`Level::delta_hash_log`],
+    /// [`super::DELTA_LDM_MIN_MATCH`]): zstd level 1 whatever krypta's level, long-distance
+    /// matching on (without it a fast level sees only the tail of a multi-MiB prefix) with
+    /// matches from 48 bytes, a window covering the region and the block (at most 2^29,
+    /// format 2's decoder bound), and from level 3 on larger hash tables (2^17 entries; at
+    /// levels 5..9 2^20 and 2^22, which index the whole region): smaller deltas at a
+    /// fraction of the speed.
+    pub fn encode_against(
+        &mut self,
+        raw: &[u8],
+        base: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool, CodecError> {
+        out.clear();
+        let Some(level) = self.level else {
+            return Ok(false);
+        };
+        if raw.len() > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw.len() as u64,
+            });
+        }
+        let mut c = zstd::zstd_safe::CCtx::create();
+        let e = zstd_error;
+        let need = (base.len() + raw.len()).max(1 << 10) as u64;
+        let window = (64 - (need - 1).leading_zeros()).clamp(10, 29);
+        for p in [
+            CParameter::CompressionLevel(1),
+            CParameter::WindowLog(window),
+            CParameter::EnableLongDistanceMatching(true),
+            CParameter::LdmMinMatch(super::DELTA_LDM_MIN_MATCH),
+            CParameter::LdmBucketSizeLog(super::DELTA_LDM_BUCKET_LOG),
+            CParameter::ContentSizeFlag(true),
+            CParameter::ChecksumFlag(false),
+            CParameter::DictIdFlag(false),
+        ] {
+            c.set_parameter(p).map_err(e)?;
+        }
+        if let Some(log) = level.delta_hash_log() {
+            let log = log.min(window);
+            c.set_parameter(CParameter::HashLog(log)).map_err(e)?;
+            c.set_parameter(CParameter::ChainLog(log)).map_err(e)?;
+        }
+        c.ref_prefix(base).map_err(e)?;
+        out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        let n = c.compress2(out, raw).map_err(e)?;
+        Ok(n + crate::format::block::BASE_REGION_LEN < raw.len())
+    }
+}
+
+#[cfg(test)]
+mod tests;
