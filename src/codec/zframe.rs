@@ -10,8 +10,8 @@
 //!   ([`MAX_ZSTD_WINDOW`]): a decoder must support that much and need not support more;
 //! - the `Content_Checksum_flag` may be set (a decoder checks it); the reserved bit must be 0.
 //!
-//! Format 1 checks only the first two rules (`check_frame` in `codec/block/decode.rs`), as it always
-//! did.
+//! Format 1 checks only the first two rules (`check_frame` in `codec/block/decode.rs`), as it
+//! always did.
 
 use super::CodecError;
 use crate::format::limits::MAX_ZSTD_WINDOW;
