@@ -15,6 +15,23 @@ use krypta::format::footer::Footer;
 use krypta::format::frame::{FrameHeader, FrameKind};
 use krypta::format::header::Header;
 use krypta::format::index::{Index, IndexEntry};
+use krypta::format::{EntryKind, EntryMeta, Timestamp};
+
+/// A regular file's metadata at `path` (mode 0644, uid and gid 1000, a fixed mtime).
+pub fn file(path: &str) -> EntryMeta {
+    EntryMeta {
+        path: path.as_bytes().to_vec(),
+        kind: EntryKind::File,
+        mode: 0o644,
+        mtime: Timestamp {
+            secs: 1_700_000_000,
+            nanos: 1,
+        },
+        uid: 1000,
+        gid: 1000,
+        ..EntryMeta::default()
+    }
+}
 
 /// The archive id of crafted archives.
 pub const ID: [u8; 16] = [0x52; 16];

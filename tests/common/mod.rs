@@ -59,6 +59,18 @@ pub fn split_summary(stderr: &str) -> (String, String) {
     (rest.to_string(), last.to_string())
 }
 
+/// Runs `krypta ARGS…` and returns (exit code, stderr).
+pub fn code_and_stderr(args: &[&str]) -> (i32, String) {
+    let o = krypta().args(args).output().unwrap();
+    (code(&o), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Runs `krypta ARGS… ARCHIVE` (the archive last) and returns (exit code, stderr).
+pub fn code_and_stderr_on(args: &[&str], archive: &Path) -> (i32, String) {
+    let o = krypta().args(args).arg(archive).output().unwrap();
+    (code(&o), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
 /// `stderr` without the one end-summary line of `krypta c` / `krypta x` (checked to be there,
 /// with the shape [`split_summary`] checks); on exit 6 it comes before the final error line.
 pub fn drop_summary(stderr: &str) -> String {
