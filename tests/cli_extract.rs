@@ -267,3 +267,52 @@ fn stripped_paths_that_meet_give_the_same_outcome_in_a_new_output_as_in_an_exist
     assert_eq!((code(&o), err(&o)), (0, String::new()));
     assert_eq!(fx.read("n2/k/x/y"), b"y\n");
 }
+
+#[test]
+fn a_hard_link_is_made_only_to_the_file_of_its_own_target_entry_when_stripped_names_meet() {
+    // `--strip-components 1` maps c/f and b/f to f; a/h is a hard link to b/f. Regression: the
+    // link was made to whatever this run wrote at f (c/f's "zero"), restoring a/h with another
+    // file's content.
+    let fx = Fx::new();
+    fx.file("c/f", b"zero");
+    fx.file("b/f", b"two");
+    fx.mkdir("a");
+    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+    fx.ok(&["c", "-q", "h.kry", "c", "b", "a"]);
+    assert!(fx.names("h.kry").contains(&"a/h".to_string()));
+    let o = fx.run(&["x", "-q", "--strip-components", "1", "h.kry", "-o", "n1"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: n1: 2 existing file(s) in the way: n1/f, n1/h (they were kept; everything \
+             else was extracted; -k or --skip-existing keeps existing files, -f replaces them)\n"
+                .to_string()
+        )
+    );
+    assert_eq!(fx.read("n1/f"), b"zero");
+    assert!(!fx.exists("n1/h"), "no link to c/f's file");
+    // -k names the link that was not made and exits 6.
+    let o = fx.run(&["x", "-k", "--strip-components", "1", "h.kry", "-o", "n2"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert!(
+        err(&o).contains("n2/h: hard link not made: its target f was kept"),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("n2/h"));
+    // With -f, b/f replaces c/f at f, and the link is made to it.
+    let o = fx.run(&[
+        "x",
+        "-q",
+        "-f",
+        "--strip-components",
+        "1",
+        "h.kry",
+        "-o",
+        "n3",
+    ]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    assert_eq!(fx.read("n3/f"), b"two");
+    assert_eq!(fx.read("n3/h"), b"two");
+}

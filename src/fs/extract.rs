@@ -52,7 +52,7 @@
 //!   times are left alone. Symbolic links get their owner, attributes and mtime without being
 //!   followed (`AT_SYMLINK_NOFOLLOW`, `lsetxattr`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -177,7 +177,7 @@ impl Extractor {
             link_chain: DirChain::new(),
             opens: 0,
             dirs: Vec::new(),
-            extracted: Arc::new(Mutex::new(HashSet::new())),
+            extracted: Arc::new(Mutex::new(HashMap::new())),
             last_parent: None,
             root_info,
             linker,
@@ -421,13 +421,13 @@ impl Extractor {
         let path = confine::on_disk(&self.root_path, &t.rel);
         let target = confine::split_entry(&meta.link, self.strip)?;
         if let Some(tt) = &target
-            && !self.was_extracted(&tt.rel)
+            && !self.holds(&tt.rel, &meta.link)
             && self.conflicts.was_kept(&extracted_key(&tt.rel))
         {
             self.keep(path, Reason::LinkTargetKept(tt.rel.clone()), &t);
             return Ok(());
         }
-        let Some(target) = target.filter(|tt| self.was_extracted(&tt.rel)) else {
+        let Some(target) = target.filter(|tt| self.holds(&tt.rel, &meta.link)) else {
             return Err(Error::UnsafePath {
                 path,
                 reason: "hard link target was not extracted in this run",
@@ -457,8 +457,8 @@ impl Extractor {
         let res = self.placed(res, &t);
         if !matches!(res, Ok(true)) {
             confine::remove(dir.as_fd(), &tmp);
-        } else if let Ok(mut set) = self.extracted.lock() {
-            set.insert(extracted_key(&t.rel));
+        } else if let Ok(mut map) = self.extracted.lock() {
+            map.insert(extracted_key(&t.rel), extracted_key(&meta.path));
         }
         super::cleanup::unregister(cleanup_id);
         res.map(|_| ())
@@ -536,10 +536,12 @@ impl Extractor {
         restore::apply_fd(&fd, &d.meta, &d.plan, &self.policy, &path, &self.notes)
     }
 
-    fn was_extracted(&self, rel: &[u8]) -> bool {
+    /// Whether name `rel` (stripped) holds the file this run committed from the archive entry
+    /// at `archive_path` ([`Extracted`]).
+    fn holds(&self, rel: &[u8], archive_path: &[u8]) -> bool {
         self.extracted
             .lock()
-            .map(|s| s.contains(&extracted_key(rel)))
+            .map(|m| m.get(&extracted_key(rel)) == Some(&extracted_key(archive_path)))
             .unwrap_or(false)
     }
 

@@ -7,7 +7,7 @@
 //! a name (freed by the kernel when the sink is dropped, or the process dies) or under
 //! `.krypta-<hex>.tmp`, which [`FileSink::abort`] (or dropping the sink) removes.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -28,9 +28,13 @@ use crate::{Error, Result};
 /// bytes is not written (it reads back as zeros from the hole).
 pub(crate) const HOLE_BLOCK: usize = 4096;
 
-/// The archive paths (after stripping) of files committed in this run, as 128-bit BLAKE3
-/// digests: hard links may only point at these.
-pub(crate) type Extracted = Arc<Mutex<HashSet<[u8; 16]>>>;
+/// The files committed in this run: the key of each name they were committed at (the archive
+/// path after stripping) maps to the key of the archive entry committed there (its path as
+/// stored), both 128-bit BLAKE3 prefixes ([`extracted_key`]). A hard link may only point at a
+/// name that holds its own target entry: after `--strip-components` two entries may strip to
+/// one name (`b/f` and `c/f` to `f`), and a link to `b/f` must not be made to the `f` that
+/// `c/f` wrote.
+pub(crate) type Extracted = Arc<Mutex<HashMap<[u8; 16], [u8; 16]>>>;
 
 /// Key of a stripped path in [`Extracted`].
 pub(crate) fn extracted_key(rel: &[u8]) -> [u8; 16] {
@@ -219,8 +223,8 @@ impl FileSink {
         if let Temp::Named { cleanup_id, .. } = &self.temp {
             super::cleanup::unregister(*cleanup_id);
         }
-        if let Ok(mut set) = self.extracted.lock() {
-            set.insert(self.rel_key);
+        if let Ok(mut map) = self.extracted.lock() {
+            map.insert(self.rel_key, extracted_key(&self.meta.path));
         }
         Ok(())
     }
