@@ -191,10 +191,11 @@ fn main() -> ExitCode {
     let verbose = args.verbose();
     let quiet = args.quiet();
     let json_test = args.json_test_archive();
+    let may_close_early = args.stdout_may_close_early();
     match cli::run(args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            if is_broken_stdout(&e) {
+            if may_close_early && is_broken_stdout(&e) {
                 // The reader of our stdout went away (`| head`): stop quietly.
                 return ExitCode::SUCCESS;
             }
@@ -235,8 +236,10 @@ fn handle_signals() {
         });
 }
 
-/// Only a broken pipe on stdout itself ends quietly: one from a connection to object storage
-/// or from a FIFO given as OUTPUT is a failed write like any other.
+/// Only a broken pipe on stdout itself ends quietly, and only for the commands whose stdout a
+/// reader may close early (`Cli::stdout_may_close_early`): one from a connection to object
+/// storage, from a FIFO given as OUTPUT, or under an archive written to stdout is a failed
+/// write like any other.
 fn is_broken_stdout(e: &Error) -> bool {
     matches!(e.root(), Error::Io { path, source, .. }
         if source.kind() == std::io::ErrorKind::BrokenPipe && path.as_os_str() == "<stdout>")

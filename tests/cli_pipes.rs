@@ -1,0 +1,47 @@
+//! A reader of krypta's stdout that stops early: quiet for output a reader may cut short
+//! (`x --stdout | head`), a failed write for an archive written to stdout (`c - | head -c`),
+//! which would otherwise be a cut-off backup reported as a success.
+
+mod cli_common;
+mod common;
+
+use std::io::Read;
+use std::process::Stdio;
+
+use cli_common::*;
+use common::{bytes, code, krypta};
+
+/// Runs krypta with `args` in `fx`'s directory, reads 10 bytes of its stdout and closes it;
+/// returns (exit code, stderr).
+fn read_ten_then_close(fx: &Fx, args: &[&str]) -> (i32, String) {
+    let mut child = krypta()
+        .current_dir(fx.p(""))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ten = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut ten).unwrap();
+    let o = child.wait_with_output().unwrap();
+    (code(&o), err(&o))
+}
+
+#[test]
+fn an_archive_to_stdout_that_its_reader_cut_short_is_a_failed_write() {
+    let fx = Fx::new();
+    // More than the 1 MiB krypta asks a pipe to hold: the writes go on after the reader left.
+    fx.file("in/f", &bytes(8 << 20, 7, false));
+    let (rc, e) = read_ten_then_close(&fx, &["c", "-q", "-", "in"]);
+    assert_eq!(rc, 4, "{e}");
+    assert!(e.contains("<stdout>: write: Broken pipe"), "{e}");
+}
+
+#[test]
+fn extracted_content_to_stdout_may_be_cut_short_quietly() {
+    let fx = Fx::new();
+    fx.file("in/f", &bytes(8 << 20, 7, false));
+    fx.ok(&["c", "-q", "a.kry", "in"]);
+    let (rc, e) = read_ten_then_close(&fx, &["x", "-q", "--stdout", "a.kry"]);
+    assert_eq!((rc, e), (0, String::new()));
+}
