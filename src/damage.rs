@@ -3,7 +3,8 @@
 //! index verified, [`salvage_after`] restores every entry the damage did not touch
 //! ([`crate::archive::reader::Salvage`]), names every entry it did in a warning, and ends
 //! with [`Error::Salvaged`] ("restored N of M entries, K damaged"), whose exit code is the
-//! worst failure's (5 unencrypted, 2 encrypted). The entries the failed scan had already
+//! worst failure's (5 unencrypted, 2 encrypted; 9 when only delta blocks whose base region is
+//! damaged failed, the delta archive's own frames intact). The entries the failed scan had already
 //! restored are tracked by path ([`Tracker`]) and neither read nor written again.
 //!
 //! A damaged entry never reaches its final name: salvage never gives its bytes to the
@@ -14,7 +15,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use crate::archive::Visitor;
-use crate::archive::reader::{Archive, ScanSummary};
+use crate::archive::reader::{Archive, BASE_UNUSABLE, ScanSummary};
 use crate::error::{AuthCheck, Error, Result};
 use crate::format::EntryKind;
 use crate::format::EntryMeta;
@@ -191,11 +192,14 @@ pub(crate) fn salvage_if(
 }
 
 /// Whether a failed scan is damage that salvage reads past: a frame tag, a structure that
-/// does not parse or breaks a rule, a digest. Not: I/O, the filesystem, usage.
+/// does not parse or breaks a rule, a digest, a delta block whose base region is damaged
+/// (docs/FORMAT.md §16.4: the entries of that block are lost, the rest restored). Not: I/O,
+/// the filesystem, usage.
 pub(crate) fn is_damage(e: &Error) -> bool {
     matches!(
         e.root(),
         Error::Damaged { .. }
+            | Error::BaseDamaged { .. }
             | Error::DamagedFooter { .. }
             | Error::Integrity { .. }
             | Error::Corrupt { .. }
@@ -269,8 +273,11 @@ pub(crate) fn salvage_after(
         return Err(first);
     }
     let sealed = ar.header().encrypted();
+    let on_base = |b: &&crate::archive::reader::BadFrame| b.what.starts_with(BASE_UNUSABLE);
     for b in &s.bad_frames {
-        let kind = if sealed {
+        let kind = if on_base(&b) {
+            "delta block unusable (its base is damaged)"
+        } else if sealed {
             "archive damaged or modified"
         } else {
             "archive damaged"
@@ -293,17 +300,24 @@ pub(crate) fn salvage_after(
     }
     let total = wanted.len() as u64;
     let damaged = s.damaged.len() as u64;
-    let tag_failed = s
-        .bad_frames
-        .iter()
-        .any(|b| !b.what.starts_with("block does not"));
+    // The archive's own damage decides the exit code; a delta whose only failures are in its
+    // base (its own frames intact) exits 9, as README's exit-code table says.
+    let own: Vec<_> = s.bad_frames.iter().filter(|b| !on_base(b)).collect();
+    let code = if own.is_empty() {
+        9
+    } else {
+        worst(
+            sealed,
+            own.iter().any(|b| !b.what.starts_with("block does not")),
+        )
+    };
     Err(Error::Salvaged {
         path: archive.into(),
         verb,
         restored: total - damaged,
         total,
         damaged,
-        code: worst(sealed, tag_failed),
+        code,
     })
 }
 

@@ -111,3 +111,70 @@ fn zeros_over_a_delta_archive_lose_only_the_entry_in_them() {
     assert_eq!(code(&t), 5, "{}", err(&t));
     assert_eq!(fx.names("delta.kry").len(), 9);
 }
+
+#[test]
+fn zeros_over_the_base_lose_only_the_entries_whose_blocks_need_those_base_bytes() {
+    // Regression: a damaged base frame stopped x and t at the first delta block that needed
+    // it (exit 9, nothing after it restored), though FORMAT.md §16.4 and README's exit 9 say
+    // salvage goes on with the rest.
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["c", "-q", "-b", "256K", "base.kry", "v1"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "-b",
+        "256K",
+        "--base",
+        "base.kry",
+        "delta.kry",
+        "v2",
+    ]);
+    let mut b = std::fs::read(fx.p("base.kry")).unwrap();
+    let h = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    // Base frame 0: the start of v1/big.bin, which only v2/big.bin's blocks reference.
+    b[h + 2000..h + 2200].fill(0);
+    std::fs::write(fx.p("base.kry"), &b).unwrap();
+
+    let o = fx.run(&["x", "--base", "base.kry", "delta.kry", "-C", "out"]);
+    let e = err(&o);
+    assert_eq!(code(&o), 9, "{e}");
+    let lines: Vec<&str> = e.lines().collect();
+    let (last, warns) = lines.split_last().expect("stderr");
+    assert_eq!(
+        *last, "krypta: delta.kry: restored 7 of 9 entries, 2 damaged",
+        "{e}"
+    );
+    assert!(
+        warns.iter().all(|l| {
+            l.starts_with(
+                "krypta: warning: delta.kry: delta block unusable (its base is damaged) at byte ",
+            ) || l.starts_with("krypta: warning: v2/big.bin: not restored: frame ")
+                // v2's own entry record is in big.bin's first block.
+                || l.starts_with("krypta: warning: v2: not restored: frame 0 ")
+        }),
+        "{e}"
+    );
+    assert!(e.contains("base.kry: base frame 0 at byte "), "{e}");
+    assert!(!fx.exists("out/v2/big.bin"));
+    for f in [
+        "s/0.dat",
+        "s/2-renamed.dat",
+        "s/3.dat",
+        "s/4.dat",
+        "s/new.dat",
+    ] {
+        assert_eq!(
+            fx.read(&format!("out/v2/{f}")),
+            fx.read(&format!("v2/{f}")),
+            "{f}"
+        );
+    }
+    let t = fx.run(&["t", "--base", "base.kry", "delta.kry"]);
+    assert_eq!(code(&t), 9, "{}", err(&t));
+    assert!(
+        err(&t).ends_with("krypta: delta.kry: verified 7 of 9 entries, 2 damaged\n"),
+        "{}",
+        err(&t)
+    );
+}

@@ -63,7 +63,7 @@ use open::corrupt;
 pub use open::{ArchiveFacts, facts, read_header_only};
 pub use rekey::{RekeyOptions, RekeySummary};
 pub use resync::{MAC_BUDGET_FACTOR, StreamSalvage};
-pub use salvage::{BadFrame, DamagedEntry, Salvage};
+pub use salvage::{BASE_UNUSABLE, BadFrame, DamagedEntry, Salvage};
 pub use signed::{VerifiedSignature, walk_and_verify};
 
 /// Receives what a scan finds, in stream order. Every byte given was verified first.

@@ -27,6 +27,11 @@
 
 use super::*;
 
+/// How [`BadFrame::what`] begins for a delta frame that is intact but whose base region could
+/// not be read (a damaged base frame, docs/FORMAT.md §16.4): exit 9, not the archive's own
+/// damage.
+pub const BASE_UNUSABLE: &str = "base region unusable";
+
 /// A data frame that failed on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadFrame {
@@ -112,7 +117,7 @@ impl Archive {
                         Err(FrameFault::Tag) => Some("tag mismatch".to_string()),
                         Err(FrameFault::Format(e)) => Some(format!("block does not parse: {e}")),
                         Err(FrameFault::Codec(m)) => Some(format!("block does not decode: {m}")),
-                        Err(FrameFault::Base(m)) => Some(format!("base region unusable: {m}")),
+                        Err(FrameFault::Base(m)) => Some(format!("{BASE_UNUSABLE}: {m}")),
                         Err(FrameFault::Stopped) => Some("stopped".to_string()),
                     }
                 }
