@@ -332,7 +332,8 @@ pub(crate) fn salvage_without_index(
     first: Error,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    let s = ar.salvage_stream(tracker)?;
+    let done = tracker.done.clone();
+    let s = ar.salvage_stream(tracker, &done)?;
     let sealed = ar.header().encrypted();
     let damaged = s.damaged.len() as u64;
     if s.restored == 0 && damaged == 0 {

@@ -139,6 +139,9 @@ pub struct EntrySet {
     count: u64,
     /// The ancestors' keys of the entry being admitted (kept to reuse its allocation).
     scratch: Vec<u128>,
+    /// Salvage without an index ([`EntrySet::salvaging`]): a hard link whose target was
+    /// never admitted is admitted too.
+    salvaging: bool,
 }
 
 /// An entry's path for a message: escaped as `list` shows it, cut after 200 characters.
@@ -156,6 +159,16 @@ impl EntrySet {
         Self::with_capacity(version, 0)
     }
 
+    /// The set of a salvage without an index (`archive::reader::resync`): the entries of the
+    /// damaged regions were never seen, so a hard link may point to a target the set has not
+    /// admitted — lost, not necessarily later. It is admitted (every other rule holds): the
+    /// reader cannot make it (its target was not restored) and names it as lost with its
+    /// target, instead of refusing the rest of the run after it.
+    pub fn salvaging(mut self) -> Self {
+        self.salvaging = true;
+        self
+    }
+
     /// An empty set with room for `entries` entries (when the count is known: the index).
     pub fn with_capacity(version: Version, entries: usize) -> Self {
         EntrySet {
@@ -165,6 +178,7 @@ impl EntrySet {
             implied: KeySet::with_capacity_and_hasher(entries / 8, Default::default()),
             count: 0,
             scratch: Vec::new(),
+            salvaging: false,
         }
     }
 
@@ -302,21 +316,25 @@ impl EntrySet {
         }
         if meta.kind == EntryKind::Hardlink {
             let (_, target) = self.keys_of(&meta.link);
-            let Some(t) = self
-                .entries
-                .get(&target)
-                .filter(|s| s.kind == EntryKind::File)
-            else {
-                return Err(FormatError::invalid(
-                    what,
-                    format!(
-                        "hard link {} points to {}, which is not an earlier file entry",
-                        shown(&meta.path),
-                        shown(&meta.link)
-                    ),
-                ));
-            };
-            if self.version == Version::V2 && t.attrs != InodeAttrs::of(meta) {
+            let seen = self.entries.get(&target);
+            match seen.filter(|s| s.kind == EntryKind::File) {
+                Some(_) => {}
+                None if self.salvaging && seen.is_none() => {}
+                None => {
+                    return Err(FormatError::invalid(
+                        what,
+                        format!(
+                            "hard link {} points to {}, which is not an earlier file entry",
+                            shown(&meta.path),
+                            shown(&meta.link)
+                        ),
+                    ));
+                }
+            }
+            if self.version == Version::V2
+                && let Some(t) = seen
+                && t.attrs != InodeAttrs::of(meta)
+            {
                 return Err(FormatError::invalid(
                     what,
                     format!(

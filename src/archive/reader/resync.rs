@@ -191,10 +191,16 @@ impl Archive {
     }
 
     /// Salvage without an index: walks the frames, then scans each run of good frames,
-    /// passing every entry that verified to `visitor`.
-    pub fn salvage_stream(&mut self, visitor: &mut dyn Visitor) -> Result<StreamSalvage> {
+    /// passing every entry that verified to `visitor`. `done`: the paths of the entries
+    /// already restored before the salvage (a failed scan's), which hard links may point to.
+    pub fn salvage_stream(
+        &mut self,
+        visitor: &mut dyn Visitor,
+        done: &std::collections::HashSet<Vec<u8>>,
+    ) -> Result<StreamSalvage> {
         let (good, mut out) = self.walk_frames()?;
-        let mut set = EntrySet::new(self.version);
+        let mut set = EntrySet::new(self.version).salvaging();
+        let mut files = done.clone();
         let mut i = 0;
         let mut first_run = true;
         while i < good.len() {
@@ -227,7 +233,8 @@ impl Archive {
             let Some(g) = run.iter().rposition(|f| f.seq <= seq && f.group_start) else {
                 continue;
             };
-            self.scan_run(&run[g..], seq, skip, visitor, &mut set, &mut out)?;
+            let at = (seq, skip);
+            self.scan_run(&run[g..], at, visitor, &mut set, &mut files, &mut out)?;
         }
         Ok(out)
     }
@@ -271,21 +278,25 @@ impl Archive {
         }
     }
 
-    /// Scans one run from block `seq` at record offset `skip` (an ENTRY record); the run
-    /// starts at the first block of that block's group. Returns whether it ended cleanly.
+    /// Scans one run from block `at.0` at record offset `at.1` (an ENTRY record); the run
+    /// starts at the first block of that block's group. `files`: the paths of the files
+    /// restored so far (in this run and the runs before it). Returns whether it ended cleanly.
     fn scan_run(
         &mut self,
         run: &[GoodFrame],
-        seq: u64,
-        skip: u32,
+        (seq, skip): (u64, u32),
         visitor: &mut dyn Visitor,
         set: &mut EntrySet,
+        files: &mut std::collections::HashSet<Vec<u8>>,
         out: &mut StreamSalvage,
     ) -> Result<bool> {
         struct Count<'a> {
             inner: &'a mut dyn Visitor,
             ended: u64,
             current: Option<String>,
+            files: &'a mut std::collections::HashSet<Vec<u8>>,
+            /// Hard links whose target was lost: (path, why).
+            lost_links: Vec<(String, String)>,
         }
         impl Visitor for Count<'_> {
             fn wants(&mut self, m: &EntryMeta) -> bool {
@@ -293,6 +304,27 @@ impl Archive {
                 self.inner.wants(m)
             }
             fn entry(&mut self, m: &EntryMeta) -> Result<()> {
+                // A hard link whose wanted target was not restored (lost to the damage, or
+                // cut by it) cannot be made: it is named with its target's loss, and the run
+                // goes on (it stopped here, losing every entry after it in the run).
+                if m.kind == EntryKind::Hardlink && !self.files.contains(&m.link) {
+                    let target = EntryMeta {
+                        path: m.link.clone(),
+                        kind: EntryKind::File,
+                        ..EntryMeta::default()
+                    };
+                    if self.inner.wants(&target) {
+                        self.lost_links.push((
+                            crate::fs::escape_path(&m.path),
+                            format!(
+                                "hard link to {}, which was damaged (not restored)",
+                                crate::fs::escape_path(&m.link)
+                            ),
+                        ));
+                        self.current = None;
+                        return Ok(());
+                    }
+                }
                 self.inner.entry(m)?;
                 if m.kind != EntryKind::File {
                     self.ended += 1;
@@ -307,6 +339,7 @@ impl Archive {
                 self.inner.end(m, s)?;
                 self.ended += 1;
                 self.current = None;
+                self.files.insert(m.path.clone());
                 Ok(())
             }
             fn abort(&mut self) {
@@ -322,6 +355,8 @@ impl Archive {
             inner: visitor,
             ended: 0,
             current: None,
+            files,
+            lost_links: Vec::new(),
         };
         let mut pool = self.new_pool();
         let mut feed = Feed::new(self, &mut pool, Some((first, last)), seq);
@@ -339,6 +374,7 @@ impl Archive {
         drop(pool);
         let (ended, current) = (count.ended, count.current.take());
         out.restored += ended;
+        out.damaged.append(&mut count.lost_links);
         match r {
             Ok(_) => Ok(true),
             Err(e) if matches!(e.root(), Error::Io { .. }) => Err(e),

@@ -174,6 +174,29 @@ impl Archive {
                 None => intact.push(i),
             }
         }
+        // A hard link whose target is damaged cannot be made (nor its content verified): it
+        // is named with its target's loss, by `t` as by `x` (the extractor refused it as a
+        // link "to a target not extracted", and `t` counted it as verified).
+        let lost: std::collections::HashSet<&[u8]> = damaged
+            .iter()
+            .map(|d: &DamagedEntry| index.entries[d.index].meta.path.as_slice())
+            .collect();
+        intact.retain(|&i| {
+            let m = &index.entries[i].meta;
+            if m.kind != EntryKind::Hardlink || !lost.contains(m.link.as_slice()) {
+                return true;
+            }
+            damaged.push(DamagedEntry {
+                index: i,
+                path: crate::fs::escape_path(&m.path),
+                why: format!(
+                    "hard link to {}, which is damaged",
+                    crate::fs::escape_path(&m.link)
+                ),
+            });
+            false
+        });
+        damaged.sort_by_key(|d| d.index);
         let mut summary = ScanSummary::default();
         match self.scan_selected(index, &intact, visitor) {
             Ok(s) => summary = s,
