@@ -151,7 +151,14 @@ pub struct WorkerPanic(pub String);
 impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
     /// Starts `jobs` workers (at least 1). `init` makes each worker's state; `work` maps a job
     /// to a result. At most `max_in_flight` (at least `jobs`) jobs are outstanding at once.
-    pub fn new<S, I, F>(jobs: usize, max_in_flight: usize, init: I, work: F) -> Self
+    /// Errors: the OS refused a thread (its error); the workers already started are stopped
+    /// and joined first, so a refused thread is an error the caller reports, never a panic.
+    pub fn new<S, I, F>(
+        jobs: usize,
+        max_in_flight: usize,
+        init: I,
+        work: F,
+    ) -> std::io::Result<Self>
     where
         I: Fn() -> S + Send + Sync + 'static,
         F: Fn(&mut S, J) -> R + Send + Sync + 'static,
@@ -163,8 +170,9 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
         let (res_tx, res_rx) = channel();
         let init = Arc::new(init);
         let work = Arc::new(work);
-        let workers = (0..jobs)
-            .map(|i| {
+        let mut workers = Vec::with_capacity(jobs);
+        for i in 0..jobs {
+            let spawned = {
                 let job_rx = Arc::clone(&job_rx);
                 let res_tx: Sender<(u64, Result<R, String>)> = res_tx.clone();
                 let init = Arc::clone(&init);
@@ -192,10 +200,20 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
                             }
                         }
                     })
-                    .expect("spawning a worker thread")
-            })
-            .collect();
-        OrderedPool {
+            };
+            match spawned {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    // Closing the job channel ends the workers already started.
+                    drop(job_tx);
+                    for w in workers {
+                        let _ = w.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(OrderedPool {
             job_tx: Some(job_tx),
             res_rx,
             workers,
@@ -203,7 +221,7 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
             next_emit: 0,
             pending: BTreeMap::new(),
             max_in_flight,
-        }
+        })
     }
 
     /// Jobs submitted and not yet returned by [`OrderedPool::next`].
@@ -296,7 +314,8 @@ mod tests {
                 std::thread::sleep(std::time::Duration::from_micros((x % 7) * 50));
                 x * 2
             },
-        );
+        )
+        .unwrap();
         let mut got = Vec::new();
         for i in 0..200u64 {
             while !pool.has_capacity() {
@@ -399,7 +418,8 @@ mod tests {
                 assert!(x != 1, "boom");
                 x
             },
-        );
+        )
+        .unwrap();
         pool.submit(0).unwrap();
         pool.submit(1).unwrap();
         assert_eq!(pool.next_result().unwrap(), Some(0));

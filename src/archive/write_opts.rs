@@ -270,11 +270,13 @@ pub fn recovery_options_for(percent: u8, output: &Path) -> crate::recovery::Reco
 /// three threads wait on each other. Measured (`c -s --keyfile --no-fsync` of 800 MiB of
 /// random bytes on tmpfs, 2 cores, 7 interleaved rounds, medians): `-j 1` 734 ms, `-j 2`
 /// 839 ms; `perf` at `-j 1`: the filling thread 662 ms of CPU, the worker 610 ms. Compressing
-/// levels keep every worker asked for: there the workers do most of the work.
+/// levels get one worker per core: there the workers do most of the work, and more workers
+/// than cores only add blocks in flight (memory) — and a `-j` of 100000 asked the OS for
+/// 100000 threads, which it refuses.
 pub(crate) fn sealing_workers(jobs: usize, level: Option<Level>) -> usize {
     let jobs = jobs.max(1);
     if level.is_some() {
-        return jobs;
+        return jobs.min(std::thread::available_parallelism().map_or(1, |n| n.get()));
     }
     jobs.min(super::pipeline::cores_beside_caller())
 }
@@ -284,7 +286,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stored_blocks_leave_the_filling_thread_a_core_and_compression_gets_every_worker() {
+    fn stored_blocks_leave_the_filling_thread_a_core_and_compression_gets_a_worker_per_core() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let free = cores.saturating_sub(1).max(1);
         assert_eq!(crate::archive::pipeline::cores_beside_caller(), free);
@@ -293,7 +295,9 @@ mod tests {
         assert_eq!(sealing_workers(1, None), 1);
         assert_eq!(sealing_workers(0, None), 1);
         let l3 = Some(Level::DEFAULT);
-        assert_eq!(sealing_workers(cores + 3, l3), cores + 3);
+        assert_eq!(sealing_workers(cores, l3), cores);
+        assert_eq!(sealing_workers(cores + 3, l3), cores);
+        assert_eq!(sealing_workers(100_000, l3), cores);
         assert_eq!(sealing_workers(0, l3), 1);
     }
 }

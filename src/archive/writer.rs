@@ -272,7 +272,8 @@ impl<W: Write> ArchiveWriter<W> {
                     job,
                 )
             },
-        );
+        )
+        .map_err(|e| Error::io(out_name.clone(), "start a worker thread", e))?;
         let mut w = ArchiveWriter {
             out,
             out_name,

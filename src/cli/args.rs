@@ -225,7 +225,7 @@ pub(crate) struct CompressArgs {
     /// Store blocks without compression
     #[arg(short, long, conflicts_with = "level")]
     pub(crate) store: bool,
-    /// Worker threads (default: all cores; with -s at most the cores minus one)
+    /// Worker threads (default and at most: all cores; with -s the cores minus one)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
     /// Block size: 4M, 512K, 64MiB, 4MB (= 10^6) (default 4M; level 9: 128M)

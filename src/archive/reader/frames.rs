@@ -295,7 +295,8 @@ impl Archive {
         Ok(())
     }
 
-    pub(super) fn new_pool(&self) -> FramePool {
+    /// Errors: Io when the OS refuses a decoder thread.
+    pub(super) fn new_pool(&self) -> Result<FramePool> {
         let protection = Arc::clone(&self.protection);
         let id = self.header.archive_id;
         let buffers = self.buffers.clone();
@@ -321,7 +322,8 @@ impl Archive {
                     job,
                 )
             },
-        );
-        FramePool { pool, budget }
+        )
+        .map_err(|e| Error::io(self.path.clone(), "start a decoder thread", e))?;
+        Ok(FramePool { pool, budget })
     }
 }

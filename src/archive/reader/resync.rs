@@ -247,7 +247,7 @@ impl Archive {
         let (first, last) = (run[0].seq, run[run.len() - 1].seq);
         self.pending_frame = None;
         self.seek_to(run[0].offset)?;
-        let mut pool = self.new_pool();
+        let mut pool = self.new_pool()?;
         let mut feed = Feed::new(self, &mut pool, Some((first, last)), first);
         feed.skip = run[0].first_record.unwrap_or(0) as usize;
         let r = (|| -> Result<Option<(u64, u32)>> {
@@ -358,7 +358,7 @@ impl Archive {
             files,
             lost_links: Vec::new(),
         };
-        let mut pool = self.new_pool();
+        let mut pool = self.new_pool()?;
         let mut feed = Feed::new(self, &mut pool, Some((first, last)), seq);
         feed.skip = skip as usize;
         let mut parsed = Vec::new();

@@ -27,7 +27,7 @@ impl Archive {
         visitor: &mut dyn Visitor,
     ) -> Result<ScanSummary> {
         self.input.read_ahead_to(None);
-        let mut pool = self.new_pool();
+        let mut pool = self.new_pool()?;
         let mut feed = Feed::new(self, &mut pool, None, 0);
         // The frame table (checked against the stream at the end) tells how much of its
         // group each block still needs, so the blocks kept for references are no more.
@@ -103,7 +103,7 @@ impl Archive {
             self.seek_to(offsets[start as usize])?;
             let run_end = offsets.get(last_seq as usize + 1).copied().unwrap_or(off);
             self.input.read_ahead_to(Some(run_end));
-            let mut pool = self.new_pool();
+            let mut pool = self.new_pool()?;
             let mut feed = Feed::new(self, &mut pool, Some((start, last_seq)), first.first_seq);
             feed.skip = first.first_offset as usize;
             feed.expected_refs = Some(&index.frame_ref_lens);

@@ -170,6 +170,13 @@ pub enum StoreError {
         /// The size those parts reach, GiB.
         limit_gib: u64,
     },
+    /// The OS refused every upload thread (the upload was aborted).
+    #[error("cannot start an upload thread: {source}")]
+    NoThread {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The upload was already abandoned after an earlier failure.
     #[error("the upload was abandoned after an earlier error: {first}")]
     Abandoned {

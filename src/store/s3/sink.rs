@@ -269,11 +269,14 @@ impl S3Sink {
         let (jobs, job_rx) = channel::<(u32, Vec<u8>)>();
         let (res_tx, results) = channel();
         let job_rx = Arc::new(Mutex::new(job_rx));
-        let workers = (0..MAX_IN_FLIGHT)
-            .map(|_| {
+        // Upload threads the OS refuses are done without (fewer parts in flight); with none
+        // at all the upload is aborted and the refusal is the error.
+        let mut refused = None;
+        let workers: Vec<JoinHandle<()>> = (0..MAX_IN_FLIGHT)
+            .filter_map(|_| {
                 let (client, id) = (Arc::clone(&self.client), id.clone());
                 let (job_rx, res_tx) = (Arc::clone(&job_rx), res_tx.clone());
-                std::thread::spawn(move || {
+                let spawned = std::thread::Builder::new().spawn(move || {
                     loop {
                         let job = match job_rx.lock().map(|r| r.recv()) {
                             Ok(Ok(j)) => j,
@@ -286,9 +289,11 @@ impl S3Sink {
                             return;
                         }
                     }
-                })
+                });
+                spawned.map_err(|e| refused = Some(e)).ok()
             })
             .collect();
+        let none = workers.is_empty();
         self.upload = Some(Upload {
             id,
             cleanup_id,
@@ -298,6 +303,10 @@ impl S3Sink {
             outstanding: 0,
             etags: Vec::new(),
         });
+        if let (true, Some(source)) = (none, refused) {
+            self.abort_upload();
+            return Err(StoreError::NoThread { source });
+        }
         Ok(())
     }
 

@@ -285,7 +285,9 @@ impl S3Source {
                 let client = Arc::clone(&self.client);
                 let generation = Arc::clone(&self.generation);
                 let (len, etag) = (self.len, self.etag.clone());
-                std::thread::spawn(move || {
+                // A fetch thread the OS refuses is done without: with none, the job channel
+                // is closed, nothing is fetched ahead and every read is a direct GET.
+                let _ = std::thread::Builder::new().spawn(move || {
                     loop {
                         let job = match rx.lock().map(|r| r.recv()) {
                             Ok(Ok(j)) => j,
