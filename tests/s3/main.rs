@@ -10,6 +10,7 @@ mod harness;
 
 mod delta;
 mod errors;
+mod keys;
 mod outage;
 mod recovery;
 mod rekey;

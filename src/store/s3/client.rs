@@ -90,6 +90,15 @@ impl Client {
     /// A client for `url` with the given settings. Errors: StoreConfig.
     pub fn with_settings(url: &ObjectUrl, s: Settings) -> Result<Client> {
         let location = url.display();
+        // ObjectUrl's fields are public: the rule of `ObjectUrl::parse` is checked again here,
+        // where the request URLs are made (the module doc of `s3`).
+        super::check_key(&url.key)
+            .map_err(|why| Error::Usage(format!("{location}: {why} (expected s3://BUCKET/KEY)")))?;
+        if matches!(url.bucket.as_str(), "" | "." | "..") || url.bucket.contains('/') {
+            return Err(Error::Usage(format!(
+                "{location}: the bucket name has characters a bucket name cannot have (expected s3://BUCKET/KEY)"
+            )));
+        }
         let bad = |name: &'static str, value: &str, problem: &'static str| Error::StoreConfig {
             location: location.clone().into(),
             source: config::ConfigError::BadValue {

@@ -10,6 +10,15 @@
 //!   a few ranges ahead in parallel when the reader says where it is going.
 //! - [`S3Sink`] writes a multipart upload (parts uploaded in parallel with compression,
 //!   bounded memory), or one PUT for a small archive, conditional on the key being free.
+//!
+//! Keys are addressed exactly as typed, or refused. An HTTP URL cannot carry every key: a
+//! path segment `.` or `..` is resolved away by the URL parser (and its percent-encoded
+//! spelling `%2E` is a dot segment too, by the WHATWG URL rules), so `s3://b/../o/k.kry`
+//! became `PUT /o/k.kry` — another bucket — and `s3://b/x/../k.kry` the key `k.kry`; empty
+//! segments (`//`, a leading `/`) are merged by some servers. So [`ObjectUrl::parse`] refuses
+//! a key with a `.`, `..` or empty segment (a usage error naming the URL), and the client
+//! checks the same rule again before it signs anything ([`check_key`]): a key other than the
+//! one the user typed is never written or read.
 
 pub mod client;
 pub mod config;
@@ -69,6 +78,12 @@ impl ObjectUrl {
         if key.ends_with('/') {
             return Err(usage("the key ends with '/': give the object's full key"));
         }
+        if matches!(bucket, "." | "..") {
+            return Err(usage(
+                "the bucket name has characters a bucket name cannot have",
+            ));
+        }
+        check_key(key).map_err(|why| usage(&why))?;
         Ok(ObjectUrl {
             bucket: bucket.to_string(),
             key: key.to_string(),
@@ -79,6 +94,33 @@ impl ObjectUrl {
     pub fn display(&self) -> String {
         format!("{SCHEME}{}/{}", self.bucket, self.key)
     }
+}
+
+/// Refuses a key an HTTP URL would not address exactly (module doc): one with a `.` or `..`
+/// path segment, which the URL would resolve away (another key, or with path-style URLs
+/// another bucket), or an empty one (`a//b`, a leading `/`), which servers may merge. The
+/// error says which, without the URL (the caller names it).
+pub fn check_key(key: &str) -> std::result::Result<(), String> {
+    if key.is_empty() {
+        return Err("no object key".into());
+    }
+    for segment in key.split('/') {
+        match segment {
+            "" => {
+                return Err(
+                    "the key has an empty path segment ('//' or a leading '/'), which the request URL cannot keep: krypta addresses keys exactly as given"
+                        .into(),
+                );
+            }
+            "." | ".." => {
+                return Err(format!(
+                    "the key has a '{segment}' path segment, which the request URL would resolve to another key: krypta addresses keys exactly as given"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// What went wrong talking to the store. Shown after `s3://BUCKET/KEY: OP: `; server text is
@@ -226,12 +268,43 @@ mod tests {
             "s3://b/",
             "s3://b/dir/",
             "s3://b c/k",
+            "s3://bkt/../other/esc.kry",
+            "s3://bkt/x/../v.kry",
+            "s3://bkt/./v.kry",
+            "s3://bkt/x/..",
+            "s3://bkt/.",
+            "s3://bkt//v.kry",
+            "s3://bkt/x//v.kry",
+            "s3://../x.kry",
+            "s3://./x.kry",
         ] {
             match ObjectUrl::parse(bad) {
                 Err(Error::Usage(m)) => assert!(m.starts_with(bad), "{m}"),
                 other => panic!("{bad}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn keys_with_dots_inside_names_are_addressed_as_given() {
+        for good in [
+            "a..b.kry",
+            ".hidden.kry",
+            "x/...kry",
+            "x/.../y.kry",
+            "v1./a.kry",
+        ] {
+            let u = ObjectUrl::parse(&format!("s3://bkt/{good}")).unwrap();
+            assert_eq!(u.key, good);
+        }
+        let m = match ObjectUrl::parse("s3://bkt/../other/esc.kry") {
+            Err(Error::Usage(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            m,
+            "s3://bkt/../other/esc.kry: the key has a '..' path segment, which the request URL would resolve to another key: krypta addresses keys exactly as given (expected s3://BUCKET/KEY)"
+        );
     }
 
     #[test]
