@@ -159,6 +159,62 @@ fn a_delta_archive_cannot_be_a_base() {
 }
 
 #[test]
+fn a_delta_archive_given_as_the_base_when_reading_is_refused_in_reading_words() {
+    let fx = Fx::new();
+    setup(&fx);
+    let id = archive_id(&fx, "base.kry");
+    for cmd in [
+        &["x", "-q", "--base", "delta.kry", "delta.kry", "-C", "out"][..],
+        &["t", "--base", "delta.kry", "delta.kry"],
+    ] {
+        let o = fx.run(cmd);
+        assert_eq!(code(&o), 1, "{}", err(&o));
+        assert_eq!(
+            err(&o).trim(),
+            format!(
+                "krypta: delta.kry: given as --base, but it is itself a delta archive (against base {id}): a delta archive is read with the full archive it was made against as --base"
+            )
+        );
+    }
+    assert!(!fx.exists("out/v2"));
+}
+
+/// Regression: the base was compared with the output as strings, so `./base.kry`, an
+/// absolute path or a link to the base passed, and `-f` replaced the base with a delta of
+/// itself (exit 0).
+#[test]
+fn the_base_spelled_another_way_is_still_refused_as_the_output_even_with_f() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["c", "-q", "same.kry", "v1"]);
+    let before = fx.read("same.kry");
+    std::os::unix::fs::symlink("same.kry", fx.p("link.kry")).unwrap();
+    std::fs::hard_link(fx.p("same.kry"), fx.p("hard.kry")).unwrap();
+    fx.mkdir("sub");
+    let abs = fx.p("same.kry").display().to_string();
+    let pairs: [(&str, &str); 7] = [
+        ("same.kry", "same.kry"),
+        ("./same.kry", "same.kry"),
+        (&abs, "same.kry"),
+        ("same.kry", &abs),
+        ("link.kry", "same.kry"),
+        ("same.kry", "sub/../hard.kry"),
+        ("sub/../same.kry", "link.kry"),
+    ];
+    for (base, output) in pairs {
+        let o = fx.run(&["c", "-q", "-f", "--base", base, output, "v2"]);
+        assert_eq!(code(&o), 1, "--base {base} {output}: {}", err(&o));
+        assert_eq!(
+            err(&o).trim(),
+            format!("krypta: {output}: the delta base cannot be the archive being written"),
+        );
+        assert_eq!(fx.read("same.kry"), before, "--base {base} {output}");
+    }
+    // Another file next to it is still a fine output.
+    fx.ok(&["c", "-q", "--base", "./same.kry", "sub/d.kry", "v2"]);
+}
+
+#[test]
 fn delta_archives_take_recovery_data_signatures_and_rekey() {
     let fx = Fx::new();
     versions(&fx, Change::Small);

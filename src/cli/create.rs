@@ -201,13 +201,18 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
                 .unwrap_or(1)
         })
         .max(1);
-    if a.delta.base.as_deref() == Some(a.output.as_path()) && a.output.as_os_str() != "-" {
+    // The same archive however spelled (./a.kry, $PWD/a.kry, a link; one bucket and key):
+    // the delta would replace its own base. Refused even with -f.
+    if let Some(base) = &a.delta.base
+        && krypta::store::Location::parse(base)?
+            .same_archive(&krypta::store::Location::parse(&a.output)?)
+    {
         return Err(Error::Usage(format!(
             "{}: the delta base cannot be the archive being written",
             a.output.display()
         )));
     }
-    let base = super::keys::open_base(&a.delta, a.jobs)?;
+    let base = super::keys::open_base(&a.delta, a.jobs, false)?;
     let options = WriteOptions {
         base,
         level,

@@ -13,7 +13,7 @@ use krypta::{Error, Result};
 
 pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<u8> {
     let mut open = open_options(&a.keys, &a.archive)?;
-    open.base = super::keys::open_base(&a.delta, a.keys.jobs)?;
+    open.base = super::keys::open_base(&a.delta, a.keys.jobs, true)?;
     let existing = if a.force {
         Existing::Replace
     } else if a.keep_old_files {

@@ -129,9 +129,12 @@ pub(crate) fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<Ope
 
 /// Opens the base of a delta archive (`--base` and its `--base-*` keys, which follow the same
 /// rules as the archive's own: README, "Delta archives"); `None` without `--base`.
+/// Opens `--base`: for writing a delta (`reading` false) or reading one (`x`, `t`, `l`),
+/// which words the refusal of a delta archive given as the base.
 pub(crate) fn open_base(
     b: &BaseArgs,
     jobs: Option<usize>,
+    reading: bool,
 ) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
     let Some(path) = &b.base else {
         return Ok(None);
@@ -146,7 +149,12 @@ pub(crate) fn open_base(
         ..KeyArgs::default()
     };
     let opts = open_options(&keys, path)?;
-    match krypta::archive::reader::BaseArchive::open(path, opts) {
+    let opened = if reading {
+        krypta::archive::reader::BaseArchive::open_to_read(path, opts)
+    } else {
+        krypta::archive::reader::BaseArchive::open(path, opts)
+    };
+    match opened {
         Ok(base) => Ok(Some(base.shared(jobs.filter(|&j| j > 0).unwrap_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
         )))),

@@ -69,7 +69,7 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
 
 pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
     let mut open = open_options(&a.keys, &a.archive)?;
-    open.base = super::keys::open_base(&a.delta, a.keys.jobs)?;
+    open.base = super::keys::open_base(&a.delta, a.keys.jobs, true)?;
     let s = krypta::test_salvaging(&a.archive, open, !a.fail_fast, term)?;
     if a.json {
         super::json::print_object(&super::json::test_ok(&a.archive, &s))?;

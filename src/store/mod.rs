@@ -89,6 +89,46 @@ impl Location {
     pub fn is_remote(&self) -> bool {
         matches!(self, Location::S3(_))
     }
+
+    /// True when `self` and `other` name the same archive, however spelled: two local paths
+    /// to one file (`a.kry`, `./a.kry`, `$PWD/a.kry`, a symbolic or hard link) — the same
+    /// device and inode when both exist, else the same canonical path (the parent directory
+    /// canonicalized, the last component as given) —, or two `s3://` URLs with the same
+    /// bucket and key (keys are sent exactly as given: [`s3`]). Stdio is never the same as
+    /// anything: it is no archive that could be replaced.
+    pub fn same_archive(&self, other: &Location) -> bool {
+        match (self, other) {
+            (Location::S3(a), Location::S3(b)) => a == b,
+            (Location::Local(a), Location::Local(b)) => same_local_file(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// [`Location::same_archive`] of two local paths.
+fn same_local_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return (x.dev(), x.ino()) == (y.dev(), y.ino());
+    }
+    match (canonical(a), canonical(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// `p` made absolute through its parent directory's canonical path (the file itself may not
+/// exist yet, or be a dangling link); None when the parent cannot be resolved.
+fn canonical(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return Some(c);
+    }
+    let name = p.file_name()?;
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(std::fs::canonicalize(parent).ok()?.join(name))
 }
 
 /// Counters of one remote transfer: what `-v` reports and the tests check.
@@ -244,6 +284,37 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_archive_spelled_many_ways_is_the_same_archive() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("same.kry");
+        std::fs::write(&a, b"x").unwrap();
+        std::os::unix::fs::symlink(&a, d.path().join("link.kry")).unwrap();
+        std::fs::hard_link(&a, d.path().join("hard.kry")).unwrap();
+        std::fs::write(d.path().join("other.kry"), b"x").unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let loc = |p: PathBuf| Location::parse(&p).unwrap();
+        let same = loc(a.clone());
+        for p in [
+            d.path().join("./same.kry"),
+            d.path().join("sub/../same.kry"),
+            d.path().join("link.kry"),
+            d.path().join("hard.kry"),
+        ] {
+            assert!(same.same_archive(&loc(p.clone())), "{}", p.display());
+        }
+        assert!(!same.same_archive(&loc(d.path().join("other.kry"))));
+        // A name that does not exist yet: compared through its parent's canonical path.
+        let new = loc(d.path().join("new.kry"));
+        assert!(new.same_archive(&loc(d.path().join("sub/../new.kry"))));
+        assert!(!new.same_archive(&same));
+        let s3 = |u: &str| Location::parse(Path::new(u)).unwrap();
+        assert!(s3("s3://b/k.kry").same_archive(&s3("s3://b/k.kry")));
+        assert!(!s3("s3://b/k.kry").same_archive(&s3("s3://c/k.kry")));
+        assert!(!s3("s3://b/k.kry").same_archive(&s3("s3://b/K.kry")));
+        assert!(!Location::Stdio.same_archive(&Location::Stdio));
+    }
 
     #[test]
     fn locations_are_classified_by_their_spelling() {

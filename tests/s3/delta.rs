@@ -58,3 +58,34 @@ fn a_delta_against_an_s3_base_round_trips_through_the_bucket() {
     std::fs::write(d.path().join("local.kry"), &o.stdout).unwrap();
     run(&["t", "--base", "s3://delta/v1.kry", "local.kry"]);
 }
+
+/// Regression: the base was compared with the output as strings only; on a store the same
+/// bucket and key is the same object, refused even with -f, and the object is kept.
+#[test]
+fn the_base_object_cannot_be_the_output_even_with_f() {
+    let Some((w, d)) = setup("delta-same") else {
+        return;
+    };
+    common::write(&d.path().join("v1/a.txt"), b"one");
+    let o =
+        out(k(w, d.path())
+            .current_dir(d.path())
+            .args(["c", "-q", "s3://delta-same/v.kry", "v1"]));
+    assert_ok(&o);
+    let before = w.client().get("delta-same", "v.kry").unwrap();
+    let o = out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "-f",
+        "--base",
+        "s3://delta-same/v.kry",
+        "s3://delta-same/v.kry",
+        "v1",
+    ]));
+    assert_eq!(common::code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).trim(),
+        "krypta: s3://delta-same/v.kry: the delta base cannot be the archive being written"
+    );
+    assert_eq!(w.client().get("delta-same", "v.kry").unwrap(), before);
+}

@@ -163,11 +163,31 @@ impl BaseArchive {
     /// archive (chains), a base with referencing frames, and everything [`Archive::open`]
     /// and [`Archive::read_index`] refuse.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<BaseArchive> {
+        Self::open_as(path, opts, false)
+    }
+
+    /// [`BaseArchive::open`] of the base a delta archive is read with (`x`, `t`, `l
+    /// --base`): the same checks, and a refusal that speaks of reading (a delta archive given
+    /// as a base, perhaps its own).
+    pub fn open_to_read(path: &Path, opts: OpenOptions) -> Result<BaseArchive> {
+        Self::open_as(path, opts, true)
+    }
+
+    fn open_as(path: &Path, opts: OpenOptions, reading: bool) -> Result<BaseArchive> {
         let mut ar = Archive::open(path, opts)?;
         if !ar.seekable() {
             return Err(Error::Usage(format!(
                 "{}: a delta base must be a file or an s3:// object, not a stream",
                 path.display()
+            )));
+        }
+        if let Some(b) = ar.header.delta_base()
+            && reading
+        {
+            return Err(Error::Usage(format!(
+                "{}: given as --base, but it is itself a delta archive (against base {}): a delta archive is read with the full archive it was made against as --base",
+                path.display(),
+                hex(&b.0)
             )));
         }
         if let Some(b) = ar.header.delta_base() {
