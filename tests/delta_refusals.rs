@@ -128,6 +128,51 @@ fn a_damaged_base_frame_fails_the_files_that_need_it_and_nothing_else() {
     assert_eq!(code(&o), 9, "{}", err(&o));
 }
 
+/// Regression: every failure to read the base while writing a delta was a usage error (exit
+/// 1). A damaged base exits as `t` of the base does: 5 unencrypted, 2 encrypted; the message
+/// names the base and the frame, and no output is left.
+#[test]
+fn writing_against_a_damaged_base_exits_as_testing_the_base_does() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["c", "-q", "base.kry", "v1"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "ebase.kry", "v1"]);
+    for f in ["base.kry", "ebase.kry"] {
+        let mut b = fx.read(f);
+        let mid = b.len() / 2;
+        b[mid] ^= 0x01;
+        std::fs::write(fx.p(f), &b).unwrap();
+    }
+    let o = fx.run(&["c", "-q", "--base", "base.kry", "d.kry", "v2"]);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    assert_eq!(code(&fx.run(&["t", "base.kry"])), 5);
+    assert!(
+        err(&o).starts_with("krypta: base.kry: integrity check failed: base frame 0 at byte "),
+        "{}",
+        err(&o)
+    );
+    let o = fx.run(&[
+        "c",
+        "-q",
+        "--base",
+        "ebase.kry",
+        "--base-keyfile",
+        "k",
+        "d.kry",
+        "v2",
+    ]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert_eq!(code(&fx.run(&["t", "--keyfile", "k", "ebase.kry"])), 2);
+    assert!(
+        err(&o).starts_with("krypta: ebase.kry: archive damaged or modified at byte ")
+            && err(&o).contains("(frame 0)"),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("d.kry"));
+}
+
 fn walk(root: &std::path::Path) -> Vec<String> {
     let mut v = Vec::new();
     if let Ok(rd) = std::fs::read_dir(root) {

@@ -31,8 +31,8 @@ pub(crate) enum FrameFault {
     /// (`archive::budget`).
     Stopped,
     /// A `zstd+base` block whose base region could not be had: no base was given, or the
-    /// base frames it needs are damaged (the message names the base, frame and byte).
-    Base(String),
+    /// base frames it needs could not be read or are damaged.
+    Base(super::reader::BaseFault),
 }
 
 /// The block header fields a reader needs after decoding, for either version (format 1's
@@ -230,10 +230,7 @@ fn decode_against_base(
         Err(e) => return Err((FrameFault::Format(e), body)),
     };
     let Some(base) = base else {
-        return Err((
-            FrameFault::Base("a delta block needs its base archive (--base)".into()),
-            body,
-        ));
+        return Err((FrameFault::Base(super::reader::BaseFault::NoBase), body));
     };
     let mut prefix = std::mem::take(&mut dec.region);
     if let Err(m) = base.region(dec, &region, &mut prefix) {

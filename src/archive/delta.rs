@@ -127,12 +127,18 @@ impl BaseMap {
         let entries = &base.index().entries;
         // Entry number of the current ENTRY record (stream order is index order).
         let mut number = 0u64;
+        // What `t` of the base would report (reader::base_fault): not a usage error.
         let err = |e: WalkError| match e {
-            WalkError::Format(e) => Error::Usage(format!(
-                "{}: base record stream: {e}",
-                base.path().display()
-            )),
-            WalkError::Base(m) => Error::Usage(m),
+            WalkError::Format(_) if base.is_sealed() => Error::AuthFailed {
+                path: base.path().to_path_buf(),
+                check: crate::error::AuthCheck::Structure,
+            },
+            WalkError::Format(e) => Error::Corrupt {
+                path: base.path().to_path_buf(),
+                offset: 0,
+                source: FormatError::invalid("delta base record stream", e.to_string()),
+            },
+            WalkError::Base(f) => f.writing(),
         };
         while let Some(head) = read_record(&mut walk, Version::V2).map_err(err)? {
             match head {
@@ -411,7 +417,7 @@ fn below_first(path: &[u8]) -> Option<&[u8]> {
 
 enum WalkError {
     Format(FormatError),
-    Base(String),
+    Base(crate::archive::reader::BaseFault),
 }
 
 impl From<FormatError> for WalkError {

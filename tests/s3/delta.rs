@@ -1,6 +1,10 @@
 //! Issue 17 on object storage (DeltaGlider's workload): a delta archive written to a bucket
 //! against a base in the bucket, read back with the base from the bucket.
 
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
 use crate::common;
 use crate::harness::*;
 
@@ -88,4 +92,75 @@ fn the_base_object_cannot_be_the_output_even_with_f() {
         "krypta: s3://delta-same/v.kry: the delta base cannot be the archive being written"
     );
     assert_eq!(w.client().get("delta-same", "v.kry").unwrap(), before);
+}
+
+/// Regression: the store going away while base frames were read made `x --base s3://` exit 9
+/// ("its base region is unusable") and `c --base s3://` exit 1 (a usage error); a store that
+/// cannot be reached is I/O, exit 4, as for any s3:// archive, and the message names the
+/// base frame.
+#[test]
+fn the_store_going_away_while_base_frames_are_read_is_an_io_error() {
+    if server_available().is_none() {
+        return;
+    }
+    let mut w = Weed::start();
+    w.client().create_bucket("dout");
+    let d = tempfile::tempdir().unwrap();
+    let big = common::bytes(24 << 20, 7, false);
+    common::write(&d.path().join("v1/app.bin"), &big);
+    let mut changed = big.clone();
+    changed[20 << 20] ^= 1;
+    common::write(&d.path().join("v2/app.bin"), &changed);
+    let direct = |args: &[&str]| {
+        let o = out(krypta_s3(&w.endpoint(), d.path())
+            .current_dir(d.path())
+            .args(args));
+        assert_ok(&o);
+    };
+    direct(&["c", "-q", "s3://dout/v1.kry", "v1"]);
+    direct(&["c", "-q", "--base", "s3://dout/v1.kry", "delta.kry", "v2"]);
+    let runs: [(&[&str], &str); 2] = [
+        (
+            &[
+                "x",
+                "-q",
+                "--base",
+                "s3://dout/v1.kry",
+                "delta.kry",
+                "-C",
+                "out",
+            ],
+            "krypta: delta.kry: read its base: frame ",
+        ),
+        (
+            &["c", "-q", "--base", "s3://dout/v1.kry", "d2.kry", "v2"],
+            "krypta: s3://dout/v1.kry: read the delta base: base frame ",
+        ),
+    ];
+    for (args, msg) in runs {
+        let proxy = Proxy::start(w.addr());
+        proxy.state.rate.store(2 << 20, Ordering::SeqCst);
+        let child = krypta_s3(&proxy.endpoint(), d.path())
+            .env("AWS_MAX_ATTEMPTS", "2")
+            .current_dir(d.path())
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Past the header, index and binding (a few KiB): base frames are being fetched.
+        let t0 = Instant::now();
+        while proxy.down() < 3 << 20 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{args:?}: no base read"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        w.kill();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(common::code(&o), 4, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with(msg), "{args:?}: {}", stderr(&o));
+        assert!(!d.path().join("d2.kry").exists());
+        w.restart();
+    }
 }

@@ -44,6 +44,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock};
 
 use super::base_binding::{binding_of, read_exact_at};
+pub use super::base_fault::BaseFault;
 use super::*;
 use crate::format::block::BaseRegion;
 use crate::format::extension::Extension;
@@ -59,7 +60,7 @@ pub const DEFAULT_CACHE_BUDGET: u64 = 256 << 20;
 #[derive(Default)]
 struct SlotState {
     claimed: std::sync::atomic::AtomicBool,
-    value: OnceLock<std::result::Result<Arc<Vec<u8>>, String>>,
+    value: OnceLock<std::result::Result<Arc<Vec<u8>>, BaseFault>>,
 }
 
 type Slot = Arc<SlotState>;
@@ -291,7 +292,7 @@ impl BaseArchive {
         &self,
         dec: &mut BlockDecoder,
         seq: u64,
-    ) -> std::result::Result<Arc<Vec<u8>>, String> {
+    ) -> std::result::Result<Arc<Vec<u8>>, BaseFault> {
         let slot = {
             let mut c = self.cache.lock().expect("base cache lock");
             if !c.slots.contains_key(&seq) && c.bytes >= self.cache_budget {
@@ -416,7 +417,7 @@ impl BaseArchive {
         &self,
         dec: &mut BlockDecoder,
         seq: u64,
-    ) -> std::result::Result<Arc<Vec<u8>>, String> {
+    ) -> std::result::Result<Arc<Vec<u8>>, BaseFault> {
         let slot = {
             let mut c = self.cache.lock().expect("base cache lock");
             if c.slots.get(&seq).is_some_and(|s| s.value.get().is_some()) {
@@ -438,7 +439,7 @@ impl BaseArchive {
         dec: &mut BlockDecoder,
         seq: u64,
         walk: bool,
-    ) -> std::result::Result<Arc<Vec<u8>>, String> {
+    ) -> std::result::Result<Arc<Vec<u8>>, BaseFault> {
         let r = slot.value.get_or_init(|| {
             let r = self.decode_frame(dec, seq).map(Arc::new);
             if let Ok(b) = &r {
@@ -472,7 +473,7 @@ impl BaseArchive {
         dec: &mut BlockDecoder,
         region: &BaseRegion,
         out: &mut Vec<u8>,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), BaseFault> {
         out.clear();
         out.reserve(region.len as usize);
         if self.data_frames() > 0 {
@@ -488,20 +489,24 @@ impl BaseArchive {
         let mut left = region.len as usize;
         while left > 0 {
             if seq >= self.data_frames() {
-                return Err(format!(
+                return Err(self.invalid(region.seq, 0, format!(
                     "base region ({} bytes from frame {} offset {}) runs past the base's {} data frames",
                     region.len,
                     region.seq,
                     region.offset,
                     self.data_frames()
-                ));
+                )));
             }
             let b = self.block(dec, seq)?;
             if skip >= b.len() {
-                return Err(format!(
-                    "base region offset {} is past the {}-byte block of base frame {seq}",
-                    region.offset,
-                    b.len()
+                return Err(self.invalid(
+                    seq,
+                    self.offsets[seq as usize],
+                    format!(
+                        "base region offset {} is past the {}-byte block of base frame {seq}",
+                        region.offset,
+                        b.len()
+                    ),
                 ));
             }
             let n = (b.len() - skip).min(left);
@@ -513,12 +518,28 @@ impl BaseArchive {
         Ok(())
     }
 
+    /// A [`BaseFault::Invalid`] of frame `seq` at byte `at`.
+    fn invalid(&self, seq: u64, at: u64, problem: String) -> BaseFault {
+        BaseFault::Invalid {
+            path: self.path.clone(),
+            seq,
+            at,
+            sealed: self.protection.is_sealed(),
+            problem,
+        }
+    }
+
+    /// Whether the base is encrypted.
+    pub(crate) fn is_sealed(&self) -> bool {
+        self.protection.is_sealed()
+    }
+
     /// Reads, verifies and decodes data frame `seq` (no cache).
     pub(crate) fn decode_frame(
         &self,
         dec: &mut BlockDecoder,
         seq: u64,
-    ) -> std::result::Result<Vec<u8>, String> {
+    ) -> std::result::Result<Vec<u8>, BaseFault> {
         let at = self.offsets[seq as usize];
         let body_len = self.index.frame_body_lens[seq as usize] as usize;
         // The frame is read into the worker's frame buffer (kept across frames: no fresh
@@ -539,40 +560,43 @@ impl BaseArchive {
         at: u64,
         body_len: usize,
         buf: &mut [u8],
-    ) -> std::result::Result<Vec<u8>, String> {
+    ) -> std::result::Result<Vec<u8>, BaseFault> {
         {
             let input = self.input.lock().expect("base input lock");
-            read_exact_at(&**input, at, buf).map_err(|e| {
-                format!(
-                    "{}: reading base frame {seq} at byte {at}: {e}",
-                    self.path.display()
-                )
+            read_exact_at(&**input, at, buf).map_err(|e| BaseFault::Read {
+                path: self.path.clone(),
+                seq,
+                at,
+                source: Arc::new(e),
             })?;
         }
-        let where_ = || format!("{}: base frame {seq} at byte {at}", self.path.display());
+        let bad =
+            |what: String| self.invalid(seq, at, format!("base frame {seq} at byte {at}: {what}"));
         let head: [u8; FRAME_HEADER_LEN] = buf[..FRAME_HEADER_LEN].try_into().expect("16");
-        let header =
-            FrameHeader::parse(&head, self.version).map_err(|e| format!("{}: {e}", where_()))?;
+        let header = FrameHeader::parse(&head, self.version).map_err(|e| bad(e.to_string()))?;
         if header.kind != FrameKind::Data
             || header.seq != seq
             || header.body_len as usize != body_len
         {
-            return Err(format!(
-                "{}: not the data frame the base's index places there",
-                where_()
+            return Err(bad(
+                "not the data frame the base's index places there".into()
             ));
         }
         let tag: [u8; TAG_LEN] = buf[buf.len() - TAG_LEN..].try_into().expect("32");
         let body = &mut buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + body_len];
         self.protection
             .open_frame(&self.id, &head, seq, body, &tag)
-            .map_err(|_| format!("{}: damaged (its tag does not verify)", where_()))?;
-        let (info, hl) = block_info(body, self.version, FrameKind::Data)
-            .map_err(|e| format!("{}: {e}", where_()))?;
+            .map_err(|_| BaseFault::Damaged {
+                path: self.path.clone(),
+                seq,
+                at,
+                sealed: self.protection.is_sealed(),
+            })?;
+        let (info, hl) =
+            block_info(body, self.version, FrameKind::Data).map_err(|e| bad(e.to_string()))?;
         if info.reference_len != 0 || info.codec == Codec::ZstdBase {
-            return Err(format!(
-                "{}: references other bytes (a base must decode frame by frame)",
-                where_()
+            return Err(bad(
+                "references other bytes (a base must decode frame by frame)".into(),
             ));
         }
         let mut out = self
@@ -590,7 +614,7 @@ impl BaseArchive {
                     &mut body[hl..],
                     info.raw_len as usize,
                 )
-                .map_err(|e| format!("{}: {e}", where_()))?;
+                .map_err(|e| bad(e.to_string()))?;
                 out.clear();
                 out.extend_from_slice(&body[hl..]);
             }
@@ -604,7 +628,7 @@ impl BaseArchive {
                     &[],
                     &mut out,
                 )
-                .map_err(|e| format!("{}: {e}", where_()))?,
+                .map_err(|e| bad(e.to_string()))?,
         }
         Ok(out)
     }

@@ -40,6 +40,8 @@ pub(super) enum RefError {
     /// The base failed (damaged frame, records that are not the entry): the message names
     /// the base and, for a frame, its number and byte.
     Base(String),
+    /// Reading the base failed (a file or store error, not damage).
+    Read(BaseFault),
     /// The caller's sink failed (writing the file).
     Sink(Error),
 }
@@ -68,7 +70,10 @@ impl EntryStream<'_> {
                 self.seq + 1,
                 (self.seq + 1 + self.ahead).min(self.last_seq + 1),
             );
-            self.block = self.base.block(self.dec, self.seq).map_err(Problem)?;
+            self.block = self
+                .base
+                .block(self.dec, self.seq)
+                .map_err(Problem::Fault)?;
             self.pos = 0;
         }
         Ok(true)
@@ -86,7 +91,7 @@ impl EntryStream<'_> {
     }
 
     fn past_end(&self) -> Problem {
-        Problem(format!(
+        Problem::Text(format!(
             "{}: its records run past base frame {}, where the base's index ends the entry",
             self.base.path().display(),
             self.last_seq
@@ -115,17 +120,34 @@ impl StreamSource for EntryStream<'_> {
 }
 
 /// A base failure's message (the stream's error type: a record that does not parse is one).
-struct Problem(String);
+enum Problem {
+    /// What is wrong, naming the base.
+    Text(String),
+    /// A base frame failed.
+    Fault(BaseFault),
+}
 
 impl From<FormatError> for Problem {
     fn from(e: FormatError) -> Problem {
-        Problem(e.to_string())
+        Problem::Text(e.to_string())
+    }
+}
+
+impl From<BaseFault> for RefError {
+    fn from(f: BaseFault) -> RefError {
+        match f {
+            BaseFault::Read { .. } => RefError::Read(f),
+            f => RefError::Base(f.to_string()),
+        }
     }
 }
 
 impl From<Problem> for RefError {
     fn from(p: Problem) -> RefError {
-        RefError::Base(p.0)
+        match p {
+            Problem::Text(m) => RefError::Base(m),
+            Problem::Fault(f) => f.into(),
+        }
     }
 }
 
@@ -153,7 +175,7 @@ pub(super) fn read_base_entry(
         e.first_seq + 1,
         (e.first_seq + 1 + ahead).min(e.last_seq + 1),
     );
-    let block = base.block(dec, e.first_seq).map_err(RefError::Base)?;
+    let block = base.block(dec, e.first_seq)?;
     if e.first_offset as usize >= block.len() {
         return Err(bad(format!(
             "the index places it at offset {} of base frame {}, past its {}-byte block",
@@ -172,7 +194,11 @@ pub(super) fn read_base_entry(
         ahead,
     };
     let version = base.version();
-    match record::read_record(&mut s, version).map_err(|p| bad(p.0))? {
+    let first = record::read_record(&mut s, version).map_err(|p| match p {
+        Problem::Text(m) => bad(m),
+        Problem::Fault(f) => f.into(),
+    })?;
+    match first {
         Some(RecordHead::Entry(m)) if m == e.meta => {}
         _ => {
             return Err(bad(

@@ -151,12 +151,7 @@ impl Archive {
             FrameFault::Codec(m) => {
                 self.structure_error(offset, FormatError::invalid("block payload", m))
             }
-            FrameFault::Base(problem) => Error::BaseDamaged {
-                path: self.path.clone(),
-                offset,
-                frame: seq,
-                problem,
-            },
+            FrameFault::Base(fault) => fault.reading(self.path.clone(), offset, seq),
             FrameFault::Stopped => Error::Crypto(format!(
                 "internal error: frame {seq} was stopped while the scan still needed it"
             )),

@@ -19,6 +19,7 @@
 
 mod base;
 mod base_binding;
+mod base_fault;
 mod base_ref;
 mod feed;
 mod frames;
@@ -57,7 +58,7 @@ use crate::format::limits::hole_hash_allowance;
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
 use crate::format::{EntryMeta, FormatError, Version};
 
-pub use base::{BINDING_CONTEXT, BaseArchive, DEFAULT_CACHE_BUDGET, hex as base_hex};
+pub use base::{BINDING_CONTEXT, BaseArchive, BaseFault, DEFAULT_CACHE_BUDGET, hex as base_hex};
 use frames::{FrameJob, FramePool};
 use open::corrupt;
 pub use open::{ArchiveFacts, facts, read_header_only};

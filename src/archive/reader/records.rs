@@ -369,6 +369,8 @@ fn read_reference(
         Ok(size) => Ok(size),
         Err(RefError::Sink(e)) => Err(e),
         Err(RefError::Base(problem)) => Err(reference_error(feed, meta, n, problem)),
+        // A failed read of the base is I/O (exit 4), as for any archive.
+        Err(RefError::Read(fault)) => Err(fault.reading(feed.ar.path.clone(), 0, 0)),
     }
 }
 
