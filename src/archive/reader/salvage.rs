@@ -117,6 +117,11 @@ impl Archive {
                         Err(FrameFault::Tag) => Some("tag mismatch".to_string()),
                         Err(FrameFault::Format(e)) => Some(format!("block does not parse: {e}")),
                         Err(FrameFault::Codec(m)) => Some(format!("block does not decode: {m}")),
+                        // The base could not be read (a file or store error): I/O, as
+                        // for the archive's own frames, never a damaged frame.
+                        Err(FrameFault::Base(f @ super::BaseFault::Read { .. })) => {
+                            return Err(f.reading(self.path.clone(), at, seq));
+                        }
                         Err(FrameFault::Base(m)) => Some(format!("{BASE_UNUSABLE}: {m}")),
                         Err(FrameFault::Stopped) => Some("stopped".to_string()),
                     }
