@@ -221,6 +221,8 @@ fn extract_opened(
             (_, Err(file)) => Err(file),
         };
         let warnings = std::mem::take(&mut v.warnings);
+        // Each warning is a hard link not made (its target was not selected).
+        let mut not_made = warnings.len();
         let ExtractVisitor { mut ex, .. } = v;
         for w in &warnings {
             rep.warn(w);
@@ -240,9 +242,20 @@ fn extract_opened(
             let conflicts = ex.conflicts();
             if !conflicts.is_empty() {
                 rep.finish();
-                if policy != fs::conflict::Existing::Skip {
-                    for c in &conflicts {
+                for c in &conflicts {
+                    // --skip-existing keeps existing files silently, but not what it cost
+                    // besides them: entries below an existing non-directory, hard links to
+                    // a kept file (they are not existing files; they were not made).
+                    let dropped = matches!(
+                        c.reason,
+                        fs::conflict::Reason::NotADirectory
+                            | fs::conflict::Reason::LinkTargetKept(_)
+                    );
+                    if policy != fs::conflict::Existing::Skip || dropped {
                         rep.warn(&c.to_string());
+                    }
+                    if policy == fs::conflict::Existing::Skip && dropped {
+                        not_made += 1;
                     }
                 }
                 match policy {
@@ -263,9 +276,16 @@ fn extract_opened(
                                 .map(|c| fs::escape_path(c.path.as_os_str().as_encoded_bytes()))
                                 .collect(),
                             before_start: false,
+                            forced: policy == fs::conflict::Existing::Replace,
                         });
                     }
                 }
+            }
+            if not_made > 0 {
+                break 'dirs Err(Error::NotMade {
+                    count: not_made,
+                    summary: Box::new(s),
+                });
             }
             Ok(s)
         }

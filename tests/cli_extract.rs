@@ -145,8 +145,10 @@ fn a_directory_is_never_replaced_by_a_file_even_with_force() {
         (code(&o), err(&o)),
         (
             1,
-            "krypta: o: 1 existing file(s) in the way: o/t/two (nothing was extracted; -k or \
-             --skip-existing keeps existing files, -f replaces them)\n"
+            // With -f given, the hint does not suggest -f (it said "-f replaces them").
+            "krypta: o: 1 existing file(s) in the way: o/t/two (nothing was extracted; -f does \
+             not replace a directory where a file goes, nor a file where a directory the \
+             archive does not list goes: move it away or extract elsewhere)\n"
                 .to_string()
         )
     );
@@ -315,4 +317,72 @@ fn a_hard_link_is_made_only_to_the_file_of_its_own_target_entry_when_stripped_na
     assert_eq!((code(&o), err(&o)), (0, String::new()));
     assert_eq!(fx.read("n3/f"), b"two");
     assert_eq!(fx.read("n3/h"), b"two");
+}
+
+#[test]
+fn skip_existing_names_the_entries_an_existing_file_cost_and_exits_6() {
+    // Regression: --skip-existing kept the existing file o/t (where the directory t goes)
+    // and dropped every entry below it without a word, exit 0.
+    let fx = Fx::new();
+    archive(&fx);
+    fx.file("o/t", b"a file where a directory goes");
+    let o = fx.run(&["x", "--skip-existing", "a.kry", "-o", "o"]);
+    let e = err(&o);
+    assert_eq!(code(&o), 6, "{e}");
+    assert!(
+        e.starts_with(
+            "krypta: warning: o/t: is not a directory; kept, and the entries below it were not \
+             extracted\n"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("krypta: extracted, but 1 entries could not be made (see warnings)\n"),
+        "{e}"
+    );
+    assert_eq!(fx.read("o/t"), b"a file where a directory goes");
+    // An existing file at an entry's own name stays silent, exit 0.
+    let o = fx.run(&["x", "-q", "--skip-existing", "a.kry", "-o", "p"]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    let o = fx.run(&["x", "-q", "--skip-existing", "a.kry", "-o", "p"]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+}
+
+#[test]
+fn a_hard_link_selected_without_its_target_is_named_and_exits_6() {
+    let fx = Fx::new();
+    fx.file("b/f", b"two");
+    fx.mkdir("a");
+    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+    fx.ok(&["c", "-q", "x.kry", "b", "a"]);
+    let o = fx.run(&["x", "x.kry", "a/h", "-o", "o"]);
+    let e = err(&o);
+    assert_eq!(code(&o), 6, "{e}");
+    assert!(
+        e.starts_with("krypta: warning: a/h: skipped: hard link to b/f, which was not selected\n"),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("krypta: extracted, but 1 entries could not be made (see warnings)\n"),
+        "{e}"
+    );
+    assert!(!fx.exists("o/a/h"));
+}
+
+#[test]
+fn with_f_a_refusal_does_not_suggest_f() {
+    let fx = Fx::new();
+    archive(&fx);
+    fx.mkdir("o/t/one");
+    let o = fx.run(&["x", "-q", "-f", "a.kry", "-o", "o"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: o: 1 existing file(s) in the way: o/t/one (nothing was extracted; -f does \
+             not replace a directory where a file goes, nor a file where a directory the \
+             archive does not list goes: move it away or extract elsewhere)\n"
+                .to_string()
+        )
+    );
 }

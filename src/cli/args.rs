@@ -402,7 +402,8 @@ pub(crate) struct ExtractArgs {
     /// Keep existing files, name each, extract the rest (exit 6)
     #[arg(short = 'k', long = "keep-old-files", conflicts_with_all = ["skip_existing", "force"])]
     pub(crate) keep_old_files: bool,
-    /// Keep existing files silently, extract the rest (exit 0)
+    /// Keep existing files silently, extract the rest (exit 0; 6 when entries below an
+    /// existing file could not be made, each named)
     #[arg(long, conflicts_with = "force")]
     pub(crate) skip_existing: bool,
     /// Replace existing files and links (atomically; directories are never replaced)

@@ -403,9 +403,14 @@ pub enum Error {
     /// them (`-k`, `--skip-existing`, `-f`). Found by the check before extraction: nothing
     /// was written. Found during it (an archive read from a stream, or a file that appeared
     /// meanwhile): everything else was extracted and the existing files were kept.
-    #[error("{}: {count} existing file(s) in the way: {}{} ({}; -k or --skip-existing keeps existing files, -f replaces them)",
+    #[error("{}: {count} existing file(s) in the way: {}{} ({}; {})",
         shown(output), names.join(", "), if *count > names.len() { format!(", and {} more", count - names.len()) } else { String::new() },
-        if *before_start { "nothing was extracted" } else { "they were kept; everything else was extracted" })]
+        if *before_start { "nothing was extracted" } else { "they were kept; everything else was extracted" },
+        if *forced {
+            "-f does not replace a directory where a file goes, nor a file where a directory the archive does not list goes: move it away or extract elsewhere"
+        } else {
+            "-k or --skip-existing keeps existing files, -f replaces them"
+        })]
     Conflicts {
         /// The output directory.
         output: PathBuf,
@@ -415,6 +420,18 @@ pub enum Error {
         names: Vec<String>,
         /// True when found before anything was written.
         before_start: bool,
+        /// True when `-f` was given (so the hint does not suggest it).
+        forced: bool,
+    },
+    /// Extracted, but entries that are not existing files could not be made, each named in a
+    /// warning: entries below an existing non-directory with `--skip-existing`, hard links
+    /// whose target was not selected. Exit 6.
+    #[error("extracted, but {count} entries could not be made (see warnings)")]
+    NotMade {
+        /// Entries not made.
+        count: usize,
+        /// What was extracted.
+        summary: Box<crate::archive::reader::ScanSummary>,
     },
     /// Extracted with `-k`: everything else was extracted, the existing files were kept.
     #[error("extracted, but {count} existing file(s) were kept, not replaced (-k; see warnings)")]
@@ -471,7 +488,7 @@ impl Error {
             | Error::WrongBase { .. }
             | Error::BaseDamaged { .. }
             | Error::BaseEntry { .. } => 9,
-            Error::Incomplete { .. } | Error::KeptExisting { .. } => 6,
+            Error::Incomplete { .. } | Error::KeptExisting { .. } | Error::NotMade { .. } => 6,
             Error::Repairable { .. } => 7,
             Error::Recovery { source, .. } => match source {
                 RecoveryError::BeyondRepair { .. } | RecoveryError::Inconsistent { .. } => 5,

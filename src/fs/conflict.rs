@@ -18,7 +18,8 @@
 //!   a warning, everything else is extracted, and the exit code is 6 (GNU tar's `-k` also
 //!   reports them and exits non-zero; 6 says "finished, some items skipped, each named").
 //! - `--skip-existing` ([`Existing::Skip`]): the same, silently, exit 0 (tar's
-//!   `--skip-old-files`).
+//!   `--skip-old-files`); but the entries an existing file cost besides itself (below a kept
+//!   non-directory, hard links to a kept file) are named, exit 6 (`Error::NotMade`).
 //! - `-f/--force` ([`Existing::Replace`]): existing files and symbolic links are replaced
 //!   atomically (new inode renamed over the name; never truncated or written through), a
 //!   file where a directory entry goes is removed first. A directory where a file goes is
@@ -307,6 +308,7 @@ pub fn preflight<'a>(
             .map(|c| escape_path(c.path.as_os_str().as_bytes()))
             .collect(),
         before_start: true,
+        forced: policy == Existing::Replace,
     })
 }
 
