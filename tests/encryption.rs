@@ -386,10 +386,13 @@ fn a_flipped_byte_in_an_encrypted_stream_never_reaches_stdout() {
             damaged(2, mid),
         ),
         (starts[3] - 1, "third frame's tag", damaged(2, mid)),
+        // A flipped bit in a head breaks the tag, which covers the head: damage too (this
+        // test said "wrong key or password" here; a sequence number that breaks the rules
+        // under a valid tag, frames moved, is encryption_tamper's).
         (
             starts[4] + 8,
             "fifth frame's sequence number",
-            auth_line(Path::new("-")),
+            damaged(4, mid),
         ),
         (starts[5] + 20, "index frame", damaged(5, "")),
         // The header verified with this key: a footer whose MAC fails is damage, never

@@ -250,13 +250,14 @@ impl<'a> Feed<'a> {
             self.ar.check_last_flag(&job)?;
             if job.header.seq != self.next_read_seq {
                 let (off, seq) = (job.offset, job.header.seq);
-                return Err(self.ar.sequence_error(
+                let structure = self.ar.sequence_error(
                     off,
                     format!(
                         "expected data frame seq {}, found seq {seq}",
                         self.next_read_seq
                     ),
-                ));
+                );
+                return Err(self.ar.head_error(&job, self.next_read_seq, structure));
             }
             self.next_read_seq += 1;
             let mut job = job;

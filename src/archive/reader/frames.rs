@@ -192,12 +192,37 @@ impl Archive {
     }
 
     /// A data frame with the LAST flag: corrupt, or tampering in a sealed archive (the flag is
-    /// under the frame MAC).
+    /// under the frame MAC) — unless the frame's tag fails too ([`Archive::head_error`]).
     pub(super) fn check_last_flag(&self, job: &FrameJob) -> Result<()> {
         job.header.check_last_flag().map_err(|e| match e {
-            FormatError::Invalid { problem, .. } => self.sequence_error(job.offset, problem),
+            FormatError::Invalid { problem, .. } => self.head_error(
+                job,
+                job.header.seq,
+                self.sequence_error(job.offset, problem),
+            ),
             e => corrupt(&self.path, job.offset, e),
         })
+    }
+
+    /// The error for data frame `job`, expected as frame `seq`, whose head breaks a sequence
+    /// rule (its seq, its LAST flag): `structure` when its tag verifies (a frame moved or a
+    /// flag set under the key: tampering or a miswritten archive), else damage, as a frame
+    /// whose tag fails ([`Archive::fault`]). The head is under the tag, so a bit flipped in
+    /// it by a disk is caught by the tag: reporting it as a structure error made an encrypted
+    /// archive say "wrong key or password" with the right key, and kept a pipe's salvage from
+    /// reading past it. Costs one tag check (and a copy of the body) on this error path only.
+    pub(super) fn head_error(&self, job: &FrameJob, seq: u64, structure: Error) -> Error {
+        let mut body = job.body.clone();
+        match self.protection.open_frame(
+            &self.header.archive_id,
+            &job.header_bytes,
+            job.header.seq,
+            &mut body,
+            &job.tag,
+        ) {
+            Ok(()) => structure,
+            Err(_) => self.fault(job.offset, seq, FrameFault::Tag),
+        }
     }
 
     pub(super) fn read_exact_at_pos(&mut self, buf: &mut [u8], what: &'static str) -> Result<()> {

@@ -34,10 +34,11 @@ impl Archive {
                 return Ok((seq, at));
             }
             if job.header.seq != seq {
-                return Err(self.sequence_error(
+                let structure = self.sequence_error(
                     job.offset,
                     format!("expected data frame seq {seq}, found {}", job.header.seq),
-                ));
+                );
+                return Err(self.head_error(&job, seq, structure));
             }
             if check_last {
                 self.check_last_flag(&job)?;
