@@ -27,12 +27,9 @@ fn files_under(root: &std::path::Path) -> Vec<String> {
     v
 }
 
-#[test]
-fn zeros_over_a_delta_archive_lose_only_the_entry_in_them() {
-    let fx = Fx::new();
-    versions(&fx, Change::Small);
-    // 256 KiB blocks: big.bin (the first file of v2) is 25 small zstd+base frames right after
-    // the header, the other files follow in frames of their own.
+/// base.kry of v1 and delta.kry of v2 against it, 256 KiB blocks: big.bin (the first file)
+/// is 25 small frames right after the header, the other files follow in frames of their own.
+fn archives(fx: &Fx) {
     fx.ok(&["c", "-q", "-b", "256K", "base.kry", "v1"]);
     fx.ok(&[
         "c",
@@ -44,11 +41,40 @@ fn zeros_over_a_delta_archive_lose_only_the_entry_in_them() {
         "delta.kry",
         "v2",
     ]);
-    let mut d = std::fs::read(fx.p("delta.kry")).unwrap();
+}
+
+/// `dd if=/dev/zero of=NAME bs=1 seek=H+2000 count=200 conv=notrunc`, H the header length:
+/// inside the first data frame.
+fn zero_first_frame(fx: &Fx, name: &str) {
+    let mut d = std::fs::read(fx.p(name)).unwrap();
     let h = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
-    // dd if=/dev/zero of=delta.kry bs=1 seek=H+2000 count=200 conv=notrunc
     d[h + 2000..h + 2200].fill(0);
-    std::fs::write(fx.p("delta.kry"), &d).unwrap();
+    std::fs::write(fx.p(name), &d).unwrap();
+}
+
+/// v2's small files are in out/, bit for bit.
+fn small_files_restored(fx: &Fx) {
+    for f in [
+        "s/0.dat",
+        "s/2-renamed.dat",
+        "s/3.dat",
+        "s/4.dat",
+        "s/new.dat",
+    ] {
+        assert_eq!(
+            fx.read(&format!("out/v2/{f}")),
+            fx.read(&format!("v2/{f}")),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn zeros_over_a_delta_archive_lose_only_the_entry_in_them() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    archives(&fx);
+    zero_first_frame(&fx, "delta.kry");
 
     let o = fx.run(&["x", "--base", "base.kry", "delta.kry", "-C", "out"]);
     assert_eq!(code(&o), 5, "{}", err(&o));
@@ -92,19 +118,7 @@ fn zeros_over_a_delta_archive_lose_only_the_entry_in_them() {
             "v2/s/new.dat",
         ]
     );
-    for f in [
-        "s/0.dat",
-        "s/2-renamed.dat",
-        "s/3.dat",
-        "s/4.dat",
-        "s/new.dat",
-    ] {
-        assert_eq!(
-            fx.read(&format!("out/v2/{f}")),
-            fx.read(&format!("v2/{f}")),
-            "{f}"
-        );
-    }
+    small_files_restored(&fx);
     // `t` finds the same damage (exit 5) and `l` still lists all nine entries (the index is
     // intact and needs no base).
     let t = fx.run(&["t", "--base", "base.kry", "delta.kry"]);
@@ -119,22 +133,9 @@ fn zeros_over_the_base_lose_only_the_entries_whose_blocks_need_those_base_bytes(
     // salvage goes on with the rest.
     let fx = Fx::new();
     versions(&fx, Change::Small);
-    fx.ok(&["c", "-q", "-b", "256K", "base.kry", "v1"]);
-    fx.ok(&[
-        "c",
-        "-q",
-        "-b",
-        "256K",
-        "--base",
-        "base.kry",
-        "delta.kry",
-        "v2",
-    ]);
-    let mut b = std::fs::read(fx.p("base.kry")).unwrap();
-    let h = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    archives(&fx);
     // Base frame 0: the start of v1/big.bin, which only v2/big.bin's blocks reference.
-    b[h + 2000..h + 2200].fill(0);
-    std::fs::write(fx.p("base.kry"), &b).unwrap();
+    zero_first_frame(&fx, "base.kry");
 
     let o = fx.run(&["x", "--base", "base.kry", "delta.kry", "-C", "out"]);
     let e = err(&o);
@@ -157,19 +158,7 @@ fn zeros_over_the_base_lose_only_the_entries_whose_blocks_need_those_base_bytes(
     );
     assert!(e.contains("base.kry: base frame 0 at byte "), "{e}");
     assert!(!fx.exists("out/v2/big.bin"));
-    for f in [
-        "s/0.dat",
-        "s/2-renamed.dat",
-        "s/3.dat",
-        "s/4.dat",
-        "s/new.dat",
-    ] {
-        assert_eq!(
-            fx.read(&format!("out/v2/{f}")),
-            fx.read(&format!("v2/{f}")),
-            "{f}"
-        );
-    }
+    small_files_restored(&fx);
     let t = fx.run(&["t", "--base", "base.kry", "delta.kry"]);
     assert_eq!(code(&t), 9, "{}", err(&t));
     assert!(
