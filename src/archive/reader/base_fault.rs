@@ -77,11 +77,20 @@ impl BaseFault {
                 );
                 Error::io(path, "read the delta base", source)
             }
+            // Sealed: a tag that fails or a structure under it that breaks a rule is damage
+            // after the base's header verified with its key, never "wrong key".
             BaseFault::Damaged {
                 path,
                 seq,
                 at,
                 sealed: true,
+            }
+            | BaseFault::Invalid {
+                path,
+                seq,
+                at,
+                sealed: true,
+                ..
             } => Error::Damaged {
                 path,
                 offset: at,
@@ -95,17 +104,6 @@ impl BaseFault {
             } => Error::Integrity {
                 path,
                 what: format!("base frame {seq} at byte {at}: checksum mismatch"),
-            },
-            BaseFault::Invalid {
-                path,
-                seq,
-                at,
-                sealed: true,
-                ..
-            } => Error::Damaged {
-                path,
-                offset: at,
-                frame: seq,
             },
             BaseFault::Invalid {
                 path, at, problem, ..
