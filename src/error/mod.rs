@@ -55,6 +55,13 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// An archive path names a directory (exit 1: the argument names the wrong thing, and
+    /// nothing failed that trying again could fix; as `repair -o DIR`).
+    #[error("{}: is a directory, not an archive", shown(path))]
+    IsDirectory {
+        /// The path as given.
+        path: PathBuf,
+    },
     /// The input is not a krypta archive (bad magic, empty file).
     #[error("{}: not a krypta archive ({reason})", shown(path))]
     NotAnArchive {
@@ -465,6 +472,7 @@ impl Error {
             | Error::Unwritable { .. }
             | Error::StoreConfig { .. }
             | Error::OutputIsInput { .. }
+            | Error::IsDirectory { .. }
             | Error::Conflicts { .. } => 1,
             Error::Crypto(_) => 1,
             Error::Salvaged { code, .. } => i32::from(*code),

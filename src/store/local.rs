@@ -36,9 +36,14 @@ pub struct FileSource {
 }
 
 impl FileSource {
-    /// Opens `path`. Errors: Io ("open") naming it.
+    /// Opens `path`. Errors: Io ("open", "stat") naming it; IsDirectory for a directory
+    /// (which `open` accepts, and whose first read would fail far from the cause).
     pub fn open(path: &Path) -> Result<FileSource> {
         let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+        let m = f.metadata().map_err(|e| Error::io(path, "stat", e))?;
+        if m.is_dir() {
+            return Err(Error::IsDirectory { path: path.into() });
+        }
         Ok(Self::from_file(f))
     }
 
