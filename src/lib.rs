@@ -104,17 +104,15 @@ pub fn extract(
     req: ExtractRequest,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    let mut ar = if !open.signers.is_empty() && archive == Path::new("-") {
-        // `x --signer` from a pipe: nothing may be written before the signature verified,
-        // and it comes last, so the stream is spooled to an unnamed temporary file first
-        // (`archive::reader::signed`: a seekable archive is verified before it is used).
-        let spool = spool_stdin(if req.stdout { None } else { Some(&req.output) })?;
-        let input = Box::new(store::local::FileSource::from_file(spool));
-        open_warning_with(archive, open, rep, |o| {
-            Archive::open_source(input, archive, o)
-        })?
-    } else {
+    let mut ar = if open.signers.is_empty() {
         open_warning(archive, open, rep)?
+    } else {
+        // `x --signer`: nothing may be written before the signature verified, so a stream
+        // is spooled to a temporary file first, next to the output (Archive::open_spooled).
+        let dir = (!req.stdout).then_some(req.output.as_path());
+        open_warning_with(archive, open, rep, |o| {
+            Archive::open_spooled(archive, o, dir)
+        })?
     };
     ar.require_base()?;
     report_source(&ar, rep);
@@ -528,23 +526,6 @@ fn open_warning_with(
         ));
     }
     Ok(ar)
-}
-
-/// Copies stdin to an unnamed temporary file (O_TMPFILE where the file system has it, so
-/// nothing is left behind even by a crash) in `dir` when it exists, else in the temporary
-/// directory, and returns it positioned at its start.
-fn spool_stdin(dir: Option<&Path>) -> Result<std::fs::File> {
-    use std::io::Seek;
-    let dir = match dir {
-        Some(d) if d.is_dir() => d.to_path_buf(),
-        _ => std::env::temp_dir(),
-    };
-    let mut f = tempfile::tempfile_in(&dir)
-        .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
-    std::io::copy(&mut std::io::stdin().lock(), &mut f)
-        .map_err(|e| Error::io(&dir, "spool stdin to a temporary file in", e))?;
-    f.rewind().map_err(|e| Error::io(&dir, "seek", e))?;
-    Ok(f)
 }
 
 /// Names the files whose whole-content digest was skipped (holes beyond the hashing budget).

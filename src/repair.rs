@@ -85,13 +85,10 @@ fn repair_or_check(
     jobs: usize,
     check_only: bool,
 ) -> Result<RepairOutcome> {
-    if archive == Path::new("-") {
-        return Err(Error::Usage(
-            "repair needs the archive as a file or an s3:// object (it reads it twice), not stdin"
-                .into(),
-        ));
-    }
-    let mut src = store::open_source(archive)?;
+    let mut src = store::open_seekable(
+        archive,
+        "repair reads the archive twice; give it as a file or an s3:// object",
+    )?;
     if output.is_none() && !force && !check_only {
         return Err(Error::Usage(format!(
             "repair writes the repaired archive to a new file: give -o OUT, or -f to replace {} with it",

@@ -62,6 +62,17 @@ pub enum Error {
         /// The path as given.
         path: PathBuf,
     },
+    /// A command that reads the archive at offsets or twice (`repair`, a delta base) was
+    /// given a stream (`-`, a pipe, a character device): exit 1, as a bad option.
+    #[error("{}: not seekable ({kind}): {needs}", shown(path))]
+    NotSeekable {
+        /// The path as given.
+        path: PathBuf,
+        /// What it is ("a pipe", "stdin", "a character device").
+        kind: &'static str,
+        /// Why the command needs to seek, and what to give instead.
+        needs: &'static str,
+    },
     /// The input is not a krypta archive (bad magic, empty file).
     #[error("{}: not a krypta archive ({reason})", shown(path))]
     NotAnArchive {
@@ -473,6 +484,7 @@ impl Error {
             | Error::StoreConfig { .. }
             | Error::OutputIsInput { .. }
             | Error::IsDirectory { .. }
+            | Error::NotSeekable { .. }
             | Error::Conflicts { .. } => 1,
             Error::Crypto(_) => 1,
             Error::Salvaged { code, .. } => i32::from(*code),

@@ -36,8 +36,9 @@ pub struct FileSource {
 }
 
 impl FileSource {
-    /// Opens `path`. Errors: Io ("open", "stat") naming it; IsDirectory for a directory
-    /// (which `open` accepts, and whose first read would fail far from the cause).
+    /// Opens `path`, a file that can seek (archive paths: [`open_path`]). Errors: Io
+    /// ("open", "stat") naming it; IsDirectory for a directory (which `open` accepts, and
+    /// whose first read would fail far from the cause).
     pub fn open(path: &Path) -> Result<FileSource> {
         let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
         let m = f.metadata().map_err(|e| Error::io(path, "stat", e))?;
@@ -95,6 +96,84 @@ impl Source for FileSource {
     }
 }
 
+/// Opens a local archive path for reading and looks at what it opened (fstat of the open
+/// file, so the file checked is the file read; nothing is tried by seeking): a regular file
+/// or a block device is a [`FileSource`]; a pipe, character device or socket (`<(cat
+/// a.kry)`, a named pipe, `/dev/stdin` on a pipe) a [`PathStream`], read front to back as `-`
+/// is; a directory is refused ([`Error::IsDirectory`]). Errors: Io naming `path`.
+pub fn open_path(path: &Path) -> Result<Box<dyn Source>> {
+    let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let m = f.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    if m.is_dir() {
+        return Err(Error::IsDirectory { path: path.into() });
+    }
+    match stream_kind(m.file_type()) {
+        Some(kind) => Ok(Box::new(PathStream::new(f, kind))),
+        None => Ok(Box::new(FileSource::from_file(f))),
+    }
+}
+
+/// What a file that cannot seek is, in words for messages; None for one that can (a regular
+/// file, a block device).
+fn stream_kind(t: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        Some("a pipe")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+/// A local path that is a stream (a pipe, a character device): read front to back, like
+/// [`StdinSource`], with no seeks.
+pub struct PathStream {
+    inner: BufReader<File>,
+    kind: &'static str,
+}
+
+impl PathStream {
+    /// Wraps the open file `f`, a stream of kind `kind` (its pipe widened: [`widen_pipe`]).
+    fn new(f: File, kind: &'static str) -> PathStream {
+        use std::os::fd::AsFd;
+        widen_pipe(f.as_fd());
+        PathStream {
+            inner: BufReader::with_capacity(BUF_LEN, f),
+            kind,
+        }
+    }
+}
+
+impl Read for PathStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl Source for PathStream {
+    fn seekable(&self) -> bool {
+        false
+    }
+    fn stream_kind(&self) -> Option<&'static str> {
+        Some(self.kind)
+    }
+    fn length(&mut self) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
+    fn seek_to(&mut self, _offset: u64) -> io::Result<()> {
+        Err(not_seekable())
+    }
+    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> io::Result<usize> {
+        Err(not_seekable())
+    }
+    fn identity(&self) -> Option<String> {
+        None
+    }
+}
+
 /// Bytes a pipe on stdin or stdout is asked to hold ([`widen_pipe`]): 1 MiB, Linux's
 /// default `/proc/sys/fs/pipe-max-size` (what an unprivileged process may ask for).
 pub const PIPE_BYTES: usize = 1 << 20;
@@ -145,6 +224,9 @@ impl Source for StdinSource {
     fn seekable(&self) -> bool {
         false
     }
+    fn stream_kind(&self) -> Option<&'static str> {
+        Some("stdin")
+    }
     fn length(&mut self) -> io::Result<Option<u64>> {
         Ok(None)
     }
@@ -182,6 +264,9 @@ impl Read for ReadSource {
 impl Source for ReadSource {
     fn seekable(&self) -> bool {
         false
+    }
+    fn stream_kind(&self) -> Option<&'static str> {
+        Some("a stream")
     }
     fn length(&mut self) -> io::Result<Option<u64>> {
         Ok(None)

@@ -8,7 +8,8 @@
 //!
 //! Implementations, chosen by [`Location::parse`] from the path the user gave:
 //! - `-`: stdin / stdout ([`local::StdinSource`], [`local::StdoutSink`]); not seekable.
-//! - a local path: a file ([`local::FileSource`]), written under a temporary name in the
+//! - a local path: a file ([`local::FileSource`]; a pipe or character device there is read
+//!   as a stream like `-`: [`local::PathStream`]), written under a temporary name in the
 //!   target directory and renamed into place ([`local::FileSink`]; noclobber unless `-f`).
 //! - `s3://BUCKET/KEY`: an object on S3-compatible storage ([`s3`]): ranged GETs pinned to the
 //!   first response's ETag, a multipart upload streamed with bounded memory.
@@ -59,7 +60,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Where an archive path points.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,6 +169,11 @@ pub trait Source: Read + Send {
     /// True when [`Source::seek_to`], [`Source::length`] and [`Source::read_at`] work (a file or
     /// an object, not a pipe).
     fn seekable(&self) -> bool;
+    /// What a source that cannot seek is, for refusals by commands that must seek ("a
+    /// pipe", "stdin"); None for seekable sources.
+    fn stream_kind(&self) -> Option<&'static str> {
+        None
+    }
     /// Total length, bytes; None for a stream.
     fn length(&mut self) -> io::Result<Option<u64>>;
     /// Moves the sequential position to `offset` (Unsupported on a stream).
@@ -249,14 +255,30 @@ pub fn settings() -> StoreSettings {
 
 /// Opens `path` for reading: `-` is stdin, `s3://BUCKET/KEY` an object (its first bytes are
 /// fetched here: errors such as a missing key or wrong credentials surface now), anything
-/// else a local file. Errors: Io naming the path (NotFound for a missing file, key or bucket),
-/// StoreConfig, Usage for a malformed `s3://` URL.
+/// else a local path: a file, or a pipe or device read as a stream like `-`
+/// ([`local::open_path`]). Errors: Io naming the path (NotFound for a missing file, key or
+/// bucket), IsDirectory, StoreConfig, Usage for a malformed `s3://` URL.
 pub fn open_source(path: &Path) -> Result<Box<dyn Source>> {
     match Location::parse(path)? {
         Location::Stdio => Ok(Box::new(local::StdinSource::new())),
-        Location::Local(p) => Ok(Box::new(local::FileSource::open(&p)?)),
+        Location::Local(p) => local::open_path(&p),
         Location::S3(url) => Ok(Box::new(s3::S3Source::open(&url, &settings())?)),
     }
+}
+
+/// [`open_source`] for commands that read the archive at offsets or more than once
+/// (`repair`, a delta base): a stream (`-`, a pipe, a character device) is refused with
+/// [`Error::NotSeekable`] before a byte of it is read; `needs` says why, in the message.
+pub fn open_seekable(path: &Path, needs: &'static str) -> Result<Box<dyn Source>> {
+    let src = open_source(path)?;
+    if src.seekable() {
+        return Ok(src);
+    }
+    Err(Error::NotSeekable {
+        path: path.into(),
+        kind: src.stream_kind().unwrap_or("a stream"),
+        needs,
+    })
 }
 
 /// Creates a sink for a new archive at `path`: `-` is stdout, `s3://BUCKET/KEY` an object,

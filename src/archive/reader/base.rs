@@ -160,7 +160,8 @@ pub fn hex(b: &[u8]) -> String {
 
 impl BaseArchive {
     /// Opens `path` (a file or `s3://` object; seekable) with `opts` (the base's own keys),
-    /// reads and checks its index, and computes its binding. Refused: a stream, a delta
+    /// reads and checks its index, and computes its binding. Refused: a stream
+    /// ([`Error::NotSeekable`], before a byte is read or a key tried), a delta
     /// archive (chains), a base with referencing frames, and everything [`Archive::open`]
     /// and [`Archive::read_index`] refuse.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<BaseArchive> {
@@ -175,13 +176,11 @@ impl BaseArchive {
     }
 
     fn open_as(path: &Path, opts: OpenOptions, reading: bool) -> Result<BaseArchive> {
-        let mut ar = Archive::open(path, opts)?;
-        if !ar.seekable() {
-            return Err(Error::Usage(format!(
-                "{}: a delta base must be a file or an s3:// object, not a stream",
-                path.display()
-            )));
-        }
+        let input = crate::store::open_seekable(
+            path,
+            "a delta base is read at the offsets of its frames; give it as a file or an s3:// object",
+        )?;
+        let mut ar = Archive::open_opened(input, path, opts)?;
         if let Some(b) = ar.header.delta_base()
             && reading
         {

@@ -12,8 +12,13 @@ use super::*;
 /// trailer is damaged or cut off, by a backward scan, but only when the header announces a
 /// section or is damaged past its magic (a file that is not an archive is not scanned).
 pub(super) fn read_header(path: &Path) -> Result<(Header, Vec<u8>, Input)> {
+    read_header_opened(crate::store::open_source(path)?, path)
+}
+
+/// [`read_header`] of `input`, which [`crate::store::open_source`] opened from `path` (a
+/// seekable one may be opened again, to search it for recovery data).
+fn read_header_opened(input: Input, path: &Path) -> Result<(Header, Vec<u8>, Input)> {
     use crate::store::healing::{Search, protect};
-    let input = crate::store::open_source(path)?;
     let input = match protect(input, path, Search::Trailer)? {
         Ok(healing) => return read_header_from(Box::new(healing), path),
         Err(input) => input,
@@ -246,6 +251,14 @@ impl Archive {
     /// header MAC failed), Integrity (unencrypted header checksum), Io.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
         let (header, bytes, input) = read_header(path)?;
+        Self::open_parsed(path, opts, header, bytes, input)
+    }
+
+    /// [`Archive::open`] of `input`, which [`crate::store::open_source`] (or
+    /// [`crate::store::open_seekable`]) opened from `path`: for callers that look at the
+    /// source first (is it a stream?), since a pipe cannot be opened twice.
+    pub(super) fn open_opened(input: Input, path: &Path, opts: OpenOptions) -> Result<Archive> {
+        let (header, bytes, input) = read_header_opened(input, path)?;
         Self::open_parsed(path, opts, header, bytes, input)
     }
 

@@ -7,6 +7,10 @@
 //! Choice: spooling, rather than a single-pass walk with a pushback buffer, keeps one walk
 //! for files, objects and pipes; its price is disk space in `$TMPDIR` for the rest of the
 //! stream, and only after damage was met.
+//!
+//! `x --signer` from a stream spools the whole stream before opening it
+//! ([`Archive::open_spooled`]): a signature comes last, and nothing may be written before it
+//! verified.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
@@ -109,5 +113,41 @@ impl Archive {
         self.pending_frame = None;
         self.walk_from = base;
         Ok(base)
+    }
+
+    /// [`Archive::open`] for a reader that must verify a signature before it uses a byte
+    /// (`x --signer`): a seekable archive is opened as it is (`signed` verifies it at open);
+    /// a stream (`-`, a pipe, a character device) is first copied whole to an unnamed
+    /// temporary file (O_TMPFILE where the file system has it, so nothing is left behind
+    /// even by a crash) in `dir` when it exists, else in `$TMPDIR`, and read from there.
+    /// Errors: as [`Archive::open`]; Io naming the stream (read) or the directory (write).
+    pub fn open_spooled(path: &Path, opts: OpenOptions, dir: Option<&Path>) -> Result<Archive> {
+        let mut input = crate::store::open_source(path)?;
+        if input.seekable() {
+            return Archive::open_opened(input, path, opts);
+        }
+        let dir = match dir {
+            Some(d) if d.is_dir() => d.to_path_buf(),
+            _ => std::env::temp_dir(),
+        };
+        let mut file = tempfile::tempfile_in(&dir)
+            .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
+        // A loop of its own rather than `io::copy`, which would give a full disk the
+        // stream's name.
+        let spool = |e| Error::io(&dir, "spool the archive to a temporary file in", e);
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(path, "read", e)),
+            };
+            file.write_all(&buf[..n]).map_err(spool)?;
+        }
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io(&dir, "seek", e))?;
+        let spooled = Box::new(crate::store::local::FileSource::from_file(file));
+        Archive::open_source(spooled, path, opts)
     }
 }
