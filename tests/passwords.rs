@@ -276,3 +276,109 @@ fn prompting_without_a_terminal_is_a_usage_error_that_names_the_way_out() {
     );
     assert!(!fx.p("p.kry").exists(), "an archive was written");
 }
+
+/// Regression (issue: `t --pass-file pw --base b.kry --base-password d.kry` without a
+/// terminal said "-p/--password prompts on the terminal ... use --pass-file FILE, --pass-fd
+/// N", the options of the archive's own password): a prompt that cannot be shown names the
+/// option that asked for it and the options that give that same password.
+#[test]
+fn a_prompt_without_a_terminal_names_the_option_that_asked_and_its_alternatives() {
+    let fx = Fx::new();
+    fx.file("bpw", b"base password\n");
+    fx.file("pw", b"delta password\n");
+    fx.ok(&with(
+        &["c", "--pass-file", "bpw"],
+        &with(&ARGON, &["b.kry", "src"]),
+    ));
+    fx.ok(&with(
+        &[
+            "c",
+            "--pass-file",
+            "pw",
+            "--base",
+            "b.kry",
+            "--base-pass-file",
+            "bpw",
+        ],
+        &with(&ARGON, &["d.kry", "src"]),
+    ));
+    let base = (
+        "--base-password",
+        "--base-pass-file FILE or --base-pass-fd N",
+    );
+    let own = (
+        "-p/--password",
+        "--pass-file FILE, --pass-fd N or KRYPTA_PASSWORD",
+    );
+    for (args, (option, alternatives)) in [
+        (
+            &[
+                "t",
+                "--pass-file",
+                "pw",
+                "--base",
+                "b.kry",
+                "--base-password",
+                "d.kry",
+            ][..],
+            base,
+        ),
+        (
+            &[
+                "x",
+                "-o",
+                "out",
+                "--pass-file",
+                "pw",
+                "--base",
+                "b.kry",
+                "--base-password",
+                "d.kry",
+            ],
+            base,
+        ),
+        (
+            &[
+                "t",
+                "-p",
+                "--base",
+                "b.kry",
+                "--base-pass-file",
+                "bpw",
+                "d.kry",
+            ],
+            own,
+        ),
+        (
+            &[
+                "rekey",
+                "--pass-file",
+                "bpw",
+                "--new-password",
+                "-o",
+                "r.kry",
+                "b.kry",
+            ],
+            ("--new-password", "--new-pass-file FILE"),
+        ),
+    ] {
+        let o = Command::new("setsid")
+            .arg(env!("CARGO_BIN_EXE_krypta"))
+            .args(args)
+            .current_dir(fx.dir.path())
+            .env_remove("KRYPTA_PASSWORD")
+            .stdin(Stdio::null())
+            .output()
+            .expect("setsid (util-linux) runs");
+        let e = stderr(&o);
+        assert_eq!(code(&o), 1, "{args:?}: {e}");
+        let head =
+            format!("krypta: {option} prompts on the terminal, and there is none (/dev/tty: ");
+        assert!(e.starts_with(&head), "{args:?}: {e}");
+        assert!(
+            e.ends_with(&format!("); without a terminal use {alternatives}\n")),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(!fx.p("out").exists() && !fx.p("r.kry").exists());
+}

@@ -28,7 +28,7 @@ use crate::Term;
 use krypta::archive::writer::{BcjMode, WriteOptions};
 use krypta::codec::{DEFAULT_BLOCK_SIZE, Filter, Level, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
 use krypta::crypto::kdf;
-use krypta::crypto::password::{PasswordSource, read_password};
+use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
 use krypta::crypto::stanza::{Kdf, Recipient};
 use krypta::{Error, Result};
 
@@ -98,7 +98,13 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     // variable left in the environment never adds a password to a key-file or box archive.
     let explicit_keys =
         !a.keyfiles.is_empty() || !a.recipients.is_empty() || !a.recipients_files.is_empty();
-    let src = password_source(a.password, &a.pass_file, a.pass_fd, !explicit_keys);
+    let src = password_source(
+        a.password,
+        &a.pass_file,
+        a.pass_fd,
+        !explicit_keys,
+        PromptFor::Archive,
+    );
     if matches!(src, Some(PasswordSource::Env)) && !term.is_quiet() {
         eprintln!("krypta: encrypting with the password in KRYPTA_PASSWORD");
     }

@@ -16,24 +16,27 @@ use std::path::PathBuf;
 
 use super::args::*;
 use krypta::archive::reader::OpenOptions;
-use krypta::crypto::password::{PasswordSource, read_password};
+use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
 use krypta::crypto::stanza::Identity;
 use krypta::{Error, Result};
 
 /// The password source the flags ask for; `KRYPTA_PASSWORD` counts only when `use_env` and no
 /// flag was given. Two flags never reach here (clap refuses them).
+/// `what` names the password a prompt asks for (its refusal without a terminal names the
+/// options given for it).
 pub(crate) fn password_source(
     flag: bool,
     file: &Option<PathBuf>,
     fd: Option<i32>,
     use_env: bool,
+    what: PromptFor,
 ) -> Option<PasswordSource> {
     if let Some(f) = file {
         Some(PasswordSource::File(f.clone()))
     } else if let Some(fd) = fd {
         Some(PasswordSource::Fd(fd))
     } else if flag {
-        Some(PasswordSource::Prompt)
+        Some(PasswordSource::Prompt(what))
     } else if use_env && std::env::var_os("KRYPTA_PASSWORD").is_some() {
         Some(PasswordSource::Env)
     } else {
@@ -52,9 +55,10 @@ pub(crate) fn check_pass_fd(fd: Option<i32>, stdin_in_use: bool) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn identities(k: &KeyArgs) -> Result<Vec<Identity>> {
+/// The identities `k` gives; `what` is the password they open (the archive's, a base's).
+pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> {
     let mut ids = Vec::new();
-    if let Some(src) = password_source(k.password, &k.pass_file, k.pass_fd, true) {
+    if let Some(src) = password_source(k.password, &k.pass_file, k.pass_fd, true, what) {
         ids.push(Identity::Password(read_password(&src, false)?));
     }
     // Mode warnings come after a key loaded, so a key of the wrong kind gets only its error.
@@ -102,15 +106,24 @@ pub(crate) fn at_terminal() -> bool {
 /// environment must not make every unencrypted archive unreadable): `x` and `t` then warn.
 /// With no key at all and a terminal, [`Identity::Prompt`] asks if a password is needed.
 pub(crate) fn open_options(k: &KeyArgs, archive: &std::path::Path) -> Result<OpenOptions> {
+    open_options_for(k, archive, PromptFor::Archive)
+}
+
+/// [`open_options`] of the keys of the password `what` (the base's: `--base-*`).
+fn open_options_for(
+    k: &KeyArgs,
+    archive: &std::path::Path,
+    what: PromptFor,
+) -> Result<OpenOptions> {
     check_pass_fd(k.pass_fd, archive == std::path::Path::new("-"))?;
     let explicit = k.password
         || k.pass_file.is_some()
         || k.pass_fd.is_some()
         || !k.keyfiles.is_empty()
         || !k.identities.is_empty();
-    let mut ids = identities(k)?;
+    let mut ids = identities(k, what)?;
     if ids.is_empty() && at_terminal() {
-        ids.push(Identity::Prompt);
+        ids.push(Identity::Prompt(what));
     }
     let signers = k
         .signers
@@ -148,7 +161,7 @@ pub(crate) fn open_base(
         jobs,
         ..KeyArgs::default()
     };
-    let opts = open_options(&keys, path)?;
+    let opts = open_options_for(&keys, path, PromptFor::Base)?;
     let opened = if reading {
         krypta::archive::reader::BaseArchive::open_to_read(path, opts)
     } else {

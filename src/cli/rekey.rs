@@ -10,7 +10,7 @@ use super::keys::{key_password, open_options};
 use super::size::{human_bytes, parse_size_in};
 use krypta::archive::reader::RekeyOptions;
 use krypta::crypto::kdf::{self, Kdf};
-use krypta::crypto::password::{PasswordSource, read_password};
+use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
 use krypta::crypto::stanza::Recipient;
 use krypta::{Error, Result};
 
@@ -73,7 +73,7 @@ fn new_recipients(a: &RekeyArgs) -> Result<Vec<Recipient>> {
     let src = if let Some(f) = &a.new_pass_file {
         Some(PasswordSource::File(f.clone()))
     } else if a.new_password {
-        Some(PasswordSource::Prompt)
+        Some(PasswordSource::Prompt(PromptFor::NewPassword))
     } else {
         None
     };

@@ -136,12 +136,46 @@ fn with_saved_terminal<T>(f: impl FnOnce() -> T) -> T {
     r
 }
 
+/// Which password a terminal prompt asks for: it decides the options a refusal without a
+/// terminal names, so the way out offered is the one for the password that was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptFor {
+    /// The archive's password (`-p/--password`, or no key option at a terminal).
+    #[default]
+    Archive,
+    /// A delta base's password (`--base-password`, or no `--base-*` key at a terminal).
+    Base,
+    /// `rekey`'s new password (`--new-password`).
+    NewPassword,
+}
+
+impl PromptFor {
+    /// The option that prompts.
+    pub fn option(self) -> &'static str {
+        match self {
+            PromptFor::Archive => "-p/--password",
+            PromptFor::Base => "--base-password",
+            PromptFor::NewPassword => "--new-password",
+        }
+    }
+
+    /// The options that give the same password without a terminal.
+    pub fn alternatives(self) -> &'static str {
+        match self {
+            PromptFor::Archive => "--pass-file FILE, --pass-fd N or KRYPTA_PASSWORD",
+            PromptFor::Base => "--base-pass-file FILE or --base-pass-fd N",
+            PromptFor::NewPassword => "--new-pass-file FILE",
+        }
+    }
+}
+
 /// Where a password comes from. There is deliberately no variant for a password given as a
 /// command-line argument (visible in `ps` and shell history).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PasswordSource {
-    /// Ask on the terminal without echo (twice when creating).
-    Prompt,
+    /// Ask on the terminal without echo (twice when creating), for the password `PromptFor`
+    /// names.
+    Prompt(PromptFor),
     /// The first line of this file (`--pass-file`).
     File(PathBuf),
     /// The first line read from this inherited file descriptor (`--pass-fd`).
@@ -155,7 +189,7 @@ pub enum PasswordSource {
 /// the file (or `/dev/fd/N`, or the variable) and say what went wrong.
 pub fn read_password(src: &PasswordSource, confirm: bool) -> Result<Secret, Error> {
     let secret = match src {
-        PasswordSource::Prompt => prompt(confirm)?,
+        PasswordSource::Prompt(what) => prompt(*what, confirm)?,
         PasswordSource::File(path) => read_first_line(path)?,
         PasswordSource::Fd(fd) => {
             if *fd < 0 {
@@ -192,16 +226,25 @@ pub fn read_password(src: &PasswordSource, confirm: bool) -> Result<Secret, Erro
 /// The source as a user would name it, for messages.
 fn describe(src: &PasswordSource) -> String {
     match src {
-        PasswordSource::Prompt => "password prompt".to_string(),
+        PasswordSource::Prompt(_) => "password prompt".to_string(),
         PasswordSource::File(p) => p.display().to_string(),
         PasswordSource::Fd(fd) => format!("/dev/fd/{fd}"),
         PasswordSource::Env => PASSWORD_ENV.to_string(),
     }
 }
 
-/// Prompts on the controlling terminal without echo (rpassword reads `/dev/tty`).
-fn prompt(confirm: bool) -> Result<Secret, Error> {
-    prompt_as("Password: ", confirm)
+/// Prompts on the controlling terminal without echo (rpassword reads `/dev/tty`); without
+/// one, the error names the option of `what` and its alternatives.
+fn prompt(what: PromptFor, confirm: bool) -> Result<Secret, Error> {
+    prompt_as("Password: ", confirm).map_err(|e| match e {
+        PromptError::NoTty(e) => Error::Usage(format!(
+            "{} prompts on the terminal, and there is none (/dev/tty: {e}); without a \
+             terminal use {}",
+            what.option(),
+            what.alternatives()
+        )),
+        PromptError::Other(e) => e,
+    })
 }
 
 /// The password of the protected secret key file `key` (`crypto::protect`): the first line
@@ -217,12 +260,12 @@ pub fn read_key_password(key: &Path, file: Option<&Path>, confirm: bool) -> Resu
         )
         .map_err(|e| match e {
             // No terminal: name the option that gives a key password instead.
-            Error::Usage(m) if m.contains("/dev/tty") => Error::Usage(format!(
+            PromptError::NoTty(_) => Error::Usage(format!(
                 "{}: the key password is asked on the terminal, and there is none; give \
                  --key-pass-file FILE",
                 key.display()
             )),
-            e => e,
+            PromptError::Other(e) => e,
         })?,
     };
     if confirm && secret.is_empty() {
@@ -234,7 +277,14 @@ pub fn read_key_password(key: &Path, file: Option<&Path>, confirm: bool) -> Resu
     Ok(secret)
 }
 
-fn prompt_as(first_label: &str, confirm: bool) -> Result<Secret, Error> {
+/// Why a prompt got no password: no terminal to ask on (the caller names the options that
+/// give this password without one), or an answer refused.
+enum PromptError {
+    NoTty(io::Error),
+    Other(Error),
+}
+
+fn prompt_as(first_label: &str, confirm: bool) -> Result<Secret, PromptError> {
     // No terminal at all (cron, CI, a pipe into ssh) is a usage problem with a way out, not
     // an I/O failure to puzzle over.
     let tty = |e: std::io::Error| {
@@ -244,10 +294,7 @@ fn prompt_as(first_label: &str, confirm: bool) -> Result<Secret, Error> {
             // signal. Give it that moment rather than racing it to a misleading exit 1.
             std::thread::sleep(std::time::Duration::from_secs(2));
         }
-        Error::Usage(format!(
-            "-p/--password prompts on the terminal, and there is none (/dev/tty: {e}); \
-             without a terminal use --pass-file FILE, --pass-fd N or {PASSWORD_ENV}"
-        ))
+        PromptError::NoTty(e)
     };
     let ask = |label: &str| {
         with_saved_terminal(|| rpassword::prompt_password(label))
@@ -256,12 +303,13 @@ fn prompt_as(first_label: &str, confirm: bool) -> Result<Secret, Error> {
     };
     let first = ask(first_label)?;
     if confirm {
+        let refused = |m: &str| PromptError::Other(Error::Usage(m.to_string()));
         if first.is_empty() {
-            return Err(Error::Usage("empty password refused".to_string()));
+            return Err(refused("empty password refused"));
         }
         let again = ask("Repeat password: ")?;
         if !bool::from(first.as_bytes().ct_eq(again.as_bytes())) {
-            return Err(Error::Usage("the two passwords do not match".to_string()));
+            return Err(refused("the two passwords do not match"));
         }
     }
     Ok(first)

@@ -67,15 +67,17 @@ pub enum Identity {
     /// A box secret key: tried on every `pq-box` stanza.
     PqBox(super::pqbox::SecretKey),
     /// Ask for a password on the terminal, only if the archive has a password stanza and no
-    /// other identity opened it (`krypta x` run by a person with no key option given).
-    Prompt,
+    /// other identity opened it (`krypta x` run by a person with no key option given, or
+    /// `-p`); the [`PromptFor`](super::password::PromptFor) names the password asked for
+    /// (the archive's, a delta base's) in the refusal when there is no terminal.
+    Prompt(super::password::PromptFor),
 }
 
 impl Identity {
     /// True for [`Identity::Prompt`]: it is no key the caller gave (so it does not make an
     /// unencrypted archive an error).
     pub fn is_prompt(&self) -> bool {
-        matches!(self, Identity::Prompt)
+        matches!(self, Identity::Prompt(_))
     }
 }
 
@@ -344,7 +346,7 @@ pub fn unwrap_versioned(
     format_version: u16,
 ) -> Result<FileKey, CryptoError> {
     crate::format::stanza::check_stanza_set(stanzas).map_err(CryptoError::StanzaSet)?;
-    let is_password = |i: &&Identity| matches!(i, Identity::Password(_) | Identity::Prompt);
+    let is_password = |i: &&Identity| matches!(i, Identity::Password(_) | Identity::Prompt(_));
     for identity in identities.iter().filter(|i| !is_password(i)) {
         for stanza in stanzas {
             if let Some(key) = open_stanza(identity, stanza, archive_id)? {
@@ -362,10 +364,12 @@ pub fn unwrap_versioned(
         for identity in identities.iter().filter(is_password) {
             let given = match identity {
                 Identity::Password(pw) => pw.clone(),
-                _ => {
-                    super::password::read_password(&super::password::PasswordSource::Prompt, false)
-                        .map_err(|e| CryptoError::Prompt(e.to_string()))?
-                }
+                Identity::Prompt(what) => super::password::read_password(
+                    &super::password::PasswordSource::Prompt(*what),
+                    false,
+                )
+                .map_err(|e| CryptoError::Prompt(e.to_string()))?,
+                _ => continue,
             };
             for input in super::password::kdf_inputs(&given, format_version) {
                 let id = Identity::Password(input);
