@@ -15,35 +15,18 @@
 //!   frame is read (`Source::read_at`, so the workers share one source), its tag verified
 //!   with the base's key before it is decrypted, and decoded; a damaged frame is an error
 //!   naming the base, the frame and the byte, never bytes.
-//! - **Cache.** Neighbouring delta blocks reference overlapping regions, so decoded base
-//!   blocks are cached: one slot per frame, filled once (a worker that needs a frame another
-//!   is decoding waits for it, none decodes it twice), evicted oldest first beyond
-//!   [`BaseArchive::cache_budget`] bytes. Memory: the cache budget, plus per worker the
-//!   region being assembled (at most the region length, 256 MiB by the format, krypta's
-//!   writer uses at most [`crate::archive::delta::MAX_REGION`]) and the block.
-//! - **Prefetch.** Profiled (`perf`, ruff and aws-lc-sys pairs, `x -j 1 --base`): the
-//!   worker spent about half its time decoding base frames, one after the other with the
-//!   delta blocks that need them, while the reading thread idled — so a delta read took
-//!   1.7-1.8× a whole-file extract although each base frame was read, verified and decoded
-//!   exactly once. A base opened with [`BaseArchive::shared`] has one prefetch thread of its
-//!   own: each region asked for names the frames it spans and as many after it (the next
-//!   delta block's region, in a record stream written in order), and the prefetch thread
-//!   decodes those a worker has not started yet into the cache, in order. A worker that needs
-//!   a frame the prefetch thread is decoding waits for it; one it needs first it decodes
-//!   itself. So base decoding runs beside delta decoding instead of before it. Lookahead is
-//!   at most one region's frames beyond the last region asked for, so a delta referencing
-//!   little of its base makes little extra work; every prefetched frame is verified exactly
-//!   as one a worker decodes (the same code), and a frame that fails is not cached: the
-//!   worker that needs it reads it again and reports the error itself.
+//! - **Cache and prefetch**: decoded base blocks are cached and decoded ahead by a thread of
+//!   the base's own (`base_cache`, which says why and at what memory cost).
 //! - **Chains** are refused: a base that is itself a delta archive cannot be a base
 //!   ([`BaseArchive::open`]), so a region never needs a second base. A base whose frames
 //!   reference earlier frames of their own stream (format 2 groups, reference length > 0)
 //!   is refused the same way (no krypta writer writes them today).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use super::base_binding::{binding_of, read_exact_at};
+use super::base_cache::Cache;
+pub use super::base_cache::DEFAULT_CACHE_BUDGET;
 pub use super::base_fault::BaseFault;
 use super::*;
 use crate::format::block::BaseRegion;
@@ -51,75 +34,6 @@ use crate::format::extension::Extension;
 
 /// BLAKE3 derive-key context of the base binding (docs/FORMAT.md §16.1).
 pub const BINDING_CONTEXT: &str = "krypta v2 delta base binding";
-
-/// Bytes of decoded base blocks the cache holds by default: 256 MiB.
-pub const DEFAULT_CACHE_BUDGET: u64 = 256 << 20;
-
-/// One cache slot: filled once; `claimed` once a worker or the prefetch thread started on
-/// it (the prefetch thread skips claimed slots instead of waiting for them).
-#[derive(Default)]
-struct SlotState {
-    claimed: std::sync::atomic::AtomicBool,
-    value: OnceLock<std::result::Result<Arc<Vec<u8>>, BaseFault>>,
-}
-
-type Slot = Arc<SlotState>;
-
-#[derive(Default)]
-struct Cache {
-    slots: HashMap<u64, Slot>,
-    /// Filled slots, least recently used first (eviction order), with their sizes.
-    order: VecDeque<(u64, u64)>,
-    bytes: u64,
-    /// Decoded-block buffers of evicted slots no worker held any more, for the next frames
-    /// (a fresh 4 MiB buffer per frame cost more in page faults than the decode: module doc).
-    free: Vec<Vec<u8>>,
-    /// The working set the cache is held to: see [`BaseArchive::working_set`].
-    working: u64,
-    /// Frames decoded into the cache at least once. The prefetch thread skips them: the
-    /// regions move forward through the base, so a frame decoded and since evicted is behind
-    /// the reader, and a hint for it is stale (the thread fell behind while the workers
-    /// decoded the frames themselves). Decoding it again evicted a frame still ahead, whose
-    /// stale hint then did the same: under load a `-j 1` read decoded 25 frames 41–49 times.
-    /// A worker that does need such a frame again still decodes it itself: a delta whose
-    /// blocks point back to earlier base frames (reordered files, two files matched to one
-    /// base file) loses only the prefetch of those frames, never bytes. Frames decoded
-    /// by the writer's map walk are not counted: the walk reads the whole base first, and the
-    /// regions after it start again from the front (past the budget, from frames evicted).
-    seen: std::collections::HashSet<u64>,
-}
-
-/// Buffers the cache keeps for reuse at most.
-const FREE_BUFFERS: usize = 8;
-
-impl Cache {
-    /// Evicts least recently used slots until `bytes <= limit` (keeping at least one),
-    /// keeping the buffers no one holds for reuse.
-    fn evict_to(&mut self, limit: u64) {
-        while self.bytes > limit && self.order.len() > 1 {
-            let (old, n) = self.order.pop_front().expect("non-empty");
-            self.bytes -= n;
-            if let Some(slot) = self.slots.remove(&old)
-                && let Ok(state) = Arc::try_unwrap(slot)
-                && let Some(Ok(block)) = state.value.into_inner()
-                && let Ok(buf) = Arc::try_unwrap(block)
-                && self.free.len() < FREE_BUFFERS
-            {
-                self.free.push(buf);
-            }
-        }
-    }
-
-    /// Marks filled slot `seq` as just used.
-    fn touch(&mut self, seq: u64) {
-        if let Some(i) = self.order.iter().rposition(|&(s, _)| s == seq)
-            && i + 1 != self.order.len()
-        {
-            let e = self.order.remove(i).expect("in range");
-            self.order.push_back(e);
-        }
-    }
-}
 
 /// An opened base archive. See the module doc.
 pub struct BaseArchive {
@@ -132,16 +46,18 @@ pub struct BaseArchive {
     /// Byte offset of each data frame.
     offsets: Vec<u64>,
     index: Index,
-    cache: Mutex<Cache>,
-    cache_budget: u64,
+    /// Decoded blocks (`base_cache`).
+    pub(super) cache: Mutex<Cache>,
+    /// Bytes of decoded blocks the cache keeps at most.
+    pub(super) cache_budget: u64,
     /// Base frames decoded (cache misses), for tests and `-v`.
-    decoded: std::sync::atomic::AtomicU64,
+    pub(super) decoded: std::sync::atomic::AtomicU64,
     /// The base's block size (its header's): estimates how many frames a region spans.
-    block_size: u32,
+    pub(super) block_size: u32,
     /// Workers that ask for regions at the same time ([`BaseArchive::shared`]).
-    workers: usize,
+    pub(super) workers: usize,
     /// Frames for the prefetch thread ([`BaseArchive::shared`]; none without one).
-    prefetch: Mutex<Option<std::sync::mpsc::Sender<(u64, bool)>>>,
+    pub(super) prefetch: Mutex<Option<std::sync::mpsc::Sender<(u64, bool)>>>,
 }
 
 impl std::fmt::Debug for BaseArchive {
@@ -237,130 +153,9 @@ impl BaseArchive {
         })
     }
 
-    /// The base shared by the workers, with its prefetch thread (module doc). The thread
-    /// holds only a weak reference: it ends when the last `Arc` is dropped (its channel
-    /// closes with the base).
-    pub fn shared(mut self, workers: usize) -> Arc<BaseArchive> {
-        self.workers = workers.max(1);
-        let base = Arc::new(self);
-        let (tx, rx) = std::sync::mpsc::channel::<(u64, bool)>();
-        let weak = Arc::downgrade(&base);
-        let spawned = std::thread::Builder::new()
-            .name("krypta-base".into())
-            .spawn(move || {
-                let Ok(mut dec) = BlockDecoder::new() else {
-                    return;
-                };
-                while let Ok((seq, walk)) = rx.recv() {
-                    let Some(b) = weak.upgrade() else {
-                        return;
-                    };
-                    b.prefetch_one(&mut dec, seq, walk);
-                }
-            });
-        if spawned.is_ok() {
-            *base.prefetch.lock().expect("base prefetch lock") = Some(tx);
-        }
-        base
-    }
-
-    /// The prefetch thread's turn on frame `seq`: decoded into the cache unless a worker
-    /// started on it (or it is cached, or was decoded once already: [`Cache`]'s `seen`), and
-    /// only while the cache has room for it (its working set, or for a `walk` the whole
-    /// budget).
-    fn prefetch_one(&self, dec: &mut BlockDecoder, seq: u64, walk: bool) {
-        let slot = {
-            let mut c = self.cache.lock().expect("base cache lock");
-            let room = if walk { self.cache_budget } else { c.working };
-            if !c.slots.contains_key(&seq) && (c.bytes >= room || c.seen.contains(&seq)) {
-                return;
-            }
-            Arc::clone(c.slots.entry(seq).or_default())
-        };
-        if slot.claimed.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            return;
-        }
-        let _ = self.fill(&slot, dec, seq, walk);
-    }
-
-    /// Frame `seq` decoded for a walk over the whole base (the writer's map): through the
-    /// cache while it has room, so the blocks the writer's regions need first are decoded
-    /// once, not twice; past the budget decoded and dropped (the cache keeps the stream's
-    /// start, which the regions need first, instead of evicting it for its end).
-    pub(crate) fn block_for_walk(
-        &self,
-        dec: &mut BlockDecoder,
-        seq: u64,
-    ) -> std::result::Result<Arc<Vec<u8>>, BaseFault> {
-        let slot = {
-            let mut c = self.cache.lock().expect("base cache lock");
-            if !c.slots.contains_key(&seq) && c.bytes >= self.cache_budget {
-                None
-            } else {
-                Some(Arc::clone(c.slots.entry(seq).or_default()))
-            }
-        };
-        match slot {
-            Some(slot) => {
-                slot.claimed
-                    .store(true, std::sync::atomic::Ordering::Release);
-                self.fill(&slot, dec, seq, true)
-            }
-            None => self.decode_frame(dec, seq).map(Arc::new),
-        }
-    }
-
-    /// Grows the cache's working set for regions of up to `span` bytes (a region and the
-    /// block it may start in): room for the region of every worker and the one the prefetch
-    /// thread decodes ahead — `(workers + 1) × span`, at most the budget. Neighbouring delta
-    /// blocks find their shared frames cached, and the frames the record stream has left
-    /// behind are evicted and their buffers reused: measured (`x -j 1 --base`, aws-lc-sys
-    /// pair), keeping every decoded base block of a 65 MB base cost 18,000 more page faults
-    /// than a whole-file extract, more system time than the base decode took in user time.
-    fn working_set(&self, span: u64) {
-        let want = (self.workers as u64 + 1)
-            .saturating_mul(span)
-            .min(self.cache_budget);
-        let mut c = self.cache.lock().expect("base cache lock");
-        if want > c.working {
-            c.working = want;
-        }
-    }
-
-    /// Asks the prefetch thread for frames `from..to` (clamped to the data frames).
-    fn hint(&self, from: u64, to: u64) {
-        self.send(from, to, false);
-    }
-
-    /// Asks the prefetch thread for frames `from..to`, which a reader walking one base entry's
-    /// records in order (a BASE_REF, docs/FORMAT.md §16.5) reads next, holding the cache's
-    /// working set to at least a block per worker and one more.
-    pub(crate) fn ahead(&self, from: u64, to: u64) {
-        self.working_set(u64::from(self.block_size.max(1)));
-        self.hint(from, to);
-    }
-
     /// The base's format version (its records are read in it).
     pub(crate) fn version(&self) -> Version {
         self.version
-    }
-
-    /// Asks the prefetch thread to decode the frames a walk over the whole base reads next
-    /// (the writer's map, [`BaseArchive::block_for_walk`]), so the walk parses while the
-    /// prefetch thread decodes; only into room the budget has, like the walk.
-    pub(crate) fn hint_walk(&self) {
-        self.send(0, self.data_frames(), true);
-    }
-
-    fn send(&self, from: u64, to: u64, walk: bool) {
-        let to = to.min(self.data_frames());
-        if let Some(tx) = self.prefetch.lock().expect("base prefetch lock").as_ref() {
-            for seq in from..to {
-                if tx.send((seq, walk)).is_err() {
-                    return;
-                }
-            }
-        }
     }
 
     /// The base's path as given.
@@ -409,61 +204,6 @@ impl BaseArchive {
     /// Number of data frames.
     pub fn data_frames(&self) -> u64 {
         self.offsets.len() as u64
-    }
-
-    /// The decoded block of data frame `seq` (verified first), from the cache or read now.
-    pub fn block(
-        &self,
-        dec: &mut BlockDecoder,
-        seq: u64,
-    ) -> std::result::Result<Arc<Vec<u8>>, BaseFault> {
-        let slot = {
-            let mut c = self.cache.lock().expect("base cache lock");
-            if c.slots.get(&seq).is_some_and(|s| s.value.get().is_some()) {
-                c.touch(seq);
-            }
-            Arc::clone(c.slots.entry(seq).or_default())
-        };
-        slot.claimed
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.fill(&slot, dec, seq, false)
-    }
-
-    /// Fills `slot` (frame `seq`) once, or waits for whoever fills it. The cache is then
-    /// held to its working set (`walk`: to the whole budget, evicting nothing the walk
-    /// itself filled while there is room: [`BaseArchive::block_for_walk`]).
-    fn fill(
-        &self,
-        slot: &Slot,
-        dec: &mut BlockDecoder,
-        seq: u64,
-        walk: bool,
-    ) -> std::result::Result<Arc<Vec<u8>>, BaseFault> {
-        let r = slot.value.get_or_init(|| {
-            let r = self.decode_frame(dec, seq).map(Arc::new);
-            if let Ok(b) = &r {
-                self.decoded
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let mut c = self.cache.lock().expect("base cache lock");
-                if !walk {
-                    c.seen.insert(seq);
-                }
-                c.order.push_back((seq, b.len() as u64));
-                c.bytes += b.len() as u64;
-                let limit = if walk { self.cache_budget } else { c.working };
-                c.evict_to(limit);
-            }
-            r
-        });
-        if r.is_err() {
-            // A failure is not cached: the next asker reads the frame again (and fails the
-            // same way when the damage is in the file).
-            let mut c = self.cache.lock().expect("base cache lock");
-            if c.slots.get(&seq).is_some_and(|s| Arc::ptr_eq(s, slot)) {
-                c.slots.remove(&seq);
-            }
-        }
-        r.clone()
     }
 
     /// The bytes of `region`, assembled from the decoded blocks it spans.
@@ -598,13 +338,7 @@ impl BaseArchive {
                 "references other bytes (a base must decode frame by frame)".into(),
             ));
         }
-        let mut out = self
-            .cache
-            .lock()
-            .expect("base cache lock")
-            .free
-            .pop()
-            .unwrap_or_default();
+        let mut out = self.reuse_buffer();
         match info.codec {
             Codec::Store => {
                 crate::codec::decode_stored_in_place(

@@ -19,6 +19,7 @@
 
 mod base;
 mod base_binding;
+mod base_cache;
 mod base_fault;
 mod base_ref;
 mod feed;
