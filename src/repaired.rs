@@ -15,6 +15,16 @@ use crate::recovery::RecoveryError;
 pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     let name = fs::escape_path(archive.as_os_str().as_encoded_bytes());
     let mut out = Vec::new();
+    if let Some(base) = ar.base() {
+        // The base's frames were read (and repaired) too: say so as for the archive, naming
+        // the base (it was repaired silently, and needs `krypta repair` as much).
+        let r = base.heal_report();
+        let base_name = fs::escape_path(base.path().as_os_str().as_encoded_bytes());
+        out.extend(
+            r.map(|r| report_warnings(&r, &base_name))
+                .unwrap_or_default(),
+        );
+    }
     let Some(r) = ar.source().heal_report() else {
         if ar.header().recovery_percent().is_some() && ar.seekable() {
             out.push(format!(
@@ -23,6 +33,13 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
         }
         return out;
     };
+    out.extend(report_warnings(&r, &name));
+    out
+}
+
+/// The warnings of one heal report of the archive or base shown as `name`.
+fn report_warnings(r: &crate::store::healing::HealReport, name: &str) -> Vec<String> {
+    let mut out = Vec::new();
     if !r.repaired_segments.is_empty() {
         let segs: Vec<String> = r.repaired_segments.iter().map(u64::to_string).collect();
         out.push(format!(
@@ -60,6 +77,21 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
 pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Result<ScanSummary> {
     // The archive verified; say whether it did only thanks to the recovery data, and check
     // the parts of the recovery data that reading the archive did not touch.
+    if let Some(base) = ar.base()
+        && let Some(heal) = base.heal_report()
+        && heal.rebuilt_shards > 0
+    {
+        // Every entry verified, but only because the base's recovery data rebuilt what was
+        // read of it: the base needs `krypta repair` (exit 7, as for the archive itself).
+        return Err(Error::Repairable {
+            path: base.path().to_path_buf(),
+            what: format!(
+                "the delta base is damaged but repairable: {} bytes of it were rebuilt from its recovery data (krypta repair writes the original bytes)",
+                heal.rebuilt_bytes()
+            ),
+            summary: Box::new(s),
+        });
+    }
     let (Some(heal), Some(section)) = (ar.source().heal_report(), ar.check_recovery_section())
     else {
         if ar.header().recovery_percent().is_some() && ar.seekable() {

@@ -167,3 +167,28 @@ fn zeros_over_the_base_lose_only_the_entries_whose_blocks_need_those_base_bytes(
         err(&t)
     );
 }
+
+#[test]
+fn a_base_its_recovery_data_repaired_is_named_and_t_exits_7() {
+    // Regression: the base's recovery data rebuilt what was read of it without a word, and
+    // `t --base` exited 0, so the base that needs `krypta repair` went unnoticed.
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["c", "-q", "--recovery", "5", "base.kry", "v1"]);
+    fx.ok(&["c", "-q", "--base", "base.kry", "delta.kry", "v2"]);
+    zero_first_frame(&fx, "base.kry");
+    let warn = "krypta: warning: base.kry: damaged: rebuilt ";
+    let t = fx.run(&["t", "--base", "base.kry", "delta.kry"]);
+    let e = err(&t);
+    assert_eq!(code(&t), 7, "{e}");
+    assert!(e.starts_with(warn), "{e}");
+    assert!(
+        e.contains("krypta: base.kry: the delta base is damaged but repairable: "),
+        "{e}"
+    );
+    let o = fx.run(&["x", "-q", "--base", "base.kry", "delta.kry", "-C", "out"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.read("out/v2/big.bin"), fx.read("v2/big.bin"));
+    let o = fx.run(&["x", "--base", "base.kry", "delta.kry", "-C", "out2"]);
+    assert!(err(&o).starts_with(warn), "{}", err(&o));
+}

@@ -158,6 +158,12 @@ impl BaseArchive {
         self.version
     }
 
+    /// What the base's recovery data repaired (or could not) while its frames were read
+    /// (`store::healing`); `None` for a base without recovery data.
+    pub(crate) fn heal_report(&self) -> Option<crate::store::healing::HealReport> {
+        self.input.lock().ok()?.heal_report()
+    }
+
     /// The base's path as given.
     pub fn path(&self) -> &Path {
         &self.path

@@ -441,6 +441,11 @@ impl Archive {
         Ok(())
     }
 
+    /// The base a delta archive is read with, once given ([`Archive::set_base`]).
+    pub(crate) fn base(&self) -> Option<&Arc<BaseArchive>> {
+        self.base.as_ref()
+    }
+
     /// For `x` and `t`: a delta archive without its base is refused ([`Error::BaseRequired`],
     /// naming the base id) before anything is read or written.
     pub fn require_base(&self) -> Result<()> {
