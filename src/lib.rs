@@ -291,18 +291,26 @@ fn extract_opened(
     for w in &sw.warnings {
         rep.warn(w);
     }
-    let summary = summary?;
-    rep.finish();
-    warn_unverified(&summary, rep);
+    // A PATH not in the archive is the usage error it names (exit 1), also when some entries
+    // could not be made or existing files were kept (exit 6 otherwise).
     let missing = select.unmatched();
-    if !missing.is_empty() {
-        return Err(Error::Usage(format!(
-            "not found in {}: {}",
-            archive.display(),
-            missing.join(", ")
-        )));
+    let soft = matches!(
+        summary,
+        Err(Error::NotMade { .. } | Error::KeptExisting { .. })
+    );
+    if missing.is_empty() || !soft {
+        let summary = summary?;
+        rep.finish();
+        warn_unverified(&summary, rep);
+        if missing.is_empty() {
+            return Ok(summary);
+        }
     }
-    Ok(summary)
+    Err(Error::Usage(format!(
+        "not found in {}: {}",
+        archive.display(),
+        missing.join(", ")
+    )))
 }
 
 /// Full scan, or (with an index and a selection) only the frames holding the selected

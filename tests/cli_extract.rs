@@ -386,3 +386,46 @@ fn with_f_a_refusal_does_not_suggest_f() {
         )
     );
 }
+
+#[test]
+fn with_f_a_link_whose_target_name_another_entry_took_is_not_made_and_does_not_stop_the_run() {
+    // b/f, then c/f (both strip to f; with -f the later replaces the earlier), then a/h, a
+    // link to b/f: f no longer holds b/f's file. Regression: "unsafe entry path: hard link
+    // target was not extracted in this run", exit 3, ending the extraction.
+    let fx = Fx::new();
+    fx.file("b/f", b"two");
+    fx.file("c/f", b"zero");
+    fx.mkdir("a");
+    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+    fx.file("a/z", b"after the link");
+    fx.ok(&["c", "-q", "h.kry", "b", "c", "a"]);
+    let o = fx.run(&[
+        "x",
+        "-q",
+        "-f",
+        "--strip-components",
+        "1",
+        "h.kry",
+        "-o",
+        "n",
+    ]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(!err(&o).contains("unsafe"), "{}", err(&o));
+    assert_eq!(fx.read("n/f"), b"zero");
+    assert!(!fx.exists("n/h"));
+    assert_eq!(fx.read("n/z"), b"after the link");
+}
+
+#[test]
+fn a_path_not_in_the_archive_is_named_even_when_an_entry_could_not_be_made() {
+    let fx = Fx::new();
+    fx.file("b/f", b"two");
+    fx.mkdir("a");
+    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+    fx.ok(&["c", "-q", "x.kry", "b", "a"]);
+    let o = fx.run(&["x", "-q", "x.kry", "a/h", "nosuch", "-o", "o"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (1, "krypta: not found in x.kry: nosuch\n".to_string())
+    );
+}

@@ -45,3 +45,39 @@ fn extracted_content_to_stdout_may_be_cut_short_quietly() {
     let (rc, e) = read_ten_then_close(&fx, &["x", "-q", "--stdout", "a.kry"]);
     assert_eq!((rc, e), (0, String::new()));
 }
+
+#[test]
+fn a_repaired_or_rekeyed_archive_to_stdout_cut_short_is_a_failed_write() {
+    let fx = Fx::new();
+    fx.file("in/f", &bytes(8 << 20, 7, false));
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["keygen", "-o", "k2"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "-s",
+        "--recovery",
+        "5",
+        "--keyfile",
+        "k",
+        "a.kry",
+        "in",
+    ]);
+    for args in [
+        &["repair", "a.kry", "-o", "-"][..],
+        &[
+            "rekey",
+            "--keyfile",
+            "k",
+            "--new-keyfile",
+            "k2",
+            "a.kry",
+            "-o",
+            "-",
+        ][..],
+    ] {
+        let (rc, e) = read_ten_then_close(&fx, args);
+        assert_eq!(rc, 4, "{args:?}: {e}");
+        assert!(e.contains("write: Broken pipe"), "{args:?}: {e}");
+    }
+}

@@ -15,7 +15,8 @@ pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  usage or general error (bad option, output exists, key missing, path not in archive,
-     no AWS credentials for an s3:// path)
+     a directory or a pipe where a seekable archive is needed, no AWS credentials for an
+     s3:// path)
   2  authentication failed: wrong password or key, or the archive was modified
      (or a key was given for an unencrypted archive: see --allow-unencrypted)
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
@@ -25,14 +26,16 @@ Exit codes:
      recovery data (repair; the salvage of x and t exits 5, or 2 when encrypted)
   6  finished, but some items were skipped, each named in a warning:
      c: inputs that could not be read, changed or vanished (--strict: abort)
-     x -k: existing files kept
-  7  t: every entry verified, but the archive is damaged and its recovery data can
-     repair it, or its recovery data is damaged or missing (krypta repair); x and l
-     repair what they read and exit 0
+     x -k: existing files kept; x: entries that could not be made (a hard link
+     selected without its target, entries below an existing file with --skip-existing)
+  7  t: every entry verified, but the archive (or with --base its base) is damaged and
+     its recovery data can repair it, or its recovery data is damaged or missing
+     (krypta repair); x and l repair what they read and exit 0
   8  signature refused: --signer given and the archive is unsigned or signed by another
      key, or a signed archive's signature does not verify or its bytes were changed
   9  delta base: x or t of a delta archive without --base, a --base that is not
-     the archive it was made against, or base frames it needs are damaged
+     the archive it was made against, or base frames it needs are damaged (salvage
+     goes on with the entries that do not need them)
   130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
@@ -450,7 +453,7 @@ Exit codes:
   0  success      1  usage, path not in archive, existing files in the way
   2  authentication failed (wrong password or key, or modified)
   3  not an archive, corrupt, unsafe entry path      4  I/O error
-  5  checksum mismatch (unencrypted archive)         6  -k kept existing files
+  5  checksum mismatch (unencrypted archive)         6  kept or not made, each named
   8  signature refused (--signer: unsigned, other signer; or a bad signature)
   9  delta base missing (--base), not the one the archive names, or damaged";
 

@@ -89,13 +89,13 @@ impl Cli {
 
     /// Whether a reader of stdout may stop early (`| head`) with nothing lost, so a broken
     /// pipe there ends the run quietly: listings, header facts, extracted content
-    /// (`x --stdout`), reports. Not where stdout carries an archive (`c -`, `rekey -o -`) or a
-    /// key (`keygen`): one that did not reach its reader is a failed write (exit 4), or a
-    /// backup cut short by `| head -c` would exit 0.
+    /// (`x --stdout`), reports. Not where stdout carries an archive (`c -`, `rekey -o -`,
+    /// `repair -o -`) or a key (`keygen`): one that did not reach its reader is a failed
+    /// write (exit 4), or a backup cut short by `| head -c` would exit 0.
     pub fn stdout_may_close_early(&self) -> bool {
         !matches!(
             self.cmd,
-            Command::Compress(_) | Command::Rekey(_) | Command::Keygen(_)
+            Command::Compress(_) | Command::Rekey(_) | Command::Keygen(_) | Command::Repair(_)
         )
     }
 }

@@ -420,9 +420,13 @@ impl Extractor {
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
         let target = confine::split_entry(&meta.link, self.strip)?;
+        // Not made, and named, when the target's name does not hold the target's file: it was
+        // kept (an existing file), or another entry stripped to the same name holds it (with
+        // -f a later one replaced it). Only a target never extracted at all is a hostile
+        // archive's link (below).
         if let Some(tt) = &target
             && !self.holds(&tt.rel, &meta.link)
-            && self.conflicts.was_kept(&extracted_key(&tt.rel))
+            && (self.conflicts.was_kept(&extracted_key(&tt.rel)) || self.taken(&tt.rel))
         {
             self.keep(path, Reason::LinkTargetKept(tt.rel.clone()), &t);
             return Ok(());
@@ -534,6 +538,14 @@ impl Extractor {
         )
         .map_err(|e| Error::io(&path, "open directory", e.into()))?;
         restore::apply_fd(&fd, &d.meta, &d.plan, &self.policy, &path, &self.notes)
+    }
+
+    /// Whether name `rel` (stripped) holds a file this run committed (from any entry).
+    fn taken(&self, rel: &[u8]) -> bool {
+        self.extracted
+            .lock()
+            .map(|m| m.contains_key(&extracted_key(rel)))
+            .unwrap_or(false)
     }
 
     /// Whether name `rel` (stripped) holds the file this run committed from the archive entry
