@@ -171,6 +171,23 @@ fn writing_against_a_damaged_base_exits_as_testing_the_base_does() {
         err(&o)
     );
     assert!(!fx.exists("d.kry"));
+    // A bit flipped in a base frame's head (its sequence number) is damage too: the tag
+    // covers the head (it was "corrupt: not the data frame the base's index places there",
+    // exit 3, while `t` of the base said 5).
+    fx.ok(&["c", "-q", "hbase.kry", "v1"]);
+    let mut b = fx.read("hbase.kry");
+    let h = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    b[h + 8] ^= 0x01;
+    std::fs::write(fx.p("hbase.kry"), &b).unwrap();
+    let o = fx.run(&["c", "-q", "--base", "hbase.kry", "d.kry", "v2"]);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    assert_eq!(code(&fx.run(&["t", "hbase.kry"])), 5);
+    assert!(
+        err(&o).starts_with("krypta: hbase.kry: integrity check failed: base frame 0 at byte "),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("d.kry"));
 }
 
 fn walk(root: &std::path::Path) -> Vec<String> {

@@ -317,16 +317,11 @@ impl BaseArchive {
         }
         let bad =
             |what: String| self.invalid(seq, at, format!("base frame {seq} at byte {at}: {what}"));
+        // The frame's place and length come from the verified index, and its tag covers its
+        // head: the tag is checked first, so a bit flipped in the head is damage (exit 5 or 2,
+        // as `t` of the base says), and only a head that verified and still is not the frame
+        // the index places there is an invalid base (a structure error).
         let head: [u8; FRAME_HEADER_LEN] = buf[..FRAME_HEADER_LEN].try_into().expect("16");
-        let header = FrameHeader::parse(&head, self.version).map_err(|e| bad(e.to_string()))?;
-        if header.kind != FrameKind::Data
-            || header.seq != seq
-            || header.body_len as usize != body_len
-        {
-            return Err(bad(
-                "not the data frame the base's index places there".into()
-            ));
-        }
         let tag: [u8; TAG_LEN] = buf[buf.len() - TAG_LEN..].try_into().expect("32");
         let body = &mut buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + body_len];
         self.protection
@@ -337,6 +332,15 @@ impl BaseArchive {
                 at,
                 sealed: self.protection.is_sealed(),
             })?;
+        let header = FrameHeader::parse(&head, self.version).map_err(|e| bad(e.to_string()))?;
+        if header.kind != FrameKind::Data
+            || header.seq != seq
+            || header.body_len as usize != body_len
+        {
+            return Err(bad(
+                "not the data frame the base's index places there".into()
+            ));
+        }
         let (info, hl) =
             block_info(body, self.version, FrameKind::Data).map_err(|e| bad(e.to_string()))?;
         if info.reference_len != 0 || info.codec == Codec::ZstdBase {
