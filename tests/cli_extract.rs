@@ -270,6 +270,13 @@ fn stripped_paths_that_meet_give_the_same_outcome_in_a_new_output_as_in_an_exist
     assert_eq!(fx.read("n2/k/x/y"), b"y\n");
 }
 
+/// b/f ("two") and a/h, a hard link to it.
+fn link_to_b_f(fx: &Fx) {
+    fx.file("b/f", b"two");
+    fx.mkdir("a");
+    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+}
+
 #[test]
 fn a_hard_link_is_made_only_to_the_file_of_its_own_target_entry_when_stripped_names_meet() {
     // `--strip-components 1` maps c/f and b/f to f; a/h is a hard link to b/f. Regression: the
@@ -277,9 +284,7 @@ fn a_hard_link_is_made_only_to_the_file_of_its_own_target_entry_when_stripped_na
     // file's content.
     let fx = Fx::new();
     fx.file("c/f", b"zero");
-    fx.file("b/f", b"two");
-    fx.mkdir("a");
-    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+    link_to_b_f(&fx);
     fx.ok(&["c", "-q", "h.kry", "c", "b", "a"]);
     assert!(fx.names("h.kry").contains(&"a/h".to_string()));
     let o = fx.run(&["x", "-q", "--strip-components", "1", "h.kry", "-o", "n1"]);
@@ -351,9 +356,7 @@ fn skip_existing_names_the_entries_an_existing_file_cost_and_exits_6() {
 #[test]
 fn a_hard_link_selected_without_its_target_is_named_and_exits_6() {
     let fx = Fx::new();
-    fx.file("b/f", b"two");
-    fx.mkdir("a");
-    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+    link_to_b_f(&fx);
     fx.ok(&["c", "-q", "x.kry", "b", "a"]);
     let o = fx.run(&["x", "x.kry", "a/h", "-o", "o"]);
     let e = err(&o);
@@ -393,10 +396,8 @@ fn with_f_a_link_whose_target_name_another_entry_took_is_not_made_and_does_not_s
     // link to b/f: f no longer holds b/f's file. Regression: "unsafe entry path: hard link
     // target was not extracted in this run", exit 3, ending the extraction.
     let fx = Fx::new();
-    fx.file("b/f", b"two");
     fx.file("c/f", b"zero");
-    fx.mkdir("a");
-    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+    link_to_b_f(&fx);
     fx.file("a/z", b"after the link");
     fx.ok(&["c", "-q", "h.kry", "b", "c", "a"]);
     let o = fx.run(&[
@@ -419,9 +420,7 @@ fn with_f_a_link_whose_target_name_another_entry_took_is_not_made_and_does_not_s
 #[test]
 fn a_path_not_in_the_archive_is_named_even_when_an_entry_could_not_be_made() {
     let fx = Fx::new();
-    fx.file("b/f", b"two");
-    fx.mkdir("a");
-    std::fs::hard_link(fx.p("b/f"), fx.p("a/h")).unwrap();
+    link_to_b_f(&fx);
     fx.ok(&["c", "-q", "x.kry", "b", "a"]);
     let o = fx.run(&["x", "-q", "x.kry", "a/h", "nosuch", "-o", "o"]);
     assert_eq!(
