@@ -99,7 +99,7 @@ impl Source for FileSource {
 /// Opens a local archive path for reading and looks at what it opened (fstat of the open
 /// file, so the file checked is the file read; nothing is tried by seeking): a regular file
 /// or a block device is a [`FileSource`]; a pipe, character device or socket (`<(cat
-/// a.kry)`, a named pipe, `/dev/stdin` on a pipe) a [`PathStream`], read front to back as `-`
+/// a.kry)`, a named pipe, `/dev/stdin` on a pipe) a [`ReadSource`], read front to back as `-`
 /// is; a directory is refused ([`Error::IsDirectory`]). Errors: Io naming `path`.
 pub fn open_path(path: &Path) -> Result<Box<dyn Source>> {
     let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
@@ -108,7 +108,7 @@ pub fn open_path(path: &Path) -> Result<Box<dyn Source>> {
         return Err(Error::IsDirectory { path: path.into() });
     }
     match stream_kind(m.file_type()) {
-        Some(kind) => Ok(Box::new(PathStream::new(f, kind))),
+        Some(kind) => Ok(Box::new(ReadSource::path(f, kind))),
         None => Ok(Box::new(FileSource::from_file(f))),
     }
 }
@@ -124,52 +124,6 @@ fn stream_kind(t: std::fs::FileType) -> Option<&'static str> {
     } else if t.is_socket() {
         Some("a socket")
     } else {
-        None
-    }
-}
-
-/// A local path that is a stream (a pipe, a character device): read front to back, like
-/// [`StdinSource`], with no seeks.
-pub struct PathStream {
-    inner: BufReader<File>,
-    kind: &'static str,
-}
-
-impl PathStream {
-    /// Wraps the open file `f`, a stream of kind `kind` (its pipe widened: [`widen_pipe`]).
-    fn new(f: File, kind: &'static str) -> PathStream {
-        use std::os::fd::AsFd;
-        widen_pipe(f.as_fd());
-        PathStream {
-            inner: BufReader::with_capacity(BUF_LEN, f),
-            kind,
-        }
-    }
-}
-
-impl Read for PathStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf)
-    }
-}
-
-impl Source for PathStream {
-    fn seekable(&self) -> bool {
-        false
-    }
-    fn stream_kind(&self) -> Option<&'static str> {
-        Some(self.kind)
-    }
-    fn length(&mut self) -> io::Result<Option<u64>> {
-        Ok(None)
-    }
-    fn seek_to(&mut self, _offset: u64) -> io::Result<()> {
-        Err(not_seekable())
-    }
-    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> io::Result<usize> {
-        Err(not_seekable())
-    }
-    fn identity(&self) -> Option<String> {
         None
     }
 }
@@ -191,67 +145,45 @@ pub fn widen_pipe(fd: std::os::fd::BorrowedFd<'_>) {
     }
 }
 
-/// Standard input as an archive source: sequential only.
-pub struct StdinSource {
-    inner: io::Stdin,
-}
-
-impl StdinSource {
-    /// Wraps the process's stdin (its pipe widened: [`widen_pipe`]).
-    pub fn new() -> Self {
-        widen_pipe(rustix::stdio::stdin());
-        StdinSource { inner: io::stdin() }
-    }
-}
-
-impl Default for StdinSource {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Read for StdinSource {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf)
-    }
-}
-
 fn not_seekable() -> io::Error {
     io::Error::new(io::ErrorKind::Unsupported, "cannot seek in a stream")
 }
 
-impl Source for StdinSource {
-    fn seekable(&self) -> bool {
-        false
-    }
-    fn stream_kind(&self) -> Option<&'static str> {
-        Some("stdin")
-    }
-    fn length(&mut self) -> io::Result<Option<u64>> {
-        Ok(None)
-    }
-    fn seek_to(&mut self, _offset: u64) -> io::Result<()> {
-        Err(not_seekable())
-    }
-    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> io::Result<usize> {
-        Err(not_seekable())
-    }
-    fn identity(&self) -> Option<String> {
-        None
-    }
-}
-
-/// Any byte reader as an archive source, read front to back like a pipe (no seeks): for
-/// archive bytes held in memory, such as the known-answer vectors
-/// (`archive::reader::Archive::open_stream`).
+/// An archive source read front to back, with no seeks: stdin (`-`), a local path that is a
+/// stream (a pipe, a character device, a socket: `stream_kind`), or any byte reader (archive
+/// bytes held in memory, such as the known-answer vectors:
+/// `archive::reader::Archive::open_stream`). `kind` names it in messages ("stdin", "a pipe").
 pub struct ReadSource {
     inner: Box<dyn Read + Send>,
+    kind: &'static str,
 }
 
 impl ReadSource {
-    /// Wraps `inner`.
+    /// Wraps `inner`, "a stream".
     pub fn new(inner: Box<dyn Read + Send>) -> Self {
-        ReadSource { inner }
+        ReadSource {
+            inner,
+            kind: "a stream",
+        }
+    }
+
+    /// The process's stdin (its pipe widened: [`widen_pipe`]).
+    pub fn stdin() -> Self {
+        widen_pipe(rustix::stdio::stdin());
+        ReadSource {
+            inner: Box::new(io::stdin()),
+            kind: "stdin",
+        }
+    }
+
+    /// The open file `f`, a stream of kind `kind` (its pipe widened: [`widen_pipe`]).
+    fn path(f: File, kind: &'static str) -> Self {
+        use std::os::fd::AsFd;
+        widen_pipe(f.as_fd());
+        ReadSource {
+            inner: Box::new(BufReader::with_capacity(BUF_LEN, f)),
+            kind,
+        }
     }
 }
 
@@ -266,7 +198,7 @@ impl Source for ReadSource {
         false
     }
     fn stream_kind(&self) -> Option<&'static str> {
-        Some("a stream")
+        Some(self.kind)
     }
     fn length(&mut self) -> io::Result<Option<u64>> {
         Ok(None)

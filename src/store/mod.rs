@@ -7,9 +7,9 @@
 //! the medium allows them, its length, and an identity of the version being read.
 //!
 //! Implementations, chosen by [`Location::parse`] from the path the user gave:
-//! - `-`: stdin / stdout ([`local::StdinSource`], [`local::StdoutSink`]); not seekable.
+//! - `-`: stdin / stdout ([`local::ReadSource::stdin`], [`local::StdoutSink`]); not seekable.
 //! - a local path: a file ([`local::FileSource`]; a pipe or character device there is read
-//!   as a stream like `-`: [`local::PathStream`]), written under a temporary name in the
+//!   as a stream like `-`: [`local::ReadSource`]), written under a temporary name in the
 //!   target directory and renamed into place ([`local::FileSink`]; noclobber unless `-f`).
 //! - `s3://BUCKET/KEY`: an object on S3-compatible storage ([`s3`]): ranged GETs pinned to the
 //!   first response's ETag, a multipart upload streamed with bounded memory.
@@ -260,7 +260,7 @@ pub fn settings() -> StoreSettings {
 /// bucket), IsDirectory, StoreConfig, Usage for a malformed `s3://` URL.
 pub fn open_source(path: &Path) -> Result<Box<dyn Source>> {
     match Location::parse(path)? {
-        Location::Stdio => Ok(Box::new(local::StdinSource::new())),
+        Location::Stdio => Ok(Box::new(local::ReadSource::stdin())),
         Location::Local(p) => local::open_path(&p),
         Location::S3(url) => Ok(Box::new(s3::S3Source::open(&url, &settings())?)),
     }
