@@ -112,6 +112,9 @@ fn target() -> Result<std::result::Result<Target, String>> {
         "-s3.port.lance=0".into(),
         format!("-s3.config={}", conf.display()),
         format!("-bucket={LOCAL_BUCKET}"),
+        // By default the volume count is free disk / volume size; a fixed count keeps the
+        // server writable on a machine with little free disk (volumes are sparse files).
+        "-volume.max=100".into(),
     ];
     args.extend(names.iter().zip(&p).map(|(n, v)| format!("-{n}={v}")));
     let child = Command::new("weed")

@@ -57,10 +57,11 @@ pub fn server_available() -> Option<()> {
     None
 }
 
+static SHARED: OnceLock<Option<Weed>> = OnceLock::new();
+
 /// The shared server of this test binary, or None (with a message) when `weed` is missing.
 pub fn server() -> Option<&'static Weed> {
-    static W: OnceLock<Option<Weed>> = OnceLock::new();
-    let w = W.get_or_init(|| {
+    let w = SHARED.get_or_init(|| {
         if !weed_installed() {
             return None;
         }
@@ -181,6 +182,12 @@ fn spawn(dir: &Path, p: &[u16], extra: &[String]) -> Child {
         format!("-admin.port={}", p[8]),
         format!("-admin.port.grpc={}", p[9]),
         format!("-s3.config={}", conf.display()),
+        // Every bucket is a SeaweedFS collection with volumes of its own, and by default the
+        // number of volumes is the free disk divided by the volume size (1 GiB): on a CI
+        // machine with ~20 GB free, the shared server ran out after ~20 buckets and answered
+        // uploads with HTTP 500 ("no free volumes left"). Volumes are sparse files that grow
+        // with what is written, so a fixed, generous count costs nothing.
+        "-volume.max=2000".into(),
     ];
     let child = Command::new("weed")
         .arg("mini")
@@ -541,10 +548,25 @@ pub fn stderr(o: &Output) -> String {
 pub fn assert_ok(o: &Output) {
     assert!(
         o.status.success(),
-        "krypta failed: {}\n{}",
+        "krypta failed: {}\n{}{}",
         o.status,
-        stderr(o)
+        stderr(o),
+        server_errors()
     );
+}
+
+/// The shared server's error lines (the last 20), to say why it refused a request.
+fn server_errors() -> String {
+    let Some(Some(w)) = SHARED.get() else {
+        return String::new();
+    };
+    let log = w.log();
+    let errors: Vec<&str> = log.lines().filter(|l| l.starts_with('E')).collect();
+    let tail = &errors[errors.len().saturating_sub(20)..];
+    if tail.is_empty() {
+        return String::new();
+    }
+    format!("\nthe shared SeaweedFS logged:\n{}", tail.join("\n"))
 }
 
 /// The `-v` transfer line's (requests, retries, bytes received, bytes sent) for `location`.
