@@ -141,14 +141,15 @@ impl<'a, V: archive::Visitor + KeptCount> Tap<'a, V> {
     }
 }
 
-/// How many entries a visitor kept out so far (conflicts of the extractor).
+/// How many entries a visitor did not make so far (kept out, stripped, skipped links).
 trait KeptCount {
     fn kept(&self) -> usize;
 }
 
 impl KeptCount for ExtractVisitor<'_> {
     fn kept(&self) -> usize {
-        self.ex.conflict_count()
+        // Entries the extractor did not make, and hard links skipped with a warning.
+        self.ex.not_made_count() + self.warnings.len()
     }
 }
 

@@ -112,7 +112,7 @@ impl Selection {
         }
         let mut any = false;
         for (i, p) in self.paths.iter().enumerate() {
-            if path == p.as_slice() || (path.starts_with(p) && path.get(p.len()) == Some(&b'/')) {
+            if Self::selects(p, path) {
                 self.hits[i] = true;
                 any = true;
             }
@@ -125,10 +125,16 @@ impl Selection {
         if let Some(g) = &self.globs {
             return self.paths.is_empty() || !Self::glob_hits(g, path).is_empty();
         }
-        self.paths.is_empty()
-            || self.paths.iter().any(|p| {
-                path == p.as_slice() || (path.starts_with(p) && path.get(p.len()) == Some(&b'/'))
-            })
+        self.paths.is_empty() || self.paths.iter().any(|p| Self::selects(p, path))
+    }
+
+    /// Whether the literal selector `p` names `path` or one of its parents. `.` is the
+    /// archive's root (`krypta c A.kry .` stores it as the root entry), the parent of every
+    /// entry: it selects them all, as `tar x .` does.
+    fn selects(p: &[u8], path: &[u8]) -> bool {
+        p == crate::format::entry::ROOT_PATH
+            || path == p
+            || (path.starts_with(p) && path.get(p.len()) == Some(&b'/'))
     }
 
     /// The selectors that matched nothing.

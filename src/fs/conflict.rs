@@ -46,7 +46,7 @@ use rustix::io::Errno;
 use super::confine::{self, lstat_type};
 use super::dirchain::DirChain;
 use super::names::escape_path;
-use crate::format::entry::EntryKind;
+use crate::format::entry::{EntryKind, ROOT_PATH};
 use crate::{Error, Result};
 
 /// What to do with an existing name (see the module documentation).
@@ -139,6 +139,9 @@ struct LogInner {
     paths: HashSet<PathBuf>,
     /// Stripped archive paths of kept entries, as 128-bit BLAKE3 prefixes (for hard links).
     kept: HashSet<[u8; 16]>,
+    /// Entries kept out, each counted once: a path is listed once however many entries it
+    /// kept out (a file where a directory goes keeps out everything below it).
+    entries: usize,
 }
 
 /// The conflicts of one extraction, shared by the extractor and its file sinks (which may run
@@ -150,6 +153,7 @@ impl ConflictLog {
     /// Records a conflict; `rel_key` is the kept entry's key ([`super::sink::extracted_key`]).
     pub(crate) fn record(&self, c: Conflict, rel_key: Option<[u8; 16]>) {
         if let Ok(mut l) = self.0.lock() {
+            l.entries += 1;
             if let Some(k) = rel_key {
                 l.kept.insert(k);
             }
@@ -163,6 +167,7 @@ impl ConflictLog {
     /// without listing it.
     pub(crate) fn note_kept(&self, rel_key: [u8; 16]) {
         if let Ok(mut l) = self.0.lock() {
+            l.entries += 1;
             l.kept.insert(rel_key);
         }
     }
@@ -187,9 +192,9 @@ impl ConflictLog {
             .unwrap_or(false)
     }
 
-    /// How many conflicts so far.
-    pub(crate) fn len(&self) -> usize {
-        self.0.lock().map(|l| l.list.len()).unwrap_or(0)
+    /// How many entries were kept out so far (for the summary's count of entries made).
+    pub(crate) fn entries(&self) -> usize {
+        self.0.lock().map(|l| l.entries).unwrap_or(0)
     }
 
     /// The conflicts so far, in the order met.
@@ -244,6 +249,11 @@ pub fn preflight<'a>(
     // entries below them are decided by that, not by what is on disk now.
     let mut settled: HashSet<Vec<u8>> = HashSet::new();
     for (path, kind) in targets {
+        // The root entry (`krypta c A.kry .`) names the output directory itself, which is
+        // reused, never a conflict (Extractor::make_dir); it is not a name inside it.
+        if path == ROOT_PATH && kind == EntryKind::Dir {
+            continue;
+        }
         let Some(t) = confine::split_entry(path, strip)? else {
             continue;
         };

@@ -133,6 +133,8 @@ pub struct Extractor {
     /// Warnings about metadata that could not be set.
     notes: Notes,
     conflicts: ConflictLog,
+    /// Entries `--strip-components` removed entirely (nothing left of their path).
+    stripped: usize,
 }
 
 impl Extractor {
@@ -186,6 +188,7 @@ impl Extractor {
             ids: IdCache::default(),
             notes: Notes::default(),
             conflicts: ConflictLog::default(),
+            stripped: 0,
         })
     }
 
@@ -195,9 +198,20 @@ impl Extractor {
         self.conflicts.list()
     }
 
-    /// How many entries were kept out so far.
-    pub fn conflict_count(&self) -> usize {
-        self.conflicts.len()
+    /// How many entries given to this extractor so far were not made: kept out by what was
+    /// in the output (also those below a kept directory, which are not listed) or removed
+    /// by `--strip-components`. The summary counts entries made, not entries visited.
+    pub fn not_made_count(&self) -> usize {
+        self.conflicts.entries() + self.stripped
+    }
+
+    /// `meta.path` after `--strip-components`, or `None` (counted) when nothing is left.
+    fn target<'m>(&mut self, path: &'m [u8]) -> Result<Option<Target<'m>>> {
+        let t = confine::split_entry(path, self.strip)?;
+        if t.is_none() {
+            self.stripped += 1;
+        }
+        Ok(t)
     }
 
     /// Records that the entry `t` (on disk `path`) was kept for `reason`.
@@ -266,7 +280,7 @@ impl Extractor {
     /// or `None` when `--strip-components` removes the entry or the conflict policy keeps
     /// what is at its name (recorded in [`Extractor::conflicts`]).
     pub fn begin_file(&mut self, meta: &EntryMeta) -> Result<Option<FileSink>> {
-        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+        let Some(t) = self.target(&meta.path)? else {
             return Ok(None);
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
@@ -321,10 +335,12 @@ impl Extractor {
                     meta: meta.clone(),
                     plan,
                 });
+            } else {
+                self.stripped += 1;
             }
             return Ok(());
         }
-        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+        let Some(t) = self.target(&meta.path)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
@@ -374,7 +390,7 @@ impl Extractor {
     /// Creates a symbolic link with the stored target (not checked, never followed), owner,
     /// attributes and mtime, under a temporary name renamed into place like a file.
     pub fn make_symlink(&mut self, meta: &EntryMeta) -> Result<()> {
-        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+        let Some(t) = self.target(&meta.path)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
@@ -415,7 +431,7 @@ impl Extractor {
     /// Creates a hard link to `meta.link`, which must be a file committed earlier in this run
     /// (after stripping the same number of components); otherwise [`Error::UnsafePath`].
     pub fn make_hardlink(&mut self, meta: &EntryMeta) -> Result<()> {
-        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+        let Some(t) = self.target(&meta.path)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
