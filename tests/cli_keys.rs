@@ -240,3 +240,39 @@ fn keygen_to_stdout_writes_the_secret_there_and_the_public_key_to_stderr() {
     assert_eq!(err(&o), "");
     assert_ne!(out(&o), secret);
 }
+
+#[test]
+fn each_prompt_says_which_password_it_asks_for() {
+    // Regression: the prompt for an encrypted delta base's password read just "Password: ",
+    // the archive's own prompt, though the archive's key came from --pass-file.
+    let fx = Fx::new();
+    encrypted(&fx);
+    fx.file("t/b", b"new in the second version");
+    fx.file("pw2", b"the delta's own\n");
+    fx.ok(&[
+        &["c", "-q", "--pass-file", "pw2"][..],
+        &ARGON,
+        &["--base", "e.kry", "--base-pass-file", "pw", "d.kry", "t"],
+    ]
+    .concat());
+    let args = [
+        "x",
+        "-q",
+        "--pass-file",
+        "pw2",
+        "--base",
+        "e.kry",
+        "d.kry",
+        "-o",
+        "o",
+    ];
+    let Some(mut tty) = OnTty::spawn(&fx, &args) else {
+        return;
+    };
+    tty.wait_for("Password of the base archive: ", 1);
+    tty.type_in("correct h\u{f6}rse\n".as_bytes());
+    assert_eq!(tty.exit_code(), 0, "{}", tty.text());
+    assert!(!tty.text().contains("\nPassword: "), "{}", tty.text());
+    assert_eq!(fx.read("o/t/a"), b"secret stuff");
+    assert_eq!(fx.read("o/t/b"), b"new in the second version");
+}

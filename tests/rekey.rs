@@ -435,9 +435,10 @@ fn new_password_is_asked_at_the_terminal() {
     let Some(mut tty) = OnTty::spawn(&fx, &args) else {
         return;
     };
-    tty.wait_for("Password: ", 1);
+    // The prompt says which password it asks for (the old one came from --pass-file).
+    tty.wait_for("New password: ", 1);
     tty.type_in(b"typed at the prompt\n");
-    tty.wait_for("Repeat password: ", 1);
+    tty.wait_for("Repeat new password: ", 1);
     tty.type_in(b"typed at the prompt\n");
     assert_eq!(tty.exit_code(), 0, "{}", tty.text());
     assert!(tty.echo_on());

@@ -159,6 +159,16 @@ impl PromptFor {
         }
     }
 
+    /// The prompt's first line, and its second when the password is asked twice: each says
+    /// which password it asks for when it is not the archive's.
+    fn labels(self) -> (&'static str, &'static str) {
+        match self {
+            PromptFor::Archive => ("Password: ", "Repeat password: "),
+            PromptFor::Base => ("Password of the base archive: ", "Repeat password: "),
+            PromptFor::NewPassword => ("New password: ", "Repeat new password: "),
+        }
+    }
+
     /// The options that give the same password without a terminal.
     pub fn alternatives(self) -> &'static str {
         match self {
@@ -236,7 +246,7 @@ fn describe(src: &PasswordSource) -> String {
 /// Prompts on the controlling terminal without echo (rpassword reads `/dev/tty`); without
 /// one, the error names the option of `what` and its alternatives.
 fn prompt(what: PromptFor, confirm: bool) -> Result<Secret, Error> {
-    prompt_as("Password: ", confirm).map_err(|e| match e {
+    prompt_as(what.labels(), confirm).map_err(|e| match e {
         PromptError::NoTty(e) => Error::Usage(format!(
             "{} prompts on the terminal, and there is none (/dev/tty: {e}); without a \
              terminal use {}",
@@ -255,7 +265,10 @@ pub fn read_key_password(key: &Path, file: Option<&Path>, confirm: bool) -> Resu
     let secret = match file {
         Some(f) => read_first_line(f)?,
         None => prompt_as(
-            &format!("Password for secret key {}: ", key.display()),
+            (
+                &format!("Password for secret key {}: ", key.display()),
+                "Repeat password: ",
+            ),
             confirm,
         )
         .map_err(|e| match e {
@@ -284,7 +297,10 @@ enum PromptError {
     Other(Error),
 }
 
-fn prompt_as(first_label: &str, confirm: bool) -> Result<Secret, PromptError> {
+fn prompt_as(
+    (first_label, repeat_label): (&str, &str),
+    confirm: bool,
+) -> Result<Secret, PromptError> {
     // No terminal at all (cron, CI, a pipe into ssh) is a usage problem with a way out, not
     // an I/O failure to puzzle over.
     let tty = |e: std::io::Error| {
@@ -307,7 +323,7 @@ fn prompt_as(first_label: &str, confirm: bool) -> Result<Secret, PromptError> {
         if first.is_empty() {
             return Err(refused("empty password refused"));
         }
-        let again = ask("Repeat password: ")?;
+        let again = ask(repeat_label)?;
         if !bool::from(first.as_bytes().ct_eq(again.as_bytes())) {
             return Err(refused("the two passwords do not match"));
         }
