@@ -382,3 +382,104 @@ fn a_prompt_without_a_terminal_names_the_option_that_asked_and_its_alternatives(
     }
     assert!(!fx.p("out").exists() && !fx.p("r.kry").exists());
 }
+
+/// Runs krypta in `fx` with `input` on stdin (a pipe), the writer's broken pipe tolerated
+/// (a refusal exits before reading stdin).
+fn run_with_stdin(fx: &Fx, args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut c = krypta()
+        .current_dir(fx.dir.path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    match stdin.write_all(input) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => panic!("writing krypta's stdin: {e}"),
+    }
+    drop(stdin);
+    c.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_password_from_fd_0_is_refused_whatever_else_reads_stdin_and_however_it_is_spelled() {
+    // Regression: `--pass-fd 0` was refused only with the archive or input spelled `-`:
+    // `/dev/stdin` went through, and `--base-pass-fd 0` never was checked (with the archive
+    // on stdin, or next to `--pass-fd 0`): the first password read swallowed what the other
+    // reader needed.
+    let fx = Fx::new();
+    fx.ok(&with(
+        &["c", "-q", "--pass-file", "pw"],
+        &with(&ARGON, &["a.kry", "src"]),
+    ));
+    let base_keys = ["--base", "a.kry", "--base-pass-file", "pw"];
+    fx.ok(&with(
+        &with(&["c", "-q", "--pass-file", "pw"], &ARGON),
+        &with(&base_keys, &["d.kry", "src"]),
+    ));
+    let archive = std::fs::read(fx.p("a.kry")).unwrap();
+    let delta = std::fs::read(fx.p("d.kry")).unwrap();
+    let refused = |opt: &str, file_opt: &str, what: &str| {
+        format!(
+            "krypta: {opt} 0 reads the password from stdin, which also carries {what} here; use \
+             another descriptor or {file_opt}\n"
+        )
+    };
+    let pass = refused("--pass-fd", "--pass-file", "the archive");
+    let base_pass = |what| refused("--base-pass-fd", "--base-pass-file", what);
+    for name in ["-", "/dev/stdin", "/proc/self/fd/0"] {
+        for cmd in ["t", "x"] {
+            let out: &[&str] = if cmd == "x" { &["-o", "o"] } else { &[] };
+            let args = [&[cmd, "--pass-fd", "0"][..], out, &[name]].concat();
+            let o = run_with_stdin(&fx, &args, &archive);
+            assert_eq!((code(&o), stderr(&o)), (1, pass.clone()), "{cmd} {name}");
+            let args = [
+                &[cmd, "--pass-file", "pw", "--base", "a.kry"][..],
+                &["--base-pass-fd", "0", name],
+            ]
+            .concat();
+            let o = run_with_stdin(&fx, &args, &delta);
+            assert_eq!(
+                (code(&o), stderr(&o)),
+                (1, base_pass("the archive")),
+                "{cmd} {name}"
+            );
+        }
+        let o = run_with_stdin(
+            &fx,
+            &with(&["c", "--pass-fd", "0"], &with(&ARGON, &["s.kry", name])),
+            b"correct horse\nand the data",
+        );
+        let input = refused("--pass-fd", "--pass-file", "the input");
+        assert_eq!((code(&o), stderr(&o)), (1, input), "c {name}");
+    }
+    let o = run_with_stdin(
+        &fx,
+        &[
+            "t",
+            "--pass-fd",
+            "0",
+            "--base",
+            "a.kry",
+            "--base-pass-fd",
+            "0",
+            "d.kry",
+        ],
+        b"correct horse\ncorrect horse\n",
+    );
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (1, base_pass("the password of --pass-fd 0"))
+    );
+    assert!(!fx.p("s.kry").exists() && !fx.p("o").exists());
+    // One reader of stdin is fine: the password, the archive from a file.
+    let o = run_with_stdin(
+        &fx,
+        &["t", "-q", "--pass-fd", "0", "a.kry"],
+        b"correct horse\n",
+    );
+    assert_eq!((code(&o), stderr(&o)), (0, String::new()));
+}

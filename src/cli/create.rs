@@ -72,9 +72,12 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     };
     let mut recipients = Vec::new();
     let inputs = collect_inputs(&a)?;
-    let stdin_in_use = inputs.iter().any(|p| p.as_os_str() == "-")
-        || a.files_from.as_deref() == Some(std::path::Path::new("-"));
-    check_pass_fd(a.pass_fd, stdin_in_use)?;
+    let stdin_in_use = inputs.iter().any(|p| super::keys::names_stdin(p))
+        || a.files_from
+            .as_deref()
+            .is_some_and(super::keys::names_stdin);
+    let input_on_stdin = stdin_in_use.then_some("the input");
+    check_pass_fd(PromptFor::Archive, a.pass_fd, input_on_stdin)?;
     let select = selector(&a)?;
     if a.output.as_os_str() == "-" && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return Err(Error::Usage(
@@ -218,7 +221,12 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
             a.output.display()
         )));
     }
-    let base = super::keys::open_base(&a.delta, a.jobs, false)?;
+    let base = super::keys::open_base(
+        &a.delta,
+        a.jobs,
+        false,
+        super::keys::stdin_taken(input_on_stdin, a.pass_fd),
+    )?;
     let options = WriteOptions {
         base,
         level,

@@ -13,7 +13,13 @@ use krypta::{Error, Result};
 
 pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<u8> {
     let mut open = open_options(&a.keys, &a.archive)?;
-    open.base = super::keys::open_base(&a.delta, a.keys.jobs, true)?;
+    let taken = super::keys::names_stdin(&a.archive).then_some("the archive");
+    open.base = super::keys::open_base(
+        &a.delta,
+        a.keys.jobs,
+        true,
+        super::keys::stdin_taken(taken, a.keys.pass_fd),
+    )?;
     let existing = if a.force {
         Existing::Replace
     } else if a.keep_old_files {

@@ -44,15 +44,42 @@ pub(crate) fn password_source(
     }
 }
 
-/// `--pass-fd 0` reads the password from stdin; with a `-` stream on stdin too, the password
-/// reader could consume stream bytes, so that combination is refused.
-pub(crate) fn check_pass_fd(fd: Option<i32>, stdin_in_use: bool) -> Result<()> {
-    if fd == Some(0) && stdin_in_use {
-        return Err(Error::Usage(
-            "--pass-fd 0 reads the password from stdin, which also carries the data here; use another descriptor or --pass-file".into(),
-        ));
+/// `--pass-fd 0` (`--base-pass-fd 0` for `what` a base) reads the password from stdin; when
+/// stdin also carries something else (`taken`: the archive, the input, the other password),
+/// the password reader could consume its bytes, so that combination is refused.
+pub(crate) fn check_pass_fd(what: PromptFor, fd: Option<i32>, taken: Option<&str>) -> Result<()> {
+    let (fd_option, file_option) = match what {
+        PromptFor::Base => ("--base-pass-fd", "--base-pass-file"),
+        PromptFor::Archive | PromptFor::NewPassword => ("--pass-fd", "--pass-file"),
+    };
+    match taken {
+        Some(taken) if fd == Some(0) => Err(Error::Usage(format!(
+            "{fd_option} 0 reads the password from stdin, which also carries {taken} here; use \
+             another descriptor or {file_option}"
+        ))),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// Whether `path` names this process's standard input: `-`, or the same file as descriptor 0
+/// (`/dev/stdin`, `/proc/self/fd/0`, or the file redirected in with `<`).
+pub(crate) fn names_stdin(path: &std::path::Path) -> bool {
+    if path.as_os_str() == "-" {
+        return true;
+    }
+    match (rustix::fs::stat(path), rustix::fs::fstat(std::io::stdin())) {
+        (Ok(a), Ok(b)) => (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino),
+        _ => false,
+    }
+}
+
+/// What besides a base's password reads stdin in a command: `data` (the archive, the input)
+/// when it does, else the archive's own `--pass-fd 0`.
+pub(crate) fn stdin_taken(
+    data: Option<&'static str>,
+    pass_fd: Option<i32>,
+) -> Option<&'static str> {
+    data.or((pass_fd == Some(0)).then_some("the password of --pass-fd 0"))
 }
 
 /// The identities `k` gives; `what` is the password they open (the archive's, a base's).
@@ -115,7 +142,11 @@ fn open_options_for(
     archive: &std::path::Path,
     what: PromptFor,
 ) -> Result<OpenOptions> {
-    check_pass_fd(k.pass_fd, archive == std::path::Path::new("-"))?;
+    check_pass_fd(
+        what,
+        k.pass_fd,
+        names_stdin(archive).then_some("the archive"),
+    )?;
     let explicit = k.password
         || k.pass_file.is_some()
         || k.pass_fd.is_some()
@@ -144,14 +175,17 @@ fn open_options_for(
 /// rules as the archive's own: README, "Delta archives"); `None` without `--base`.
 /// Opens `--base`: for writing a delta (`reading` false) or reading one (`x`, `t`, `l`),
 /// which words the refusal of a delta archive given as the base.
+/// `stdin_taken` is what else reads stdin in this command ([`stdin_taken`]).
 pub(crate) fn open_base(
     b: &BaseArgs,
     jobs: Option<usize>,
     reading: bool,
+    stdin_taken: Option<&str>,
 ) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
     let Some(path) = &b.base else {
         return Ok(None);
     };
+    check_pass_fd(PromptFor::Base, b.base_pass_fd, stdin_taken)?;
     let keys = KeyArgs {
         password: b.base_password,
         pass_file: b.base_pass_file.clone(),
