@@ -270,21 +270,8 @@ fn missing_key_says_the_archive_is_encrypted_with_exit_1() {
 
 /// `krypta c ARGS - -` with `input` on stdin; returns the archive bytes.
 fn compress_stream(args: &[&str], input: &[u8], dir: &Path) -> Vec<u8> {
-    let mut c = krypta()
-        .current_dir(dir)
-        .arg("c")
-        .args(args)
-        .args(["-", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = c.stdin.take().unwrap();
-    let data = input.to_vec();
-    let feeder = std::thread::spawn(move || stdin.write_all(&data));
-    let o = c.wait_with_output().unwrap();
-    feeder.join().unwrap().unwrap();
+    let args = [&["c"][..], args, &["-", "-"]].concat();
+    let o = common::run_stdin_in(dir, &args, input);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     o.stdout
 }

@@ -383,25 +383,8 @@ fn a_prompt_without_a_terminal_names_the_option_that_asked_and_its_alternatives(
     assert!(!fx.p("out").exists() && !fx.p("r.kry").exists());
 }
 
-/// Runs krypta in `fx` with `input` on stdin (a pipe), the writer's broken pipe tolerated
-/// (a refusal exits before reading stdin).
 fn run_with_stdin(fx: &Fx, args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut c = krypta()
-        .current_dir(fx.dir.path())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = c.stdin.take().unwrap();
-    match stdin.write_all(input) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => panic!("writing krypta's stdin: {e}"),
-    }
-    drop(stdin);
-    c.wait_with_output().unwrap()
+    common::run_stdin_in(fx.dir.path(), args, input)
 }
 
 #[test]

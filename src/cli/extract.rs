@@ -13,13 +13,7 @@ use krypta::{Error, Result};
 
 pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<u8> {
     let mut open = open_options(&a.keys, &a.archive)?;
-    let taken = super::keys::names_stdin(&a.archive).then_some("the archive");
-    open.base = super::keys::open_base(
-        &a.delta,
-        a.keys.jobs,
-        true,
-        super::keys::stdin_taken(taken, a.keys.pass_fd),
-    )?;
+    open.base = super::keys::open_base_to_read(&a.delta, &a.keys, &a.archive)?;
     let existing = if a.force {
         Existing::Replace
     } else if a.keep_old_files {

@@ -171,6 +171,16 @@ fn open_options_for(
     })
 }
 
+/// [`open_base`] for `x` and `t` of `archive`, opened with the keys `k`.
+pub(crate) fn open_base_to_read(
+    b: &BaseArgs,
+    k: &KeyArgs,
+    archive: &std::path::Path,
+) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
+    let taken = names_stdin(archive).then_some("the archive");
+    open_base(b, k.jobs, true, stdin_taken(taken, k.pass_fd))
+}
+
 /// Opens the base of a delta archive (`--base` and its `--base-*` keys, which follow the same
 /// rules as the archive's own: README, "Delta archives"); `None` without `--base`.
 /// Opens `--base`: for writing a delta (`reading` false) or reading one (`x`, `t`, `l`),

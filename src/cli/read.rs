@@ -69,13 +69,7 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
 
 pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
     let mut open = open_options(&a.keys, &a.archive)?;
-    let taken = super::keys::names_stdin(&a.archive).then_some("the archive");
-    open.base = super::keys::open_base(
-        &a.delta,
-        a.keys.jobs,
-        true,
-        super::keys::stdin_taken(taken, a.keys.pass_fd),
-    )?;
+    open.base = super::keys::open_base_to_read(&a.delta, &a.keys, &a.archive)?;
     let s = krypta::test_salvaging(&a.archive, open, !a.fail_fast, term)?;
     if a.json {
         super::json::print_object(&super::json::test_ok(&a.archive, &s))?;

@@ -55,16 +55,7 @@ impl Fx {
     }
     /// Runs krypta with `input` on stdin.
     pub fn run_stdin(&self, args: &[&str], input: &[u8]) -> Output {
-        let mut child = krypta()
-            .current_dir(self.dir.path())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        child.wait_with_output().unwrap()
+        crate::common::run_stdin_in(self.dir.path(), args, input)
     }
     pub fn ok(&self, args: &[&str]) -> Output {
         let o = self.run(args);

@@ -26,6 +26,29 @@ pub fn run(args: &[&str]) -> Output {
         .expect("run krypta")
 }
 
+/// Runs krypta in `dir` with `input` on stdin, fed from a thread (a large input and a large
+/// output cannot block each other). A broken pipe while feeding is not an error: krypta may
+/// refuse before it reads stdin, which its exit code says.
+pub fn run_stdin_in(dir: &Path, args: &[&str], input: &[u8]) -> Output {
+    let mut c = krypta()
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run krypta");
+    let mut stdin = c.stdin.take().unwrap();
+    let data = input.to_vec();
+    let feeder = std::thread::spawn(move || match std::io::Write::write_all(&mut stdin, &data) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(()),
+    });
+    let o = c.wait_with_output().unwrap();
+    feeder.join().unwrap().expect("writing krypta's stdin");
+    o
+}
+
 pub fn ok(args: &[&str]) -> Output {
     let o = run(args);
     assert!(
