@@ -4,7 +4,8 @@
 //! ([`crate::archive::reader::Salvage`]), names every entry it did in a warning, and ends
 //! with [`Error::Salvaged`] ("restored N of M entries, K damaged"), whose exit code is the
 //! worst failure's (5 unencrypted, 2 encrypted; 9 when only delta blocks whose base region is
-//! damaged failed, the delta archive's own frames intact). The entries the failed scan had already
+//! damaged failed, the delta archive's own frames intact, with the index or without it, from a
+//! file or a pipe). The entries the failed scan had already
 //! restored are tracked by path ([`Tracker`]) and neither read nor written again.
 //!
 //! A damaged entry never reaches its final name: salvage never gives its bytes to the
@@ -117,10 +118,11 @@ pub(crate) fn salvage_if(
         (Err(e), Some((_, ix))) if salvage && is_damage(&e) => {
             salvage_after(ar, archive, ix, t, verb, e, rep)
         }
-        (Err(e), None) if salvage && is_index_damage(&e) && !ar.seekable() => {
+        (Err(e), None) if salvage && (is_index_damage(&e) || on_base(&e)) && !ar.seekable() => {
             // A pipe cannot be read twice or seeked: the entries before the damage were
             // read; the rest of the stream is spooled to a temporary file and read past the
-            // damage from there (archive::reader::spool).
+            // damage from there (archive::reader::spool). So is a delta block whose base
+            // region is unusable (docs/FORMAT.md §16.4), as salvage with the index does.
             if ar.header().recovery_percent().is_some() {
                 rep.warn(&format!(
                     "{}: the recovery data cannot be used from a pipe (it follows the archive): read from the file, krypta repairs damage within the recovery data's capacity as it reads (krypta repair --check says whether it can)",
@@ -141,6 +143,7 @@ pub(crate) fn salvage_if(
                 )),
                 _ => None,
             };
+            let by_base = on_base(&e);
             let base = ar.spool_rest(&e)?;
             let mut sw = crate::Collect::default();
             match salvage_without_index(ar, archive, t, verb, e, &mut sw) {
@@ -152,8 +155,13 @@ pub(crate) fn salvage_if(
                     damaged,
                     code,
                 }) => {
+                    let what = if by_base {
+                        "a delta block's base is damaged"
+                    } else {
+                        "damaged"
+                    };
                     rep.warn(&format!(
-                        "{}: damaged while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
+                        "{}: {what} while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
                         archive.display()
                     ));
                     if let Some(line) = &cut {
@@ -189,6 +197,12 @@ pub(crate) fn salvage_if(
         }
         (s, _) => s,
     }
+}
+
+/// Whether a failed scan stopped at a delta block whose base region is unusable (a damaged
+/// base frame, docs/FORMAT.md §16.4): the delta archive itself is intact there.
+fn on_base(e: &Error) -> bool {
+    matches!(e.root(), Error::BaseDamaged { .. })
 }
 
 /// Whether a failed scan is damage that salvage reads past: a frame tag, a structure that
@@ -340,7 +354,7 @@ pub(crate) fn salvage_without_index(
         // Nothing could be read without the index: nothing to salvage.
         return Err(first);
     }
-    if s.lost.is_empty() && damaged == 0 && !s.budget_hit {
+    if s.lost.is_empty() && s.base_unusable.is_empty() && damaged == 0 && !s.budget_hit {
         // Every data frame verified and the fault is in the index or footer alone: the run
         // ends with that error (the archive is damaged), saying that nothing was lost.
         rep.warn(&format!(
@@ -350,12 +364,25 @@ pub(crate) fn salvage_without_index(
         ));
         return Err(first);
     }
-    rep.warn(&format!(
-        "{}: the index could not be read ({first}): reading front to back without it",
-        archive.display()
-    ));
-    for l in &s.lost {
-        let kind = if sealed {
+    if on_base(&first) {
+        // From a pipe (whose index comes last): the scan stopped at the base's fault.
+        rep.warn(&format!(
+            "{}: reading the rest front to back without the index",
+            archive.display()
+        ));
+    } else {
+        rep.warn(&format!(
+            "{}: the index could not be read ({first}): reading front to back without it",
+            archive.display()
+        ));
+    }
+    let mut regions: Vec<_> = s.lost.iter().map(|l| (l, false)).collect();
+    regions.extend(s.base_unusable.iter().map(|b| (b, true)));
+    regions.sort_by_key(|(l, _)| l.offset);
+    for (l, base) in regions {
+        let kind = if base {
+            "delta block unusable (its base is damaged)"
+        } else if sealed {
             "archive damaged or modified"
         } else {
             "archive damaged"
@@ -384,17 +411,28 @@ pub(crate) fn salvage_without_index(
         ));
     }
     rep.warn(&format!(
-        "{}: without the index, entries wholly inside lost bytes cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only",
-        archive.display()
+        "{}: without the index, entries wholly inside lost bytes{} cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only",
+        archive.display(),
+        if s.base_unusable.is_empty() {
+            ""
+        } else {
+            " or in delta blocks whose base is damaged"
+        }
     ));
+    // Without the index, damage is missing or failing bytes; a delta whose only failures are
+    // in its base (its own frames intact) exits 9, as with the index (salvage_after).
+    let own = !s.lost.is_empty() || s.budget_hit || s.broken_run;
     Err(Error::Salvaged {
         path: archive.into(),
         verb,
         restored: s.restored,
         total: s.restored + damaged,
         damaged,
-        // Without the index, damage is missing or failing bytes.
-        code: worst(sealed, true),
+        code: if own || s.base_unusable.is_empty() {
+            worst(sealed, true)
+        } else {
+            9
+        },
     })
 }
 

@@ -26,6 +26,13 @@
 //! inside lost bytes cannot be (nothing of them is left), nor counted. A pipe is walked
 //! after the rest of it was spooled to a temporary file (`spool`): the walk then starts at
 //! the first spooled byte.
+//!
+//! A delta frame whose tag verified but whose base region is unusable (docs/FORMAT.md §16.4:
+//! a damaged base frame) is an intact frame of the archive, not lost bytes: the walk steps
+//! over it as over any good frame (no resynchronising, no byte counted lost) and notes it in
+//! [`StreamSalvage::base_unusable`]; the runs are split at it, since its records cannot be
+//! read. An entry a run's end cuts there is named with the base's fault. A base that cannot
+//! be read at all (a file or store error) is I/O and ends the walk, as for the archive.
 
 use super::feed::{Feed, next_record};
 use super::records::{Check, parse_records};
@@ -35,6 +42,14 @@ use super::*;
 /// The walk MACs at most this many times the archive length (plus 64 MiB) in candidates.
 pub const MAC_BUDGET_FACTOR: u64 = 4;
 
+/// What [`Archive::scan_run`] adds to a run: the entry set and restored files of the whole
+/// salvage, and the delta frame right after the run when its base region is unusable.
+type RunContext<'a> = (
+    &'a mut EntrySet,
+    &'a mut std::collections::HashSet<Vec<u8>>,
+    Option<&'a BadFrame>,
+);
+
 /// A data frame whose tag verified in the walk.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct GoodFrame {
@@ -43,6 +58,8 @@ pub(super) struct GoodFrame {
     len: u64,
     first_record: Option<u32>,
     group_start: bool,
+    /// A delta frame whose base region is unusable: intact, but its records cannot be read.
+    unusable: bool,
 }
 
 /// What a salvage without index found.
@@ -51,6 +68,12 @@ pub struct StreamSalvage {
     /// Damaged regions, as the frames the walk expected there (offset = where the region
     /// starts; seq = the first frame lost).
     pub lost: Vec<BadFrame>,
+    /// Delta frames that verified but whose base region is unusable (their `what` begins
+    /// with [`super::BASE_UNUSABLE`]): not the archive's damage (docs/FORMAT.md §16.4).
+    pub base_unusable: Vec<BadFrame>,
+    /// A run of frames that verified failed for a reason of its own (a rule broken across
+    /// them, not damage around it or the base): the archive's own fault.
+    pub broken_run: bool,
     /// Entries seen whose content was cut by damage: (path, why).
     pub damaged: Vec<(String, String)>,
     /// Entries restored.
@@ -78,7 +101,12 @@ impl Archive {
             Err(e) => return Err(Error::io(&self.path, "seek", e)),
         };
         let mut out = StreamSalvage::default();
-        out.lost.extend(self.lost_before_walk.take());
+        // From a pipe, what was lost before the spool: a damaged region, or (a base fault
+        // stopped the scan) a delta frame whose base region is unusable.
+        match self.lost_before_walk.take() {
+            Some(b) if b.what.starts_with(super::BASE_UNUSABLE) => out.base_unusable.push(b),
+            b => out.lost.extend(b),
+        }
         let mut good: Vec<GoodFrame> = Vec::new();
         let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
         let min_frame = (FRAME_HEADER_LEN + TAG_LEN) as u64
@@ -139,8 +167,36 @@ impl Archive {
                                         len: fh.frame_len(),
                                         first_record: d.info.first_record,
                                         group_start: d.info.reference_len == 0,
+                                        unusable: false,
                                     });
                                     self.buffers.blocks.give(d.buf);
+                                    true
+                                }
+                                // Its tag verified: the frame is intact, its base is not.
+                                // A base that cannot be read is I/O (exit 4), as for the
+                                // archive's own bytes.
+                                Err(FrameFault::Base(f @ BaseFault::Read { .. })) => {
+                                    return Err(f.reading(self.path.clone(), pos, fh.seq));
+                                }
+                                // (No base at all, NoBase, is `l` without --base: as before,
+                                // a frame that cannot be read.)
+                                Err(FrameFault::Base(
+                                    f @ (BaseFault::Damaged { .. } | BaseFault::Invalid { .. }),
+                                )) => {
+                                    good.push(GoodFrame {
+                                        seq: fh.seq,
+                                        offset: pos,
+                                        len: fh.frame_len(),
+                                        first_record: None,
+                                        // A zstd+base block starts a group (§16.2).
+                                        group_start: true,
+                                        unusable: true,
+                                    });
+                                    out.base_unusable.push(BadFrame {
+                                        seq: fh.seq,
+                                        offset: pos,
+                                        what: format!("{}: {f}", super::BASE_UNUSABLE),
+                                    });
                                     true
                                 }
                                 Err(_) => false,
@@ -204,14 +260,28 @@ impl Archive {
         let mut i = 0;
         let mut first_run = true;
         while i < good.len() {
+            if good[i].unusable {
+                i += 1;
+                continue;
+            }
             let mut j = i + 1;
             while j < good.len()
+                && !good[j].unusable
                 && good[j].seq == good[j - 1].seq + 1
                 && good[j].offset == good[j - 1].offset + good[j - 1].len
             {
                 j += 1;
             }
             let run = &good[i..j];
+            // The run ends at a delta frame whose base is unusable: an entry cut there is
+            // lost to the base.
+            let at_base = good.get(j).filter(|g| {
+                g.unusable
+                    && g.seq == run[run.len() - 1].seq + 1
+                    && g.offset == run[run.len() - 1].offset + run[run.len() - 1].len
+            });
+            let at_base =
+                at_base.and_then(|g| out.base_unusable.iter().find(|b| b.seq == g.seq).cloned());
             i = j;
             // Where the record stream can start in this run: the first ENTRY record at or
             // after the first record start of a block whose group starts in the run.
@@ -234,7 +304,8 @@ impl Archive {
                 continue;
             };
             let at = (seq, skip);
-            self.scan_run(&run[g..], at, visitor, &mut set, &mut files, &mut out)?;
+            let ctx = (&mut set, &mut files, at_base.as_ref());
+            self.scan_run(&run[g..], at, visitor, ctx, &mut out)?;
         }
         Ok(out)
     }
@@ -280,14 +351,14 @@ impl Archive {
 
     /// Scans one run from block `at.0` at record offset `at.1` (an ENTRY record); the run
     /// starts at the first block of that block's group. `files`: the paths of the files
-    /// restored so far (in this run and the runs before it). Returns whether it ended cleanly.
+    /// restored so far (in this run and the runs before it); `at_base`: the delta frame right
+    /// after the run when its base region is unusable. Returns whether it ended cleanly.
     fn scan_run(
         &mut self,
         run: &[GoodFrame],
         (seq, skip): (u64, u32),
         visitor: &mut dyn Visitor,
-        set: &mut EntrySet,
-        files: &mut std::collections::HashSet<Vec<u8>>,
+        (set, files, at_base): RunContext<'_>,
         out: &mut StreamSalvage,
     ) -> Result<bool> {
         struct Count<'a> {
@@ -375,15 +446,39 @@ impl Archive {
         let (ended, current) = (count.ended, count.current.take());
         out.restored += ended;
         out.damaged.append(&mut count.lost_links);
+        let on_base = matches!(
+            r.as_ref().map_err(Error::root),
+            Err(Error::BaseDamaged { .. } | Error::BaseEntry { .. })
+        );
         match r {
             Ok(_) => Ok(true),
             Err(e) if matches!(e.root(), Error::Io { .. }) => Err(e),
+            // Cut where the next frame's base is unusable: lost to the base, named with it.
+            Err(e) if at_base.is_some() && !on_base => {
+                let b = at_base.expect("checked");
+                let entry = match e {
+                    Error::InEntry { entry, .. } => Some(entry),
+                    _ => current,
+                };
+                if let Some(entry) = entry {
+                    out.damaged.push((
+                        entry,
+                        format!(
+                            "cut after frame {last}: frame {} at byte {}: {}",
+                            b.seq, b.offset, b.what
+                        ),
+                    ));
+                }
+                Ok(false)
+            }
             Err(Error::InEntry { entry, source }) => {
+                out.broken_run |= !on_base;
                 out.damaged
                     .push((entry, format!("cut by damage after frame {last}: {source}")));
                 Ok(false)
             }
             Err(e) => {
+                out.broken_run |= !on_base;
                 if let Some(c) = current {
                     out.damaged.push((c, format!("cut by damage: {e}")));
                 }

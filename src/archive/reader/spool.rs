@@ -2,7 +2,10 @@
 //! the stream is copied to an unnamed temporary file (`$TMPDIR`), which the walk of a salvage
 //! without the index then reads with seeks, as it reads a file. The bytes consumed before the
 //! damage was found (the damaged frame and the frames read ahead after it, at most the
-//! in-flight budget) are gone with the pipe: they are reported as a lost region.
+//! in-flight budget) are gone with the pipe: they are reported as a lost region. A read
+//! stopped by a delta block whose base region is unusable (docs/FORMAT.md §16.4) is spooled
+//! the same way; that block is reported as such, with the frames read ahead after it, not as
+//! the archive's damage.
 //!
 //! Choice: spooling, rather than a single-pass walk with a pushback buffer, keeps one walk
 //! for files, objects and pipes; its price is disk space in `$TMPDIR` for the rest of the
@@ -73,15 +76,12 @@ impl Archive {
     /// in `$TMPDIR`).
     ///
     /// `damage` is the error that stopped the read: its offset and frame (when it names
-    /// them) start the lost region reported by the salvage that follows.
+    /// them) start the lost region reported by the salvage that follows; a delta frame whose
+    /// base region is unusable ([`Error::BaseDamaged`]) is reported as that instead (its
+    /// `what` begins with [`BASE_UNUSABLE`]), with the frames read ahead after it.
     pub fn spool_rest(&mut self, damage: &Error) -> Result<u64> {
         let base = self.pos;
-        let (at, seq) = match damage.root() {
-            Error::Damaged { offset, frame, .. } => (*offset, *frame),
-            Error::Corrupt { offset, .. } => (*offset, 0),
-            _ => (base, 0),
-        };
-        self.lost_before_walk = Some(BadFrame {
+        let lost = |seq: u64, at: u64| BadFrame {
             seq,
             offset: at.min(base),
             what: if at < base {
@@ -91,6 +91,25 @@ impl Archive {
                     "the damaged frame and the frames read ahead after it, before byte {base}, were read from the pipe and are lost"
                 )
             },
+        };
+        self.lost_before_walk = Some(match damage.root() {
+            Error::Damaged { offset, frame, .. } => lost(*frame, *offset),
+            Error::Corrupt { offset, .. } => lost(0, *offset),
+            // An intact delta frame whose base region is unusable (docs/FORMAT.md §16.4): the
+            // frames read ahead after it are lost with the pipe, not to damage.
+            Error::BaseDamaged {
+                offset,
+                frame,
+                problem,
+                ..
+            } => BadFrame {
+                seq: *frame,
+                offset: *offset,
+                what: format!(
+                    "{BASE_UNUSABLE}: {problem}; the frames read ahead after it, before byte {base}, were read from the pipe and are lost with it"
+                ),
+            },
+            _ => lost(0, base),
         });
         let tmp = std::env::temp_dir();
         let mut file =
