@@ -97,7 +97,8 @@ fn the_base_object_cannot_be_the_output_even_with_f() {
 /// Regression: the store going away while base frames were read made `x --base s3://` exit 9
 /// ("its base region is unusable") and `c --base s3://` exit 1 (a usage error); a store that
 /// cannot be reached is I/O, exit 4, as for any s3:// archive, and the message names the
-/// base frame.
+/// base frame. Also without the delta's index (its footer damaged: the resynchronising walk),
+/// where it was counted as lost archive bytes (exit 5).
 #[test]
 fn the_store_going_away_while_base_frames_are_read_is_an_io_error() {
     if server_available().is_none() {
@@ -119,7 +120,10 @@ fn the_store_going_away_while_base_frames_are_read_is_an_io_error() {
     };
     direct(&["c", "-q", "s3://dout/v1.kry", "v1"]);
     direct(&["c", "-q", "--base", "s3://dout/v1.kry", "delta.kry", "v2"]);
-    let runs: [(&[&str], &str); 2] = [
+    let mut nofoot = std::fs::read(d.path().join("delta.kry")).unwrap();
+    *nofoot.last_mut().unwrap() ^= 1;
+    std::fs::write(d.path().join("nofoot.kry"), &nofoot).unwrap();
+    let runs: [(&[&str], &str); 3] = [
         (
             &[
                 "x",
@@ -131,6 +135,18 @@ fn the_store_going_away_while_base_frames_are_read_is_an_io_error() {
                 "out",
             ],
             "krypta: delta.kry: read its base: frame ",
+        ),
+        (
+            &[
+                "x",
+                "-q",
+                "--base",
+                "s3://dout/v1.kry",
+                "nofoot.kry",
+                "-C",
+                "out2",
+            ],
+            "krypta: nofoot.kry: read its base: frame ",
         ),
         (
             &["c", "-q", "--base", "s3://dout/v1.kry", "d2.kry", "v2"],
