@@ -275,3 +275,29 @@ fn sizes_accept_the_units_people_type() {
         assert_eq!(v["stanzas"][0]["memory_kib"], kib, "--kdf-memory {arg}");
     }
 }
+
+#[test]
+fn b3_lines_escape_control_characters_on_a_terminal_and_stay_b3sum_bytes_in_a_pipe() {
+    // Regression: `l --b3` printed a hostile name's escape sequences raw to the terminal,
+    // though every other listing escapes them.
+    let fx = Fx::new();
+    fx.file("t/a\x1b[31mred", b"x");
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+    let digest = blake3::hash(b"x").to_hex().to_string();
+    let piped = fx.ok(&["l", "--b3", "a.kry"]);
+    assert_eq!(
+        piped.stdout,
+        format!("{digest}  t/a\x1b[31mred\n").as_bytes()
+    );
+    let cmd = format!("{} l --b3 a.kry", env!("CARGO_BIN_EXE_krypta"));
+    let Ok(o) = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(fx.dir.path())
+        .output()
+    else {
+        eprintln!("note: no script(1); the terminal half of this test is skipped");
+        return;
+    };
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(out(&o), format!("\\{digest}  t/a\\x1b[31mred\r\n"));
+}

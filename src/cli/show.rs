@@ -206,7 +206,21 @@ pub(crate) fn print_list(
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let w = |e: std::io::Error| Error::io("<stdout>", "write", e);
+    // On a terminal, --b3 names are shown escaped as every listing's are (a hostile name
+    // must not send control sequences to the terminal); into a pipe they stay b3sum's bytes.
+    let tty = std::io::IsTerminal::is_terminal(&stdout);
     for (e, &stored) in views.iter().zip(stored) {
+        if style == ListStyle::B3 && tty {
+            let Some(digest) = e.digest else { continue };
+            let name = krypta::fs::escape_path(&e.meta.path);
+            let mark = if name.as_bytes() == e.meta.path.as_slice() {
+                ""
+            } else {
+                "\\"
+            };
+            writeln!(out, "{mark}{}  {name}", hex(&digest)).map_err(w)?;
+            continue;
+        }
         if style == ListStyle::B3 {
             let Some(digest) = e.digest else { continue };
             // b3sum's format: a leading backslash marks a name with escaped '\' or '\n'.
