@@ -55,12 +55,18 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     }
     let counters = sink.counters();
     let warnings = sink.warnings();
+    let details = sink.details();
     let location = req.output.clone();
     let r = compress_into(sink, req, rep);
     // The sink is gone (finished, or aborted by its drop): report what it could not.
     if let Ok(mut w) = warnings.lock() {
         for m in w.drain(..) {
             rep.warn(&m);
+        }
+    }
+    if let Ok(mut d) = details.lock() {
+        for m in d.drain(..) {
+            rep.detail(&m);
         }
     }
     if let Some(c) = counters {

@@ -232,6 +232,11 @@ pub trait Sink: Write + Send {
     fn warnings(&self) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
         Default::default()
     }
+    /// Details for `-v` the sink could only record (e.g. a lost answer to the final request,
+    /// and how the object was confirmed); read them after the sink is gone.
+    fn details(&self) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+        Default::default()
+    }
 }
 
 /// Process-wide store settings (set by the CLI from its options).

@@ -11,6 +11,7 @@ mod harness;
 mod delta;
 mod errors;
 mod keys;
+mod lost;
 mod outage;
 mod proxy;
 mod recovery;

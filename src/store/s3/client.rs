@@ -60,10 +60,14 @@ pub struct Client {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Verb {
     Get,
+    Head,
     Put,
     Post,
     Delete,
 }
+
+/// The user-metadata header that carries a write's upload token (the `sink` module doc).
+pub(crate) const UPLOAD_TOKEN: &str = "x-amz-meta-krypta-upload";
 
 /// A response: status, the headers krypta reads, and the body to read.
 pub(crate) struct Reply {
@@ -71,6 +75,8 @@ pub(crate) struct Reply {
     pub etag: Option<String>,
     pub content_range: Option<String>,
     pub content_length: Option<u64>,
+    /// The object's upload token ([`UPLOAD_TOKEN`]), on a HEAD or GET of one krypta wrote.
+    pub upload_token: Option<String>,
     pub body: ureq::BodyReader<'static>,
 }
 
@@ -282,9 +288,10 @@ impl Client {
         Counters::add(&self.counters.requests, 1);
         let u = url.as_str();
         let r = match verb {
-            Verb::Get | Verb::Delete => {
+            Verb::Get | Verb::Head | Verb::Delete => {
                 let mut b = match verb {
                     Verb::Get => self.agent.get(u),
+                    Verb::Head => self.agent.head(u),
                     _ => self.agent.delete(u),
                 };
                 for (k, v) in headers {
@@ -316,6 +323,7 @@ impl Client {
         let etag = header("etag");
         let content_range = header("content-range");
         let content_length = header("content-length").and_then(|v| v.parse().ok());
+        let upload_token = header(UPLOAD_TOKEN);
         let region = header("x-amz-bucket-region");
         let body = resp.into_body().into_reader();
         if (200..300).contains(&status) {
@@ -324,6 +332,7 @@ impl Client {
                 etag,
                 content_range,
                 content_length,
+                upload_token,
                 body,
             });
         }

@@ -56,6 +56,14 @@ impl Fault {
         }
     }
 
+    /// The S3 error code of a status fault.
+    pub(crate) fn code(&self) -> Option<&str> {
+        match self {
+            Fault::Status { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
     /// A transport fault of a body read.
     pub(crate) fn body(source: std::io::Error) -> Fault {
         Fault::Transport {

@@ -169,6 +169,17 @@ pub enum StoreError {
     /// A conditional write found the key taken.
     #[error("the key was created by someone else meanwhile (the conditional write failed)")]
     Taken,
+    /// The final request's answer was lost, and HEAD could not tell whether the object under
+    /// the key is this run's (`sink` module doc).
+    #[error(
+        "{lost}, and checking the object failed ({check}): it may be this archive, complete (`krypta t` tells)"
+    )]
+    Unconfirmed {
+        /// What was lost and what the retry found.
+        lost: String,
+        /// Why the HEAD failed.
+        check: String,
+    },
     /// The connection could not be made or broke off, on every attempt.
     #[error("{what} {endpoint}: {source} (gave up after {attempts} attempt(s))")]
     Network {

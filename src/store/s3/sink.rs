@@ -20,6 +20,28 @@
 //! narrow that window, and it would hide whether the store honours the header, which
 //! `an_object_created_during_the_upload_is_not_replaced` checks.
 //!
+//! A lost answer: the store can carry out the final request and the answer be lost (the
+//! connection drops after the object was committed). The retry then finds the key taken (412,
+//! the conditional write), or for CompleteMultipartUpload the upload gone (NoSuchUpload, also
+//! with `-f`) or, on AWS, a 409 ConditionalRequestConflict, although the object there is this
+//! run's, complete. So every write carries a random 128-bit upload token in user metadata
+//! (`x-amz-meta-krypta-upload: <32 hex digits>`, on the PutObject and on
+//! CreateMultipartUpload, whose metadata the completed object keeps), and when a final request
+//! that took more than one attempt ends in one of those answers, a HEAD of the key decides: an
+//! object with this run's token and the size sent is this run's, and the write succeeded (`-v`
+//! says the answer was lost and what HEAD showed); any other object, or none, leaves the error
+//! as it was ("already exists" for a 412). Such an answer to a first attempt is not checked:
+//! nothing of this run can be there. The token is fresh per run and only this run's requests
+//! carry it, so another writer's object cannot match; the size is a cheap second check. The
+//! ETag is not compared: a PutObject's ETag is the body's MD5 only without SSE-KMS/SSE-C (and
+//! krypta computes no MD5), and multipart ETags take different forms on different stores, so
+//! it would only add guesses to what the token settles. If the HEAD fails, the run fails with
+//! an I/O error saying the object may be this archive (`krypta t` tells). A store that drops
+//! user metadata keeps the old behaviour (the retry's error is reported). SeaweedFS 4.48 keeps
+//! the metadata, answers a retried conditional PutObject or CompleteMultipartUpload with 412,
+//! and a retried unconditional CompleteMultipartUpload with 200; a retried unconditional
+//! PutObject (`-f`) just writes the same bytes again, on every store.
+//!
 //! Aborting: an error, or dropping the unfinished sink, stops the upload threads, waits for
 //! the parts in flight, then sends AbortMultipartUpload, so no object and no unfinished upload
 //! is left. SIGINT/SIGTERM abort it through [`crate::fs::cleanup`]. When the store cannot be
@@ -30,7 +52,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::client::{Client, Fault, Verb, xml_field};
+use super::client::{Client, Fault, UPLOAD_TOKEN, Verb, xml_field};
 use super::{ObjectUrl, StoreError};
 use crate::error::{Error, Result};
 use crate::fs::cleanup;
@@ -69,6 +91,33 @@ pub struct S3Sink {
     failed: Option<String>,
     done: bool,
     warnings: Arc<Mutex<Vec<String>>>,
+    details: Arc<Mutex<Vec<String>>>,
+    /// This write's upload token (32 hex digits), sent as [`UPLOAD_TOKEN`].
+    token: String,
+    /// Archive bytes written, so far.
+    sent: u64,
+}
+
+/// The final request of a write.
+#[derive(Clone, Copy)]
+enum Final {
+    Put,
+    Complete,
+}
+
+impl Final {
+    fn name(self) -> &'static str {
+        match self {
+            Final::Put => "PutObject",
+            Final::Complete => "CompleteMultipartUpload",
+        }
+    }
+}
+
+/// What HEAD says of the object under the key.
+struct Head {
+    size: Option<u64>,
+    token: Option<String>,
 }
 
 struct Upload {
@@ -82,6 +131,23 @@ struct Upload {
 }
 
 impl Client {
+    /// The key's size and upload token (HeadObject), or None when there is no object.
+    fn head(&self) -> std::result::Result<Option<Head>, StoreError> {
+        self.retry(0, || {
+            let a = self.bucket().head_object(Some(self.creds()), self.key());
+            let url = self.sign(&a);
+            match self.send(Verb::Head, &url, &[], None) {
+                Ok(r) => Ok(Some(Head {
+                    size: r.content_length,
+                    token: r.upload_token,
+                })),
+                Err(Fault::Status { status: 404, .. }) => Ok(None),
+                Err(f) => Err(f),
+            }
+        })
+        .map_err(|(f, n)| self.error(f, n))
+    }
+
     fn precondition_or(&self, (f, n): (Fault, u32)) -> StoreError {
         if f.status() == Some(412) {
             StoreError::Taken
@@ -102,10 +168,16 @@ impl Client {
         }
     }
 
-    fn put_object(&self, body: &[u8], if_none_match: bool) -> std::result::Result<(), StoreError> {
+    fn put_object(
+        &self,
+        body: &[u8],
+        if_none_match: bool,
+        token: &str,
+    ) -> std::result::Result<(), (Fault, u32)> {
         self.retry(0, || {
             let mut a = self.bucket().put_object(Some(self.creds()), self.key());
-            let mut hs = Vec::new();
+            a.headers_mut().insert(UPLOAD_TOKEN, token);
+            let mut hs = vec![(UPLOAD_TOKEN, token)];
             if if_none_match {
                 a.headers_mut().insert("if-none-match", "*");
                 hs.push(("if-none-match", "*"));
@@ -114,16 +186,16 @@ impl Client {
             let r = self.send(Verb::Put, &url, &hs, Some(body))?;
             self.read_xml(r.body).map(|_| ())
         })
-        .map_err(|e| self.precondition_or(e))
     }
 
-    fn create_upload(&self) -> std::result::Result<String, StoreError> {
+    fn create_upload(&self, token: &str) -> std::result::Result<String, StoreError> {
         self.retry(0, || {
-            let a = self
+            let mut a = self
                 .bucket()
                 .create_multipart_upload(Some(self.creds()), self.key());
+            a.headers_mut().insert(UPLOAD_TOKEN, token);
             let url = self.sign(&a);
-            let r = self.send(Verb::Post, &url, &[], Some(&[]))?;
+            let r = self.send(Verb::Post, &url, &[(UPLOAD_TOKEN, token)], Some(&[]))?;
             let text = self.read_xml(r.body)?;
             rusty_s3::actions::CreateMultipartUpload::parse_response(&text)
                 .map(|r| r.upload_id().to_string())
@@ -162,7 +234,7 @@ impl Client {
         id: &str,
         etags: &[String],
         if_none_match: bool,
-    ) -> std::result::Result<(), StoreError> {
+    ) -> std::result::Result<(), (Fault, u32)> {
         self.retry(0, || {
             let parts = || etags.iter().map(String::as_str);
             let mut a = self.bucket().complete_multipart_upload(
@@ -198,7 +270,6 @@ impl Client {
             }
             Ok(())
         })
-        .map_err(|e| self.precondition_or(e))
     }
 
     /// Aborts an upload (an upload already gone counts as aborted).
@@ -231,6 +302,15 @@ impl S3Sink {
     /// and (unless `force`) that the key is free. Errors: Exists, Io ("check"), StoreConfig.
     pub fn create(url: &ObjectUrl, store: &StoreSettings, force: bool) -> Result<S3Sink> {
         let client = Arc::new(Client::new(url, store)?);
+        let mut t = [0u8; 16];
+        getrandom::fill(&mut t).map_err(|e| {
+            Error::io(
+                client.location(),
+                "create",
+                io::Error::other(format!("no randomness for the upload token: {e}")),
+            )
+        })?;
+        let token = t.iter().map(|b| format!("{b:02x}")).collect();
         let exists = client
             .exists()
             .map_err(|e| Error::io(client.location(), "create", e.into_io()))?;
@@ -248,6 +328,9 @@ impl S3Sink {
             failed: None,
             done: false,
             warnings: Arc::new(Mutex::new(Vec::new())),
+            details: Arc::new(Mutex::new(Vec::new())),
+            token,
+            sent: 0,
         })
     }
 
@@ -259,7 +342,7 @@ impl S3Sink {
     }
 
     fn start_upload(&mut self) -> std::result::Result<(), StoreError> {
-        let id = self.client.create_upload()?;
+        let id = self.client.create_upload(&self.token)?;
         let client = Arc::clone(&self.client);
         let abort_id = id.clone();
         // At SIGINT/SIGTERM: two quick attempts, then the process exits.
@@ -390,7 +473,10 @@ impl S3Sink {
         let conditional = !self.force;
         if self.upload.is_none() {
             let body = std::mem::take(&mut self.buf);
-            return self.client.put_object(&body, conditional);
+            return match self.client.put_object(&body, conditional, &self.token) {
+                Ok(()) => Ok(()),
+                Err(e) => self.settle(Final::Put, e),
+            };
         }
         if !self.buf.is_empty() {
             self.ship()?;
@@ -407,7 +493,67 @@ impl S3Sink {
                 })
             })
             .collect::<std::result::Result<_, _>>()?;
-        self.client.complete_upload(&u.id, &etags, conditional)
+        match self.client.complete_upload(&u.id, &etags, conditional) {
+            Ok(()) => Ok(()),
+            Err(e) => self.settle(Final::Complete, e),
+        }
+    }
+
+    /// After the final request failed: Ok when an earlier attempt wrote this run's object and
+    /// only its answer was lost (module doc), else the error to report.
+    fn settle(
+        &self,
+        call: Final,
+        (fault, attempts): (Fault, u32),
+    ) -> std::result::Result<(), StoreError> {
+        let found = match (call, fault.status(), fault.code()) {
+            (_, Some(412), _) => "the key taken (HTTP 412)",
+            (Final::Complete, _, Some("NoSuchUpload")) => "the upload gone (NoSuchUpload)",
+            // AWS's answer to a conditional write that overlaps another on the same key (here
+            // possibly the lost attempt itself); the upload is gone after it.
+            (_, Some(409), Some("ConditionalRequestConflict")) => {
+                "a conflicting write (HTTP 409 ConditionalRequestConflict)"
+            }
+            _ => return Err(self.client.precondition_or((fault, attempts))),
+        };
+        if attempts < 2 {
+            return Err(self.client.precondition_or((fault, attempts)));
+        }
+        let what = format!(
+            "the answer to {} was lost and the retry found {found}",
+            call.name()
+        );
+        let head = match self.client.head() {
+            Ok(h) => h,
+            Err(e) => {
+                return Err(StoreError::Unconfirmed {
+                    lost: what,
+                    check: e.to_string(),
+                });
+            }
+        };
+        let lost = format!("{}: {what}", self.client.location());
+        let ours = head.as_ref().is_some_and(|h| {
+            h.token.as_deref() == Some(self.token.as_str()) && h.size == Some(self.sent)
+        });
+        let note = if ours {
+            format!(
+                "{lost}; HEAD shows this run's object there (its upload token and size, {} bytes): written",
+                self.sent
+            )
+        } else if head.is_some() {
+            format!("{lost}; HEAD shows an object this run did not write")
+        } else {
+            format!("{lost}; HEAD shows no object")
+        };
+        if let Ok(mut d) = self.details.lock() {
+            d.push(note);
+        }
+        if ours {
+            Ok(())
+        } else {
+            Err(self.client.precondition_or((fault, attempts)))
+        }
     }
 }
 
@@ -432,6 +578,7 @@ impl Write for S3Sink {
         }
         let n = data.len().min(size - self.buf.len());
         self.buf.extend_from_slice(&data[..n]);
+        self.sent += n as u64;
         if self.buf.len() == size
             && let Err(e) = self.ship()
         {
@@ -484,6 +631,9 @@ impl Sink for S3Sink {
     }
     fn warnings(&self) -> Arc<Mutex<Vec<String>>> {
         Arc::clone(&self.warnings)
+    }
+    fn details(&self) -> Arc<Mutex<Vec<String>>> {
+        Arc::clone(&self.details)
     }
 }
 
