@@ -23,6 +23,7 @@
 pub mod client;
 pub mod config;
 mod fault;
+mod requests;
 mod sink;
 mod source;
 

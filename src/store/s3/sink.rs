@@ -52,12 +52,11 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::client::{Client, Fault, UPLOAD_TOKEN, Verb, xml_field};
+use super::client::{Client, Fault};
 use super::{ObjectUrl, StoreError};
 use crate::error::{Error, Result};
 use crate::fs::cleanup;
 use crate::store::{Counters, Sink, StoreSettings};
-use rusty_s3::S3Action;
 
 /// Bytes of the first 1000 parts (8 MiB, the AWS CLI's default part size).
 pub const FIRST_PART: usize = 8 << 20;
@@ -114,12 +113,6 @@ impl Final {
     }
 }
 
-/// What HEAD says of the object under the key.
-struct Head {
-    size: Option<u64>,
-    token: Option<String>,
-}
-
 struct Upload {
     id: String,
     cleanup_id: u64,
@@ -130,170 +123,8 @@ struct Upload {
     etags: Vec<Option<String>>,
 }
 
-impl Client {
-    /// The key's size and upload token (HeadObject), or None when there is no object.
-    fn head(&self) -> std::result::Result<Option<Head>, StoreError> {
-        self.retry(0, || {
-            let a = self.bucket().head_object(Some(self.creds()), self.key());
-            let url = self.sign(&a);
-            match self.send(Verb::Head, &url, &[], None) {
-                Ok(r) => Ok(Some(Head {
-                    size: r.content_length,
-                    token: r.upload_token,
-                })),
-                Err(Fault::Status { status: 404, .. }) => Ok(None),
-                Err(f) => Err(f),
-            }
-        })
-        .map_err(|(f, n)| self.error(f, n))
-    }
-
-    fn precondition_or(&self, (f, n): (Fault, u32)) -> StoreError {
-        if f.status() == Some(412) {
-            StoreError::Taken
-        } else {
-            self.error(f, n)
-        }
-    }
-
-    /// Whether the key exists (a 1-byte GET; it also checks bucket and credentials).
-    fn exists(&self) -> std::result::Result<bool, StoreError> {
-        match self.get_range(0, 1, None, None) {
-            Ok(_) => Ok(true),
-            Err((f, _)) if f.status() == Some(416) => Ok(true),
-            Err(e) => match self.error(e.0, e.1) {
-                StoreError::NoSuchKey => Ok(false),
-                other => Err(other),
-            },
-        }
-    }
-
-    fn put_object(
-        &self,
-        body: &[u8],
-        if_none_match: bool,
-        token: &str,
-    ) -> std::result::Result<(), (Fault, u32)> {
-        self.retry(0, || {
-            let mut a = self.bucket().put_object(Some(self.creds()), self.key());
-            a.headers_mut().insert(UPLOAD_TOKEN, token);
-            let mut hs = vec![(UPLOAD_TOKEN, token)];
-            if if_none_match {
-                a.headers_mut().insert("if-none-match", "*");
-                hs.push(("if-none-match", "*"));
-            }
-            let url = self.sign(&a);
-            let r = self.send(Verb::Put, &url, &hs, Some(body))?;
-            self.read_xml(r.body).map(|_| ())
-        })
-    }
-
-    fn create_upload(&self, token: &str) -> std::result::Result<String, StoreError> {
-        self.retry(0, || {
-            let mut a = self
-                .bucket()
-                .create_multipart_upload(Some(self.creds()), self.key());
-            a.headers_mut().insert(UPLOAD_TOKEN, token);
-            let url = self.sign(&a);
-            let r = self.send(Verb::Post, &url, &[(UPLOAD_TOKEN, token)], Some(&[]))?;
-            let text = self.read_xml(r.body)?;
-            rusty_s3::actions::CreateMultipartUpload::parse_response(&text)
-                .map(|r| r.upload_id().to_string())
-                .map_err(|_| {
-                    Fault::Protocol("no UploadId in the CreateMultipartUpload answer".into())
-                })
-        })
-        .map_err(|(f, n)| self.error(f, n))
-    }
-
-    fn upload_part(
-        &self,
-        id: &str,
-        n: u32,
-        body: &[u8],
-    ) -> std::result::Result<String, StoreError> {
-        let number = u16::try_from(n).map_err(|_| StoreError::TooLarge {
-            max: MAX_PARTS,
-            limit_gib: limit_gib(),
-        })?;
-        self.retry(0, || {
-            let a = self
-                .bucket()
-                .upload_part(Some(self.creds()), self.key(), number, id);
-            let url = self.sign(&a);
-            let r = self.send(Verb::Put, &url, &[], Some(body))?;
-            let etag = r.etag.clone();
-            self.read_xml(r.body)?;
-            etag.ok_or_else(|| Fault::Protocol("no ETag in the UploadPart answer".into()))
-        })
-        .map_err(|(f, n)| self.error(f, n))
-    }
-
-    fn complete_upload(
-        &self,
-        id: &str,
-        etags: &[String],
-        if_none_match: bool,
-    ) -> std::result::Result<(), (Fault, u32)> {
-        self.retry(0, || {
-            let parts = || etags.iter().map(String::as_str);
-            let mut a = self.bucket().complete_multipart_upload(
-                Some(self.creds()),
-                self.key(),
-                id,
-                parts(),
-            );
-            let mut hs = Vec::new();
-            if if_none_match {
-                a.headers_mut().insert("if-none-match", "*");
-                hs.push(("if-none-match", "*"));
-            }
-            let url = self.sign(&a);
-            let body = self
-                .bucket()
-                .complete_multipart_upload(Some(self.creds()), self.key(), id, parts())
-                .body();
-            let r = self.send(Verb::Post, &url, &hs, Some(body.as_bytes()))?;
-            let text = self.read_xml(r.body)?;
-            // S3 may answer 200 and then report an error in the body.
-            if let Some(code) = xml_field(&text, "Code").filter(|_| text.contains("<Error>")) {
-                return Err(Fault::Status {
-                    status: if code == "PreconditionFailed" {
-                        412
-                    } else {
-                        500
-                    },
-                    code: self.clean(&code),
-                    message: self.clean(&xml_field(&text, "Message").unwrap_or_default()),
-                    region: None,
-                });
-            }
-            Ok(())
-        })
-    }
-
-    /// Aborts an upload (an upload already gone counts as aborted).
-    pub(crate) fn abort_upload(
-        &self,
-        id: &str,
-        attempts: u32,
-    ) -> std::result::Result<(), StoreError> {
-        self.retry(attempts, || {
-            let a = self
-                .bucket()
-                .abort_multipart_upload(Some(self.creds()), self.key(), id);
-            let url = self.sign(&a);
-            match self.send(Verb::Delete, &url, &[], None) {
-                Ok(r) => self.read_xml(r.body).map(|_| ()),
-                Err(Fault::Status { status: 404, .. }) => Ok(()),
-                Err(f) => Err(f),
-            }
-        })
-        .map_err(|(f, n)| self.error(f, n))
-    }
-}
-
-fn limit_gib() -> u64 {
+/// The largest archive the part sizes allow, GiB.
+pub(super) fn limit_gib() -> u64 {
     (1..=MAX_PARTS).map(|n| part_size(n) as u64).sum::<u64>() >> 30
 }
 
