@@ -22,9 +22,11 @@ pub fn rekey(
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output))
         && a == b
     {
-        return Err(Error::OutputIsInput {
-            path: input.to_path_buf(),
-        });
+        return Err(Error::Usage(format!(
+            "{}: rekey writes a new archive and reads this one meanwhile, so it cannot write \
+             over it: give -o another name, then rename the new archive over the old",
+            input.display()
+        )));
     }
     let mut ar = Archive::open(input, open)?;
     let sink = store::create_sink(output, force, true)?;

@@ -235,7 +235,18 @@ fn rekey_refuses_what_it_cannot_do_and_leaves_no_out() {
         "--new-keyfile",
         "k",
     ]);
-    assert_eq!(code(&o), 1, "{}", err(&o));
+    // Regression: the refusal advised to "write the archive elsewhere or exclude it", the
+    // words of `c`, with nothing to exclude in a rekey.
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: in.kry: rekey writes a new archive and reads this one meanwhile, so it \
+             cannot write over it: give -o another name, then rename the new archive over the \
+             old\n"
+                .to_string()
+        )
+    );
     fx.file("exists.kry", b"x");
     let o = fx.run(&[
         "rekey",
