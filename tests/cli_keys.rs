@@ -57,8 +57,7 @@ fn without_a_terminal_a_missing_password_is_an_error_naming_the_options() {
         (code(&o), err(&o)),
         (
             1,
-            "krypta: e.kry: archive is encrypted (argon2id): give --pass-file, --pass-fd, -p, \
-             --keyfile or -i\n"
+            "krypta: e.kry: archive is encrypted (argon2id): give --pass-file, --pass-fd or -p\n"
                 .to_string()
         )
     );

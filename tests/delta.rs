@@ -182,8 +182,7 @@ fn encrypted_bases_and_outputs_use_their_own_keys() {
     // The base's own key options are named, not the archive's (-p, --pass-file, ...).
     assert!(
         err(&o).contains(
-            "base-kf.kry: the base archive is encrypted (keyfile): give --base-pass-file, \
-             --base-pass-fd, --base-password, --base-keyfile or --base-identity"
+            "base-kf.kry: the base archive is encrypted (keyfile): give --base-keyfile\n"
         ),
         "{}",
         err(&o)

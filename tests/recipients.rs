@@ -177,7 +177,7 @@ fn one_recipient_round_trip_and_info_without_a_key() {
         (code(&o), err(&o)),
         (
             1,
-            "krypta: one.kry: archive is encrypted (pq-box (ML-KEM-768 + X25519)): give --pass-file, --pass-fd, -p, --keyfile or -i\n"
+            "krypta: one.kry: archive is encrypted (pq-box (ML-KEM-768 + X25519)): give -i\n"
                 .to_string()
         )
     );

@@ -216,10 +216,20 @@ pub(crate) fn open_base(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
         )))),
         // The base's keys have options of their own: name those, not the archive's.
-        Err(Error::KeyRequired { path, kinds }) => Err(Error::Usage(format!(
-            "{}: the base archive is encrypted ({kinds}): give --base-pass-file, \
-             --base-pass-fd, --base-password, --base-keyfile or --base-identity",
-            path.display()
+        Err(Error::KeyRequired {
+            path,
+            kinds,
+            needs,
+            unfit,
+        }) => Err(Error::Usage(format!(
+            "{}: the base archive is encrypted ({kinds}){}: give {}",
+            path.display(),
+            if unfit {
+                " and no base key given is of a kind that opens it"
+            } else {
+                ""
+            },
+            needs.options(true)
         ))),
         Err(e) => Err(e),
     }

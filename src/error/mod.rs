@@ -141,16 +141,23 @@ pub enum Error {
         /// How many stanzas of unknown kinds the header has.
         unknown: usize,
     },
-    /// The archive is encrypted and no key was given.
+    /// The archive is encrypted and no key was given, or none of the keys given is of a kind
+    /// its stanzas open with (a password for a key-file archive): the key it needs is missing.
     #[error(
-        "{}: archive is encrypted ({kinds}): give --pass-file, --pass-fd, -p, --keyfile or -i",
-        shown(path)
+        "{}: archive is encrypted ({kinds}){}: give {}",
+        shown(path),
+        if *unfit { " and no key given is of a kind that opens it" } else { "" },
+        needs.options(false)
     )]
     KeyRequired {
         /// The archive path.
         path: PathBuf,
         /// Stanza kinds present, e.g. "argon2id, pq-box".
         kinds: String,
+        /// The kinds of key that open it.
+        needs: KeyNeeds,
+        /// True when keys were given, none of them of those kinds.
+        unfit: bool,
     },
     /// `x` or `t` of a delta archive without `--base` (docs/FORMAT.md §16). Exit 9.
     #[error(
@@ -572,5 +579,41 @@ mod tests {
             e.to_string(),
             "out/evil\\x1b[31mRED\\n\\xff: replace: Is a directory"
         );
+    }
+}
+
+/// The kinds of key an encrypted archive's stanzas open with (the options to suggest).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyNeeds {
+    /// An `argon2id` or `pbkdf2` stanza: a password.
+    pub password: bool,
+    /// A `keyfile` stanza: a key file.
+    pub keyfile: bool,
+    /// A `pq-box` stanza: a box secret key.
+    pub pqbox: bool,
+}
+
+impl KeyNeeds {
+    /// The options that give those keys: the archive's, or (`base`) a delta base's.
+    pub fn options(self, base: bool) -> String {
+        let mut o: Vec<&str> = Vec::new();
+        if self.password {
+            o.extend(if base {
+                ["--base-pass-file", "--base-pass-fd", "--base-password"]
+            } else {
+                ["--pass-file", "--pass-fd", "-p"]
+            });
+        }
+        if self.keyfile {
+            o.push(if base { "--base-keyfile" } else { "--keyfile" });
+        }
+        if self.pqbox {
+            o.push(if base { "--base-identity" } else { "-i" });
+        }
+        match o.split_last() {
+            None => "a key of a kind this krypta knows".to_string(),
+            Some((last, [])) => (*last).to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        }
     }
 }

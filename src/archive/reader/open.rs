@@ -305,12 +305,39 @@ impl Archive {
                 .any(|s| crate::crypto::stanza::stanza_kdf(s).is_some());
             // Only a prompt was given: it can answer a password stanza, nothing else.
             let can_prompt = has_password_stanza && opts.identities.iter().any(|i| i.is_prompt());
-            if !keys_given && !can_prompt {
+            let needs = crate::error::KeyNeeds {
+                password: has_password_stanza,
+                keyfile: header
+                    .stanzas
+                    .iter()
+                    .any(|s| matches!(s, crate::format::Stanza::KeyFile { .. })),
+                pqbox: header
+                    .stanzas
+                    .iter()
+                    .any(|s| matches!(s, crate::format::Stanza::PqBox { .. })),
+            };
+            // Keys were given, none of a kind any stanza opens with (the header's stanza kinds
+            // are public, as `info` shows): the key the archive needs is missing, exit 1,
+            // not a wrong key. Unknown kinds may open with anything: tried as before.
+            let unknown = header
+                .stanzas
+                .iter()
+                .any(|s| matches!(s, crate::format::Stanza::Unknown { .. }));
+            let unfit = keys_given
+                && !unknown
+                && !opts.identities.iter().any(|i| match i {
+                    Identity::Password(_) | Identity::Prompt(_) => needs.password,
+                    Identity::KeyFile(_) => needs.keyfile,
+                    Identity::PqBox(_) => needs.pqbox,
+                });
+            if (!keys_given && !can_prompt) || unfit {
                 let mut kinds: Vec<&str> = header.stanzas.iter().map(|s| s.name()).collect();
                 kinds.dedup();
                 return Err(Error::KeyRequired {
                     path: path.into(),
                     kinds: kinds.join(", "),
+                    needs,
+                    unfit,
                 });
             }
             let key = unwrap_versioned(
