@@ -472,3 +472,23 @@ pub fn make_tree(root: &Path, big: usize) -> PathBuf {
     std::fs::hard_link(t.join("docs/notes/a.md"), t.join("hard.md")).unwrap();
     t
 }
+
+/// Waits until `bucket` has an unfinished multipart upload (krypta's, started by `child`).
+/// Fails with krypta's stderr when it exits first, and after 120 s (a loaded machine).
+pub fn wait_for_upload(s3: &S3, bucket: &str, child: &mut Child) {
+    let t0 = Instant::now();
+    while s3.uploads(bucket).is_empty() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut e = String::new();
+            if let Some(mut err) = child.stderr.take() {
+                let _ = err.read_to_string(&mut e);
+            }
+            panic!("krypta exited ({status}) before its upload to {bucket} was seen: {e}");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no upload to {bucket} started within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -328,11 +328,7 @@ fn an_object_created_during_the_upload_is_not_replaced() {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&common::bytes(12 << 20, 3, false)).unwrap();
     // The upload has begun (its first part is in flight or done): another writer takes the key.
-    let t0 = std::time::Instant::now();
-    while s3.uploads("race").is_empty() {
-        assert!(t0.elapsed().as_secs() < 30, "no upload started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_upload(&s3, "race", &mut child);
     s3.put("race", "r.kry", b"the other writer's object");
     drop(stdin);
     let o = child.wait_with_output().unwrap();
@@ -359,7 +355,7 @@ fn a_failed_run_aborts_its_upload() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let mut feeder = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (sock, _) = l.accept().unwrap();
-    let child = k(w, d.path())
+    let mut child = k(w, d.path())
         .args(["c", "-s", "s3://abort-err/a.kry", "-"])
         .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(sock)))
         .stderr(Stdio::piped())
@@ -368,11 +364,7 @@ fn a_failed_run_aborts_its_upload() {
     feeder
         .write_all(&common::bytes(20 << 20, 4, false))
         .unwrap();
-    let t0 = std::time::Instant::now();
-    while s3.uploads("abort-err").is_empty() {
-        assert!(t0.elapsed().as_secs() < 30, "no upload started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_upload(&s3, "abort-err", &mut child);
     rustix::net::sockopt::set_socket_linger(&feeder, Some(std::time::Duration::ZERO)).unwrap();
     drop(feeder);
     let o = child.wait_with_output().unwrap();
@@ -396,11 +388,7 @@ fn sigterm_aborts_the_upload() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&common::bytes(20 << 20, 5, false)).unwrap();
-    let t0 = std::time::Instant::now();
-    while s3.uploads("abort-sig").is_empty() {
-        assert!(t0.elapsed().as_secs() < 30, "no upload started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_upload(&s3, "abort-sig", &mut child);
     rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
         rustix::process::Signal::TERM,
