@@ -41,7 +41,8 @@ pub struct CompressRequest {
 /// Errors: Exists, Io (naming the file or object), StoreConfig, Usage, OutputIsInput (the
 /// existing output would be replaced although the walk reads it: refused even with `force`,
 /// before anything is created); `Incomplete` after a complete, valid archive was written when
-/// inputs could not be read (and not `strict`), changed or vanished while being read.
+/// inputs could not be read (and not `strict`), were left out (a different file under a name
+/// stored already: `fs::overlap`), changed or vanished while being read.
 pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
     // Before anything is created: the walk would read the file -f replaces.
     if req.force
@@ -105,6 +106,8 @@ fn compress_into(
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
     let mut changed = 0usize;
     let mut skipped = 0usize;
+    // Entries the walk left out by design, each named (`WalkEvent::Omitted`).
+    let mut left_out = 0usize;
     let strict = req.strict;
     // Files the walk listed but this thread could not store (opened too late and refused,
     // or the archive itself), by archive path → the later hard link now holding their content.
@@ -130,6 +133,11 @@ fn compress_into(
         match ev {
             fs::walk::WalkEvent::Warning(m) => {
                 rep.warn(&m);
+                Ok(())
+            }
+            fs::walk::WalkEvent::Omitted(m) => {
+                rep.warn(&m);
+                left_out += 1;
                 Ok(())
             }
             fs::walk::WalkEvent::Skipped(s) => {
@@ -237,9 +245,10 @@ fn compress_into(
     let (summary, out) = w.finish()?;
     out.finish()?;
     rep.finish();
-    if changed + skipped > 0 {
+    if changed + skipped + left_out > 0 {
         return Err(Error::Incomplete {
             skipped,
+            left_out,
             changed,
             summary: Box::new(summary),
         });

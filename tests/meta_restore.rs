@@ -28,7 +28,7 @@ fn lib_roundtrip(src: &Path, out: &Path, opts: ExtractOptions) -> (Vec<String>, 
     walk(&[src.join(".")], &WalkOptions::default(), &mut |ev| {
         match ev {
             WalkEvent::Entry(e) => entries.push(e),
-            WalkEvent::Warning(w) => walk_warnings.push(w),
+            WalkEvent::Warning(w) | WalkEvent::Omitted(w) => walk_warnings.push(w),
             WalkEvent::Skipped(s) => walk_warnings.push(s.to_string()),
         }
         Ok(())

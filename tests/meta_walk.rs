@@ -345,8 +345,11 @@ fn dir_dot_stores_the_directory_as_the_root_entry_first_and_its_children_at_the_
     assert!(entries.iter().all(|e| e.meta.path != ROOT_PATH));
 }
 
+// Was `..._the_first_occurrence_of_each_path_wins_quietly`: `same` and `sub/same` are
+// different files in a and b, and b's were dropped without a word (data lost, exit 0). The
+// directories still merge; each file another input stored already is now named.
 #[test]
-fn two_root_inputs_merge_the_first_occurrence_of_each_path_wins_quietly() {
+fn two_root_inputs_merge_directories_and_name_each_different_file_left_out() {
     let tmp = tempfile::tempdir().unwrap();
     let a = tmp.path().join("a");
     let b = tmp.path().join("b");
@@ -373,7 +376,15 @@ fn two_root_inputs_merge_the_first_occurrence_of_each_path_wins_quietly() {
             "sub/only-b"
         ]
     );
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let shown = |p: &Path| krypta::fs::escape_path(&pb(p));
+    let left_out = |rel: &str| {
+        format!(
+            "{}: skipped: its name {rel} holds {} already (a different file from an earlier input)",
+            shown(&b.join(".").join(rel)),
+            shown(&a.join(".").join(rel))
+        )
+    };
+    assert_eq!(warnings, [left_out("same"), left_out("sub/same")]);
     assert_eq!(
         entries[0].meta.mode, 0o700,
         "the first root input gives the root entry"
@@ -416,7 +427,7 @@ fn overlapping_inputs_store_each_path_once_without_warnings() {
 }
 
 #[test]
-fn one_archive_path_from_two_sources_of_different_kinds_keeps_the_first_and_warns() {
+fn one_archive_path_from_two_sources_of_different_kinds_keeps_the_first_and_names_both() {
     // `A/q/../x` and `B/q/../x` are both stored as `x` ('..' and what precedes it dropped):
     // a file from A, a directory with a child from B.
     let tmp = tempfile::tempdir().unwrap();
@@ -434,18 +445,20 @@ fn one_archive_path_from_two_sources_of_different_kinds_keeps_the_first_and_warn
     let shown = |p: &Path| krypta::fs::escape_path(&pb(p));
     assert!(
         warnings.contains(&format!(
-            "{}: stored already as another kind of entry from an earlier input; skipped with what is below it",
-            shown(&ib)
+            "{}: skipped with what is below it: its name x holds {} already (another kind of entry from an earlier input)",
+            shown(&ib),
+            shown(&ia)
         )),
         "{warnings:?}"
     );
     let iy = b.join("q/../x/y");
-    let (entries, warnings) = collect(&[ia, iy.clone()], WalkOptions::default()).unwrap();
+    let (entries, warnings) = collect(&[ia.clone(), iy.clone()], WalkOptions::default()).unwrap();
     assert_eq!(paths(&entries), ["x"]);
     assert!(
         warnings.contains(&format!(
-            "{}: lies below a file or link stored from an earlier input; skipped",
-            shown(&iy)
+            "{}: skipped: it would lie below x, a file or link stored from {}",
+            shown(&iy),
+            shown(&ia)
         )),
         "{warnings:?}"
     );

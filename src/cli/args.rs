@@ -25,7 +25,8 @@ Exit codes:
   5  data integrity: checksum mismatch in an unencrypted archive; damage beyond the
      recovery data (repair; the salvage of x and t exits 5, or 2 when encrypted)
   6  finished, but some items were skipped, each named in a warning:
-     c: inputs that could not be read, changed or vanished (--strict: abort)
+     c: inputs that could not be read (--strict: abort), changed or vanished, or left
+     out (a different file under a name another input stored already)
      x -k: existing files kept; x: entries that could not be made (a hard link
      selected without its target, entries below an existing file with --skip-existing)
   7  t: every entry verified, but the archive (or with --base its base) is damaged and

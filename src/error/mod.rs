@@ -402,12 +402,15 @@ pub enum Error {
         #[source]
         source: crate::store::s3::config::ConfigError,
     },
-    /// The archive was written, but some inputs could not be read (skipped), or changed or
-    /// vanished while being read.
-    #[error("archive written, but {}", incomplete_text(*skipped, *changed))]
+    /// The archive was written, but some inputs could not be read (skipped), were left out
+    /// (each named in a warning), or changed or vanished while being read.
+    #[error("archive written, but {}", incomplete_text(*skipped, *left_out, *changed))]
     Incomplete {
         /// Inputs that could not be read and are not in the archive.
         skipped: usize,
+        /// Entries left out by design, each named (a different file under a name stored
+        /// already): not in the archive.
+        left_out: usize,
         /// Inputs that changed or vanished while being read (stored as read).
         changed: usize,
         /// What was written.
@@ -468,14 +471,22 @@ pub enum Error {
     },
 }
 
-fn incomplete_text(skipped: usize, changed: usize) -> String {
-    let skipped_text = format!("{skipped} input(s) could not be read and are not in it");
-    let changed_text = format!("{changed} input(s) changed or vanished while being read");
-    match (skipped, changed) {
-        (0, _) => format!("{changed_text} (see warnings)"),
-        (_, 0) => format!("{skipped_text} (see warnings)"),
-        _ => format!("{skipped_text}, and {changed_text} (see warnings)"),
-    }
+fn incomplete_text(skipped: usize, left_out: usize, changed: usize) -> String {
+    let parts: Vec<String> = [
+        (skipped, "input(s) could not be read and are not in it"),
+        (left_out, "item(s) were left out"),
+        (changed, "input(s) changed or vanished while being read"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let text = match parts.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{}, and {last}", init.join(", ")),
+    };
+    format!("{text} (see warnings)")
 }
 
 impl Error {

@@ -111,6 +111,7 @@ mod tests {
         match ev {
             WalkEvent::Entry(e) => String::from_utf8_lossy(&e.meta.path).into_owned(),
             WalkEvent::Warning(w) => format!("warning: {w}"),
+            WalkEvent::Omitted(w) => format!("omitted: {w}"),
             WalkEvent::Skipped(s) => format!("skipped: {s}"),
         }
     }

@@ -2,20 +2,30 @@
 //! (both stored at the archive root) would give the same archive path twice, an archive that
 //! `krypta x` refuses. Each archive path is stored once, from its first occurrence.
 //!
+//! The format allows each path once (FORMAT.md, "Entry paths"; `crate::format::entry_set`
+//! refuses a duplicate), so a second source for a stored name cannot be stored under it.
+//!
 //! Choices (copied into the README):
-//! - The first occurrence wins, quietly, when both are the same kind; a directory met again
-//!   is not stored again, but what is below it is walked (so `a/.` and `b/.` merge, and a
-//!   file of `b` that `a` lacks is stored), unless it is the very directory already walked
-//!   (same device and inode: `src` twice costs one walk).
-//! - A path met again as another kind (a file where a directory was stored, or the reverse:
-//!   possible when `..`-stripping maps two sources to one name) is skipped with a warning,
-//!   with everything below it, and so is an input that would lie below a stored
-//!   non-directory: the format allows no entry below a file or link.
+//! - **The same file reached twice** (same device and inode: `src src/README.md`, `src`
+//!   twice, two hard links that map to one name) is stored once, from its first occurrence,
+//!   quietly: nothing is lost.
+//! - **A directory met again** is not stored again, but what is below it is walked (so `a/.`
+//!   and `b/.` merge, as tar merges them, and a file of `b` that `a` lacks is stored), unless
+//!   it is the very directory already walked (`src` twice costs one walk).
+//! - **A different file, link or directory under a name already stored** (`h1/. h2/.` both
+//!   holding `etc/hosts`; `etc ../etc` once `..` is stripped; a file where a directory was
+//!   stored, or the reverse) is not stored, with everything below it, and so is an input
+//!   that would lie below a stored non-directory (the format allows no entry below a file or
+//!   link). Never silently: each is a [`Verdict::Taken`] naming both sources and the name,
+//!   which `krypta c` counts as left out (exit 6). Data of the second source is not in the
+//!   archive; archive the inputs separately or under different names to keep both.
 //! - Cost: nothing for one input or for inputs whose archive paths cannot meet (neither is a
 //!   prefix of the other, component-wise). Otherwise the paths of each input that a later
-//!   one may meet are kept as 16-byte BLAKE3 keys (2⁻⁶⁴ collision odds at 4 billion paths).
+//!   one may meet are kept as 16-byte BLAKE3 keys (2⁻⁶⁴ collision odds at 4 billion paths),
+//!   each with its kind, device and inode and the path it was read from (for the warning).
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 /// Key of an archive path in the set of paths stored.
 fn key(path: &[u8]) -> [u8; 16] {
@@ -36,16 +46,30 @@ fn related(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// What to do with an entry met while walking an input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Verdict {
     /// Not stored before: store it.
     New,
     /// A directory stored before: do not store it again, but walk what is below it.
     SameDir,
-    /// Stored before as the same kind: skip it, quietly.
+    /// The same file (device and inode) stored before under this name: skip it, quietly.
     Duplicate,
-    /// Stored before as another kind: skip it and what is below it, with a warning.
-    Conflict,
+    /// The name holds another file, link or directory already: skip it and what is below
+    /// it, naming both.
+    Taken {
+        /// Where the stored entry was read from.
+        first: PathBuf,
+        /// The stored entry is of another kind (a directory against a file or link).
+        other_kind: bool,
+    },
+}
+
+/// A stored path a later input may meet.
+#[derive(Debug)]
+struct Seen {
+    dir: bool,
+    id: (u64, u64),
+    source: PathBuf,
 }
 
 /// The paths stored so far by inputs that later inputs may meet (module documentation).
@@ -55,8 +79,8 @@ pub(crate) struct Overlap {
     record: Vec<bool>,
     /// Per input: an earlier input may have stored its paths, so they are looked up.
     check: Vec<bool>,
-    /// Key of each kept path → whether it was stored as a directory.
-    seen: HashMap<[u8; 16], bool>,
+    /// Key of each kept path → what was stored there.
+    seen: HashMap<[u8; 16], Seen>,
 }
 
 impl Overlap {
@@ -83,38 +107,60 @@ impl Overlap {
         }
     }
 
-    /// Decides on `path` (a directory when `is_dir`) met while walking input `input`, and
-    /// remembers it when it is stored and a later input may meet it.
-    pub(crate) fn admit(&mut self, input: usize, path: &[u8], is_dir: bool) -> Verdict {
+    /// Decides on `path` (a directory when `is_dir`; device and inode `id`, read from
+    /// `source`) met while walking input `input`, and remembers it when it is stored and a
+    /// later input may meet it.
+    pub(crate) fn admit(
+        &mut self,
+        input: usize,
+        path: &[u8],
+        is_dir: bool,
+        id: (u64, u64),
+        source: &Path,
+    ) -> Verdict {
         let record = self.record.get(input).copied().unwrap_or(false);
         let check = self.check.get(input).copied().unwrap_or(false);
         if !record && !check {
             return Verdict::New;
         }
         let k = key(path);
-        if check && let Some(&was_dir) = self.seen.get(&k) {
-            return match (was_dir, is_dir) {
+        if check && let Some(was) = self.seen.get(&k) {
+            return match (was.dir, is_dir) {
                 (true, true) => Verdict::SameDir,
-                (false, false) => Verdict::Duplicate,
-                _ => Verdict::Conflict,
+                (false, false) if was.id == id => Verdict::Duplicate,
+                (a, b) => Verdict::Taken {
+                    first: was.source.clone(),
+                    other_kind: a != b,
+                },
             };
         }
         if record {
-            self.seen.insert(k, is_dir);
+            let source = source.to_path_buf();
+            self.seen.insert(
+                k,
+                Seen {
+                    dir: is_dir,
+                    id,
+                    source,
+                },
+            );
         }
         Verdict::New
     }
 
-    /// Whether an ancestor of `path` was stored as a non-directory by an earlier input (then
-    /// nothing may be stored at or below `path`).
-    pub(crate) fn below_non_dir(&self, input: usize, path: &[u8]) -> bool {
+    /// The ancestor of `path` stored as a non-directory by an earlier input, if any, and
+    /// where it was read from (then nothing may be stored at or below `path`).
+    pub(crate) fn below_non_dir(&self, input: usize, path: &[u8]) -> Option<(Vec<u8>, PathBuf)> {
         if !self.check.get(input).copied().unwrap_or(false) {
-            return false;
+            return None;
         }
         path.iter()
             .enumerate()
             .filter(|&(_, &b)| b == b'/')
-            .any(|(i, _)| self.seen.get(&key(&path[..i])) == Some(&false))
+            .find_map(|(i, _)| match self.seen.get(&key(&path[..i])) {
+                Some(s) if !s.dir => Some((path[..i].to_vec(), s.source.clone())),
+                _ => None,
+            })
     }
 }
 
@@ -124,6 +170,18 @@ mod tests {
 
     fn roots(r: &[&str]) -> Vec<Option<Vec<u8>>> {
         r.iter().map(|s| Some(s.as_bytes().to_vec())).collect()
+    }
+
+    /// `admit` of a file or directory with inode `ino`, read from `src`.
+    fn at(o: &mut Overlap, input: usize, path: &[u8], dir: bool, ino: u64, src: &str) -> Verdict {
+        o.admit(input, path, dir, (1, ino), Path::new(src))
+    }
+
+    fn taken(first: &str, other_kind: bool) -> Verdict {
+        Verdict::Taken {
+            first: PathBuf::from(first),
+            other_kind,
+        }
     }
 
     #[test]
@@ -140,7 +198,7 @@ mod tests {
     fn disjoint_inputs_keep_nothing() {
         let mut o = Overlap::new(&roots(&["a", "b", "c/d"]));
         for i in 0..3 {
-            assert_eq!(o.admit(i, b"a/x", false), Verdict::New);
+            assert_eq!(at(&mut o, i, b"a/x", false, i as u64, "x"), Verdict::New);
         }
         assert!(o.seen.is_empty());
     }
@@ -148,31 +206,66 @@ mod tests {
     #[test]
     fn the_first_occurrence_wins_and_directories_merge() {
         let mut o = Overlap::new(&roots(&["src", "src/README.md", "src"]));
-        assert_eq!(o.admit(0, b"src", true), Verdict::New);
-        assert_eq!(o.admit(0, b"src/README.md", false), Verdict::New);
-        assert_eq!(o.admit(1, b"src/README.md", false), Verdict::Duplicate);
-        assert_eq!(o.admit(2, b"src", true), Verdict::SameDir);
-        assert_eq!(o.admit(2, b"src/new", false), Verdict::New);
-        assert_eq!(o.admit(2, b"src/README.md", true), Verdict::Conflict);
+        assert_eq!(at(&mut o, 0, b"src", true, 1, "src"), Verdict::New);
+        assert_eq!(
+            at(&mut o, 0, b"src/README.md", false, 2, "src/R"),
+            Verdict::New
+        );
+        assert_eq!(
+            at(&mut o, 1, b"src/README.md", false, 2, "R"),
+            Verdict::Duplicate
+        );
+        assert_eq!(at(&mut o, 2, b"src", true, 1, "src"), Verdict::SameDir);
+        assert_eq!(at(&mut o, 2, b"src/new", false, 3, "n"), Verdict::New);
+        assert_eq!(
+            at(&mut o, 2, b"src/README.md", true, 2, "d"),
+            taken("src/R", true)
+        );
+    }
+
+    #[test]
+    fn another_file_under_a_stored_name_is_taken_naming_the_first() {
+        // h1/. h2/. both holding etc/hosts: different inodes, so not the same file.
+        let mut o = Overlap::new(&roots(&["", ""]));
+        assert_eq!(at(&mut o, 0, b"etc", true, 1, "h1/./etc"), Verdict::New);
+        assert_eq!(
+            at(&mut o, 0, b"etc/hosts", false, 2, "h1/./etc/hosts"),
+            Verdict::New
+        );
+        assert_eq!(at(&mut o, 1, b"etc", true, 3, "h2/./etc"), Verdict::SameDir);
+        assert_eq!(
+            at(&mut o, 1, b"etc/hosts", false, 4, "h2/./etc/hosts"),
+            taken("h1/./etc/hosts", false)
+        );
+        // A hard link to the stored file under the same name is the same file: quiet.
+        assert_eq!(
+            at(&mut o, 1, b"etc/hosts", false, 2, "h3/etc/hosts"),
+            Verdict::Duplicate
+        );
     }
 
     #[test]
     fn a_third_input_sees_what_the_second_added() {
         let mut o = Overlap::new(&roots(&["", "", ""]));
-        assert_eq!(o.admit(0, b"a", false), Verdict::New);
-        assert_eq!(o.admit(1, b"b", false), Verdict::New);
-        assert_eq!(o.admit(2, b"b", false), Verdict::Duplicate);
-        assert_eq!(o.admit(2, b"a", false), Verdict::Duplicate);
+        assert_eq!(at(&mut o, 0, b"a", false, 1, "a"), Verdict::New);
+        assert_eq!(at(&mut o, 1, b"b", false, 2, "b"), Verdict::New);
+        assert_eq!(at(&mut o, 2, b"b", false, 2, "b"), Verdict::Duplicate);
+        assert_eq!(at(&mut o, 2, b"a", false, 1, "a"), Verdict::Duplicate);
+        assert_eq!(at(&mut o, 2, b"a", false, 9, "z/a"), taken("a", false));
     }
 
     #[test]
     fn nothing_lies_below_a_stored_file() {
         let mut o = Overlap::new(&roots(&["x", "x/y/z"]));
-        assert_eq!(o.admit(0, b"x", false), Verdict::New);
-        assert!(o.below_non_dir(1, b"x/y/z"));
-        assert!(!o.below_non_dir(1, b"x"));
-        assert!(
-            !o.below_non_dir(0, b"x/y/z"),
+        assert_eq!(at(&mut o, 0, b"x", false, 1, "src/x"), Verdict::New);
+        assert_eq!(
+            o.below_non_dir(1, b"x/y/z"),
+            Some((b"x".to_vec(), PathBuf::from("src/x")))
+        );
+        assert_eq!(o.below_non_dir(1, b"x"), None);
+        assert_eq!(
+            o.below_non_dir(0, b"x/y/z"),
+            None,
             "the first input checks nothing"
         );
     }

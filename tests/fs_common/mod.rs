@@ -23,7 +23,7 @@ pub fn collect(
     walk(inputs, &opts, &mut |ev| {
         match ev {
             WalkEvent::Entry(e) => entries.push(e),
-            WalkEvent::Warning(w) => warnings.push(w),
+            WalkEvent::Warning(w) | WalkEvent::Omitted(w) => warnings.push(w),
             WalkEvent::Skipped(s) => return Err(s.into_error()),
         }
         Ok(())

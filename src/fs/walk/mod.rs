@@ -11,7 +11,8 @@
 //!   extraction applies to the output directory. Only the first such input gives the root
 //!   entry.
 //! - **Overlapping inputs** (`src src/README.md`, `src` twice, `a/. b/.`) store each archive
-//!   path once, from its first occurrence (see `super::overlap`).
+//!   path once, from its first occurrence (see `super::overlap`): the same file reached again
+//!   quietly, a *different* file under a stored name as [`WalkEvent::Omitted`] naming both.
 //! - **Owner names and extended attributes** (ACLs and capabilities included) are read with
 //!   each entry (see `super::attrs`, `super::xattr`); [`WalkOptions`] says which.
 //! - **Order**: inputs in command-line order; inside a directory, entries sorted by name bytes,
@@ -107,9 +108,14 @@ pub struct InputEntry {
 pub enum WalkEvent {
     /// An entry to archive.
     Entry(InputEntry),
-    /// Something left out by design (a FIFO, a loop) or rewritten; the text names the file
-    /// (escaped with `escape_path`).
+    /// Something rewritten or noted (a leading `/` removed, a dangling link stored as a
+    /// link); nothing is missing from the archive. The text names the file (escaped with
+    /// `escape_path`).
     Warning(String),
+    /// Something left out of the archive by design, named with the reason: a file under a
+    /// name another input stored already. `krypta c` counts it as skipped (exit 6); it is
+    /// not a read error, so `--strict` does not stop at it.
+    Omitted(String),
     /// A file or directory that could not be read: left out (a directory: stored empty).
     Skipped(Skipped),
 }
@@ -245,6 +251,12 @@ impl Walker<'_> {
         (self.on_event)(WalkEvent::Warning(format!("{shown}: {what}")))
     }
 
+    /// Reports `path` as left out of the archive, and why ([`WalkEvent::Omitted`]).
+    fn omit(&mut self, path: &Path, why: impl std::fmt::Display) -> Result<()> {
+        let shown = escape_path(path.as_os_str().as_bytes());
+        (self.on_event)(WalkEvent::Omitted(format!("{shown}: {why}")))
+    }
+
     /// Passes warnings collected while reading `path`'s attributes on.
     fn warn_all(&mut self, path: &Path, warnings: Vec<String>) -> Result<()> {
         for w in warnings {
@@ -319,10 +331,14 @@ impl Walker<'_> {
         {
             (self.on_event)(WalkEvent::Warning(note))?;
         }
-        if self.overlap.below_non_dir(self.input, &arch) {
-            return self.warn(
+        if let Some((name, first)) = self.overlap.below_non_dir(self.input, &arch) {
+            return self.omit(
                 input,
-                "lies below a file or link stored from an earlier input; skipped",
+                format_args!(
+                    "skipped: it would lie below {}, a file or link stored from {}",
+                    escape_path(&name),
+                    escape_path(first.as_os_str().as_bytes())
+                ),
             );
         }
         if self.select.excludes_a_parent(&arch) {
@@ -404,16 +420,27 @@ impl Walker<'_> {
             StatKind::Symlink => EntryKind::Symlink,
         };
         if !p.arch.is_empty() {
+            let is_dir = kind == EntryKind::Dir;
             match self
                 .overlap
-                .admit(self.input, &p.arch, kind == EntryKind::Dir)
+                .admit(self.input, &p.arch, is_dir, identity(&p.st), &p.source)
             {
                 overlap::Verdict::New => {}
                 overlap::Verdict::Duplicate => return Ok(()),
-                overlap::Verdict::Conflict => {
-                    return self.warn(
+                overlap::Verdict::Taken { first, other_kind } => {
+                    // (Two directories merge: `SameDir`.)
+                    let (what, below) = if other_kind {
+                        ("another kind of entry", " with what is below it")
+                    } else {
+                        ("a different file", "")
+                    };
+                    return self.omit(
                         &p.source,
-                        "stored already as another kind of entry from an earlier input; skipped with what is below it",
+                        format_args!(
+                            "skipped{below}: its name {} holds {} already ({what} from an earlier input)",
+                            escape_path(&p.arch),
+                            escape_path(first.as_os_str().as_bytes())
+                        ),
                     );
                 }
                 overlap::Verdict::SameDir => {

@@ -1,0 +1,119 @@
+//! `krypta c` and what it does with its inputs and its output, through the binary: a name two
+//! inputs would store (only the same file is stored once quietly; a different one is named
+//! and counted, exit 6).
+
+mod cli_common;
+mod common;
+
+use cli_common::*;
+use common::code;
+
+/// The warning lines of a run's stderr (the summary and the closing error line left out).
+fn warned(o: &std::process::Output) -> Vec<String> {
+    err(o)
+        .lines()
+        .filter(|l| l.starts_with("krypta: warning: "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_different_file_under_a_stored_name_is_named_with_both_sources_and_exits_6() {
+    let fx = Fx::new();
+    fx.file("h1/etc/hosts", b"one\n");
+    fx.file("h2/etc/hosts", b"two\n");
+    fx.file("h2/etc/other", b"only2\n");
+    let o = fx.run(&["c", "m.kry", "h1/.", "h2/."]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(
+        warned(&o),
+        [
+            "krypta: warning: h2/./etc/hosts: skipped: its name etc/hosts holds h1/./etc/hosts \
+             already (a different file from an earlier input)"
+        ]
+    );
+    assert_eq!(
+        err(&o).lines().last().unwrap(),
+        "krypta: archive written, but 1 item(s) were left out (see warnings)"
+    );
+    // The directories merge: h2's other file is stored, h1's hosts is the one kept.
+    assert_eq!(fx.names("m.kry"), [".", "etc", "etc/hosts", "etc/other"]);
+    fx.ok(&["x", "m.kry", "-o", "out"]);
+    assert_eq!(fx.read("out/etc/hosts"), b"one\n");
+    assert_eq!(fx.read("out/etc/other"), b"only2\n");
+}
+
+#[test]
+fn leading_dotdot_stripping_onto_a_stored_name_is_named_too() {
+    let fx = Fx::new();
+    fx.file("h1/etc/hosts", b"h1\n");
+    fx.file("h1/sub/etc/hosts", b"sub\n");
+    let sub = fx.p("h1/sub");
+    let o = common::krypta()
+        .current_dir(&sub)
+        .args(["c", "../../m4.kry", "etc", "../etc"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(
+        warned(&o),
+        [
+            "krypta: warning: removing leading '../' from member names",
+            "krypta: warning: ../etc/hosts: skipped: its name etc/hosts holds etc/hosts already \
+             (a different file from an earlier input)",
+        ]
+    );
+    assert_eq!(fx.names("m4.kry"), ["etc", "etc/hosts"]);
+    fx.ok(&["x", "m4.kry", "-o", "out"]);
+    assert_eq!(fx.read("out/etc/hosts"), b"sub\n");
+}
+
+#[test]
+fn the_same_file_reached_twice_is_stored_once_quietly() {
+    let fx = Fx::new();
+    fx.file("a/etc/hosts", b"same\n");
+    fx.mkdir("b/etc");
+    std::fs::hard_link(fx.p("a/etc/hosts"), fx.p("b/etc/hosts")).unwrap();
+    for args in [
+        &["c", "s1.kry", "a/.", "b/."][..],
+        &["c", "s2.kry", "a", "a/etc/hosts", "a"],
+    ] {
+        let o = fx.ok(args);
+        assert_eq!(warned(&o), Vec::<String>::new(), "{args:?}");
+    }
+    assert_eq!(fx.names("s1.kry"), [".", "etc", "etc/hosts"]);
+    assert_eq!(fx.names("s2.kry"), ["a", "a/etc", "a/etc/hosts"]);
+}
+
+#[test]
+fn another_kind_under_a_stored_name_and_an_input_below_a_stored_file_exit_6() {
+    let fx = Fx::new();
+    fx.file("A/x", b"file");
+    fx.mkdir("A/q");
+    fx.file("B/x/y", b"below");
+    fx.mkdir("B/q");
+    let o = fx.run(&["c", "k.kry", "A/q/../x", "B/q/../x"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert!(
+        warned(&o).contains(
+            &"krypta: warning: B/q/../x: skipped with what is below it: its name x holds \
+              A/q/../x already (another kind of entry from an earlier input)"
+                .to_string()
+        ),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(fx.names("k.kry"), ["x"]);
+    let o = fx.run(&["c", "k2.kry", "A/q/../x", "B/q/../x/y"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert!(
+        warned(&o).contains(
+            &"krypta: warning: B/q/../x/y: skipped: it would lie below x, a file or link \
+              stored from A/q/../x"
+                .to_string()
+        ),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(fx.names("k2.kry"), ["x"]);
+}
