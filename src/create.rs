@@ -40,7 +40,9 @@ pub struct CompressRequest {
 ///
 /// Errors: Exists, Io (naming the file or object), StoreConfig, Usage, OutputIsInput (the
 /// existing output would be replaced although the walk reads it: refused even with `force`,
-/// before anything is created); `Incomplete` after a complete, valid archive was written when
+/// before anything is created); NothingArchived when every input was skipped (missing,
+/// unreadable, a FIFO, left out): the output is not written and an existing one is kept;
+/// `Incomplete` after a complete, valid archive was written when
 /// inputs could not be read (and not `strict`), were left out (a different file under a name
 /// stored already: `fs::overlap`), changed or vanished while being read.
 pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
@@ -108,6 +110,9 @@ fn compress_into(
     let mut skipped = 0usize;
     // Entries the walk left out by design, each named (`WalkEvent::Omitted`).
     let mut left_out = 0usize;
+    // Entries given to the writer: none while inputs were skipped means nothing could be
+    // archived, and then no archive replaces the output (`Error::NothingArchived`).
+    let mut stored = 0usize;
     let strict = req.strict;
     // Files the walk listed but this thread could not store (opened too late and refused,
     // or the archive itself), by archive path → the later hard link now holding their content.
@@ -174,6 +179,7 @@ fn compress_into(
                 }
                 if e.meta.kind != EntryKind::File {
                     w.add_entry(&e.meta)?;
+                    stored += 1;
                     rep.entry_done(&e.meta);
                     return Ok(());
                 }
@@ -208,6 +214,7 @@ fn compress_into(
                     return Ok(());
                 }
                 w.add_file_with_progress(&e.meta, &mut src, &mut |b| rep.progress(b))?;
+                stored += 1;
                 if let Some(first) = first_of {
                     unstored.insert(first, Some(e.meta.path.clone()));
                 }
@@ -240,7 +247,19 @@ fn compress_into(
         crate::store::local::widen_pipe(rustix::stdio::stdin());
         let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
         w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
+        stored += 1;
         rep.entry_done(&meta);
+    }
+    if stored == 0 && skipped + left_out > 0 {
+        // Dropping the writer drops the sink unfinished: the temporary file is removed (an
+        // upload aborted), nothing is renamed over the output.
+        drop(w);
+        rep.finish();
+        return Err(Error::NothingArchived {
+            existed: replaced.is_some(),
+            path: req.output,
+            count: skipped + left_out,
+        });
     }
     let (summary, out) = w.finish()?;
     out.finish()?;

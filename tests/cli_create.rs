@@ -1,6 +1,6 @@
 //! `krypta c` and what it does with its inputs and its output, through the binary: a name two
 //! inputs would store (only the same file is stored once quietly; a different one is named
-//! and counted, exit 6).
+//! and counted, exit 6); nothing archivable leaves the output as it was (exit 4).
 
 mod cli_common;
 mod common;
@@ -116,4 +116,76 @@ fn another_kind_under_a_stored_name_and_an_input_below_a_stored_file_exit_6() {
         err(&o)
     );
     assert_eq!(fx.names("k2.kry"), ["x"]);
+}
+
+#[test]
+fn a_run_that_archives_nothing_keeps_the_last_good_archive_and_exits_4() {
+    let fx = Fx::new();
+    fx.file("t/a.txt", b"precious\n");
+    fx.ok(&["c", "-f", "keep.kry", "t/a.txt"]);
+    let before = fx.read("keep.kry");
+    let o = fx.run(&["c", "-f", "keep.kry", "mnt/unmounted"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: warning: mnt/unmounted: cannot stat (No such file or directory (os error 2)); \
+         skipped\n\
+         krypta: keep.kry: not written: nothing could be archived (1 input(s) or item(s) \
+         skipped, see warnings); the existing archive is left as it was\n"
+    );
+    assert_eq!(fx.read("keep.kry"), before);
+    assert_eq!(fx.names("keep.kry"), ["t/a.txt"]);
+    // No file is created when there was none, and no temporary file is left.
+    let o = fx.run(&["c", "new.kry", "gone1", "gone2"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(err(&o).ends_with(
+        "krypta: new.kry: not written: nothing could be archived (2 input(s) or item(s) \
+         skipped, see warnings)\n"
+    ));
+    let mut left: Vec<String> = std::fs::read_dir(fx.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["keep.kry", "t"]);
+}
+
+#[test]
+fn a_fifo_is_counted_as_skipped_and_alone_archives_nothing() {
+    let fx = Fx::new();
+    fx.file("t/a.txt", b"a\n");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        fx.p("ff"),
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
+    let o = fx.run(&["c", "ff.kry", "ff"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(!fx.exists("ff.kry"));
+    let o = fx.run(&["c", "ff2.kry", "ff", "t/a.txt"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(warned(&o), ["krypta: warning: ff: skipping FIFO"]);
+    assert_eq!(
+        err(&o).lines().last().unwrap(),
+        "krypta: archive written, but 1 item(s) were left out (see warnings)"
+    );
+    assert_eq!(fx.names("ff2.kry"), ["t/a.txt"]);
+}
+
+#[test]
+fn an_empty_directory_is_archived_and_an_empty_files_from_list_is_refused() {
+    let fx = Fx::new();
+    fx.mkdir("empty");
+    let o = fx.ok(&["c", "e.kry", "empty"]);
+    assert_eq!(warned(&o), Vec::<String>::new());
+    assert_eq!(fx.names("e.kry"), ["empty"]);
+    fx.file("list.txt", b"");
+    let o = fx.run(&["c", "l.kry", "--files-from", "list.txt"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: list.txt: names no input (one name per line)\n"
+    );
+    assert!(!fx.exists("l.kry"));
 }

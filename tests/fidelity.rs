@@ -379,13 +379,19 @@ fn fifo_socket_and_device_are_skipped_with_a_warning_naming_each_without_hanging
     let limit = Duration::from_secs(60);
     let o = kr_timeout(tmp.path(), &["c", "a.kry", "t"], limit);
     let err = String::from_utf8(o.stderr.clone()).unwrap();
-    assert_eq!(code(&o), 0, "{err}");
-    let (err, _summary) = common::split_summary(&err);
+    // Skipped items are not in the archive: exit 6, as the README's table says (was 0).
+    assert_eq!(code(&o), 6, "{err}");
+    let err = common::drop_summary(&err);
     let mut want = vec!["krypta: warning: t/fifo: skipping FIFO"];
     if dev {
         want.push("krypta: warning: t/null: skipping character device");
     }
     want.push("krypta: warning: t/sock: skipping socket");
+    let last = format!(
+        "krypta: archive written, but {} item(s) were left out (see warnings)",
+        want.len()
+    );
+    want.push(&last);
     assert_eq!(err.lines().collect::<Vec<_>>(), want);
     let o = kr_ok(tmp.path(), &["l", "a.kry"]);
     let list = String::from_utf8(o.stdout).unwrap();
@@ -394,13 +400,17 @@ fn fifo_socket_and_device_are_skipped_with_a_warning_naming_each_without_hanging
         .map(|l| l.rsplit(' ').next().unwrap())
         .collect();
     assert_eq!(names, ["t", "t/regular"]);
-    // A FIFO named directly as the input: skipped, not opened, so no hang either.
+    // A FIFO named directly as the input: skipped, not opened, so no hang either; with
+    // nothing else to archive no archive is written (was an empty archive, exit 0).
     let o = kr_timeout(tmp.path(), &["c", "b.kry", "t/fifo"], limit);
-    assert_eq!(code(&o), 0);
+    assert_eq!(code(&o), 4);
     assert_eq!(
-        common::split_summary(&String::from_utf8(o.stderr).unwrap()).0,
-        "krypta: warning: t/fifo: skipping FIFO\n"
+        String::from_utf8(o.stderr).unwrap(),
+        "krypta: warning: t/fifo: skipping FIFO\n\
+         krypta: b.kry: not written: nothing could be archived (1 input(s) or item(s) skipped, \
+         see warnings)\n"
     );
+    assert!(!tmp.path().join("b.kry").exists());
     kr_ok(tmp.path(), &["x", "a.kry", "-o", "out"]);
     let mut got: Vec<_> = std::fs::read_dir(tmp.path().join("out/t"))
         .unwrap()

@@ -20,13 +20,14 @@ Exit codes:
   2  authentication failed: wrong password or key, or the archive was modified
      (or a key was given for an unencrypted archive: see --allow-unencrypted)
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
-  4  I/O error (disk full, permission denied, missing input; s3://: missing bucket or key,
-     refused credentials, store unreachable)
+  4  I/O error (disk full, permission denied, missing input; c: no input could be
+     archived, nothing written; s3://: missing bucket or key, refused credentials, store
+     unreachable)
   5  data integrity: checksum mismatch in an unencrypted archive; damage beyond the
      recovery data (repair; the salvage of x and t exits 5, or 2 when encrypted)
   6  finished, but some items were skipped, each named in a warning:
      c: inputs that could not be read (--strict: abort), changed or vanished, or left
-     out (a different file under a name another input stored already)
+     out (a FIFO, socket or device; a different file under a name stored already)
      x -k: existing files kept; x: entries that could not be made (a hard link
      selected without its target, entries below an existing file with --skip-existing)
   7  t: every entry verified, but the archive (or with --base its base) is damaged and

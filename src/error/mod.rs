@@ -416,6 +416,23 @@ pub enum Error {
         /// What was written.
         summary: Box<crate::archive::writer::WriteSummary>,
     },
+    /// `krypta c`: not one input could be archived (each was missing, unreadable or left out,
+    /// and named in a warning), so no archive was made: an existing output is left as it was
+    /// (a nightly run over a missing mount must not replace the last good backup with an
+    /// empty archive), and a new one is not created. Exit 4, as a missing input.
+    #[error(
+        "{}: not written: nothing could be archived ({count} input(s) or item(s) skipped, see warnings){}",
+        shown(path),
+        if *existed { "; the existing archive is left as it was" } else { "" }
+    )]
+    NothingArchived {
+        /// The output as given.
+        path: PathBuf,
+        /// Inputs and items skipped or left out.
+        count: usize,
+        /// The output existed (and is kept).
+        existed: bool,
+    },
     /// The existing output is one of the inputs (or lies inside an input directory and is
     /// reached by the walk): replacing it would destroy an input. Refused even with `-f`;
     /// nothing was written.
@@ -519,7 +536,7 @@ impl Error {
             | Error::KdfLimit { .. }
             | Error::KdfTooWeak { .. }
             | Error::UnsafePath { .. } => 3,
-            Error::Io { .. } => 4,
+            Error::Io { .. } | Error::NothingArchived { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::Signature { .. } => 8,
             Error::BaseRequired { .. }

@@ -24,8 +24,8 @@
 //!   command line are treated like every other path (not followed without `-L`).
 //! - **Hard links**: the second and later paths to an inode with `st_nlink > 1` become
 //!   `EntryKind::Hardlink` entries whose `link` is the archive path of the first one.
-//! - **FIFOs, sockets, character and block devices** are skipped with a warning naming the file
-//!   and its type. Device nodes hold no data worth a backup and restoring them needs root; a
+//! - **FIFOs, sockets, character and block devices** are skipped, named with their type
+//!   ([`WalkEvent::Omitted`]: `krypta c` exits 6, as for every input left out). Device nodes hold no data worth a backup and restoring them needs root; a
 //!   FIFO is never opened, so the walk can not hang on one.
 //! - **Loops**: a directory already walked in this run (same device and inode, reached again
 //!   through `-L` or a bind mount) is stored but not descended into again, with a warning.
@@ -112,8 +112,8 @@ pub enum WalkEvent {
     /// link); nothing is missing from the archive. The text names the file (escaped with
     /// `escape_path`).
     Warning(String),
-    /// Something left out of the archive by design, named with the reason: a file under a
-    /// name another input stored already. `krypta c` counts it as skipped (exit 6); it is
+    /// Something left out of the archive by design, named with the reason: a FIFO, socket or
+    /// device, a file under a name another input stored already. `krypta c` counts it as skipped (exit 6); it is
     /// not a read error, so `--strict` does not stop at it.
     Omitted(String),
     /// A file or directory that could not be read: left out (a directory: stored empty).
@@ -379,7 +379,7 @@ impl Walker<'_> {
         };
         self.input_dev = st.st_dev;
         if arch.is_empty() && kind_of(&st) != StatKind::Dir {
-            return self.warn(
+            return self.omit(
                 input,
                 "names no file once '.', '..' and '/' are removed; skipped",
             );
@@ -414,7 +414,7 @@ impl Walker<'_> {
             Verdict::StoreNoDescend => false,
         };
         let kind = match kind_of(&p.st) {
-            StatKind::Special(noun) => return self.warn(&p.source, format!("skipping {noun}")),
+            StatKind::Special(noun) => return self.omit(&p.source, format!("skipping {noun}")),
             StatKind::File => EntryKind::File,
             StatKind::Dir => EntryKind::Dir,
             StatKind::Symlink => EntryKind::Symlink,
