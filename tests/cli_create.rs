@@ -1,6 +1,7 @@
 //! `krypta c` and what it does with its inputs and its output, through the binary: a name two
 //! inputs would store (only the same file is stored once quietly; a different one is named
-//! and counted, exit 6); nothing archivable leaves the output as it was (exit 4).
+//! and counted, exit 6); nothing archivable leaves the output as it was (exit 4); a directory
+//! reached twice is stored in full under each name, a loop is stopped.
 
 mod cli_common;
 mod common;
@@ -188,4 +189,56 @@ fn an_empty_directory_is_archived_and_an_empty_files_from_list_is_refused() {
         "krypta: list.txt: names no input (one name per line)\n"
     );
     assert!(!fx.exists("l.kry"));
+}
+
+#[test]
+fn dereference_stores_a_directory_reached_through_a_link_in_full_under_both_names() {
+    let fx = Fx::new();
+    fx.file("L/real/f", b"data\n");
+    std::os::unix::fs::symlink("real", fx.p("L/alias")).unwrap();
+    let o = fx.ok(&["c", "-L", "L1.kry", "L"]);
+    assert_eq!(warned(&o), Vec::<String>::new());
+    assert_eq!(
+        fx.names("L1.kry"),
+        ["L", "L/alias", "L/alias/f", "L/real", "L/real/f"]
+    );
+    fx.ok(&["x", "L1.kry", "-o", "o"]);
+    assert_eq!(fx.read("o/L/real/f"), b"data\n");
+    assert_eq!(fx.read("o/L/alias/f"), b"data\n");
+}
+
+#[test]
+fn one_input_spelled_twice_is_stored_in_full_under_each_name() {
+    let fx = Fx::new();
+    fx.file("src/f", b"abc");
+    let abs = fx.p("src");
+    let o = fx.ok(&["c", "a.kry", "src", abs.to_str().unwrap()]);
+    assert_eq!(
+        warned(&o),
+        ["krypta: warning: removing leading '/' from member names"]
+    );
+    let rel = abs.to_str().unwrap().trim_start_matches('/').to_string();
+    let names = fx.names("a.kry");
+    assert_eq!(names, ["src", "src/f", &rel, &format!("{rel}/f")]);
+    fx.ok(&["x", "a.kry", "-o", "o"]);
+    assert_eq!(fx.read(&format!("o/{rel}/f")), b"abc");
+}
+
+#[test]
+fn a_link_to_a_directory_above_is_a_loop_stored_empty_and_the_walk_ends() {
+    let fx = Fx::new();
+    fx.file("L/real/f", b"data\n");
+    std::os::unix::fs::symlink("..", fx.p("L/real/up")).unwrap();
+    let o = fx.ok(&["c", "-L", "loop.kry", "L"]);
+    assert_eq!(
+        warned(&o),
+        [
+            "krypta: warning: L/real/up: directory loop: it is L, a directory above it \
+          (symbolic link or bind mount); stored empty, not descended"
+        ]
+    );
+    assert_eq!(
+        fx.names("loop.kry"),
+        ["L", "L/real", "L/real/f", "L/real/up"]
+    );
 }

@@ -251,21 +251,18 @@ impl Walker<'_> {
         Ok(Opened::Now(file, stat))
     }
 
-    /// Reads a directory's children, sorted by name bytes, with their stats. Problems become
-    /// warnings and an empty list.
+    /// Reads a directory's children, sorted by name bytes, with their stats, one level below
+    /// the directories entered (`Walker::ancestors`). Problems become warnings and an empty
+    /// list.
     pub(super) fn list_dir(
         &mut self,
         source: &Path,
         st: &Stat,
         arch: &[u8],
     ) -> Result<Vec<Pending>> {
-        if !self.dirs_seen.insert(identity(st)) {
-            self.warn(
-                source,
-                "directory already stored (symbolic link loop or bind mount); not descending",
-            )?;
-            return Ok(Vec::new());
-        }
+        // Loops were refused by the caller (`Walker::enter`); a directory reached again
+        // elsewhere is listed again (module documentation, "Loops").
+        self.dirs_seen.insert(identity(st));
         let follow = if self.opts.dereference {
             OFlags::empty()
         } else {
@@ -413,6 +410,7 @@ impl Walker<'_> {
                 link,
                 xattrs,
                 dir,
+                depth: self.ancestors.len(),
             });
         }
         Ok(out)

@@ -27,8 +27,19 @@
 //! - **FIFOs, sockets, character and block devices** are skipped, named with their type
 //!   ([`WalkEvent::Omitted`]: `krypta c` exits 6, as for every input left out). Device nodes hold no data worth a backup and restoring them needs root; a
 //!   FIFO is never opened, so the walk can not hang on one.
-//! - **Loops**: a directory already walked in this run (same device and inode, reached again
-//!   through `-L` or a bind mount) is stored but not descended into again, with a warning.
+//! - **A directory reached twice** (same device and inode: with `-L` a link to a directory
+//!   of the tree, `src /abs/path/src`, a bind mount) is stored with its contents again under
+//!   each name, as `tar -h` does: a restore gives what each name showed. Its files are stored
+//!   again too, as hard links where they have `st_nlink > 1` (the walk remembers those
+//!   inodes anyway) and as copies otherwise: turning every such file into a hard link would
+//!   mean remembering the inode of every file walked, and would restore two names the
+//!   source showed as separate files as one. (Storing it empty, as before, lost its contents
+//!   under the second name, with a warning blaming a loop.) The same directory reached
+//!   twice under the *same* archive path is walked once (`super::overlap`).
+//! - **Loops**: a directory that is one of its own ancestors in the walk (a symbolic link or
+//!   bind mount to a directory above it) is stored empty and not descended into, with a
+//!   warning naming that ancestor; so the walk always ends. Nothing is missing: what is
+//!   below it is stored under the ancestor's name, so this does not change the exit code.
 //! - **Errors**: an input that can not be `lstat`ed, and anything deeper that vanishes or can
 //!   not be read, is a [`WalkEvent::Skipped`] naming it and the I/O error (an unreadable
 //!   directory is still stored, empty); the caller decides whether that stops the run
@@ -165,6 +176,8 @@ struct Pending {
     xattrs: Vec<Xattr>,
     /// The directory holding a regular file, kept open to open it (`list`).
     dir: Option<Rc<list::HeldDir>>,
+    /// Directories above it in this input's walk (`Walker::ancestors` is cut to this).
+    depth: usize,
 }
 
 /// Walks `inputs` and calls `on_event` for every entry and warning, in the order described in
@@ -192,6 +205,7 @@ pub fn walk_selected(
         opts: *opts,
         links: HashMap::new(),
         dirs_seen: HashSet::new(),
+        ancestors: Vec::new(),
         notes_shown: HashSet::new(),
         overlap: Overlap::new(&roots),
         attrs: EntryAttrs::new(opts.xattrs, opts.numeric_owner),
@@ -225,6 +239,8 @@ struct Walker<'a> {
     links: HashMap<(u64, u64), Vec<u8>>,
     /// (dev, ino) of directories already descended into.
     dirs_seen: HashSet<(u64, u64)>,
+    /// (dev, ino) and source of the directories above the entry being visited (loops).
+    ancestors: Vec<((u64, u64), PathBuf)>,
     /// Path-rewriting notes already shown (each is shown once per walk, like tar).
     notes_shown: HashSet<String>,
     /// Archive paths already stored, for overlapping inputs.
@@ -391,14 +407,36 @@ impl Walker<'_> {
             link,
             xattrs,
             dir: None,
+            depth: 0,
         }];
+        self.ancestors.clear();
         while let Some(p) = stack.pop() {
             self.visit(p, &mut stack)?;
         }
         Ok(())
     }
 
+    /// Lists the directory `source` to walk below it, unless it is one of its own ancestors (a
+    /// loop: warned, nothing listed). Its children come one level deeper.
+    fn enter(&mut self, source: &Path, st: &Stat, arch: &[u8]) -> Result<Vec<Pending>> {
+        let id = identity(st);
+        if let Some((_, above)) = self.ancestors.iter().find(|(a, _)| *a == id) {
+            let above = escape_path(above.as_os_str().as_bytes());
+            self.warn(
+                source,
+                format_args!(
+                    "directory loop: it is {above}, a directory above it (symbolic link or bind mount); stored empty, not descended"
+                ),
+            )?;
+            return Ok(Vec::new());
+        }
+        self.ancestors.push((id, source.to_path_buf()));
+        self.list_dir(source, st, arch)
+    }
+
     fn visit(&mut self, mut p: Pending, stack: &mut Vec<Pending>) -> Result<()> {
+        // What is deeper than `p`'s parent was finished (the walk is depth first).
+        self.ancestors.truncate(p.depth);
         if p.arch.len() > MAX_PATH_LEN {
             let e = io::Error::new(
                 io::ErrorKind::InvalidFilename,
@@ -446,7 +484,7 @@ impl Walker<'_> {
                 overlap::Verdict::SameDir => {
                     // Stored already; walk below it unless it is the directory walked then.
                     if !self.dirs_seen.contains(&identity(&p.st)) {
-                        let children = self.list_dir(&p.source, &p.st, &p.arch)?;
+                        let children = self.enter(&p.source, &p.st, &p.arch)?;
                         stack.extend(children.into_iter().rev());
                     }
                     return Ok(());
@@ -500,7 +538,7 @@ impl Walker<'_> {
                 }
             }
             EntryKind::Dir if descend => {
-                let children = self.list_dir(&p.source, &p.st, &meta.path)?;
+                let children = self.enter(&p.source, &p.st, &meta.path)?;
                 stack.extend(children.into_iter().rev());
             }
             _ => {}
