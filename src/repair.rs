@@ -158,7 +158,8 @@ fn repair_or_check(
         });
     }
     // A local output keeps a local archive's permission bits (an archive kept 0600 is not
-    // rewritten 0644 by a repair in place).
+    // rewritten 0644 by a repair in place; `FileSink::create` does the same for the file a
+    // `-o OUT -f` replaces, then the archive's bits win).
     let sink: Box<dyn store::Sink> = match (
         store::Location::parse(target)?,
         store::Location::parse(archive)?,
@@ -166,9 +167,7 @@ fn repair_or_check(
         (store::Location::Local(t), store::Location::Local(a)) => {
             let s = store::local::FileSink::create(&t, force, true)?;
             if let Ok(m) = std::fs::metadata(&a) {
-                use std::os::unix::fs::MetadataExt;
-                s.try_set_owner(m.uid(), m.gid());
-                s.set_mode(m.mode())?;
+                s.keep_mode_and_owner(&m)?;
             }
             Box::new(s)
         }

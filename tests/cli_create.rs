@@ -1,7 +1,8 @@
 //! `krypta c` and what it does with its inputs and its output, through the binary: a name two
 //! inputs would store (only the same file is stored once quietly; a different one is named
 //! and counted, exit 6); nothing archivable leaves the output as it was (exit 4); a directory
-//! reached twice is stored in full under each name, a loop is stopped.
+//! reached twice is stored in full under each name, a loop is stopped; an archive replaced
+//! with `-f` keeps its mode and owner.
 
 mod cli_common;
 mod common;
@@ -241,4 +242,62 @@ fn a_link_to_a_directory_above_is_a_loop_stored_empty_and_the_walk_ends() {
         fx.names("loop.kry"),
         ["L", "L/real", "L/real/f", "L/real/up"]
     );
+}
+
+/// (mode & 0o7777, uid, gid) of `p`.
+fn mode_owner(p: &std::path::Path) -> (u32, u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).unwrap();
+    (m.mode() & 0o7777, m.uid(), m.gid())
+}
+
+/// Gives `p` the mode `mode` and, as root, the owner and group 65534 (nobody); returns what
+/// it then has.
+fn restrict(p: &std::path::Path, mode: u32) -> (u32, u32, u32) {
+    use std::os::unix::fs::PermissionsExt;
+    if rustix::process::geteuid().is_root() {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    mode_owner(p)
+}
+
+#[test]
+fn c_f_and_rekey_f_keep_the_replaced_archives_mode_and_owner() {
+    let fx = Fx::new();
+    fx.file("etc/passwd", b"root:x:0:0\n");
+    fx.ok(&["c", "priv.kry", "etc"]);
+    let want = restrict(&fx.p("priv.kry"), 0o600);
+    fx.file("etc/shadow", b"secret\n");
+    fx.ok(&["c", "-f", "priv.kry", "etc"]);
+    assert_eq!(mode_owner(&fx.p("priv.kry")), want);
+    assert_eq!(fx.names("priv.kry"), ["etc", "etc/passwd", "etc/shadow"]);
+    // rekey -o over an existing OUT replaces it the same way.
+    fx.file("pw", b"pw\n");
+    fx.file("pw2", b"pw2\n");
+    let fast = ["--kdf-memory", "8", "--kdf-iterations", "1"];
+    fx.ok(&[&["c", "--pass-file", "pw"][..], &fast, &["enc.kry", "etc"]].concat());
+    fx.ok(&[&["c", "--pass-file", "pw"][..], &fast, &["out.kry", "etc"]].concat());
+    let want = restrict(&fx.p("out.kry"), 0o640);
+    fx.ok(&[
+        &[
+            "rekey",
+            "--pass-file",
+            "pw",
+            "enc.kry",
+            "-o",
+            "out.kry",
+            "-f",
+        ][..],
+        &["--new-pass-file", "pw2"],
+        &fast,
+    ]
+    .concat());
+    assert_eq!(mode_owner(&fx.p("out.kry")), want);
+    fx.ok(&["t", "-q", "--pass-file", "pw2", "out.kry"]);
+    // A new archive still gets 0666 less the umask.
+    fx.ok(&["c", "new.kry", "etc"]);
+    let umask = rustix::process::umask(rustix::fs::Mode::empty());
+    rustix::process::umask(umask);
+    assert_eq!(mode_owner(&fx.p("new.kry")).0, 0o666 & !umask.bits());
 }

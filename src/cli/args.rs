@@ -239,7 +239,8 @@ pub(crate) struct CompressArgs {
     /// BCJ filter: auto, off, x86, arm64, arm, armthumb, powerpc, sparc, ia64, riscv
     #[arg(long, default_value = "auto", value_name = "FILTER")]
     pub(crate) bcj: String,
-    /// Overwrite OUTPUT if it exists (never when OUTPUT is also an input)
+    /// Overwrite OUTPUT if it exists, keeping its mode and owner (never when OUTPUT is also
+    /// an input)
     #[arg(short, long)]
     pub(crate) force: bool,
     /// Do not fsync the archive and its directory before exiting (faster on a slow disk; a

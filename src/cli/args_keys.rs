@@ -15,7 +15,7 @@ pub(crate) struct RekeyArgs {
     /// Archive to write (- = stdout, s3://BUCKET/KEY = an object)
     #[arg(short, long, value_name = "OUT")]
     pub(crate) output: PathBuf,
-    /// Overwrite OUT if it exists (never IN itself)
+    /// Overwrite OUT if it exists, keeping its mode and owner (never IN itself)
     #[arg(short, long)]
     pub(crate) force: bool,
     /// Also replace the file key and archive id: every frame encrypted and MAC'd again

@@ -6,6 +6,11 @@
 //! [`crate::fs::cleanup`] so SIGINT/SIGTERM removes it. `finish` syncs it and renames it into
 //! place: with `link`+`unlink` semantics (noclobber) unless `-f`, so an output that appeared
 //! meanwhile is not replaced. An existing output is refused up front too, before any work.
+//! An existing regular file replaced with `-f` (`c -f`, `rekey -o OUT -f`, `repair -f`) gives
+//! the new file its permission bits, and its owner and group where this process may set them
+//! (as root; otherwise only a group of its own), before the rename: an archive kept 0600, or
+//! owned by a backup user, stays so on the nightly re-run instead of becoming 0644 and the
+//! runner's (an unencrypted backup of /etc world-readable).
 //!
 //! **fsync policy** (README, "Durability"): a new archive is `fsync`ed before the rename and
 //! its directory after it, so once `krypta c` exits 0 the archive survives a crash or power
@@ -230,7 +235,9 @@ pub struct FileSink {
 
 impl FileSink {
     /// Creates the temporary file next to `path`; `sync` = the module's fsync policy (false:
-    /// `--no-fsync`). Errors: Exists (unless `force`), Io.
+    /// `--no-fsync`). With `force`, an existing regular file at `path` lends the new file its
+    /// mode and, where permitted, its owner and group (module documentation). Errors: Exists
+    /// (unless `force`), Io.
     pub fn create(path: &Path, force: bool, sync: bool) -> Result<FileSink> {
         if !force && std::fs::symlink_metadata(path).is_ok() {
             return Err(Error::Exists { path: path.into() });
@@ -263,7 +270,7 @@ impl FileSink {
             own.push((m.dev(), m.ino()));
         }
         let cleanup_id = cleanup::register(t.path().to_path_buf());
-        Ok(FileSink {
+        let sink = FileSink {
             tmp: Some(t),
             out: Some(chunked::buffered(f)),
             path: path.to_path_buf(),
@@ -271,7 +278,23 @@ impl FileSink {
             sync,
             cleanup_id,
             own,
-        })
+        };
+        // (Followed through a symlink: the file whose bits the output had; the rename then
+        // replaces the link itself, as it always did.)
+        if force
+            && let Ok(m) = std::fs::metadata(path)
+            && m.is_file()
+        {
+            sink.keep_mode_and_owner(&m)?;
+        }
+        Ok(sink)
+    }
+
+    /// Gives the file being written the mode of `m` and, where permitted, its owner and group
+    /// (owner first: `chown` may clear setuid/setgid bits).
+    pub fn keep_mode_and_owner(&self, m: &std::fs::Metadata) -> Result<()> {
+        self.try_set_owner(m.uid(), m.gid());
+        self.set_mode(m.mode())
     }
 
     /// Sets the permission bits of the file being written (they are what the final name
