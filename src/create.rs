@@ -38,7 +38,8 @@ pub struct CompressRequest {
 /// upload completed), so a failure never leaves a partial archive under the final name; an
 /// existing output is kept unless `force`.
 ///
-/// Errors: Exists, Io (naming the file or object), StoreConfig, Usage, OutputIsInput (the
+/// Errors: IsDirectory (OUTPUT is a directory, with or without `force`, checked first),
+/// Exists, Io (naming the file or object), StoreConfig, Usage, OutputIsInput (the
 /// existing output would be replaced although the walk reads it: refused even with `force`,
 /// before anything is created); NothingArchived when every input was skipped (missing,
 /// unreadable, a FIFO, left out): the output is not written and an existing one is kept;
@@ -46,6 +47,10 @@ pub struct CompressRequest {
 /// inputs could not be read (and not `strict`), were left out (a different file under a name
 /// stored already: `fs::overlap`), changed or vanished while being read.
 pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSummary> {
+    // First: an OUTPUT that is a directory (arguments swapped) fails before anything else.
+    if let Ok(store::Location::Local(p)) = store::Location::parse(&req.output) {
+        store::local::refuse_directory(&p)?;
+    }
     // Before anything is created: the walk would read the file -f replaces.
     if req.force
         && let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select)

@@ -28,6 +28,10 @@ pub fn rekey(
             input.display()
         )));
     }
+    // A directory as OUT is refused before IN is opened (a password asked for).
+    if let Ok(store::Location::Local(p)) = store::Location::parse(output) {
+        store::local::refuse_directory(&p)?;
+    }
     let mut ar = Archive::open(input, open)?;
     let sink = store::create_sink(output, force, true)?;
     let (summary, sink) = ar.rekey_into(sink, output, opts)?;

@@ -2,7 +2,7 @@
 //! inputs would store (only the same file is stored once quietly; a different one is named
 //! and counted, exit 6); nothing archivable leaves the output as it was (exit 4); a directory
 //! reached twice is stored in full under each name, a loop is stopped; an archive replaced
-//! with `-f` keeps its mode and owner.
+//! with `-f` keeps its mode and owner; a directory as OUTPUT is refused up front.
 
 mod cli_common;
 mod common;
@@ -300,4 +300,45 @@ fn c_f_and_rekey_f_keep_the_replaced_archives_mode_and_owner() {
     let umask = rustix::process::umask(rustix::fs::Mode::empty());
     rustix::process::umask(umask);
     assert_eq!(mode_owner(&fx.p("new.kry")).0, 0o666 & !umask.bits());
+}
+
+#[test]
+fn a_directory_as_output_is_refused_up_front_with_or_without_force() {
+    let fx = Fx::new();
+    fx.file("somedir/a", b"a");
+    fx.file("new.kry", b"not read");
+    for args in [
+        &["c", "somedir", "new.kry"][..],
+        &["c", "-f", "somedir", "new.kry"],
+        // Refused before the password prompt (stdin is not a terminal: that would fail).
+        &["c", "-p", "-f", "somedir", "new.kry"],
+        &["c", "-f", "somedir", "missing-input"],
+    ] {
+        let o = fx.run(args);
+        assert_eq!(code(&o), 1, "{args:?}: {}", err(&o));
+        assert_eq!(
+            err(&o),
+            "krypta: somedir: is a directory, not an archive\n",
+            "{args:?}"
+        );
+    }
+    let mut left: Vec<String> = std::fs::read_dir(fx.p("somedir"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["a"], "no temporary file left in the directory");
+    // rekey -o DIR the same.
+    fx.ok(&["c", "in.kry", "somedir"]);
+    let o = fx.run(&[
+        "rekey",
+        "in.kry",
+        "-o",
+        "somedir",
+        "-f",
+        "--new-pass-file",
+        "new.kry",
+    ]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(err(&o), "krypta: somedir: is a directory, not an archive\n");
 }

@@ -14,9 +14,9 @@ pub(crate) use super::args_keys::{BaseArgs, KeygenArgs, RekeyArgs};
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  usage or general error (bad option, output exists, key missing, path not in archive,
-     a directory or a pipe where a seekable archive is needed, no AWS credentials for an
-     s3:// path)
+  1  usage or general error (bad option, output exists or is a directory, key missing,
+     path not in archive, a directory or a pipe where a seekable archive is needed, no AWS
+     credentials for an s3:// path)
   2  authentication failed: wrong password or key, or the archive was modified
      (or a key was given for an unencrypted archive: see --allow-unencrypted)
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure

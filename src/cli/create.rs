@@ -85,6 +85,11 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
                 .into(),
         ));
     }
+    // A directory as OUTPUT (arguments swapped) is refused before a password is asked for
+    // or an input read (the library checks again).
+    if let Ok(krypta::store::Location::Local(p)) = krypta::store::Location::parse(&a.output) {
+        krypta::store::local::refuse_directory(&p)?;
+    }
     let kdf_memory_kib = match &a.kdf_memory {
         None => None,
         Some(m) => {

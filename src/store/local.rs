@@ -219,6 +219,17 @@ impl Source for ReadSource {
     }
 }
 
+/// Refuses an output path that names a directory (followed through a symlink), with or
+/// without `-f`: nothing can replace it, and arguments given the wrong way round (`krypta c
+/// somedir new.kry`) should fail at once, not after reading every input. Errors:
+/// IsDirectory (exit 1).
+pub fn refuse_directory(path: &Path) -> Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(Error::IsDirectory { path: path.into() });
+    }
+    Ok(())
+}
+
 /// A new local archive file: a temporary file renamed into place by `finish`.
 pub struct FileSink {
     /// The temporary file (None once finished).
@@ -236,9 +247,10 @@ pub struct FileSink {
 impl FileSink {
     /// Creates the temporary file next to `path`; `sync` = the module's fsync policy (false:
     /// `--no-fsync`). With `force`, an existing regular file at `path` lends the new file its
-    /// mode and, where permitted, its owner and group (module documentation). Errors: Exists
-    /// (unless `force`), Io.
+    /// mode and, where permitted, its owner and group (module documentation). Errors:
+    /// IsDirectory ([`refuse_directory`]), Exists (unless `force`), Io.
     pub fn create(path: &Path, force: bool, sync: bool) -> Result<FileSink> {
+        refuse_directory(path)?;
         if !force && std::fs::symlink_metadata(path).is_ok() {
             return Err(Error::Exists { path: path.into() });
         }
