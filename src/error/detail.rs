@@ -87,3 +87,39 @@ impl std::fmt::Display for SignatureProblem {
         }
     }
 }
+
+/// The kinds of key an encrypted archive's stanzas open with (the options to suggest).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyNeeds {
+    /// An `argon2id` or `pbkdf2` stanza: a password.
+    pub password: bool,
+    /// A `keyfile` stanza: a key file.
+    pub keyfile: bool,
+    /// A `pq-box` stanza: a box secret key.
+    pub pqbox: bool,
+}
+
+impl KeyNeeds {
+    /// The options that give those keys: the archive's, or (`base`) a delta base's.
+    pub fn options(self, base: bool) -> String {
+        let mut o: Vec<&str> = Vec::new();
+        if self.password {
+            o.extend(if base {
+                ["--base-pass-file", "--base-pass-fd", "--base-password"]
+            } else {
+                ["--pass-file", "--pass-fd", "-p"]
+            });
+        }
+        if self.keyfile {
+            o.push(if base { "--base-keyfile" } else { "--keyfile" });
+        }
+        if self.pqbox {
+            o.push(if base { "--base-identity" } else { "-i" });
+        }
+        match o.split_last() {
+            None => "a key of a kind this krypta knows".to_string(),
+            Some((last, [])) => (*last).to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        }
+    }
+}

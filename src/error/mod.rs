@@ -22,7 +22,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 mod detail;
 
-pub use detail::{AuthCheck, SignatureProblem};
+pub use detail::{AuthCheck, KeyNeeds, SignatureProblem};
 
 /// Every error the library returns.
 #[derive(Debug, thiserror::Error)]
@@ -607,41 +607,5 @@ mod tests {
             e.to_string(),
             "out/evil\\x1b[31mRED\\n\\xff: replace: Is a directory"
         );
-    }
-}
-
-/// The kinds of key an encrypted archive's stanzas open with (the options to suggest).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KeyNeeds {
-    /// An `argon2id` or `pbkdf2` stanza: a password.
-    pub password: bool,
-    /// A `keyfile` stanza: a key file.
-    pub keyfile: bool,
-    /// A `pq-box` stanza: a box secret key.
-    pub pqbox: bool,
-}
-
-impl KeyNeeds {
-    /// The options that give those keys: the archive's, or (`base`) a delta base's.
-    pub fn options(self, base: bool) -> String {
-        let mut o: Vec<&str> = Vec::new();
-        if self.password {
-            o.extend(if base {
-                ["--base-pass-file", "--base-pass-fd", "--base-password"]
-            } else {
-                ["--pass-file", "--pass-fd", "-p"]
-            });
-        }
-        if self.keyfile {
-            o.push(if base { "--base-keyfile" } else { "--keyfile" });
-        }
-        if self.pqbox {
-            o.push(if base { "--base-identity" } else { "-i" });
-        }
-        match o.split_last() {
-            None => "a key of a kind this krypta knows".to_string(),
-            Some((last, [])) => (*last).to_string(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        }
     }
 }
