@@ -69,6 +69,26 @@ fn small_files_restored(fx: &Fx) {
     }
 }
 
+/// The entries of v2 a damaged big.bin leaves intact: what a salvage restores.
+const UNDAMAGED: [&str; 8] = [
+    "v2/",
+    "v2/empty/",
+    "v2/s/",
+    "v2/s/0.dat",
+    "v2/s/2-renamed.dat",
+    "v2/s/3.dat",
+    "v2/s/4.dat",
+    "v2/s/new.dat",
+];
+
+/// The files and directories under `root`, relative to it.
+fn restored(root: &std::path::Path) -> Vec<String> {
+    files_under(root)
+        .into_iter()
+        .map(|p| p[root.display().to_string().len() + 1..].to_string())
+        .collect()
+}
+
 #[test]
 fn zeros_over_a_delta_archive_lose_only_the_entry_in_them() {
     let fx = Fx::new();
@@ -100,24 +120,7 @@ fn zeros_over_a_delta_archive_lose_only_the_entry_in_them() {
         "{e}"
     );
     // Exactly the undamaged entries, bit for bit; no big.bin, no temporary file.
-    let root = fx.p("out");
-    let got: Vec<String> = files_under(&root)
-        .into_iter()
-        .map(|p| p[root.display().to_string().len() + 1..].to_string())
-        .collect();
-    assert_eq!(
-        got,
-        [
-            "v2/",
-            "v2/empty/",
-            "v2/s/",
-            "v2/s/0.dat",
-            "v2/s/2-renamed.dat",
-            "v2/s/3.dat",
-            "v2/s/4.dat",
-            "v2/s/new.dat",
-        ]
-    );
+    assert_eq!(restored(&fx.p("out")), UNDAMAGED);
     small_files_restored(&fx);
     // `t` finds the same damage (exit 5) and `l` still lists all nine entries (the index is
     // intact and needs no base).
@@ -312,25 +315,7 @@ fn a_damaged_base_is_salvaged_alike_from_a_pipe_and_without_the_index() {
                     "{case} {verb}: {e}"
                 );
             }
-            let root = fx.p("out");
-            let got: Vec<String> = files_under(&root)
-                .into_iter()
-                .map(|p| p[root.display().to_string().len() + 1..].to_string())
-                .collect();
-            assert_eq!(
-                got,
-                [
-                    "v2/",
-                    "v2/empty/",
-                    "v2/s/",
-                    "v2/s/0.dat",
-                    "v2/s/2-renamed.dat",
-                    "v2/s/3.dat",
-                    "v2/s/4.dat",
-                    "v2/s/new.dat",
-                ],
-                "{case}"
-            );
+            assert_eq!(restored(&fx.p("out")), UNDAMAGED, "{case}");
             small_files_restored(&fx);
         }
     }

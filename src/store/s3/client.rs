@@ -254,10 +254,20 @@ impl Client {
 
     /// Deletes the object (an object already gone counts as deleted).
     pub(crate) fn delete_object(&self) -> std::result::Result<(), StoreError> {
-        self.retry(0, || {
-            let a = self.bucket().delete_object(Some(self.creds()), self.key());
-            let url = self.sign(&a);
-            match self.send(Verb::Delete, &url, &[], None) {
+        self.delete(0, || {
+            self.sign(&self.bucket().delete_object(Some(self.creds()), self.key()))
+        })
+    }
+
+    /// Sends the DELETE whose signed URL `url` makes, retried (`attempts`, 0: the default);
+    /// a 404 (already gone) counts as done.
+    pub(super) fn delete(
+        &self,
+        attempts: u32,
+        url: impl Fn() -> Url,
+    ) -> std::result::Result<(), StoreError> {
+        self.retry(attempts, || {
+            match self.send(Verb::Delete, &url(), &[], None) {
                 Ok(r) => self.read_xml(r.body).map(|_| ()),
                 Err(Fault::Status { status: 404, .. }) => Ok(()),
                 Err(f) => Err(f),

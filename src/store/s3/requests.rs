@@ -162,17 +162,11 @@ impl Client {
         id: &str,
         attempts: u32,
     ) -> std::result::Result<(), StoreError> {
-        self.retry(attempts, || {
+        self.delete(attempts, || {
             let a = self
                 .bucket()
                 .abort_multipart_upload(Some(self.creds()), self.key(), id);
-            let url = self.sign(&a);
-            match self.send(Verb::Delete, &url, &[], None) {
-                Ok(r) => self.read_xml(r.body).map(|_| ()),
-                Err(Fault::Status { status: 404, .. }) => Ok(()),
-                Err(f) => Err(f),
-            }
+            self.sign(&a)
         })
-        .map_err(|(f, n)| self.error(f, n))
     }
 }
