@@ -428,3 +428,38 @@ fn a_path_not_in_the_archive_is_named_even_when_an_entry_could_not_be_made() {
         (1, "krypta: not found in x.kry: nosuch\n".to_string())
     );
 }
+
+#[test]
+fn a_hard_link_whose_target_strip_components_removed_is_named_and_the_rest_extracted() {
+    // Regression: the link was an "unsafe entry path" (exit 3) that ended the run with
+    // nothing after it restored, though the archive is valid (GNU tar: "Cannot hard link",
+    // the rest extracted).
+    let fx = Fx::new();
+    fx.file("hl/d/f", b"c");
+    std::fs::create_dir_all(fx.p("hl/d/sub")).unwrap();
+    std::fs::hard_link(fx.p("hl/d/f"), fx.p("hl/d/sub/g")).unwrap();
+    fx.file("hl/d/zz/q/after.txt", b"after");
+    fx.ok(&["c", "-q", "hl.kry", "hl"]);
+    let o = fx.run(&["x", "-o", "o", "--strip-components", "3", "hl.kry"]);
+    let e = err(&o);
+    assert_eq!(code(&o), 6, "{e}");
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(
+        lines[0],
+        "krypta: warning: hl/d/sub/g: skipped: hard link to hl/d/f, which --strip-components \
+         removed"
+    );
+    assert!(
+        lines[1].starts_with("krypta: hl.kry: 2 entries extracted, "),
+        "{e}"
+    );
+    assert_eq!(
+        lines[2..],
+        ["krypta: extracted, but 1 entries could not be made (see warnings)"]
+    );
+    assert_eq!(fx.read("o/q/after.txt"), b"after");
+    assert!(!fx.exists("o/g"));
+    // Stripping less keeps both names linked.
+    fx.ok(&["x", "-q", "-o", "p", "--strip-components", "2", "hl.kry"]);
+    assert_eq!(fx.read("p/sub/g"), b"c");
+}

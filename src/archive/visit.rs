@@ -159,7 +159,8 @@ pub struct ExtractVisitor<'a> {
     committer: Committer,
     /// Content bytes written so far (for progress).
     pub bytes: u64,
-    /// Warnings for the caller to report (hard links whose target was not selected).
+    /// Warnings for the caller to report (hard links whose target was not selected or was
+    /// removed by `--strip-components`).
     pub warnings: Vec<String>,
     progress: &'a mut dyn FnMut(u64),
 }
@@ -203,6 +204,18 @@ impl Visitor for ExtractVisitor<'_> {
                 // here); skip it and say so instead of stopping the extraction.
                 self.warnings.push(format!(
                     "{}: skipped: hard link to {}, which was not selected",
+                    crate::fs::escape_path(&meta.path),
+                    crate::fs::escape_path(&meta.link)
+                ));
+                Ok(())
+            }
+            EntryKind::Hardlink
+                if self.ex.strips_away(&meta.link) && !self.ex.strips_away(&meta.path) =>
+            {
+                // --strip-components removed its target: nothing to link to (GNU tar: "Cannot
+                // hard link"); skip it and say so, as for a target not selected.
+                self.warnings.push(format!(
+                    "{}: skipped: hard link to {}, which --strip-components removed",
                     crate::fs::escape_path(&meta.path),
                     crate::fs::escape_path(&meta.link)
                 ));

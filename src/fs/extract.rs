@@ -205,6 +205,11 @@ impl Extractor {
         self.conflicts.entries() + self.stripped
     }
 
+    /// Whether `--strip-components` removes `path` entirely (nothing of it is left).
+    pub fn strips_away(&self, path: &[u8]) -> bool {
+        path.split(|&b| b == b'/').count() <= self.strip
+    }
+
     /// `meta.path` after `--strip-components`, or `None` (counted) when nothing is left.
     fn target<'m>(&mut self, path: &'m [u8]) -> Result<Option<Target<'m>>> {
         let t = confine::split_entry(path, self.strip)?;
