@@ -463,3 +463,35 @@ fn a_hard_link_whose_target_strip_components_removed_is_named_and_the_rest_extra
     fx.ok(&["x", "-q", "-o", "p", "--strip-components", "2", "hl.kry"]);
     assert_eq!(fx.read("p/sub/g"), b"c");
 }
+
+#[test]
+fn skip_existing_over_an_earlier_restore_keeps_its_hard_links_quietly() {
+    // Regression: running the same restore again with --skip-existing warned "hard link not
+    // made: its target was kept" for a link whose name already held that very file, exit 6:
+    // every idempotent cron restore of a tree with hard links "failed".
+    let fx = Fx::new();
+    fx.file("hs/a", b"x");
+    std::fs::hard_link(fx.p("hs/a"), fx.p("hs/b")).unwrap();
+    fx.ok(&["c", "-q", "hs.kry", "hs"]);
+    fx.ok(&["x", "-q", "-o", "o", "hs.kry"]);
+    let o = fx.run(&["x", "-q", "--skip-existing", "-o", "o", "hs.kry"]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    // -k names both as kept existing files.
+    let o = fx.run(&["x", "-k", "-o", "o", "hs.kry"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    let e = err(&o);
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(
+        lines[..2],
+        [
+            "krypta: warning: o/hs/a: exists; kept, not replaced",
+            "krypta: warning: o/hs/b: exists; kept, not replaced"
+        ],
+        "{e}"
+    );
+    // A link whose name is free, to a kept target, is still named as not made.
+    std::fs::remove_file(fx.p("o/hs/b")).unwrap();
+    let o = fx.run(&["x", "-q", "--skip-existing", "-o", "o", "hs.kry"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert!(!fx.exists("o/hs/b"));
+}

@@ -449,7 +449,24 @@ impl Extractor {
             && !self.holds(&tt.rel, &meta.link)
             && (self.conflicts.was_kept(&extracted_key(&tt.rel)) || self.taken(&tt.rel))
         {
-            self.keep(path, Reason::LinkTargetKept(tt.rel.clone()), &t);
+            // The link's own name already holds the kept target's file (a restore run again
+            // over an earlier one): the link is there, kept as an existing file is.
+            let there = confine::on_disk(&self.root_path, &tt.rel);
+            let reason = match (
+                std::fs::symlink_metadata(&path),
+                std::fs::symlink_metadata(&there),
+            ) {
+                (Ok(a), Ok(b))
+                    if a.is_file() && {
+                        use std::os::unix::fs::MetadataExt;
+                        (a.dev(), a.ino()) == (b.dev(), b.ino())
+                    } =>
+                {
+                    Reason::Exists
+                }
+                _ => Reason::LinkTargetKept(tt.rel.clone()),
+            };
+            self.keep(path, reason, &t);
             return Ok(());
         }
         let Some(target) = target.filter(|tt| self.holds(&tt.rel, &meta.link)) else {
