@@ -57,7 +57,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{AtFlags, Mode, OFlags, linkat, mkdirat, openat, symlinkat, unlinkat};
+use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, symlinkat, unlinkat};
 use rustix::io::Errno;
 
 use super::confine::{self, Target};
@@ -70,6 +70,8 @@ use super::restore::{self, DirInfo, Made, On, Plan, Policy};
 pub use super::sink::FileSink;
 use super::sink::{Extracted, Temp, extracted_key};
 use super::unnamed::{self, Linker};
+
+mod link;
 use crate::format::entry::{EntryKind, EntryMeta};
 use crate::{Error, Result};
 
@@ -428,79 +430,6 @@ impl Extractor {
         let res = self.placed(res, &t);
         if !matches!(res, Ok(true)) {
             confine::remove(dir.as_fd(), &tmp);
-        }
-        super::cleanup::unregister(cleanup_id);
-        res.map(|_| ())
-    }
-
-    /// Creates a hard link to `meta.link`, which must be a file committed earlier in this run
-    /// (after stripping the same number of components); otherwise [`Error::UnsafePath`].
-    pub fn make_hardlink(&mut self, meta: &EntryMeta) -> Result<()> {
-        let Some(t) = self.target(&meta.path)? else {
-            return Ok(());
-        };
-        let path = confine::on_disk(&self.root_path, &t.rel);
-        let target = confine::split_entry(&meta.link, self.strip)?;
-        // Not made, and named, when the target's name does not hold the target's file: it was
-        // kept (an existing file), or another entry stripped to the same name holds it (with
-        // -f a later one replaced it). Only a target never extracted at all is a hostile
-        // archive's link (below).
-        if let Some(tt) = &target
-            && !self.holds(&tt.rel, &meta.link)
-            && (self.conflicts.was_kept(&extracted_key(&tt.rel)) || self.taken(&tt.rel))
-        {
-            // The link's own name already holds the kept target's file (a restore run again
-            // over an earlier one): the link is there, kept as an existing file is.
-            let there = confine::on_disk(&self.root_path, &tt.rel);
-            let reason = match (
-                std::fs::symlink_metadata(&path),
-                std::fs::symlink_metadata(&there),
-            ) {
-                (Ok(a), Ok(b))
-                    if a.is_file() && {
-                        use std::os::unix::fs::MetadataExt;
-                        (a.dev(), a.ino()) == (b.dev(), b.ino())
-                    } =>
-                {
-                    Reason::Exists
-                }
-                _ => Reason::LinkTargetKept(tt.rel.clone()),
-            };
-            self.keep(path, reason, &t);
-            return Ok(());
-        }
-        let Some(target) = target.filter(|tt| self.holds(&tt.rel, &meta.link)) else {
-            return Err(Error::UnsafePath {
-                path,
-                reason: "hard link target was not extracted in this run",
-            });
-        };
-        if target.rel == t.rel {
-            return Err(Error::UnsafePath {
-                path,
-                reason: "hard link to itself",
-            });
-        }
-        let target_dir = self
-            .link_chain
-            .open(self.root.as_fd(), &self.root_path, &target.parents, false)?
-            .try_clone_to_owned()
-            .map_err(|e| Error::io(&self.root_path, "duplicate descriptor", e))?;
-        let Some((dir, info)) = self.parent_or_keep(&t)? else {
-            return Ok(());
-        };
-        if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
-            return Ok(());
-        }
-        let (tmp, (), cleanup_id) = confine::create_temp(&path, |name| {
-            linkat(&target_dir, target.name, &*dir, name, AtFlags::empty())
-        })?;
-        let res = confine::place(dir.as_fd(), &tmp, t.name, self.policy.replace(), &path);
-        let res = self.placed(res, &t);
-        if !matches!(res, Ok(true)) {
-            confine::remove(dir.as_fd(), &tmp);
-        } else if let Ok(mut map) = self.extracted.lock() {
-            map.insert(extracted_key(&t.rel), extracted_key(&meta.path));
         }
         super::cleanup::unregister(cleanup_id);
         res.map(|_| ())
