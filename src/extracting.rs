@@ -98,20 +98,24 @@ fn extract_opened(
     }
     // Salvage's warnings, reported once the visitor (which holds `rep` for progress) is done.
     let mut sw = Collect::default();
+    let salvage = req.salvage;
+    let mut scan = |t: &mut damage::Tracker<'_>| {
+        damage::scan_or_salvage(
+            ar,
+            archive,
+            index.as_ref(),
+            no_index.take(),
+            t,
+            salvage,
+            &mut sw,
+        )
+    };
     let summary = if req.stdout {
         let stdout = std::io::stdout();
         let mut v = StdoutVisitor::new(fs::chunked::buffered(stdout.lock()), &mut select);
         let mut tap = Tap::new(&mut v, rep);
         let mut t = damage::Tracker::new(&mut tap);
-        let s = damage::scan_or_salvage(
-            ar,
-            archive,
-            index.as_ref(),
-            no_index.take(),
-            &mut t,
-            req.salvage,
-            &mut sw,
-        );
+        let s = scan(&mut t);
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
@@ -122,15 +126,7 @@ fn extract_opened(
         let mut v = ExtractVisitor::new(ex, &mut select, &mut no_progress)?;
         let mut tap = Tap::new(&mut v, rep);
         let mut t = damage::Tracker::new(&mut tap);
-        let s = damage::scan_or_salvage(
-            ar,
-            archive,
-            index.as_ref(),
-            no_index.take(),
-            &mut t,
-            req.salvage,
-            &mut sw,
-        );
+        let s = scan(&mut t);
         // Every finished file has its name before directories are finished and conflicts
         // counted; a deferred failure is the run's error unless the scan failed first.
         // A file counted as restored that did not get its name outranks a salvage's summary;
