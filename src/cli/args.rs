@@ -406,11 +406,13 @@ pub(crate) struct ExtractArgs {
     /// Write file contents to stdout instead of creating files
     #[arg(long)]
     pub(crate) stdout: bool,
-    /// Keep existing files, name each, extract the rest (exit 6)
+    /// Keep existing files, name each, extract the rest (exit 6); existing directories keep
+    /// their owner, mode and times
     #[arg(short = 'k', long = "keep-old-files", conflicts_with_all = ["skip_existing", "force"])]
     pub(crate) keep_old_files: bool,
     /// Keep existing files silently, extract the rest (exit 0; 6 when entries below an
-    /// existing file could not be made, each named)
+    /// existing file could not be made, each named); existing directories keep their owner,
+    /// mode and times
     #[arg(long, conflicts_with = "force")]
     pub(crate) skip_existing: bool,
     /// Replace existing files and links (atomically; directories are never replaced)

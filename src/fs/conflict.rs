@@ -24,7 +24,11 @@
 //!   atomically (new inode renamed over the name; never truncated or written through), a
 //!   file where a directory entry goes is removed first. A directory where a file goes is
 //!   never replaced: the check refuses it up front, like a kept file otherwise.
-//! - An existing directory is reused for a directory entry under every policy.
+//! - An existing directory is reused for a directory entry under every policy. By default and
+//!   with `-f` it gets the archive's metadata (tar's `--overwrite-dir`); with `-k` and
+//!   `--skip-existing` ([`Existing::keeps_dirs`]) one that existed before the run keeps its
+//!   own, silently, as the output directory does for the root entry `.`: "keep what is
+//!   there". Directories the run creates (for an entry or as a parent) get the archive's.
 //! - A symbolic link in the output at a parent position is refused up front under every
 //!   policy ([`crate::Error::UnsafePath`], exit 3): extraction never goes through one. The
 //!   exception is a link at the name of a directory entry of the same archive: that entry is
@@ -61,6 +65,16 @@ pub enum Existing {
     Skip,
     /// Replace existing files atomically (`-f`).
     Replace,
+}
+
+impl Existing {
+    /// Whether a directory that existed before the run keeps its metadata: with `-k` and
+    /// `--skip-existing` ("keep what is there"). By default and with `-f` an existing
+    /// directory gets the archive's owner, mode, times and attributes (tar's default
+    /// `--overwrite-dir`).
+    pub fn keeps_dirs(self) -> bool {
+        matches!(self, Existing::Keep | Existing::Skip)
+    }
 }
 
 /// Why an entry was not written.

@@ -59,6 +59,10 @@ pub(crate) struct DirChain {
     levels: Vec<Level>,
     /// `openat` calls made on directory components so far (a deterministic cost, for tests).
     opens: Cell<u64>,
+    /// The directories this chain created (`/`-joined paths below the root), when asked to
+    /// record them ([`DirChain::record_made`]): `x -k` leaves the metadata of a directory that
+    /// existed before the run alone, and needs to tell one made as a parent in this run.
+    made: Option<std::collections::HashSet<Vec<u8>>>,
 }
 
 /// Flags of every directory component open: a path descriptor, a directory, never a link.
@@ -70,6 +74,17 @@ impl DirChain {
     /// An empty chain (at the root).
     pub(crate) fn new() -> Self {
         DirChain::default()
+    }
+
+    /// From now on, remembers the directories this chain creates ([`DirChain::made`]).
+    pub(crate) fn record_made(&mut self) {
+        self.made.get_or_insert_with(Default::default);
+    }
+
+    /// Whether this chain created the directory `rel` (`/`-joined, below the root) since
+    /// [`DirChain::record_made`].
+    pub(crate) fn made(&self, rel: &[u8]) -> bool {
+        self.made.as_ref().is_some_and(|m| m.contains(rel))
     }
 
     /// `openat` calls made on directory components so far.
@@ -112,11 +127,13 @@ impl DirChain {
             let here = || on_disk(root_path, &parents[..=i].join(&b'/'));
             let cur = self.top(root);
             self.count_open();
+            let mut created = false;
             let next = match openat(cur, comp, dir_flags(), Mode::empty()) {
                 Ok(fd) => fd,
                 Err(Errno::NOENT) if create => {
                     match mkdirat(cur, comp, Mode::from_raw_mode(IMPLIED_DIR_MODE)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
+                        Ok(()) => created = true,
+                        Err(Errno::EXIST) => {}
                         Err(e) => return Err(Error::io(here(), "create directory", e.into())),
                     }
                     self.count_open();
@@ -126,6 +143,9 @@ impl DirChain {
                 Err(e) => return Err(refuse_non_dir(cur, comp, here(), e)),
             };
             self.push(comp, next);
+            if created && let Some(m) = self.made.as_mut() {
+                m.insert(parents[..=i].join(&b'/'));
+            }
         }
         Ok(self.top(root))
     }

@@ -38,7 +38,9 @@
 //!   disturb its mtime, and its default ACL is not inherited by its restored children (each
 //!   gets exactly its own stored attributes). The root entry `.` (an archive of `dir/.`) is
 //!   applied to the output directory itself, last; `--strip-components` or a selection of
-//!   paths leave the output directory alone.
+//!   paths leave the output directory alone. With `-k`/`--skip-existing`, a directory that
+//!   existed before the run (the output directory too) keeps its metadata
+//!   ([`Existing::keeps_dirs`]).
 //! - **Permissions**: setuid, setgid and sticky bits are restored only with `same_permissions`
 //!   or `as_root`, like tar; otherwise the mode is masked with `0o777` and the process umask.
 //!   Owners are restored with `restore_owner` (default when running as root; by name when the
@@ -137,6 +139,13 @@ pub struct Extractor {
     conflicts: ConflictLog,
     /// Entries `--strip-components` removed entirely (nothing left of their path).
     stripped: usize,
+    /// The output directory existed before this run (`-k` leaves its metadata alone).
+    root_existed: bool,
+    /// With `-k`/`--skip-existing`: the directories this run made for directory entries
+    /// (stripped path keys), to tell them from directories that existed before it.
+    run_dirs: std::collections::HashSet<[u8; 16]>,
+    /// Directory entries whose existing directory kept its metadata (`-k`): not made.
+    kept_dirs: usize,
 }
 
 impl Extractor {
@@ -144,6 +153,7 @@ impl Extractor {
     /// a symbolic link (the user named it); nothing below it is followed.
     pub fn new(root: &Path, opts: ExtractOptions) -> Result<Extractor> {
         let fail_link_of = opts.fail_link_of.clone();
+        let root_existed = std::fs::symlink_metadata(root).is_ok();
         std::fs::create_dir_all(root).map_err(|e| Error::io(root, "create directory", e))?;
         let fd = openat(
             rustix::fs::CWD,
@@ -156,6 +166,10 @@ impl Extractor {
         let umask = process_umask();
         let egid = rustix::process::getegid().as_raw();
         let root_info = DirInfo::probe(fd.as_fd(), egid).ok();
+        let mut chain = DirChain::new();
+        if opts.existing.keeps_dirs() {
+            chain.record_made();
+        }
         let linker = if opts.named_temporaries {
             Linker::Unavailable
         } else {
@@ -177,7 +191,7 @@ impl Extractor {
             },
             strip: opts.strip_components,
             fail_after: opts.fail_write_after,
-            chain: DirChain::new(),
+            chain,
             link_chain: DirChain::new(),
             opens: 0,
             dirs: Vec::new(),
@@ -191,6 +205,9 @@ impl Extractor {
             notes: Notes::default(),
             conflicts: ConflictLog::default(),
             stripped: 0,
+            root_existed,
+            run_dirs: Default::default(),
+            kept_dirs: 0,
         })
     }
 
@@ -202,9 +219,10 @@ impl Extractor {
 
     /// How many entries given to this extractor so far were not made: kept out by what was
     /// in the output (also those below a kept directory, which are not listed) or removed
-    /// by `--strip-components`. The summary counts entries made, not entries visited.
+    /// by `--strip-components`, or directories that existed and kept their metadata (`-k`,
+    /// `--skip-existing`). The summary counts entries made, not entries visited.
     pub fn not_made_count(&self) -> usize {
-        self.conflicts.entries() + self.stripped
+        self.conflicts.entries() + self.stripped + self.kept_dirs
     }
 
     /// Whether `--strip-components` removes `path` entirely (nothing of it is left).
@@ -335,7 +353,10 @@ impl Extractor {
     /// `--strip-components`).
     pub fn make_dir(&mut self, meta: &EntryMeta) -> Result<()> {
         if meta.path == ROOT_PATH {
-            if self.strip == 0 {
+            if self.strip == 0 && self.root_existed && self.policy.existing.keeps_dirs() {
+                // -k: the output directory was there before; it keeps what it has.
+                self.kept_dirs += 1;
+            } else if self.strip == 0 {
                 let plan = self.policy.plan(meta, None, &mut self.ids, Made::Existing);
                 self.dirs.push(PendingDir {
                     rel: Vec::new(),
@@ -362,6 +383,16 @@ impl Extractor {
                 let there = confine::lstat_type(dir.as_fd(), t.name)
                     .map_err(|e| Error::io(&path, "stat", e))?;
                 match decide(there, true, self.policy.existing) {
+                    Outcome::Reuse
+                        if self.policy.existing.keeps_dirs()
+                            && !self.run_dirs.contains(&extracted_key(&t.rel))
+                            && !self.chain.made(&t.rel) =>
+                    {
+                        // -k, --skip-existing: a directory that existed before this run
+                        // keeps its owner, mode, times and attributes (GNU tar -k).
+                        self.kept_dirs += 1;
+                        return Ok(());
+                    }
                     Outcome::Reuse => made = None,
                     Outcome::RemoveFirst | Outcome::Write => {
                         unlinkat(&*dir, t.name, AtFlags::empty())
@@ -385,6 +416,9 @@ impl Extractor {
         let plan = self.policy.plan(meta, info.as_ref(), &mut self.ids, how);
         if let Some(m) = made {
             self.made_dirs.insert(extracted_key(&t.rel), m);
+        }
+        if self.policy.existing.keeps_dirs() {
+            self.run_dirs.insert(extracted_key(&t.rel));
         }
         self.dirs.push(PendingDir {
             rel: t.rel,
