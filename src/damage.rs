@@ -183,14 +183,17 @@ pub(crate) fn salvage_if(
                 }
                 r => {
                     // Nothing after the damage could be read (the pipe had been read ahead
-                    // to its end): as before spooling.
+                    // to its end): as before spooling. A damaged footer alone lost nothing
+                    // (the warnings say every data frame verified).
                     for w in &sw.warnings {
                         rep.warn(w);
                     }
-                    rep.warn(&format!(
+                    if !matches!(&r, Err(e) if footer_only(e)) {
+                        rep.warn(&format!(
                         "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
                         archive.display()
                     ));
+                    }
                     r
                 }
             }
@@ -252,6 +255,28 @@ pub(crate) fn is_index_damage(e: &Error) -> bool {
             ..
         } => true,
         Error::Integrity { what, .. } => what.contains("checksum mismatch"),
+        _ => false,
+    }
+}
+
+/// Whether damage is in the footer alone (cut, unparsable, or failing its check): every frame
+/// before it was read whole. From a pipe (the footer comes last) nothing else was lost, as
+/// when a file's footer is damaged ([`salvage_without_index`] says every data frame verified).
+pub(crate) fn footer_only(e: &Error) -> bool {
+    use crate::format::FormatError;
+    match e.root() {
+        Error::Corrupt { source, .. } => matches!(
+            source,
+            FormatError::Truncated {
+                what: "footer" | "archive (no footer)",
+                ..
+            } | FormatError::Invalid { what: "footer", .. }
+        ),
+        Error::DamagedFooter { .. }
+        | Error::AuthFailed {
+            check: AuthCheck::FooterMac,
+            ..
+        } => true,
         _ => false,
     }
 }
@@ -350,17 +375,22 @@ pub(crate) fn salvage_without_index(
     let s = ar.salvage_stream(tracker, &done)?;
     let sealed = ar.header().encrypted();
     let damaged = s.damaged.len() as u64;
-    if s.restored == 0 && damaged == 0 {
+    // From a pipe, the scan before the damage already read `before` entries and was cut in
+    // the middle of one (`first` names it; the caller counts it): a truncated stream is
+    // salvaged as the same file is, whatever was left to read after the damage.
+    let before = done.len() as u64;
+    let cut = matches!(first, Error::InEntry { .. });
+    if s.restored == 0 && damaged == 0 && before == 0 && !cut {
         // Nothing could be read without the index: nothing to salvage.
         return Err(first);
     }
-    if s.lost.is_empty() && s.base_unusable.is_empty() && damaged == 0 && !s.budget_hit {
+    if s.lost.is_empty() && s.base_unusable.is_empty() && damaged == 0 && !s.budget_hit && !cut {
         // Every data frame verified and the fault is in the index or footer alone: the run
         // ends with that error (the archive is damaged), saying that nothing was lost.
         rep.warn(&format!(
             "{}: the index or footer is damaged; every data frame verified, and all {} entries read front to back were {verb}",
             archive.display(),
-            s.restored
+            s.restored + before
         ));
         return Err(first);
     }

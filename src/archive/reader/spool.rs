@@ -92,7 +92,9 @@ impl Archive {
                 )
             },
         };
-        self.lost_before_walk = Some(match damage.root() {
+        // The footer comes last: every frame before damage in the footer alone was read
+        // whole and nothing was lost with the pipe (as a file's damaged footer: crate::damage).
+        self.lost_before_walk = (!crate::damage::footer_only(damage)).then(|| match damage.root() {
             Error::Damaged { offset, frame, .. } => lost(*frame, *offset),
             Error::Corrupt { offset, .. } => lost(0, *offset),
             // An intact delta frame whose base region is unusable (docs/FORMAT.md §16.4): the
