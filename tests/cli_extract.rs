@@ -495,3 +495,43 @@ fn skip_existing_over_an_earlier_restore_keeps_its_hard_links_quietly() {
     assert_eq!(code(&o), 6, "{}", err(&o));
     assert!(!fx.exists("o/hs/b"));
 }
+
+#[test]
+fn skip_existing_keeps_a_different_file_at_a_hard_links_name_quietly() {
+    // Regression: when the link's name held another file (not the kept target's), the link
+    // was "not made: its target was kept" (exit 6), though it is an existing file kept like
+    // any other: silent with --skip-existing (exit 0), named by -k (exit 6).
+    let fx = Fx::new();
+    fx.file("hs/a", b"x");
+    std::fs::hard_link(fx.p("hs/a"), fx.p("hs/b")).unwrap();
+    fx.ok(&["c", "-q", "hs.kry", "hs"]);
+    fx.ok(&["x", "-q", "-o", "o", "hs.kry"]);
+    std::fs::remove_file(fx.p("o/hs/b")).unwrap();
+    fx.file("o/hs/b", b"mine");
+    let o = fx.run(&["x", "-q", "--skip-existing", "-o", "o", "hs.kry"]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    assert_eq!(fx.read("o/hs/b"), b"mine");
+    let o = fx.run(&["x", "-k", "-o", "o", "hs.kry"]);
+    assert_eq!(
+        (code(&o), err(&o).lines().take(2).collect::<Vec<_>>()),
+        (
+            6,
+            vec![
+                "krypta: warning: o/hs/a: exists; kept, not replaced",
+                "krypta: warning: o/hs/b: exists; kept, not replaced",
+            ]
+        )
+    );
+    assert_eq!(fx.read("o/hs/b"), b"mine");
+    // A link whose name is free, to a kept target: not made, named, exit 6.
+    std::fs::remove_file(fx.p("o/hs/b")).unwrap();
+    let o = fx.run(&["x", "--skip-existing", "-o", "o", "hs.kry"]);
+    assert_eq!(
+        (code(&o), err(&o).lines().next()),
+        (
+            6,
+            Some("krypta: warning: o/hs/b: hard link not made: its target hs/a was kept")
+        )
+    );
+    assert!(!fx.exists("o/hs/b"));
+}

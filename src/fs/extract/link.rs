@@ -29,21 +29,12 @@ impl Extractor {
             && !self.holds(&tt.rel, &meta.link)
             && (self.conflicts.was_kept(&extracted_key(&tt.rel)) || self.taken(&tt.rel))
         {
-            // The link's own name already holds the kept target's file (a restore run again
-            // over an earlier one): the link is there, kept as an existing file is.
-            let there = confine::on_disk(&self.root_path, &tt.rel);
-            let reason = match (
-                std::fs::symlink_metadata(&path),
-                std::fs::symlink_metadata(&there),
-            ) {
-                (Ok(a), Ok(b))
-                    if a.is_file() && {
-                        use std::os::unix::fs::MetadataExt;
-                        (a.dev(), a.ino()) == (b.dev(), b.ino())
-                    } =>
-                {
-                    Reason::Exists
-                }
+            // The link's own name is taken already (a restore run again over an earlier one:
+            // the target's own file; or another file): an existing file, kept as any other
+            // (silent with --skip-existing, named by -k). Only a link that could not be made
+            // and is not there is 'not made'.
+            let reason = match std::fs::symlink_metadata(&path) {
+                Ok(m) if !m.is_dir() => Reason::Exists,
                 _ => Reason::LinkTargetKept(tt.rel.clone()),
             };
             self.keep(path, reason, &t);
