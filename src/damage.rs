@@ -183,12 +183,12 @@ pub(crate) fn salvage_if(
                 }
                 r => {
                     // Nothing after the damage could be read (the pipe had been read ahead
-                    // to its end): as before spooling. A damaged footer alone lost nothing
-                    // (the warnings say every data frame verified).
+                    // to its end): as before spooling. A damaged index or footer alone lost
+                    // nothing else (the warnings say every data frame verified).
                     for w in &sw.warnings {
                         rep.warn(w);
                     }
-                    if !matches!(&r, Err(e) if footer_only(e)) {
+                    if !matches!(&r, Err(e) if ar.index_alone(e)) {
                         rep.warn(&format!(
                         "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
                         archive.display()
@@ -394,8 +394,9 @@ pub(crate) fn salvage_without_index(
         ));
         return Err(first);
     }
-    if on_base(&first) {
-        // From a pipe (whose index comes last): the scan stopped at the base's fault.
+    if on_base(&first) || ar.spooled() {
+        // From a pipe (whose index comes last): the scan stopped at the damage or the
+        // base's fault, before the index was read.
         rep.warn(&format!(
             "{}: reading the rest front to back without the index",
             archive.display()

@@ -142,6 +142,9 @@ pub struct Archive {
     /// A damaged region before `walk_from` that the walk reports first (the bytes a pipe
     /// gave before the damage was found: `spool`).
     lost_before_walk: Option<BadFrame>,
+    /// Of a stream scanned front to back: where its data frames ended (the first index
+    /// frame's offset), once every one was read and verified ([`Archive::index_alone`]).
+    data_end: Option<u64>,
     /// The base of a delta archive, checked against the header ([`Archive::set_base`]).
     base: Option<Arc<BaseArchive>>,
 }

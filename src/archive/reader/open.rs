@@ -434,6 +434,7 @@ impl Archive {
             file_key,
             walk_from: header_len,
             lost_before_walk: None,
+            data_end: None,
             base: None,
         };
         if let Some(b) = opts.base {

@@ -101,6 +101,7 @@ impl Archive {
             Err(e) => return Err(Error::io(&self.path, "seek", e)),
         };
         let mut out = StreamSalvage::default();
+        let spooled = self.spooled();
         // From a pipe, what was lost before the spool: a damaged region, or (a base fault
         // stopped the scan) a delta frame whose base region is unusable.
         match self.lost_before_walk.take() {
@@ -139,7 +140,11 @@ impl Archive {
                     && h.seq >= next_seq
                     && h.seq <= max_seq
                     && pos + h.frame_len() <= len
-                    && (h.kind == FrameKind::Data || h.seq == next_seq)
+                    && (h.kind == FrameKind::Data
+                        || h.seq == next_seq
+                        // From a pipe, the frames before the spooled rest are gone: the
+                        // index may be its first frame, any number after the header.
+                        || (spooled && good.is_empty()))
             });
             let ok = match head {
                 Some(h) if h.kind == FrameKind::Index => {
@@ -235,7 +240,12 @@ impl Archive {
                 pos += 1;
             }
         }
-        if !out.index_seen && !scanning && pos < len {
+        // From a pipe whose read-ahead went past the index frame, the spooled rest is the
+        // footer alone: the index was lost with the pipe (reported above), not missing.
+        let footer_left = spooled
+            && pos == self.walk_from
+            && len - pos <= crate::format::footer::FOOTER_LEN as u64;
+        if !out.index_seen && !scanning && pos < len && !footer_left {
             out.lost.push(BadFrame {
                 seq: good.last().map_or(0, |g| g.seq + 1),
                 offset: pos,

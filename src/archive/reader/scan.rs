@@ -46,6 +46,7 @@ impl Archive {
         let refs = std::mem::take(&mut feed.refs_seen);
         summary.peak_held = pool.budget.peak();
         drop(pool);
+        self.data_end = Some(index_offset);
         if let Some((footer, index)) = known {
             if summary.entries != index.entries.len() as u64
                 || data_frames != footer.data_frames

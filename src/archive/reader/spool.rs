@@ -92,9 +92,8 @@ impl Archive {
                 )
             },
         };
-        // The footer comes last: every frame before damage in the footer alone was read
-        // whole and nothing was lost with the pipe (as a file's damaged footer: crate::damage).
-        self.lost_before_walk = (!crate::damage::footer_only(damage)).then(|| match damage.root() {
+        // The index and footer come last: damage in them alone lost nothing else.
+        self.lost_before_walk = (!self.index_alone(damage)).then(|| match damage.root() {
             Error::Damaged { offset, frame, .. } => lost(*frame, *offset),
             Error::Corrupt { offset, .. } => lost(0, *offset),
             // An intact delta frame whose base region is unusable (docs/FORMAT.md §16.4): the
@@ -134,6 +133,24 @@ impl Archive {
         self.pending_frame = None;
         self.walk_from = base;
         Ok(base)
+    }
+
+    /// Whether `damage`, met reading a stream front to back, is in its index or footer alone:
+    /// every data frame before it was read whole and verified, so nothing was lost with the
+    /// pipe but the index (as when a file's index is damaged: `crate::damage`).
+    pub fn index_alone(&self, damage: &Error) -> bool {
+        crate::damage::footer_only(damage)
+            || self.data_end.is_some_and(|end| match damage.root() {
+                Error::Damaged { offset, .. } | Error::Corrupt { offset, .. } => *offset >= end,
+                _ => false,
+            })
+    }
+
+    /// Whether the rest of this archive was spooled from a pipe after damage
+    /// ([`Archive::spool_rest`]): the frames before the spooled rest were read once and
+    /// are gone.
+    pub fn spooled(&self) -> bool {
+        self.walk_from > self.header_len
     }
 
     /// [`Archive::open`] for a reader that must verify a signature before it uses a byte
