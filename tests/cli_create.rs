@@ -2,7 +2,8 @@
 //! inputs would store (only the same file is stored once quietly; a different one is named
 //! and counted, exit 6); nothing archivable leaves the output as it was (exit 4); a directory
 //! reached twice is stored in full under each name, a loop is stopped; an archive replaced
-//! with `-f` keeps its mode and owner; a directory as OUTPUT is refused up front.
+//! with `-f` keeps its mode and owner, and through a symbolic link replaces the file it
+//! names (the link stays); a directory as OUTPUT is refused up front.
 
 mod cli_common;
 mod common;
@@ -341,4 +342,70 @@ fn a_directory_as_output_is_refused_up_front_with_or_without_force() {
     ]);
     assert_eq!(code(&o), 1, "{}", err(&o));
     assert_eq!(err(&o), "krypta: somedir: is a directory, not an archive\n");
+}
+
+#[test]
+fn c_f_and_rekey_f_through_a_symbolic_link_replace_the_file_it_names_and_keep_the_link() {
+    let fx = Fx::new();
+    fx.file("etc/a", b"first\n");
+    std::fs::create_dir(fx.p("nas")).unwrap();
+    fx.ok(&["c", "nas/backup.kry", "etc"]);
+    std::os::unix::fs::symlink("nas/backup.kry", fx.p("latest.kry")).unwrap();
+    // Without -f the link is an existing output.
+    let o = fx.run(&["c", "latest.kry", "etc"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    fx.file("etc/b", b"second\n");
+    fx.ok(&["c", "-f", "latest.kry", "etc"]);
+    let l = std::fs::symlink_metadata(fx.p("latest.kry")).unwrap();
+    assert!(
+        l.file_type().is_symlink(),
+        "the link was replaced by a file"
+    );
+    assert_eq!(
+        std::fs::read_link(fx.p("latest.kry")).unwrap(),
+        std::path::Path::new("nas/backup.kry")
+    );
+    assert_eq!(fx.names("nas/backup.kry"), ["etc", "etc/a", "etc/b"]);
+    // rekey -o through the link the same; no temporary file left beside either name.
+    fx.file("pw", b"pw\n");
+    let fast = ["--kdf-memory", "8", "--kdf-iterations", "1"];
+    fx.ok(&[&["c", "--pass-file", "pw"][..], &fast, &["enc.kry", "etc"]].concat());
+    fx.ok(&[
+        &[
+            "rekey",
+            "--pass-file",
+            "pw",
+            "enc.kry",
+            "-o",
+            "latest.kry",
+            "-f",
+        ][..],
+        &["--new-pass-file", "pw"],
+        &fast,
+    ]
+    .concat());
+    assert!(
+        std::fs::symlink_metadata(fx.p("latest.kry"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    fx.ok(&["t", "-q", "--pass-file", "pw", "nas/backup.kry"]);
+    for d in [".", "nas"] {
+        let tmp: Vec<_> = std::fs::read_dir(fx.p(d))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".krypta-"))
+            .collect();
+        assert!(tmp.is_empty(), "temporary files left in {d}");
+    }
+    // A dangling link is replaced by the archive itself.
+    std::os::unix::fs::symlink("nas/missing.kry", fx.p("dangling.kry")).unwrap();
+    fx.ok(&["c", "-f", "dangling.kry", "etc"]);
+    assert!(
+        std::fs::symlink_metadata(fx.p("dangling.kry"))
+            .unwrap()
+            .is_file()
+    );
+    assert!(!fx.p("nas/missing.kry").exists());
 }

@@ -10,7 +10,9 @@
 //! the new file its permission bits, and its owner and group where this process may set them
 //! (as root; otherwise only a group of its own), before the rename: an archive kept 0600, or
 //! owned by a backup user, stays so on the nightly re-run instead of becoming 0644 and the
-//! runner's (an unencrypted backup of /etc world-readable).
+//! runner's (an unencrypted backup of /etc world-readable). An output that is a symbolic
+//! link to a regular file is followed under `-f`: that file is replaced, the link stays
+//! (`through_link` says why).
 //!
 //! **fsync policy** (README, "Durability"): a new archive is `fsync`ed before the rename and
 //! its directory after it, so once `krypta c` exits 0 the archive survives a crash or power
@@ -230,6 +232,21 @@ pub fn refuse_directory(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The file a symbolic link at `path` names, when it is an existing regular file: `-f`
+/// replaces that file (its directory gets the temporary file; the link stays, pointing at
+/// the new archive), as `tar`, `zstd` and `age`, which open their output through a link,
+/// write the file it names, and as `repair -f` in place always did. Replacing the link
+/// itself left the file it named (on a NAS mount, say) old and put the new archive where
+/// the link was. A dangling link, or one to anything but a regular file, is `None`: the
+/// link itself is replaced.
+fn through_link(path: &Path) -> Option<PathBuf> {
+    let link = std::fs::symlink_metadata(path).ok()?;
+    if !link.file_type().is_symlink() || !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    std::fs::canonicalize(path).ok()
+}
+
 /// A new local archive file: a temporary file renamed into place by `finish`.
 pub struct FileSink {
     /// The temporary file (None once finished).
@@ -254,6 +271,8 @@ impl FileSink {
         if !force && std::fs::symlink_metadata(path).is_ok() {
             return Err(Error::Exists { path: path.into() });
         }
+        let resolved = force.then(|| through_link(path)).flatten();
+        let path = resolved.as_deref().unwrap_or(path);
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -291,8 +310,6 @@ impl FileSink {
             cleanup_id,
             own,
         };
-        // (Followed through a symlink: the file whose bits the output had; the rename then
-        // replaces the link itself, as it always did.)
         if force
             && let Ok(m) = std::fs::metadata(path)
             && m.is_file()
