@@ -128,12 +128,26 @@ fn long_listing_shows_owner_stored_bytes_and_ratio_and_they_add_up() {
     let long = out(&fx.ok(&["l", "-l", "--utc", "a.kry"]));
     let json = out(&fx.ok(&["l", "--json", "a.kry"]));
     let verbose = out(&fx.ok(&["l", "-v", "--utc", "a.kry"]));
+    let long_verbose = out(&fx.ok(&["l", "-l", "-v", "--utc", "a.kry"]));
+    let numeric = out(&fx.ok(&["l", "-l", "--numeric-owner", "--utc", "a.kry"]));
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
+    // The names the archive stores (tar tv shows them too), as getpwuid gives them.
+    let name = |id: u32, file: &str| {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .map(|l| l.split(':').collect::<Vec<_>>())
+            .find(|f| f.len() > 2 && f[2] == id.to_string())
+            .map_or(id.to_string(), |f| f[0].to_string())
+    };
+    let (user, group) = (name(uid, "/etc/passwd"), name(gid, "/etc/group"));
     let mut total = 0;
     let lines: Vec<&str> = long.lines().collect();
     assert_eq!(lines.len(), 5);
-    for (line, obj) in lines.iter().zip(json.lines()) {
+    let with_blocks: Vec<&str> = long_verbose.lines().collect();
+    let numeric: Vec<&str> = numeric.lines().collect();
+    for (i, (line, obj)) in lines.iter().zip(json.lines()).enumerate() {
         let v: serde_json::Value = serde_json::from_str(obj).unwrap();
         let (size, stored) = (v["size"].as_u64().unwrap(), v["stored"].as_u64().unwrap());
         total += stored;
@@ -149,14 +163,27 @@ fn long_listing_shows_owner_stored_bytes_and_ratio_and_they_add_up() {
         };
         let path = v["path"].as_str().unwrap();
         let link = if path == "t/l" { " -> a" } else { "" };
-        let owner = format!("{uid:>5}/{gid:<5}");
         assert_eq!(
-            *line,
+            (v["user"].as_str(), v["group"].as_str()),
+            (Some(&*user), Some(&*group))
+        );
+        let want = |owner: String| {
             format!(
                 "{mode} {owner} {size:>12} {stored:>12} {ratio:>6} 2023-11-14 22:13:20 +0000 \
                  {path}{link}"
             )
-        );
+        };
+        assert_eq!(*line, want(format!("{user:>8}/{group:<8}")));
+        assert_eq!(numeric[i], want(format!("{uid:>8}/{gid:<8}")));
+        // -l -v: the long line, then the blocks -v shows.
+        let blocks = verbose
+            .lines()
+            .nth(i)
+            .unwrap()
+            .split("  [blocks")
+            .nth(1)
+            .unwrap();
+        assert_eq!(with_blocks[i], format!("{line}  [blocks{blocks}"));
     }
     // One data block holds everything: the shares add up to its bytes exactly.
     let in_block: Vec<&str> = verbose

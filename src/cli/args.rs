@@ -472,9 +472,13 @@ pub(crate) struct ListArgs {
     /// PATHs are glob patterns (as x --wildcards)
     #[arg(long)]
     pub(crate) wildcards: bool,
-    /// Long listing: owner, stored (compressed) size and ratio per entry
+    /// Long listing: owner, stored (compressed) size and ratio per entry (with -v: and the
+    /// blocks each spans)
     #[arg(short = 'l', long, conflicts_with_all = ["b3", "json"])]
     pub(crate) long: bool,
+    /// Owners as numeric ids (default: the user and group names the archive stores)
+    #[arg(long)]
+    pub(crate) numeric_owner: bool,
     /// One JSON object per entry and line (schema: docs/JSON.md)
     #[arg(long, conflicts_with = "b3")]
     pub(crate) json: bool,

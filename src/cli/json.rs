@@ -65,6 +65,11 @@ pub fn entry_object(e: &EntryView<'_>, stored: u64) -> Value {
     o.insert("mode".into(), json!(e.meta.mode & 0o7777));
     o.insert("uid".into(), json!(e.meta.uid));
     o.insert("gid".into(), json!(e.meta.gid));
+    for (key, name) in [("user", &e.meta.user), ("group", &e.meta.group)] {
+        if let Some(n) = name {
+            put_bytes(&mut o, key, n);
+        }
+    }
     o.insert(
         "mtime".into(),
         json!(rfc3339_utc(e.meta.mtime.secs, e.meta.mtime.nanos)),

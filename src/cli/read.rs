@@ -45,6 +45,8 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
     } else {
         let style = if a.b3 {
             ListStyle::B3
+        } else if a.long && verbose {
+            ListStyle::LongVerbose
         } else if a.long {
             ListStyle::Long
         } else if verbose {
@@ -52,7 +54,13 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
         } else {
             ListStyle::Short
         };
-        print_list(&views, &stored, &frames, style, &Clock::new(a.utc))?;
+        print_list(
+            &views,
+            &stored,
+            &frames,
+            (style, a.numeric_owner),
+            &Clock::new(a.utc),
+        )?;
     }
     if let Some(e) = salvaged {
         return Err(e);

@@ -176,8 +176,10 @@ pub(crate) fn mode_string(kind: krypta::format::EntryKind, mode: u32) -> String 
 pub(crate) enum ListStyle {
     /// `mode size time name`.
     Short,
-    /// `mode uid/gid size stored ratio time name` (`-l`).
+    /// `mode owner size stored ratio time name` (`-l`).
     Long,
+    /// Long plus the frames the entry spans (`-l -v`).
+    LongVerbose,
     /// Short plus owner and the frames the entry spans (`-v`).
     Verbose,
     /// `BLAKE3  path` lines for `b3sum --check` (`--b3`).
@@ -196,11 +198,25 @@ pub(crate) fn ratio(stored: u64, size: u64) -> String {
 /// Prints `list` output. Names are raw bytes; undecodable bytes and control characters are
 /// shown escaped (`\xHH`, `\n`, `\\`). `stored` is each entry's share of the archive
 /// (`super::entries`), `frames` the data frame body lengths.
+/// The owner column: `user/group` by the names the archive stores (as `tar tv` shows them),
+/// each the numeric id when no name is stored or `numeric` (`--numeric-owner`).
+fn owner(meta: &krypta::format::EntryMeta, numeric: bool) -> String {
+    let show = |name: &Option<Vec<u8>>, id: u32| match name {
+        Some(n) if !numeric => krypta::fs::escape_path(n),
+        _ => id.to_string(),
+    };
+    format!(
+        "{:>8}/{:<8}",
+        show(&meta.user, meta.uid),
+        show(&meta.group, meta.gid)
+    )
+}
+
 pub(crate) fn print_list(
     views: &[EntryView<'_>],
     stored: &[u64],
     frames: &[u32],
-    style: ListStyle,
+    (style, numeric): (ListStyle, bool),
     clock: &Clock,
 ) -> Result<()> {
     let stdout = std::io::stdout();
@@ -259,22 +275,33 @@ pub(crate) fn print_list(
         };
         let mode = mode_string(e.meta.kind, e.meta.mode);
         let time = clock.show(e.meta.mtime.secs);
-        let owner = format!("{:>5}/{:<5}", e.meta.uid, e.meta.gid);
-        match style {
-            ListStyle::Verbose => writeln!(
-                out,
-                "{mode} {owner} {:>12} {time} {name}{link}  [blocks {}-{}, {} bytes stored in them]",
-                e.size,
+        let owner = owner(e.meta, numeric);
+        let blocks = || {
+            format!(
+                "  [blocks {}-{}, {} bytes stored in them]",
                 e.frames.0,
                 e.frames.1,
                 spanned_bytes(e, frames)
-            ),
-            ListStyle::Long => writeln!(
+            )
+        };
+        match style {
+            ListStyle::Verbose => writeln!(
                 out,
-                "{mode} {owner} {:>12} {:>12} {:>6} {time} {name}{link}",
+                "{mode} {owner} {:>12} {time} {name}{link}{}",
+                e.size,
+                blocks()
+            ),
+            ListStyle::Long | ListStyle::LongVerbose => writeln!(
+                out,
+                "{mode} {owner} {:>12} {:>12} {:>6} {time} {name}{link}{}",
                 e.size,
                 stored,
-                ratio(stored, e.size)
+                ratio(stored, e.size),
+                if style == ListStyle::LongVerbose {
+                    blocks()
+                } else {
+                    String::new()
+                }
             ),
             _ => writeln!(out, "{mode} {:>12} {time} {name}{link}", e.size),
         }
