@@ -128,7 +128,12 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
         what.push("the recovery trailer is damaged or not at the end of the file".into());
     }
     if section.padding_damaged {
-        what.push("the recovery data's zero padding holds other bytes".into());
+        // A file cut short lost its padding; only a whole one can hold other bytes.
+        what.push(if section.length_differs {
+            "the recovery data's zero padding holds other bytes or is cut off".into()
+        } else {
+            "the recovery data's zero padding holds other bytes".into()
+        });
     }
     if section.length_differs {
         what.push("the file's length differs from what the recovery data says".into());

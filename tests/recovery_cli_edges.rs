@@ -95,6 +95,18 @@ fn a_tail_cut_in_the_recovery_data_is_repaired() {
         "{}",
         stderr(&t)
     );
+    // The padding after the recovery shards is cut off, not "holding other bytes".
+    assert!(
+        stderr(&t).contains("zero padding holds other bytes or is cut off"),
+        "{}",
+        stderr(&t)
+    );
+    let c = f.run(&["repair", "--check", "c.kry"]);
+    assert!(
+        stderr(&c).contains("non-zero or missing bytes in the zero padding"),
+        "{}",
+        stderr(&c)
+    );
     f.assert_repaired("c.kry", "tail cut in the section");
 }
 

@@ -113,7 +113,12 @@ fn findings(r: &krypta::recovery::VerifyReport) -> Vec<String> {
         found.push(format!("{packets} damaged descriptor packet(s)"));
     }
     if !r.padding_ok {
-        found.push("non-zero bytes in the zero padding".into());
+        // A file cut short lost its padding; only a whole one can hold other bytes.
+        found.push(if r.located.source_len != r.located.layout.file_len {
+            "non-zero or missing bytes in the zero padding".into()
+        } else {
+            "non-zero bytes in the zero padding".into()
+        });
     }
     if !r.trailer_ok {
         found.push("a damaged or missing trailer".into());
