@@ -85,6 +85,21 @@ fn selecting_the_root_selects_every_entry_as_tar_does() {
     assert_eq!(o.stdout, b"ab1");
     let o = fx.ok(&["l", "r.kry", "."]);
     assert_eq!(out(&o).lines().count(), 7);
+    // With --wildcards too (it selected the root entry alone); a pattern that merely
+    // matches the name `.` (`.*`: hidden names) does not stand for the root.
+    let o = fx.run(&["x", "--wildcards", "r.kry", "-o", "w", "."]);
+    assert_eq!((code(&o), extracted(&err(&o))), (0, 7), "{}", err(&o));
+    common::assert_same_tree(&fx.p("t"), &fx.p("w"));
+    let names = |args: &[&str]| -> Vec<String> {
+        let o = fx.ok(&[&["l"][..], args].concat());
+        out(&o)
+            .lines()
+            .map(|l| l.rsplit(' ').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&["--wildcards", "r.kry", "./"]).len(), 7);
+    assert_eq!(names(&["--wildcards", "r.kry", ".*"]), ["."]);
+    assert_eq!(names(&["--wildcards", "r.kry", "d/e"]), ["d/e", "d/e/b"]);
 }
 
 #[test]

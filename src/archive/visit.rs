@@ -16,7 +16,8 @@ use crate::fs::extract::{Extractor, FileSink};
 pub struct Selection {
     paths: Vec<Vec<u8>>,
     hits: Vec<bool>,
-    globs: Option<crate::fs::pattern::Patterns>,
+    /// `--wildcards`: the patterns, and which of them are the root `.` (hit by every entry).
+    globs: Option<(crate::fs::pattern::Patterns, Vec<usize>)>,
 }
 
 impl Selection {
@@ -53,7 +54,9 @@ impl Selection {
     /// A selection of glob patterns (`--wildcards`): a name is selected when a pattern
     /// matches it or one of its parent directories. The grammar and anchoring are those of
     /// `--exclude` (`crate::fs::pattern`), except that a leading `!` is an ordinary character
-    /// and a trailing `/` is ignored.
+    /// and a trailing `/` is ignored. The pattern `.` (or `./`) is the archive's root, the
+    /// parent of every entry, as without `--wildcards`; patterns that merely match `.`
+    /// (`.*`, `?`) match it alone (`.*` is for hidden names, not everything).
     pub fn wildcards(patterns: &[Vec<u8>]) -> Result<Self> {
         let mut b = crate::fs::pattern::PatternsBuilder::new();
         for p in patterns {
@@ -74,16 +77,30 @@ impl Selection {
             };
             b.add(&t, "--wildcards")?;
         }
+        // The patterns that are the root `.`: every entry is below it.
+        let root = patterns
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                let t = p.strip_suffix(b"/").unwrap_or(p);
+                t == crate::format::entry::ROOT_PATH
+            })
+            .map(|(i, _)| i)
+            .collect();
         Ok(Selection {
             paths: patterns.to_vec(),
             hits: vec![false; patterns.len()],
-            globs: Some(b.build()?),
+            globs: Some((b.build()?, root)),
         })
     }
 
-    /// The patterns that match `path` or one of its parents.
-    fn glob_hits(globs: &crate::fs::pattern::Patterns, path: &[u8]) -> Vec<usize> {
-        let mut hits = Vec::new();
+    /// The patterns that match `path` or one of its parents (the root `.` is the parent of
+    /// every entry).
+    fn glob_hits(
+        (globs, root): &(crate::fs::pattern::Patterns, Vec<usize>),
+        path: &[u8],
+    ) -> Vec<usize> {
+        let mut hits = root.clone();
         for (i, &b) in path.iter().enumerate() {
             if b == b'/' {
                 hits.extend(globs.hits(&path[..i]));
