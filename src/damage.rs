@@ -545,12 +545,23 @@ pub fn list_or_salvage(
         match ar.read_index() {
             Ok((_, ix)) => Ok((ix.entries, ix.frame_body_lens, None)),
             Err(e) if is_index_damage(&e) => {
+                if ar.header().delta_base().is_some() && ar.base().is_none() {
+                    // Front to back, a delta block decodes only against its base region.
+                    rep.warn(&format!(
+                        "{}: the index could not be read ({e}): listing a delta archive without its index reads its blocks, which needs its base",
+                        archive.display()
+                    ));
+                    ar.require_base()?;
+                }
                 let mut v = ListVisitor::default();
                 let mut t = Tracker::new(&mut v);
                 let s = salvage_without_index(&mut ar, archive, &mut t, "listed", e, rep);
                 drop(t);
                 match s {
                     Err(e @ Error::Salvaged { .. }) => Ok((v.entries, Vec::new(), Some(e))),
+                    // The index or footer alone is damaged: every entry was read and
+                    // verified front to back, and is listed before the run ends with it.
+                    Err(e) if !v.entries.is_empty() => Ok((v.entries, Vec::new(), Some(e))),
                     Err(e) => Err(e),
                     Ok(_) => Ok((v.entries, Vec::new(), None)),
                 }

@@ -359,3 +359,35 @@ fn without_the_index_the_archives_own_damage_still_decides_the_exit_code() {
         assert!(!fx.exists("out/v2/big.bin"), "sealed {sealed}");
     }
 }
+
+#[test]
+fn l_of_a_delta_without_its_index_names_the_base_it_needs_and_lists_with_it() {
+    // Regression: `l` took no --base, and without the index it read the delta's blocks
+    // front to back with no base: exit 5 and no entry listed, nothing said of the base.
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    archives(&fx);
+    flip_footer(&fx, "delta.kry");
+    let id = archive_id(&fx, "base.kry");
+    let o = fx.run(&["l", "delta.kry"]);
+    assert_eq!(code(&o), 9, "{}", err(&o));
+    assert!(out(&o).is_empty(), "{}", out(&o));
+    assert_eq!(
+        err(&o).lines().last().unwrap(),
+        format!(
+            "krypta: delta.kry: a delta archive: give --base with its base archive (archive id {id}), and the base's keys if it is encrypted"
+        )
+    );
+    // With the base: every entry listed from the blocks, and the run ends with the footer's
+    // damage (an unencrypted footer's checksum: exit 5), as for any archive.
+    let o = fx.run(&["l", "--base", "base.kry", "delta.kry"]);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    assert_eq!(out(&o).lines().count(), 9, "{}", out(&o));
+    assert!(
+        err(&o).contains(
+            "every data frame verified, and all 9 entries read front to back were listed"
+        ),
+        "{}",
+        err(&o)
+    );
+}

@@ -95,3 +95,27 @@ fn a_truncated_archive_is_salvaged_alike_from_a_file_and_from_a_pipe() {
         }
     }
 }
+
+#[test]
+fn l_of_an_archive_whose_footer_alone_is_cut_lists_every_entry_then_fails() {
+    // Regression: the warning said "all 41 entries read front to back were listed" and `l`
+    // printed none of them (the footer's error dropped the listing).
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["c", "-q", "-b", "64K", "--keyfile", "k", "e.kry", "t"]);
+    let a = std::fs::read(fx.p("e.kry")).unwrap();
+    std::fs::write(fx.p("c.kry"), &a[..a.len() - 10]).unwrap();
+    let o = fx.run(&["l", "--keyfile", "k", "c.kry"]);
+    assert_eq!(code(&o), 3, "{}", err(&o));
+    let names: Vec<String> = out(&o)
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(names.len(), 41, "{}", out(&o));
+    assert_eq!((names[0].as_str(), names[40].as_str()), ("t", "t/f39"));
+    assert!(
+        err(&o).contains("all 41 entries read front to back were listed"),
+        "{}",
+        err(&o)
+    );
+}

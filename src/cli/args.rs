@@ -491,6 +491,8 @@ pub(crate) struct ListArgs {
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
     #[command(flatten)]
+    pub(crate) delta: BaseArgs,
+    #[command(flatten)]
     pub(crate) storage: StoreArgs,
     #[command(flatten)]
     pub(crate) common: Common,

@@ -113,7 +113,8 @@ pub(crate) struct KeygenArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct BaseArgs {
     /// Delta archive: c writes OUT as a delta against BASE; x and t read ARCHIVE with the
-    /// BASE it was made against (a file or s3:// object)
+    /// BASE it was made against (a file or s3:// object); l needs it only when ARCHIVE's
+    /// index is damaged (or with --b3)
     #[arg(long, value_name = "BASE", help_heading = "Delta base")]
     pub(crate) base: Option<PathBuf>,
     /// Prompt for the base's password on the terminal

@@ -13,7 +13,10 @@ use krypta::archive::visit::Selection;
 use krypta::{Error, Result};
 
 pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
-    let open = open_options(&a.keys, &a.archive)?;
+    let mut open = open_options(&a.keys, &a.archive)?;
+    // A delta archive's index lists it without the base; its blocks (read for --b3, or
+    // front to back when the index is damaged) decode only against it.
+    open.base = super::keys::open_base_to_read(&a.delta, &a.keys, &a.archive)?;
     let paths: Vec<Vec<u8>> = a.paths.iter().map(|p| p.as_bytes().to_vec()).collect();
     let mut select = if a.wildcards {
         Selection::wildcards(&paths)?
