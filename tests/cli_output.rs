@@ -133,15 +133,7 @@ fn long_listing_shows_owner_stored_bytes_and_ratio_and_they_add_up() {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
     // The names the archive stores (tar tv shows them too), as getpwuid gives them.
-    let name = |id: u32, file: &str| {
-        std::fs::read_to_string(file)
-            .unwrap()
-            .lines()
-            .map(|l| l.split(':').collect::<Vec<_>>())
-            .find(|f| f.len() > 2 && f[2] == id.to_string())
-            .map_or(id.to_string(), |f| f[0].to_string())
-    };
-    let (user, group) = (name(uid, "/etc/passwd"), name(gid, "/etc/group"));
+    let (user, group) = common::own_names();
     let mut total = 0;
     let lines: Vec<&str> = long.lines().collect();
     assert_eq!(lines.len(), 5);

@@ -224,3 +224,22 @@ pub fn bytes(n: usize, seed: u64, text: bool) -> Vec<u8> {
 pub fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 temp path")
 }
+
+/// The names of this process's user and group as `getpwuid`/`getgrgid` give them (what an
+/// archive stores, `l -l` and `l --json` show): from /etc/passwd and /etc/group, or the id
+/// when it has no entry there.
+#[allow(dead_code)]
+pub fn own_names() -> (String, String) {
+    let name = |id: u32, file: &str| {
+        std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.split(':').collect::<Vec<_>>())
+            .find(|f| f.len() > 2 && f[2] == id.to_string())
+            .map_or(id.to_string(), |f| f[0].to_string())
+    };
+    (
+        name(rustix::process::getuid().as_raw(), "/etc/passwd"),
+        name(rustix::process::getgid().as_raw(), "/etc/group"),
+    )
+}
