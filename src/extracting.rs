@@ -32,7 +32,8 @@ pub struct ExtractRequest {
 
 /// Extracts an archive (`-` = stdin). Every byte written was verified first; each file is
 /// written without a name (or under a temporary one) and gets its final name only once its
-/// digest matched (`fs::unnamed`).
+/// digest matched (`fs::unnamed`). The summary's `bytes` are the content bytes of the files
+/// made (written to disk or stdout), not of those kept out or stripped away.
 ///
 /// Errors: as [`Archive::open`], plus Corrupt/AuthFailed/Integrity from the data, Io and
 /// UnsafePath from the filesystem, Usage when a requested path is not in the archive.
@@ -116,6 +117,7 @@ fn extract_opened(
         let mut tap = Tap::new(&mut v, rep);
         let mut t = damage::Tracker::new(&mut tap);
         let s = scan(&mut t);
+        let s = tap.written(s);
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
@@ -127,6 +129,7 @@ fn extract_opened(
         let mut tap = Tap::new(&mut v, rep);
         let mut t = damage::Tracker::new(&mut tap);
         let s = scan(&mut t);
+        let s = tap.written(s);
         // Every finished file has its name before directories are finished and conflicts
         // counted; a deferred failure is the run's error unless the scan failed first.
         // A file counted as restored that did not get its name outranks a salvage's summary;

@@ -125,7 +125,12 @@ fn run_scan(
 struct Tap<'a, V: archive::Visitor + KeptCount> {
     inner: &'a mut V,
     rep: &'a mut dyn Reporter,
+    /// Content bytes passed on so far (progress: kept files' bytes are read and verified too).
     bytes: u64,
+    /// Content bytes of the files made (written to their files, or to stdout), holes
+    /// included: the summary's "out" ([`Tap::written`]), as the entries reported done are its
+    /// count.
+    written: u64,
     /// The current file was kept out when it began.
     file_kept: bool,
 }
@@ -136,8 +141,19 @@ impl<'a, V: archive::Visitor + KeptCount> Tap<'a, V> {
             inner,
             rep,
             bytes: 0,
+            written: 0,
             file_kept: false,
         }
+    }
+
+    /// `s` with its content bytes (`bytes`, the summary's "out") cut to those of the files
+    /// made: a file kept out (`-k`, `--skip-existing`, a conflict) or removed by
+    /// `--strip-components` was read and verified, but nothing of it was written.
+    fn written(&self, s: Result<ScanSummary>) -> Result<ScanSummary> {
+        s.map(|s| ScanSummary {
+            bytes: self.written,
+            ..s
+        })
     }
 }
 
@@ -185,6 +201,7 @@ impl<V: archive::Visitor + KeptCount> archive::Visitor for Tap<'_, V> {
         self.inner.end(meta, size)?;
         self.rep.progress(self.bytes);
         if !self.file_kept && self.inner.kept() == before {
+            self.written += size;
             self.rep.entry_done(meta);
         }
         Ok(())

@@ -76,6 +76,59 @@ fn verbose_lists_entries_as_written_and_extracted_and_the_summary_ends_the_run()
     );
 }
 
+/// The summary's "out" of `x`, from the last line of stderr: "N entries extracted, A in, B out
+/// (R), T" → (N, B).
+fn extracted_and_out(o: &std::process::Output) -> (String, String) {
+    let e = err(o);
+    let line = e
+        .lines()
+        .find(|l| l.contains(" entries extracted, "))
+        .unwrap_or_else(|| panic!("no summary in: {e}"));
+    let n = line.split(": ").nth(2).unwrap().split(' ').next().unwrap();
+    let out = line
+        .split(" in, ")
+        .nth(1)
+        .unwrap()
+        .split(" out (")
+        .next()
+        .unwrap();
+    (n.to_string(), out.to_string())
+}
+
+#[test]
+fn x_summary_out_counts_the_bytes_written_not_those_of_kept_or_stripped_files() {
+    // It counted every file's bytes read from the archive: `x -k` over a tree where every
+    // file was kept said "8 B out" while writing nothing.
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+    fx.ok(&["x", "-q", "a.kry", "-o", "o"]);
+    // t/a (5 bytes) is kept, t/d/b (3 bytes) is made again.
+    std::fs::remove_file(fx.p("o/t/d/b")).unwrap();
+    let o = fx.run(&["x", "-k", "a.kry", "-o", "o"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(extracted_and_out(&o), ("1".into(), "3 B".into()));
+    assert_eq!(std::fs::read(fx.p("o/t/d/b")).unwrap(), b"abc");
+    // Everything kept: nothing written.
+    let o = fx.run(&["x", "-k", "a.kry", "-o", "o"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(extracted_and_out(&o), ("0".into(), "0 B".into()));
+    std::fs::remove_file(fx.p("o/t/a")).unwrap();
+    let o = fx.run(&["x", "--skip-existing", "a.kry", "-o", "o"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(extracted_and_out(&o), ("1".into(), "5 B".into()));
+    // --strip-components 2 leaves only t/d/b (as b): t/a is not written.
+    let o = fx.run(&["x", "--strip-components", "2", "a.kry", "-o", "s"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(extracted_and_out(&o), ("1".into(), "3 B".into()));
+    assert_eq!(std::fs::read(fx.p("s/b")).unwrap(), b"abc");
+    // To stdout every file is written.
+    let o = fx.run(&["x", "--stdout", "a.kry"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(o.stdout, b"helloabc");
+    assert_eq!(extracted_and_out(&o).1, "8 B");
+}
+
 #[test]
 fn quiet_prints_no_summary() {
     let fx = Fx::new();
