@@ -10,7 +10,9 @@ use std::collections::HashMap;
 pub struct CompressRequest {
     /// Archive path, or `-` for stdout.
     pub output: PathBuf,
-    /// Inputs; `-` reads one stream from stdin (stored as the file `stdin`).
+    /// Inputs; `-` reads one stream from stdin (stored as the file `stdin`), and so does an
+    /// input that is a symbolic link to a pipe or socket (`<(cmd)`: `/dev/fd/63`, stored as
+    /// `dev/fd/63`; see `fs::walk`'s streams).
     pub inputs: Vec<PathBuf>,
     /// Overwrite an existing output.
     pub force: bool,
@@ -125,14 +127,8 @@ fn compress_into(
     // refuse a link to an entry that is not in the archive, and aborting would lose the backup.
     let mut unstored: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     rep.start(None);
-    // One walk over all filesystem inputs, so hard links are found across them and each
-    // path-rewriting note is shown once; a `-` input adds the stdin stream after them.
-    let fs_inputs: Vec<PathBuf> = req
-        .inputs
-        .iter()
-        .filter(|p| p.as_os_str() != "-")
-        .cloned()
-        .collect();
+    // One walk over all inputs, so hard links are found across them and each path-rewriting
+    // note is shown once; a stream (`-`, `<(cmd)`) comes as one entry in its place.
     let opts = fs::walk::WalkOptions {
         dereference: req.dereference,
         xattrs: req.xattrs,
@@ -188,19 +184,36 @@ fn compress_into(
                     rep.entry_done(&e.meta);
                     return Ok(());
                 }
+                let mut skip = |err: Error| {
+                    if strict {
+                        return Err(err);
+                    }
+                    // Vanished or became unreadable since the walk (a stream: could not be
+                    // opened, such as a socket other than stdin): skip it, say so.
+                    rep.warn(&format!("skipped: {err}"));
+                    skipped += 1;
+                    Ok(())
+                };
+                if e.stream {
+                    // `-` or `<(cmd)`: read to its end, no size known before.
+                    let mut src = match fs::source::open_stream(&e.source) {
+                        Ok(s) => s,
+                        Err(err) => return skip(err),
+                    };
+                    w.add_file_with_progress(&e.meta, &mut src, &mut |b| rep.progress(b))?;
+                    stored += 1;
+                    rep.entry_done(&e.meta);
+                    return Ok(());
+                }
                 let opened = match e.opened.and_then(|f| f.into_source(&e.source)) {
                     Some(src) => Ok(src),
                     None => fs::source::FileSource::open(&e.source, e.size),
                 };
                 let mut src = match opened {
                     Ok(s) => s,
-                    Err(err) if strict => return Err(err),
                     Err(err) => {
-                        // Vanished or became unreadable since the walk: skip it, say so.
-                        rep.warn(&format!("skipped: {err}"));
-                        skipped += 1;
                         not_stored(&e.meta.path);
-                        return Ok(());
+                        return skip(err);
                     }
                 };
                 // Compared on the open file (its fstat), not the path: no extra system call
@@ -233,28 +246,9 @@ fn compress_into(
             }
         }
     };
-    if !fs_inputs.is_empty() {
-        // The walk runs ahead on its own thread (`fs::ahead` says why) and opens the files.
-        fs::walk::raise_descriptor_limit();
-        fs::walk_ahead(&fs_inputs, &opts, &req.select, &mut on_event)?;
-    }
-    if req.inputs.iter().any(|p| p.as_os_str() == "-") {
-        let meta = EntryMeta {
-            path: b"stdin".to_vec(),
-            kind: EntryKind::File,
-            mode: 0o644,
-            mtime: now_or_epoch(),
-            uid: rustix::process::getuid().as_raw(),
-            gid: rustix::process::getgid().as_raw(),
-            link: Vec::new(),
-            ..Default::default()
-        };
-        crate::store::local::widen_pipe(rustix::stdio::stdin());
-        let mut src = ReaderSource::new(std::io::stdin().lock(), "<stdin>");
-        w.add_file_with_progress(&meta, &mut src, &mut |b| rep.progress(b))?;
-        stored += 1;
-        rep.entry_done(&meta);
-    }
+    // The walk runs ahead on its own thread (`fs::ahead` says why) and opens the files.
+    fs::walk::raise_descriptor_limit();
+    fs::walk_ahead(&req.inputs, &opts, &req.select, &mut on_event)?;
     if stored == 0 && skipped + left_out > 0 {
         // Dropping the writer drops the sink unfinished: the temporary file is removed (an
         // upload aborted), nothing is renamed over the output.

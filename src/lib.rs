@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use archive::reader::{Archive, OpenOptions, ScanSummary};
 use archive::visit::{ExtractVisitor, StdoutVisitor, VerifyVisitor};
-use archive::writer::{ArchiveWriter, ReaderSource, WriteOptions, WriteSummary};
+use archive::writer::{ArchiveWriter, WriteOptions, WriteSummary};
 use format::index::IndexEntry;
 use format::{EntryKind, EntryMeta, Timestamp};
 

@@ -125,9 +125,26 @@ fn missing_input_is_an_io_error_naming_it() {
 }
 
 #[test]
-fn stdin_input_is_not_walked() {
+fn stdin_input_is_not_walked_but_is_one_stream_entry() {
+    // `-` comes in its place among the inputs as a regular file `stdin` that `krypta c`
+    // reads from stdin (before, the walk left it out and `c` added it after everything).
     let (entries, warnings) = collect(&[PathBuf::from("-")], WalkOptions::default()).unwrap();
-    assert!(entries.is_empty() && warnings.is_empty());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(entries.len(), 1);
+    let e = &entries[0];
+    assert!(e.stream && e.opened.is_none());
+    assert_eq!(e.source, PathBuf::from("-"));
+    assert_eq!(
+        (e.meta.path.as_slice(), e.meta.kind, e.meta.mode, e.size),
+        (&b"stdin"[..], EntryKind::File, 0o644, 0)
+    );
+    assert_eq!(
+        (e.meta.uid, e.meta.gid),
+        (
+            rustix::process::getuid().as_raw(),
+            rustix::process::getgid().as_raw()
+        )
+    );
 }
 
 #[test]

@@ -222,7 +222,8 @@ pub(crate) enum KdfName {
 pub(crate) struct CompressArgs {
     /// Archive to write (- = stdout, s3://BUCKET/KEY = an object)
     pub(crate) output: PathBuf,
-    /// Files and directories to archive (- = one stream from stdin)
+    /// Files and directories to archive (- = one stream from stdin; a symbolic link to a
+    /// pipe, as <(cmd) gives, is read the same way)
     #[arg(required_unless_present = "files_from")]
     pub(crate) inputs: Vec<PathBuf>,
     /// Compression level 1 (fast) ..= 9 (smallest); see README for the zstd mapping

@@ -400,6 +400,10 @@ fn spawn_total_scan(
                     return Err(Error::Usage("size scan stopped".into()));
                 }
                 if let krypta::fs::walk::WalkEvent::Entry(e) = ev {
+                    if e.stream {
+                        // `<(cmd)`: its size is not known before it is read, so no total is.
+                        return Err(Error::Usage("size scan stopped at a stream".into()));
+                    }
                     sum = sum.saturating_add(e.size);
                     scan.bytes.store(sum, Ordering::Relaxed);
                 }

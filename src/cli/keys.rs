@@ -64,13 +64,7 @@ pub(crate) fn check_pass_fd(what: PromptFor, fd: Option<i32>, taken: Option<&str
 /// Whether `path` names this process's standard input: `-`, or the same file as descriptor 0
 /// (`/dev/stdin`, `/proc/self/fd/0`, or the file redirected in with `<`).
 pub(crate) fn names_stdin(path: &std::path::Path) -> bool {
-    if path.as_os_str() == "-" {
-        return true;
-    }
-    match (rustix::fs::stat(path), rustix::fs::fstat(std::io::stdin())) {
-        (Ok(a), Ok(b)) => (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino),
-        _ => false,
-    }
+    krypta::fs::source::names_stdin(path)
 }
 
 /// What besides a base's password reads stdin in a command: `data` (the archive, the input)

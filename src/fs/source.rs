@@ -32,6 +32,7 @@ use rustix::io::Errno;
 
 use super::longpath;
 use super::meta::{StatKind, kind_of, mtime_of, size_of};
+use crate::archive::ReaderSource;
 use crate::format::entry::Timestamp;
 use crate::{Error, Result};
 
@@ -107,6 +108,40 @@ fn swapped_link(e: io::Error) -> io::Error {
     } else {
         e
     }
+}
+
+/// Whether `path` names this process's standard input: `-`, or the same file as descriptor 0
+/// (`/dev/stdin`, `/proc/self/fd/0`, or the file redirected in with `<`), by device and inode.
+pub fn names_stdin(path: &Path) -> bool {
+    if path.as_os_str() == "-" {
+        return true;
+    }
+    match (rustix::fs::stat(path), fstat(std::io::stdin())) {
+        (Ok(a), Ok(b)) => (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino),
+        _ => false,
+    }
+}
+
+/// The bytes of a stream input ([`super::walk::InputEntry::stream`]), to be read to their
+/// end: stdin itself for `-` and for a link to the pipe or socket stdin is (a socket cannot
+/// be opened through `/proc`: `ENXIO`), else `path` opened through its link (a named FIFO
+/// waits for a writer, as `cat` does). A pipe is asked for a wider buffer
+/// ([`crate::store::local::widen_pipe`]). Errors: Io (open) naming `path`.
+pub fn open_stream(path: &Path) -> Result<ReaderSource<Box<dyn io::Read>>> {
+    use std::os::fd::AsFd;
+    if names_stdin(path) {
+        let stdin = io::stdin();
+        crate::store::local::widen_pipe(stdin.as_fd());
+        let name = if path.as_os_str() == "-" {
+            Path::new("<stdin>")
+        } else {
+            path
+        };
+        return Ok(ReaderSource::new(Box::new(stdin.lock()), name));
+    }
+    let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    crate::store::local::widen_pipe(f.as_fd());
+    Ok(ReaderSource::new(Box::new(f), path))
 }
 
 impl FileSource {

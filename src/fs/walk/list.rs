@@ -411,6 +411,7 @@ impl Walker<'_> {
                 xattrs,
                 dir,
                 depth: self.ancestors.len(),
+                stream: false,
             });
         }
         Ok(out)

@@ -43,7 +43,10 @@
 //! - **Errors**: an input that can not be `lstat`ed, and anything deeper that vanishes or can
 //!   not be read, is a [`WalkEvent::Skipped`] naming it and the I/O error (an unreadable
 //!   directory is still stored, empty); the caller decides whether that stops the run
-//!   (`--strict`) or is counted (exit code 6). An input `-` is not walked (stdin).
+//!   (`--strict`) or is counted (exit code 6).
+//! - **Streams**: an input `-` (stdin), or one that is a symbolic link to a pipe or socket
+//!   (`<(cmd)`: `/dev/fd/63`), is not walked: it is one entry, a regular file whose bytes
+//!   `krypta c` reads from the stream ([`InputEntry::stream`]; `stream` says why and how).
 //! - **Selection** (`--exclude`, `--one-file-system`, `--exclude-caches`, a name met twice) is
 //!   [`super::select`]'s; the walk asks it before an input, before each entry and after
 //!   listing a directory ([`walk_selected`]).
@@ -53,6 +56,7 @@
 //!   at most 64 directories whose files are still to be opened (`list` says why and how).
 
 mod list;
+mod stream;
 
 pub use list::OpenFile;
 pub(crate) use list::raise_descriptor_limit;
@@ -110,6 +114,10 @@ pub struct InputEntry {
     /// The file, opened by the walk with [`WalkOptions::open_files`] (read it with
     /// [`super::source::FileSource::from_fd`]); `None` for every other kind and without it.
     pub opened: Option<OpenFile>,
+    /// A stream, not a file on disk: the input `-` (`source` is `-`) or an input that is a
+    /// symbolic link to a pipe or socket (`source` is that link). `meta` is a regular file's,
+    /// `size` 0: read it to its end with [`super::source::open_stream`].
+    pub stream: bool,
 }
 
 /// What the walk reports, in order. (Nearly every event is an entry, so a box for the rare
@@ -178,6 +186,8 @@ struct Pending {
     dir: Option<Rc<list::HeldDir>>,
     /// Directories above it in this input's walk (`Walker::ancestors` is cut to this).
     depth: usize,
+    /// An input read as a stream (`stream`); `st` is the stream's (the pipe's, stdin's).
+    stream: bool,
 }
 
 /// Walks `inputs` and calls `on_event` for every entry and warning, in the order described in
@@ -199,7 +209,7 @@ pub fn walk_selected(
 ) -> Result<()> {
     let roots: Vec<Option<Vec<u8>>> = inputs
         .iter()
-        .map(|i| (i.as_os_str() != "-").then(|| archive_path_of(i.as_os_str().as_bytes()).0))
+        .map(|i| Some(stream::input_path(i).0))
         .collect();
     let mut w = Walker {
         opts: *opts,
@@ -216,6 +226,7 @@ pub fn walk_selected(
         held: Rc::new(()),
         open: Default::default(),
         budget: list::Budget::from_limit(),
+        streams: HashMap::new(),
     };
     if let Some(i) = roots
         .iter()
@@ -224,9 +235,6 @@ pub fn walk_selected(
         w.root_entry(&inputs[i])?;
     }
     for (i, input) in inputs.iter().enumerate() {
-        if roots[i].is_none() {
-            continue;
-        }
         w.input = i;
         w.walk_input(input)?;
     }
@@ -259,6 +267,9 @@ struct Walker<'a> {
     open: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// How many of each the walk may hold.
     budget: list::Budget,
+    /// (dev, ino) of each stream stored → the input it was read from (a second name for it
+    /// would read nothing).
+    streams: HashMap<(u64, u64), PathBuf>,
 }
 
 impl Walker<'_> {
@@ -322,6 +333,7 @@ impl Walker<'_> {
             source: input.to_path_buf(),
             size: 0,
             opened: None,
+            stream: false,
         }))
     }
 
@@ -341,7 +353,7 @@ impl Walker<'_> {
     }
 
     fn walk_input(&mut self, input: &Path) -> Result<()> {
-        let (arch, note) = archive_path_of(input.as_os_str().as_bytes());
+        let (arch, note) = stream::input_path(input);
         if let Some(note) = note
             && self.notes_shown.insert(note.clone())
         {
@@ -362,30 +374,37 @@ impl Walker<'_> {
         }
         let deref = self.opts.dereference;
         let mut warnings = Vec::new();
-        let found = longpath::with_parent(input, |dir, name| {
-            let (st, via_link) = stat_child(dir, name, deref)?;
-            // The root's own attributes went into the root entry.
-            let xattrs = if arch.is_empty() || matches!(kind_of(&st), StatKind::Special(_)) {
-                Vec::new()
-            } else {
-                self.attrs
-                    .xattrs(dir, name, input, via_link, &mut |w| warnings.push(w))
-            };
-            Ok((st, via_link, xattrs))
-        });
+        let found = if stream::is_stdin(input) {
+            stream::stdin_stat().map(|st| (st, false, Vec::new(), true))
+        } else {
+            longpath::with_parent(input, |dir, name| {
+                let (st, via_link) = stat_child(dir, name, deref)?;
+                if let Some(pipe) = stream::behind_link(dir, name, &st, via_link) {
+                    return Ok((pipe, false, Vec::new(), true));
+                }
+                // The root's own attributes went into the root entry.
+                let xattrs = if arch.is_empty() || matches!(kind_of(&st), StatKind::Special(_)) {
+                    Vec::new()
+                } else {
+                    self.attrs
+                        .xattrs(dir, name, input, via_link, &mut |w| warnings.push(w))
+                };
+                Ok((st, via_link, xattrs, false))
+            })
+        };
         self.warn_all(input, warnings)?;
-        let (st, via_link, xattrs) = match found {
+        let (st, via_link, xattrs, stream) = match found {
             Ok(found) => found,
             Err(e) => return self.skip(input, "stat", e, "skipped"),
         };
         let mut source = input.to_path_buf();
-        if via_link && kind_of(&st) == StatKind::File {
+        if via_link && kind_of(&st) == StatKind::File && !stream {
             source = match std::fs::canonicalize(input) {
                 Ok(real) => real,
                 Err(e) => return self.skip(input, "resolve symbolic link", e, "skipped"),
             };
         }
-        let link = if kind_of(&st) == StatKind::Symlink {
+        let link = if kind_of(&st) == StatKind::Symlink && !stream {
             match longpath::with_parent(input, |dir, name| Ok(readlinkat(dir, name, Vec::new())?)) {
                 Ok(t) => t.into_bytes(),
                 Err(e) => return self.skip(input, "read link", e, "skipped"),
@@ -408,6 +427,7 @@ impl Walker<'_> {
             xattrs,
             dir: None,
             depth: 0,
+            stream,
         }];
         self.ancestors.clear();
         while let Some(p) = stack.pop() {
@@ -452,6 +472,7 @@ impl Walker<'_> {
             Verdict::StoreNoDescend => false,
         };
         let kind = match kind_of(&p.st) {
+            _ if p.stream => EntryKind::File,
             StatKind::Special(noun) => return self.omit(&p.source, format!("skipping {noun}")),
             StatKind::File => EntryKind::File,
             StatKind::Dir => EntryKind::Dir,
@@ -491,19 +512,34 @@ impl Walker<'_> {
                 }
             }
         }
-        let mut meta = EntryMeta {
-            path: p.arch,
-            kind,
-            mode: mode_of(&p.st),
-            mtime: mtime_of(&p.st),
-            uid: p.st.st_uid,
-            gid: p.st.st_gid,
-            link: p.link,
-            ..Default::default()
+        if p.stream {
+            if let Some(first) = self.streams.get(&identity(&p.st)) {
+                let first = escape_path(first.as_os_str().as_bytes());
+                let why = format!(
+                    "skipped: the pipe or socket it names was stored already, from {first}"
+                );
+                return self.omit(&p.source, why);
+            }
+            self.streams.insert(identity(&p.st), p.source.clone());
+        }
+        let mut meta = if p.stream {
+            stream::meta(p.arch)
+        } else {
+            EntryMeta {
+                path: p.arch,
+                kind,
+                mode: mode_of(&p.st),
+                mtime: mtime_of(&p.st),
+                uid: p.st.st_uid,
+                gid: p.st.st_gid,
+                link: p.link,
+                ..Default::default()
+            }
         };
         let mut size = 0;
         let mut opened = None;
         match kind {
+            _ if p.stream => {}
             EntryKind::File => {
                 size = size_of(&p.st);
                 let id = identity(&p.st);
@@ -555,6 +591,7 @@ impl Walker<'_> {
             source: p.source,
             size,
             opened,
+            stream: p.stream,
         }))
     }
 }

@@ -1,0 +1,248 @@
+//! `krypta c` with inputs that are streams, through the binary: `<(cmd)` (an input
+//! `/dev/fd/63`, a symbolic link to a pipe), `/dev/stdin` on a pipe and `/proc/self/fd/N` are
+//! each stored as a regular file holding the bytes that came through, under the name the input
+//! gets anyway, as `-` is stored as `stdin`. They were stored as links to `pipe:[N]` (a
+//! backup of nothing, exit 0). A link to a device, and a link to a FIFO below a directory,
+//! stay links.
+
+mod cli_common;
+mod common;
+
+use std::process::{Command, Output, Stdio};
+
+use cli_common::*;
+use common::code;
+
+/// `list --json` of `archive`, one value per entry.
+fn listed(fx: &Fx, archive: &str) -> Vec<serde_json::Value> {
+    out(&fx.ok(&["l", "--json", archive]))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The content of `path` in `archive` (`x --stdout`).
+fn content(fx: &Fx, archive: &str, path: &str) -> Vec<u8> {
+    fx.ok(&["x", "--stdout", archive, path]).stdout
+}
+
+/// Runs `script` with bash in the fixture directory, `$K` the krypta binary, stdin empty.
+fn bash(fx: &Fx, script: &str, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new("bash");
+    c.current_dir(fx.dir.path())
+        .args(["-c", script])
+        .env("K", env!("CARGO_BIN_EXE_krypta"))
+        .env_remove("SOURCE_DATE_EPOCH")
+        .env_remove("KRYPTA_PASSWORD")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run bash")
+}
+
+/// (mode, uid, gid, type) of a listed entry.
+fn facts(v: &serde_json::Value) -> (u64, u64, u64, &str) {
+    (
+        v["mode"].as_u64().unwrap(),
+        v["uid"].as_u64().unwrap(),
+        v["gid"].as_u64().unwrap(),
+        v["type"].as_str().unwrap(),
+    )
+}
+
+/// The warning lines of a run's stderr (the summary and a closing error line left out).
+fn warned(o: &Output) -> Vec<String> {
+    err(o)
+        .lines()
+        .filter(|l| l.starts_with("krypta: warning: "))
+        .map(str::to_string)
+        .collect()
+}
+
+fn me() -> (u64, u64) {
+    (
+        u64::from(rustix::process::getuid().as_raw()),
+        u64::from(rustix::process::getgid().as_raw()),
+    )
+}
+
+#[test]
+fn process_substitutions_are_stored_as_the_bytes_that_came_through_not_as_dangling_links() {
+    let fx = Fx::new();
+    // More than one block of 64 KiB, with bytes a shell would mangle.
+    let a = common::bytes(300_000, 11, false);
+    let b = b"second\0stream\n".to_vec();
+    fx.file("a.bin", &a);
+    fx.file("b.bin", &b);
+    // `run` records the operands bash gave krypta (the /dev/fd names) and runs it on them.
+    let o = bash(
+        &fx,
+        r#"run() { printf '%s\n' "$@" > operands; "$K" c -b 64K s.kry "$@"; }
+           run <(cat a.bin) <(cat b.bin)"#,
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let operands = String::from_utf8(fx.read("operands")).unwrap();
+    let operands: Vec<&str> = operands.lines().collect();
+    assert_eq!(operands.len(), 2);
+    // The names any input gets: as given, less the leading '/' (said once, as for any input).
+    let names: Vec<String> = operands.iter().map(|p| p[1..].to_string()).collect();
+    assert!(names[0].starts_with("dev/fd/"), "{names:?}");
+    assert_eq!(fx.names("s.kry"), names);
+    assert_eq!(
+        warnings(&o),
+        ["krypta: warning: removing leading '/' from member names"]
+    );
+    // 300,014 bytes in.
+    let summary = common::split_summary(&err(&o)).1;
+    assert!(
+        summary.starts_with("krypta: s.kry: 2 entries, 293.0 KiB in, "),
+        "{summary}"
+    );
+    assert!(
+        content(&fx, "s.kry", &names[0]) == a,
+        "first stream differs"
+    );
+    assert_eq!(content(&fx, "s.kry", &names[1]), b);
+    // Regular files of the current user, mode 0644, sized by what was read.
+    let (uid, gid) = me();
+    let l = listed(&fx, "s.kry");
+    for (v, len) in l.iter().zip([a.len(), b.len()]) {
+        assert_eq!(facts(v), (0o644, uid, gid, "file"));
+        assert_eq!(v["size"].as_u64(), Some(len as u64));
+    }
+    // `l -l` says the same: a file, not a link.
+    let long = out(&fx.ok(&["l", "-l", "s.kry"]));
+    let rows: Vec<&str> = long.lines().collect();
+    assert_eq!(rows.len(), 2, "{long}");
+    for (row, name) in rows.iter().zip(&names) {
+        assert!(row.starts_with("-rw-r--r-- "), "{row}");
+        assert!(row.ends_with(&format!(" {name}")), "{row}");
+        assert!(!row.contains("->"), "{row}");
+    }
+    // Extracted: a regular file with the bytes.
+    fx.ok(&["x", "-q", "s.kry", "-o", "out"]);
+    assert!(
+        fx.read(&format!("out/{}", names[0])) == a,
+        "extracted stream differs"
+    );
+    assert!(
+        fx.p(&format!("out/{}", names[1]))
+            .symlink_metadata()
+            .unwrap()
+            .is_file()
+    );
+}
+
+#[test]
+fn dev_stdin_on_a_pipe_is_stored_as_the_piped_bytes_and_keeps_pass_fd_0_refused() {
+    let fx = Fx::new();
+    let data = common::bytes(70_000, 3, false);
+    let o = fx.run_stdin(&["c", "-b", "64K", "i.kry", "/dev/stdin"], &data);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.names("i.kry"), ["dev/stdin"]);
+    assert!(content(&fx, "i.kry", "dev/stdin") == data, "stream differs");
+    let (uid, gid) = me();
+    assert_eq!(facts(&listed(&fx, "i.kry")[0]), (0o644, uid, gid, "file"));
+    // Stdin carries the input: it cannot carry the password too.
+    let o = fx.run_stdin(&["c", "--pass-fd", "0", "p.kry", "/dev/stdin"], b"pw\n");
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: --pass-fd 0 reads the password from stdin, which also carries the input here; \
+         use another descriptor or --pass-file\n"
+    );
+    assert!(!fx.exists("p.kry"));
+}
+
+#[test]
+fn proc_self_fd_of_an_inherited_pipe_is_stored_as_its_bytes() {
+    let fx = Fx::new();
+    let o = bash(
+        &fx,
+        r#"exec 5< <(printf 'through fd 5'); "$K" c -q f.kry /proc/self/fd/5"#,
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.names("f.kry"), ["proc/self/fd/5"]);
+    assert_eq!(content(&fx, "f.kry", "proc/self/fd/5"), b"through fd 5");
+}
+
+#[test]
+fn a_stream_takes_its_place_among_the_inputs_and_is_read_once() {
+    let fx = Fx::new();
+    fx.file("t/a", b"file");
+    // Command-line order, `-` included (it came after every other input).
+    let o = fx.run_stdin(&["c", "o.kry", "-", "t"], b"piped");
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.names("o.kry"), ["stdin", "t", "t/a"]);
+    assert_eq!(content(&fx, "o.kry", "stdin"), b"piped");
+    // --exclude applies to its name, as to any input's: stdin is then not read.
+    let o = fx.run_stdin(&["c", "x.kry", "--exclude", "stdin", "-", "t"], b"unread");
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.names("x.kry"), ["t", "t/a"]);
+    // The same pipe under a second name would read nothing: left out, named, exit 6.
+    let o = fx.run_stdin(&["c", "d.kry", "-", "/dev/stdin"], b"once");
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(fx.names("d.kry"), ["stdin"]);
+    assert_eq!(content(&fx, "d.kry", "stdin"), b"once");
+    assert_eq!(
+        warned(&o),
+        [
+            "krypta: warning: removing leading '/' from member names",
+            "krypta: warning: /dev/stdin: skipped: the pipe or socket it names was stored \
+             already, from -",
+        ]
+    );
+    // A file already stored under the name `-` takes: left out, named, exit 6.
+    fx.file("stdin", b"a file named stdin");
+    let o = fx.run_stdin(&["c", "n.kry", "stdin", "-"], b"lost");
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(content(&fx, "n.kry", "stdin"), b"a file named stdin");
+}
+
+#[test]
+fn a_stream_is_dated_by_source_date_epoch_like_stdin() {
+    let fx = Fx::new();
+    let o = bash(
+        &fx,
+        r#""$K" c -q e.kry <(printf 'dated') -"#,
+        &[("SOURCE_DATE_EPOCH", "1700000000")],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let l = listed(&fx, "e.kry");
+    assert_eq!(l.len(), 2);
+    for v in &l {
+        assert_eq!(v["mtime_unix"].as_i64(), Some(1_700_000_000), "{v}");
+    }
+    assert_eq!(l[1]["path"], "stdin");
+}
+
+#[test]
+fn links_to_a_device_and_links_to_a_fifo_below_a_directory_stay_links() {
+    let fx = Fx::new();
+    std::os::unix::fs::symlink("/dev/null", fx.p("null")).unwrap();
+    fx.mkdir("d");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        fx.p("d/fifo"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("fifo", fx.p("d/l")).unwrap();
+    let o = fx.run(&["c", "-q", "k.kry", "null", "d"]);
+    // The FIFO itself is left out, as always (exit 6); the links are links.
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    let l = listed(&fx, "k.kry");
+    let kinds: Vec<(&str, &str)> = l
+        .iter()
+        .map(|v| (v["path"].as_str().unwrap(), v["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("null", "symlink"), ("d", "dir"), ("d/l", "symlink")]
+    );
+}
