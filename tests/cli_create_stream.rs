@@ -157,6 +157,25 @@ fn dev_stdin_on_a_pipe_is_stored_as_the_piped_bytes_and_keeps_pass_fd_0_refused(
 }
 
 #[test]
+fn dev_stdin_redirected_from_a_file_is_stored_as_its_bytes() {
+    // Regression: stored as a link to /proc/self/fd/0, exit 0: a backup of nothing.
+    let fx = Fx::new();
+    let data = common::bytes(90_000, 4, true);
+    fx.file("dump.sql", &data);
+    let o = bash(&fx, "$K c r.kry /dev/stdin < dump.sql", &[]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.names("r.kry"), ["dev/stdin"]);
+    assert!(content(&fx, "r.kry", "dev/stdin") == data, "stream differs");
+    let (uid, gid) = me();
+    assert_eq!(facts(&listed(&fx, "r.kry")[0]), (0o644, uid, gid, "file"));
+    // Another link to a regular file is stored as the link it is.
+    std::os::unix::fs::symlink("dump.sql", fx.p("l.sql")).unwrap();
+    let o = bash(&fx, "$K c s.kry l.sql < /dev/null", &[]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(listed(&fx, "s.kry")[0]["type"], "symlink");
+}
+
+#[test]
 fn proc_self_fd_of_an_inherited_pipe_is_stored_as_its_bytes() {
     let fx = Fx::new();
     let o = bash(

@@ -3,6 +3,9 @@
 //! `/dev/fd/63`; `/dev/stdin` when stdin is a pipe; `/proc/self/fd/N`).
 //!
 //! Choices (copied into the README):
+//! - **And stdin redirected from a file**: `/dev/stdin` (or `/proc/self/fd/0`) with
+//!   `< file` is a link to `/proc/self/fd/0`, which names nothing once krypta exits: it is
+//!   read as stdin too, its bytes stored. Any other link to a regular file stays a link.
 //! - **Why**: the walk stores a symbolic link as a link, so `<(pg_dump db)` was stored as a
 //!   link to `pipe:[N]`, which names nothing once the command ended, and the run exited 0: a
 //!   backup of nothing reported as success. A link to a pipe or socket named on the command
@@ -57,8 +60,10 @@ pub(super) fn stdin_stat() -> std::io::Result<Stat> {
 }
 
 /// The pipe or socket the operand `name` in `dir` leads to, when the operand is a symbolic
-/// link to one: `st` is its `stat_child` (`via_link`: followed with `-L`). `None` for
-/// everything else, also for a link that cannot be followed (the walk stores it as a link).
+/// link to one, or the file a link leads to when that file is what stdin is (`/dev/stdin`
+/// with `< file`: the link itself, to `/proc/self/fd/0`, names nothing a restore could use):
+/// `st` is its `stat_child` (`via_link`: followed with `-L`). `None` for everything else,
+/// also for a link that cannot be followed (the walk stores it as a link).
 pub(super) fn behind_link(
     dir: BorrowedFd<'_>,
     name: &[u8],
@@ -70,10 +75,12 @@ pub(super) fn behind_link(
         _ if via_link => *st,
         _ => return None,
     };
-    matches!(
+    let is_stdin =
+        || stdin_stat().is_ok_and(|s| (s.st_dev, s.st_ino) == (target.st_dev, target.st_ino));
+    (matches!(
         FileType::from_raw_mode(target.st_mode),
         FileType::Fifo | FileType::Socket
-    )
+    ) || (FileType::from_raw_mode(target.st_mode) == FileType::RegularFile && is_stdin()))
     .then_some(target)
 }
 
