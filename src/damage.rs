@@ -210,13 +210,15 @@ fn on_base(e: &Error) -> bool {
 
 /// Whether a failed scan is damage that salvage reads past: a frame tag, a structure that
 /// does not parse or breaks a rule, a digest, a delta block whose base region is damaged
-/// (docs/FORMAT.md §16.4: the entries of that block are lost, the rest restored). Not: I/O,
-/// the filesystem, usage.
+/// (docs/FORMAT.md §16.4: the entries of that block are lost, the rest restored), a file
+/// stored as a reference to a base entry that is damaged (§16.5: that file is lost). Not:
+/// I/O, the filesystem, usage.
 pub(crate) fn is_damage(e: &Error) -> bool {
     matches!(
         e.root(),
         Error::Damaged { .. }
             | Error::BaseDamaged { .. }
+            | Error::BaseEntry { .. }
             | Error::DamagedFooter { .. }
             | Error::Integrity { .. }
             | Error::Corrupt { .. }
@@ -306,9 +308,9 @@ pub(crate) fn salvage_after(
         .filter(|&i| tracker.done.contains(&index.entries[i].meta.path))
         .collect();
     let s = ar.salvage_selected(index, &wanted, &skip, &mut WantAll(tracker.inner))?;
-    // No frame failed on its own: the scan broke a rule across verified frames (a crafted
-    // or miswritten archive, not damage), refused as before.
-    if s.bad_frames.is_empty() || s.damaged.is_empty() {
+    // No frame failed on its own, nor a reference on its base: the scan broke a rule across
+    // verified frames (a crafted or miswritten archive, not damage), refused as before.
+    if s.damaged.is_empty() || (s.bad_frames.is_empty() && !s.damaged.iter().any(|d| d.on_base)) {
         return Err(first);
     }
     let sealed = ar.header().encrypted();

@@ -53,6 +53,9 @@ pub struct DamagedEntry {
     pub path: String,
     /// Why (which frame, what failed).
     pub why: String,
+    /// Lost to its base alone: a BASE_REF whose base entry is unusable (its own frames
+    /// verified; docs/FORMAT.md §16.5).
+    pub on_base: bool,
 }
 
 /// What a salvage run found.
@@ -175,6 +178,7 @@ impl Archive {
                     } else {
                         format!("frame {} at byte {}: {}", b.seq, b.offset, b.what)
                     },
+                    on_base: false,
                 }),
                 None => intact.push(i),
             }
@@ -198,6 +202,7 @@ impl Archive {
                     "hard link to {}, which is damaged",
                     crate::fs::escape_path(&m.link)
                 ),
+                on_base: false,
             });
             false
         });
@@ -216,6 +221,7 @@ impl Archive {
                             index: i,
                             path: crate::fs::escape_path(&index.entries[i].meta.path),
                             why: e.root().to_string(),
+                            on_base: matches!(e.root(), Error::BaseEntry { .. }),
                         }),
                     }
                 }
