@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub(crate) use super::args_keys::{BaseArgs, KeygenArgs, RekeyArgs};
+pub(crate) use super::args_read::{InfoArgs, ListArgs, TestArgs};
 
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
@@ -463,77 +464,6 @@ Exit codes:
   5  checksum mismatch (unencrypted archive)         6  kept or not made, each named
   8  signature refused (--signer: unsigned, other signer; or a bad signature)
   9  delta base missing (--base), not the one the archive names, or damaged";
-
-#[derive(Args, Debug)]
-pub(crate) struct ListArgs {
-    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
-    pub(crate) archive: PathBuf,
-    /// Only these paths (and what is below them); globs with --wildcards
-    pub(crate) paths: Vec<OsString>,
-    /// PATHs are glob patterns (as x --wildcards)
-    #[arg(long)]
-    pub(crate) wildcards: bool,
-    /// Long listing: owner, stored (compressed) size and ratio per entry (with -v: and the
-    /// blocks each spans)
-    #[arg(short = 'l', long, conflicts_with_all = ["b3", "json"])]
-    pub(crate) long: bool,
-    /// Owners as numeric ids (default: the user and group names the archive stores)
-    #[arg(long)]
-    pub(crate) numeric_owner: bool,
-    /// One JSON object per entry and line (schema: docs/JSON.md)
-    #[arg(long, conflicts_with = "b3")]
-    pub(crate) json: bool,
-    /// Times in UTC (default: local time, TZ honoured, with the zone offset)
-    #[arg(long)]
-    pub(crate) utc: bool,
-    /// Print `BLAKE3  path` lines that `b3sum --check` accepts
-    #[arg(long)]
-    pub(crate) b3: bool,
-    #[command(flatten)]
-    pub(crate) keys: KeyArgs,
-    #[command(flatten)]
-    pub(crate) delta: BaseArgs,
-    #[command(flatten)]
-    pub(crate) storage: StoreArgs,
-    #[command(flatten)]
-    pub(crate) common: Common,
-}
-
-#[derive(Args, Debug)]
-pub(crate) struct TestArgs {
-    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
-    pub(crate) archive: PathBuf,
-    /// Print the result as one JSON object on stdout (schema: docs/JSON.md)
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// Stop at the first damaged frame or entry instead of verifying everything else
-    #[arg(long)]
-    pub(crate) fail_fast: bool,
-    #[command(flatten)]
-    pub(crate) keys: KeyArgs,
-    #[command(flatten)]
-    pub(crate) delta: BaseArgs,
-    #[command(flatten)]
-    pub(crate) storage: StoreArgs,
-    #[command(flatten)]
-    pub(crate) common: Common,
-}
-
-#[derive(Args, Debug)]
-pub(crate) struct InfoArgs {
-    /// Archive to read (- = stdin, s3://BUCKET/KEY = an object)
-    pub(crate) archive: PathBuf,
-    /// Print the facts as one JSON object (schema: docs/JSON.md)
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// The creation time in UTC (default: local time with the zone offset)
-    #[arg(long)]
-    pub(crate) utc: bool,
-    #[command(flatten)]
-    pub(crate) storage: StoreArgs,
-    #[command(flatten)]
-    pub(crate) common: Common,
-}
 
 impl Cli {
     pub(crate) fn common(&self) -> &Common {

@@ -4,6 +4,7 @@
 
 mod args;
 mod args_keys;
+mod args_read;
 mod bench;
 mod clock;
 mod create;
