@@ -165,11 +165,9 @@ pub(crate) fn salvage_if(
                         archive.display()
                     ));
                     if let Some(line) = &cut {
-                        rep.warn(line);
+                        rep.lost(line);
                     }
-                    for w in &sw.warnings {
-                        rep.warn(w);
-                    }
+                    sw.replay(rep);
                     let cut = u64::from(cut.is_some());
                     // The entries the scan completed before the damage count as restored.
                     Err(Error::Salvaged {
@@ -185,9 +183,7 @@ pub(crate) fn salvage_if(
                     // Nothing after the damage could be read (the pipe had been read ahead
                     // to its end): as before spooling. A damaged index or footer alone lost
                     // nothing else (the warnings say every data frame verified).
-                    for w in &sw.warnings {
-                        rep.warn(w);
-                    }
+                    sw.replay(rep);
                     if !matches!(&r, Err(e) if ar.index_alone(e)) {
                         rep.warn(&format!(
                         "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
@@ -337,7 +333,7 @@ pub(crate) fn salvage_after(
         _ => "not restored",
     };
     for d in &s.damaged {
-        rep.warn(&format!("{}: {not}: {}", d.path, d.why));
+        rep.lost(&format!("{}: {not}: {}", d.path, d.why));
     }
     let total = wanted.len() as u64;
     let damaged = s.damaged.len() as u64;
@@ -434,7 +430,7 @@ pub(crate) fn salvage_without_index(
         _ => "not restored",
     };
     for (p, why) in &s.damaged {
-        rep.warn(&format!("{p}: {not}: {why}"));
+        rep.lost(&format!("{p}: {not}: {why}"));
     }
     if s.budget_hit {
         rep.warn(&format!(

@@ -212,9 +212,7 @@ fn extract_opened(
             Ok(s)
         }
     };
-    for w in &sw.warnings {
-        rep.warn(w);
-    }
+    sw.replay(rep);
     // A PATH not in the archive is the usage error it names (exit 1), also when some entries
     // could not be made or existing files were kept (exit 6 otherwise).
     let missing = select.unmatched();

@@ -47,6 +47,12 @@ use format::{EntryKind, EntryMeta, Timestamp};
 pub trait Reporter {
     /// A warning that names the file and the problem.
     fn warn(&mut self, message: &str);
+    /// A warning that names an entry a damaged archive lost (not restored, not verified):
+    /// part of the run's error, so shown even where warnings are not (`-q`). Default:
+    /// [`Reporter::warn`].
+    fn lost(&mut self, message: &str) {
+        self.warn(message)
+    }
     /// Work started: `total` bytes expected (None when unknown).
     fn start(&mut self, _total: Option<u64>) {}
     /// Bytes done so far.
@@ -64,11 +70,32 @@ pub trait Reporter {
 pub struct Collect {
     /// The warnings, in order.
     pub warnings: Vec<String>,
+    /// Which of them name a lost entry ([`Reporter::lost`]), by position.
+    lost: Vec<bool>,
+}
+
+impl Collect {
+    /// Passes the warnings on to `rep`, each as it came ([`Reporter::warn`] or
+    /// [`Reporter::lost`]).
+    pub fn replay(&self, rep: &mut dyn Reporter) {
+        for (i, w) in self.warnings.iter().enumerate() {
+            if self.lost.get(i).copied().unwrap_or(false) {
+                rep.lost(w);
+            } else {
+                rep.warn(w);
+            }
+        }
+    }
 }
 
 impl Reporter for Collect {
     fn warn(&mut self, message: &str) {
         self.warnings.push(message.to_string());
+        self.lost.push(false);
+    }
+    fn lost(&mut self, message: &str) {
+        self.warnings.push(message.to_string());
+        self.lost.push(true);
     }
 }
 
@@ -297,9 +324,7 @@ fn test_opened(
     };
     drop(t);
     rep.finish();
-    for w in &sw.warnings {
-        rep.warn(w);
-    }
+    sw.replay(rep);
     let mut s = s?;
     s.signer = ar.verified_signer().map(|p| p.fingerprint());
     warn_unverified(&s, rep);
