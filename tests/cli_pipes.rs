@@ -1,6 +1,7 @@
 //! A reader of krypta's stdout that stops early: quiet for output a reader may cut short
 //! (`x --stdout | head`), a failed write for an archive written to stdout (`c - | head -c`),
-//! which would otherwise be a cut-off backup reported as a success.
+//! which would otherwise be a cut-off backup reported as a success; a stdout that fails
+//! (full) is an error for every command that prints, never a panic.
 
 mod cli_common;
 mod common;
@@ -79,5 +80,38 @@ fn a_repaired_or_rekeyed_archive_to_stdout_cut_short_is_a_failed_write() {
         let (rc, e) = read_ten_then_close(&fx, args);
         assert_eq!(rc, 4, "{args:?}: {e}");
         assert!(e.contains("write: Broken pipe"), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn info_kat_and_keygen_pub_to_a_full_stdout_fail_with_an_error_not_a_panic() {
+    // Regression: they printed with println!, which panics when stdout fails ("failed
+    // printing to stdout"), as `krypta info a.kry | head -5` did once head had left.
+    let fx = Fx::new();
+    fx.file("in/f", b"x");
+    fx.ok(&["c", "-q", "a.kry", "in"]);
+    fx.ok(&["keygen", "--box", "-o", "bx"]);
+    for args in [
+        &["info", "a.kry"][..],
+        &["kat"],
+        &["keygen", "--pub", "-k", "bx"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = krypta()
+            .current_dir(fx.p(""))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert!(
+            err(&o).contains("<stdout>: write: No space left on device"),
+            "{args:?}: {}",
+            err(&o)
+        );
+        assert!(!err(&o).contains("panicked"), "{args:?}: {}", err(&o));
     }
 }

@@ -20,14 +20,17 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             .unwrap_or(false);
         if is_sign {
             let sk = krypta::crypto::signkey::load_signing_secret_with(key, &mut pw)?;
-            println!("{}", krypta::crypto::signkey::public_key_text(&sk.public()));
+            super::write_stdout(&format!(
+                "{}\n",
+                krypta::crypto::signkey::public_key_text(&sk.public())
+            ))?;
             return Ok(0);
         }
         let sk = krypta::crypto::boxkey::load_secret_with(&key.to_string_lossy(), &mut pw)?;
-        println!(
-            "{}",
+        super::write_stdout(&format!(
+            "{}\n",
             krypta::crypto::boxkey::public_key_text(&sk.public_key())
-        );
+        ))?;
         return Ok(0);
     }
     let out = a
@@ -73,7 +76,10 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
                 },
                 out.display()
             );
-            println!("{}", krypta::crypto::boxkey::public_key_text(&pk));
+            super::write_stdout(&format!(
+                "{}\n",
+                krypta::crypto::boxkey::public_key_text(&pk)
+            ))?;
         }
     } else {
         krypta::crypto::keyfile::generate_keyfile(&out).map_err(no_force_hint)?;

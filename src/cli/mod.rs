@@ -51,7 +51,7 @@ pub fn run(cli: Cli) -> Result<u8> {
                 Some(d) => krypta::kat::run_dir(d)?,
                 None => krypta::kat::run_embedded(),
             };
-            print!("{}", report.to_table());
+            write_stdout(&report.to_table())?;
             Ok(if report.all_passed() { 0 } else { 1 })
         }
         Command::Bench(a) => bench::bench(a, quiet),
@@ -99,6 +99,17 @@ impl Cli {
             Command::Compress(_) | Command::Rekey(_) | Command::Keygen(_) | Command::Repair(_)
         )
     }
+}
+
+/// Writes `text` to stdout and flushes it: a failure (a reader that closed the pipe, a full
+/// disk) is an I/O error naming `<stdout>` (quiet when the reader may close early:
+/// `Cli::stdout_may_close_early`), never the panic `println!` gives.
+pub(crate) fn write_stdout(text: &str) -> krypta::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| krypta::Error::io("<stdout>", "write", e))
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ pub(crate) fn info(a: InfoArgs, term: &mut Term) -> Result<u8> {
     if a.json {
         super::json::print_object(&super::json::info_object(&a.archive, &f))?;
     } else {
-        print_info(&a.archive, &f, &Clock::new(a.utc));
+        print_info(&a.archive, &f, &Clock::new(a.utc))?;
     }
     Ok(0)
 }

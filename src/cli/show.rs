@@ -11,23 +11,32 @@ pub(crate) fn print_info(
     path: &std::path::Path,
     f: &krypta::archive::reader::ArchiveFacts,
     clock: &Clock,
-) {
+) -> Result<()> {
+    // Written at once, as an error when stdout fails (a closed pipe: `info A | head`; a full
+    // disk), never a panic as `println!` gives.
+    let mut o = String::new();
+    macro_rules! out {
+        ($($t:tt)*) => {{
+            o.push_str(&format!($($t)*));
+            o.push('\n');
+        }};
+    }
     let h = &f.header;
-    println!("archive:        {}", path.display());
-    println!("format version: {}", h.version as u16);
-    println!("created:        {} ({})", clock.show(h.created), h.created);
-    println!("archive id:     {}", hex(&h.archive_id));
+    out!("archive:        {}", path.display());
+    out!("format version: {}", h.version as u16);
+    out!("created:        {} ({})", clock.show(h.created), h.created);
+    out!("archive id:     {}", hex(&h.archive_id));
     let level = if h.level == 0 {
         "store".to_string()
     } else {
         h.level.to_string()
     };
-    println!("level:          {level}");
-    println!("block size:     {} bytes", h.block_size);
+    out!("level:          {level}");
+    out!("block size:     {} bytes", h.block_size);
     if h.stanzas.is_empty() {
-        println!("encryption:     none (BLAKE3 checksums)");
+        out!("encryption:     none (BLAKE3 checksums)");
     } else {
-        println!(
+        out!(
             "encryption:     AES-256-CTR + HMAC-SHA256, {} stanza(s)",
             h.stanzas.len()
         );
@@ -39,63 +48,63 @@ pub(crate) fn print_info(
         for s in &h.stanzas {
             match s {
                 krypta::format::Stanza::Argon2id { m_kib, t, p, .. } => {
-                    println!(
+                    out!(
                         "  argon2id      memory {} KiB ({} MiB), iterations {t}, lanes {p}",
                         m_kib,
                         m_kib / 1024
                     )
                 }
                 krypta::format::Stanza::Pbkdf2 { iterations, .. } => {
-                    println!("  pbkdf2        HMAC-SHA256, {iterations} iterations")
+                    out!("  pbkdf2        HMAC-SHA256, {iterations} iterations")
                 }
-                krypta::format::Stanza::KeyFile { .. } => println!("  keyfile"),
+                krypta::format::Stanza::KeyFile { .. } => out!("  keyfile"),
                 krypta::format::Stanza::PqBox { .. } => {}
-                krypta::format::Stanza::Unknown { kind, body } => println!(
+                krypta::format::Stanza::Unknown { kind, body } => out!(
                     "  unknown kind {kind} ({} bytes; skipped by this krypta)",
                     body.len()
                 ),
             }
         }
         if pq > 0 {
-            println!("  pq-box (ML-KEM-768 + X25519): {pq} recipient(s)");
+            out!("  pq-box (ML-KEM-768 + X25519): {pq} recipient(s)");
         }
     }
     if let Some((id, binding)) = h.delta_base() {
-        println!(
+        out!(
             "delta base:     archive {} (binding {})",
             krypta::archive::reader::base_hex(&id),
             krypta::archive::reader::base_hex(&binding)
         );
-        println!("                (x and t need --base with that archive; l does not)");
+        out!("                (x and t need --base with that archive; l does not)");
     }
     if let Some(fp) = h.signer() {
-        println!(
+        out!(
             "signer:         {}",
             krypta::crypto::sign::fingerprint_hex(&fp)
         );
         match &f.signature {
-            Some(Ok(())) => println!(
+            Some(Ok(())) => out!(
                 "                (ML-DSA-65 + Ed25519 signature verified over the header, every frame tag, the index and the footer)"
             ),
-            Some(Err(why)) => println!("                SIGNATURE REFUSED: {why}"),
+            Some(Err(why)) => out!("                SIGNATURE REFUSED: {why}"),
             None => {
-                println!("                (signature not checked: a stream; krypta t checks it)")
+                out!("                (signature not checked: a stream; krypta t checks it)")
             }
         }
     }
     if !h.comment.is_empty() {
         // Escaped as `list` escapes names: a comment holding a newline, a terminal escape or
         // a bidirectional control cannot forge another line of this output.
-        println!(
+        out!(
             "comment:        {}",
             krypta::fs::escape_path(h.comment.as_bytes())
         );
         if h.stanzas.is_empty() {
-            println!(
+            out!(
                 "                (checksummed, not authenticated: anyone can write an unencrypted archive)"
             );
         } else {
-            println!(
+            out!(
                 "                (not yet authenticated: info reads without a key; the header MAC covering the comment is checked once a key opens the archive, e.g. krypta t)"
             );
         }
@@ -103,34 +112,35 @@ pub(crate) fn print_info(
     match (h.recovery_percent(), &f.recovery) {
         (_, Some(r)) => {
             let p = r.located.layout.params;
-            println!(
+            out!(
                 "recovery:       {}% Reed-Solomon, {} bytes ({}-byte shards, {} MiB segments)",
                 p.percent,
                 r.located.layout.file_len - p.protected_len,
                 p.shard_size,
                 (u64::from(p.shard_size) * u64::from(p.shards_per_segment)) >> 20
             );
-            println!(
+            out!(
                 "                over the first {} bytes (BLAKE3 {})",
                 p.protected_len,
                 hex(&p.blake3)
             );
         }
         (Some(percent), None) if f.size.is_none() => {
-            println!("recovery:       {percent}% (it follows the archive; not read from a pipe)")
+            out!("recovery:       {percent}% (it follows the archive; not read from a pipe)")
         }
-        (Some(percent), None) => println!(
+        (Some(percent), None) => out!(
             "recovery:       {percent}% announced, but the recovery data was not found (cut off or damaged)"
         ),
-        (None, None) => println!("recovery:       none"),
+        (None, None) => out!("recovery:       none"),
     }
     if let Some(size) = f.size {
-        println!("size:           {size} bytes");
+        out!("size:           {size} bytes");
     }
     if let Some(ft) = &f.footer {
-        println!("data blocks:    {}", ft.data_frames);
-        println!("index blocks:   {}", ft.index_frames);
+        out!("data blocks:    {}", ft.data_frames);
+        out!("index blocks:   {}", ft.index_frames);
     }
+    super::write_stdout(&o)
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {
