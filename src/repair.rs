@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::recovery::{
-    Locate, RecoveryError, RepairOptions, RepairSummary, VerifyReport, locate, repair_to, verify,
+    ByteSource, Locate, Located, Realigned, RecoveryError, RepairOptions, RepairSummary,
+    VerifyReport, locate, realign, repair_to, verify,
 };
 use crate::store::{self, healing::Whole};
 
@@ -26,6 +27,10 @@ pub struct RepairOutcome {
     pub written: Option<PathBuf>,
     /// What the rewrite did (None when nothing was written).
     pub summary: Option<RepairSummary>,
+    /// Bytes inserted (positive) or removed (negative) in one place, and where, undone
+    /// before verifying (`recovery::realign`): the file's length disagreed with its intact
+    /// trailer's. None for an archive of the length first written.
+    pub edit: Option<(u64, i64)>,
 }
 
 /// Repairs `archive` (a file or `s3://` object) into `output`, or in place when `output` is
@@ -53,12 +58,15 @@ pub struct CheckOutcome {
     /// has more of them than recovery shards: then a trial repair (written nowhere) checks
     /// the rebuilt archive against the stored BLAKE3.
     pub repairable: bool,
+    /// As [`RepairOutcome::edit`].
+    pub edit: Option<(u64, i64)>,
 }
 
 /// Verifies `archive` against its recovery data without writing anything (`repair
 /// --check`). Errors: Usage (a pipe), Recovery NotFound, Io.
 pub fn check_recovery(archive: &Path) -> Result<CheckOutcome> {
-    let report = repair_or_check(archive, None, false, 1, true)?.report;
+    let outcome = repair_or_check(archive, None, false, 1, true)?;
+    let (report, edit) = (outcome.report, outcome.edit);
     let unverified = report
         .segments
         .iter()
@@ -67,15 +75,34 @@ pub fn check_recovery(archive: &Path) -> Result<CheckOutcome> {
         false
     } else if unverified && !report.protected_intact {
         let mut src = store::open_source(archive)?;
-        let whole = Whole::new(&mut *src, report.located.source_len);
+        let len = src
+            .length()
+            .map_err(|e| Error::io(archive, "seek", e))?
+            .unwrap_or(report.located.source_len);
+        let whole = Whole::new(&mut *src, len);
         let opts = RepairOptions::default();
-        repair_to(&whole, &report.located, std::io::sink(), &opts)
-            .map(|(_, s)| s.identical)
-            .unwrap_or(false)
+        let trial = |s: &dyn ByteSource| {
+            repair_to(s, &report.located, std::io::sink(), &opts)
+                .map(|(_, s)| s.identical)
+                .unwrap_or(false)
+        };
+        match edit {
+            Some((split, shift)) => trial(&Realigned::new(
+                &whole,
+                split,
+                shift,
+                report.located.layout.file_len,
+            )),
+            None => trial(&whole),
+        }
     } else {
         true
     };
-    Ok(CheckOutcome { report, repairable })
+    Ok(CheckOutcome {
+        report,
+        repairable,
+        edit,
+    })
 }
 
 fn repair_or_check(
@@ -129,20 +156,71 @@ fn repair_or_check(
         path: archive.into(),
         source,
     };
-    let located = locate(
+    let found = locate(
         &whole,
         &Locate {
             protected_len: None,
             scan: true,
         },
-    )
-    .map_err(wrap)?;
-    let report = verify(&whole, &located);
+    );
+    let to = Target {
+        archive,
+        target,
+        output,
+        force,
+        jobs,
+        check_only,
+    };
+    match found {
+        Ok(located) => finish(&whole, located, None, &to),
+        // One run of bytes inserted or removed: the trailer still ends the file.
+        Err(RecoveryError::NotFound { .. })
+            if let Some((view, located)) = realign(&whole).map_err(wrap)? =>
+        {
+            let edit = Some(view.edit());
+            finish(&view, located, edit, &to)
+        }
+        Err(e) => Err(wrap(e)),
+    }
+}
+
+/// Where a repair reads from and writes to ([`repair_or_check`]'s arguments).
+struct Target<'a> {
+    archive: &'a Path,
+    target: &'a Path,
+    output: Option<&'a Path>,
+    force: bool,
+    jobs: usize,
+    check_only: bool,
+}
+
+/// Verifies `src` (the archive, or a [`Realigned`] view of it undoing `edit`) against the
+/// section `located`, then repairs it to the target (module doc).
+fn finish<S: ByteSource + ?Sized>(
+    src: &S,
+    located: Located,
+    edit: Option<(u64, i64)>,
+    to: &Target<'_>,
+) -> Result<RepairOutcome> {
+    let Target {
+        archive,
+        target,
+        output,
+        force,
+        jobs,
+        check_only,
+    } = *to;
+    let wrap = |source: RecoveryError| Error::Recovery {
+        path: archive.into(),
+        source,
+    };
+    let report = verify(src, &located);
     if check_only {
         return Ok(RepairOutcome {
             report,
             written: None,
             summary: None,
+            edit,
         });
     }
     if !report.repairable() {
@@ -150,11 +228,12 @@ fn repair_or_check(
             segments: report.beyond_repair(),
         }));
     }
-    if report.all_intact() && output.is_none() {
+    if report.all_intact() && output.is_none() && edit.is_none() {
         return Ok(RepairOutcome {
             report,
             written: None,
             summary: None,
+            edit,
         });
     }
     // A local output keeps a local archive's permission bits (an archive kept 0600 is not
@@ -190,7 +269,7 @@ fn repair_or_check(
             e
         },
     };
-    let (sink, summary) = repair_to(&whole, &located, sink, &opts).map_err(|e| match e {
+    let (sink, summary) = repair_to(src, &located, sink, &opts).map_err(|e| match e {
         // Writing failed: name what was being written, not the archive read.
         RecoveryError::Write { source, .. } => Error::io(target, "write", source),
         e => wrap(e),
@@ -210,5 +289,6 @@ fn repair_or_check(
         report,
         written: Some(target.to_path_buf()),
         summary: Some(summary),
+        edit,
     })
 }

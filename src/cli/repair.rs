@@ -18,7 +18,7 @@ pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
     let r = &out.report;
     let params = r.located.layout.params;
     let name = a.archive.display();
-    let found = findings(r);
+    let found = findings(r, out.edit);
     match (&out.written, &out.summary) {
         (None, _) => eprintln!(
             "krypta: {name}: intact ({} bytes and their recovery data verified): nothing to repair",
@@ -53,8 +53,8 @@ fn check(a: &RepairArgs, quiet: bool) -> Result<u8> {
     let c = krypta::check_recovery(&a.archive)?;
     let r = &c.report;
     let name = a.archive.display();
-    let found = findings(r);
-    let (code, verdict) = if r.all_intact() {
+    let found = findings(r, c.edit);
+    let (code, verdict) = if r.all_intact() && c.edit.is_none() {
         (0, "intact".to_string())
     } else if c.repairable {
         (7, format!("damaged but repairable: {}", found.join(", ")))
@@ -96,11 +96,22 @@ fn check(a: &RepairArgs, quiet: bool) -> Result<u8> {
 }
 
 /// What verification found damaged, in words.
-fn findings(r: &krypta::recovery::VerifyReport) -> Vec<String> {
+fn findings(r: &krypta::recovery::VerifyReport, edit: Option<(u64, i64)>) -> Vec<String> {
     let damaged_data: u64 = r.segments.iter().map(|s| s.damaged_data).sum();
     let damaged_rec: u64 = r.segments.iter().map(|s| s.damaged_recovery).sum();
     let packets = r.damaged_packets[0] + r.damaged_packets[1];
     let mut found = Vec::new();
+    // One run of bytes inserted or removed (krypta::recovery::realign), undone first.
+    match edit {
+        Some((at, n)) if n > 0 => found.push(format!(
+            "{n} byte(s) inserted near byte {at} (taken out: what follows is read {n} bytes earlier)"
+        )),
+        Some((at, n)) => found.push(format!(
+            "{} byte(s) missing near byte {at} (what follows is read {} bytes later)",
+            -n, -n
+        )),
+        None => {}
+    }
     if damaged_data > 0 {
         found.push(format!("{damaged_data} damaged archive shard(s)"));
     }

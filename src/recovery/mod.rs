@@ -98,6 +98,7 @@ mod code;
 mod error;
 mod layout;
 mod locate;
+mod realign;
 mod repair;
 mod segment;
 mod spool;
@@ -113,6 +114,7 @@ pub use locate::{
     ByteSource, FileSource, FoundBy, Locate, Located, TABLE_PREFETCH, TableCache, locate,
     packet_valid,
 };
+pub use realign::{Realigned, realign, shifted_trailer};
 pub use repair::{
     RepairOptions, RepairSummary, RepairedSegment, repair_range, repair_segment, repair_to,
 };

@@ -1,0 +1,148 @@
+//! An archive with bytes inserted or removed in one place (a copy that duplicated or dropped
+//! a run of bytes, a transfer in text mode that added some): the recovery section still ends
+//! the file and its trailer is intact, but every byte after the edit sits `shift` bytes off
+//! where the layout puts it, so the trailer's length disagrees with the file's and no
+//! packet is "in its place" ([`super::locate`] finds nothing).
+//!
+//! [`realign`] undoes one such edit: the trailer at the end gives the layout and the shift
+//! (file length − layout length); a view with every byte from the section on moved back by
+//! the shift verifies the data shards before the edit; the first damaged one is where the
+//! edit is, and the view that moves back every byte from that shard on ([`Realigned`])
+//! leaves only the shards the edit touched damaged, which the recovery data rebuilds like
+//! any other damage. One edit only: a second one elsewhere leaves every shard after it
+//! damaged (beyond repair unless the recovery data covers them). par2 goes further with a
+//! sliding checksum over every offset; one edit is the common accident and costs two reads.
+
+use std::io;
+
+use super::error::RecoveryError;
+use super::layout::{self, Layout, TRAILER_LEN};
+use super::locate::{ByteSource, FoundBy, Located, read};
+
+/// `src` seen as the file first written, one insertion or removal of `shift` bytes at
+/// `split` undone: offsets below `split` are read where they are, the rest `shift` bytes
+/// further (positive: bytes were inserted). Its length is the layout's.
+pub struct Realigned<'a, S: ?Sized> {
+    src: &'a S,
+    split: u64,
+    shift: i64,
+    len: u64,
+}
+
+impl<'a, S: ByteSource + ?Sized> Realigned<'a, S> {
+    /// The view of `src` with the edit at `split` undone.
+    pub fn new(src: &'a S, split: u64, shift: i64, len: u64) -> Self {
+        Realigned {
+            src,
+            split,
+            shift,
+            len,
+        }
+    }
+
+    /// Where the edit was undone, and its size (bytes inserted; negative: removed).
+    pub fn edit(&self) -> (u64, i64) {
+        (self.split, self.shift)
+    }
+}
+
+impl<S: ByteSource + ?Sized> ByteSource for Realigned<'_, S> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let end = offset + buf.len() as u64;
+        let (head, tail) = if offset >= self.split {
+            buf.split_at_mut(0)
+        } else {
+            buf.split_at_mut((end.min(self.split) - offset) as usize)
+        };
+        if !head.is_empty() {
+            self.src.read_at(offset, head)?;
+        }
+        if !tail.is_empty() {
+            let at = offset.max(self.split) as i128 + i128::from(self.shift);
+            let at = u64::try_from(at).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+            if at + tail.len() as u64 > self.src.len() {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            self.src.read_at(at, tail)?;
+        }
+        Ok(())
+    }
+}
+
+/// The layout of an intact trailer ending `src` and the bytes `src` has more (negative:
+/// fewer) than that layout, when they differ: one read of the last bytes. None when there is
+/// no such trailer, or the lengths agree.
+pub fn shifted_trailer<S: ByteSource + ?Sized>(
+    src: &S,
+) -> Result<Option<(Layout, i64)>, RecoveryError> {
+    let len = src.len();
+    if len < TRAILER_LEN as u64 {
+        return Ok(None);
+    }
+    let mut t = [0u8; TRAILER_LEN];
+    read(src, len - TRAILER_LEN as u64, &mut t)?;
+    let Ok(lay) = layout::parse_trailer(&t) else {
+        return Ok(None);
+    };
+    let shift = i64::try_from(len as i128 - lay.file_len as i128).unwrap_or(0);
+    Ok((shift != 0).then_some((lay, shift)))
+}
+
+/// When `src` ends with an intact trailer whose layout is `shift` ≠ 0 bytes longer or
+/// shorter than `src`: the view that undoes that one edit ([`Realigned`], module doc) and the
+/// section located in it. None when there is no such trailer (or no shift). Reads the
+/// whole source once.
+pub fn realign<S: ByteSource + ?Sized>(
+    src: &S,
+) -> Result<Option<(Realigned<'_, S>, Located)>, RecoveryError> {
+    let Some((lay, shift)) = shifted_trailer(src)? else {
+        return Ok(None);
+    };
+    let located = Located {
+        layout: lay,
+        found_by: FoundBy::Trailer,
+        source_len: lay.file_len,
+    };
+    // The section moved back: the data shards before the edit verify, the first that does
+    // not holds the edit.
+    let protected = lay.params.protected_len;
+    let whole = Realigned::new(src, protected, shift, lay.file_len);
+    let report = super::verify(&whole, &located);
+    let split = report
+        .segments
+        .iter()
+        .filter_map(|s| s.damaged_ranges.first().map(|r| r.0))
+        .min()
+        .unwrap_or(protected);
+    Ok(Some((
+        Realigned::new(src, split, shift, lay.file_len),
+        located,
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_view_reads_before_the_split_in_place_and_after_it_shifted() {
+        let src: Vec<u8> = (0u8..100).collect();
+        // 10 bytes inserted at 40: the original is src minus 40..50.
+        let v = Realigned::new(&src, 40, 10, 90);
+        let mut b = [0u8; 20];
+        v.read_at(30, &mut b).unwrap();
+        let want: Vec<u8> = (30u8..40).chain(50..60).collect();
+        assert_eq!(b.to_vec(), want);
+        let mut e = [0u8; 5];
+        assert!(v.read_at(88, &mut e).is_err(), "past the source's end");
+        // 5 bytes removed at 20: reads after the split come 5 bytes earlier.
+        let v = Realigned::new(&src, 20, -5, 105);
+        let mut b = [0u8; 4];
+        v.read_at(18, &mut b).unwrap();
+        assert_eq!(b, [18, 19, 15, 16]);
+        assert_eq!(v.edit(), (20, -5));
+    }
+}
