@@ -27,17 +27,9 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     }
     let Some(r) = ar.source().heal_report() else {
         if ar.header().recovery_percent().is_some() && ar.seekable() {
-            out.push(match shifted(archive) {
-                Some(n) => format!(
-                    "{name}: the header announces recovery data, and its trailer ends the file, but the file is {} bytes {} than it says: bytes were {} in one place, so everything after them is out of place and was read without the recovery data (krypta repair undoes one such edit and rebuilds the archive as written)",
-                    n.unsigned_abs(),
-                    if n > 0 { "longer" } else { "shorter" },
-                    if n > 0 { "inserted" } else { "removed" }
-                ),
-                None => format!(
-                    "{name}: the header announces recovery data, but none was found (the end of the archive is cut off or damaged): read without it"
-                ),
-            });
+            out.push(format!(
+                "{name}: the header announces recovery data, but none was found (the end of the archive is cut off or damaged): read without it"
+            ));
         }
         return out;
     };
@@ -45,17 +37,16 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     out
 }
 
-/// Of a local archive whose recovery data was not found: the bytes it has more (negative:
-/// fewer) than its intact trailer says ([`crate::recovery::shifted_trailer`]).
-fn shifted(archive: &Path) -> Option<i64> {
-    let f = std::fs::File::open(archive).ok()?;
-    let src = crate::recovery::FileSource::new(f).ok()?;
-    crate::recovery::shifted_trailer(&src).ok()?.map(|(_, n)| n)
-}
-
 /// The warnings of one heal report of the archive or base shown as `name`.
 fn report_warnings(r: &crate::store::healing::HealReport, name: &str) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some((at, n)) = r.edit {
+        out.push(format!(
+            "{name}: {} bytes were {} near byte {at} (a bad copy?): read as the archive was written, with them undone and the bytes around them rebuilt from the recovery data (krypta repair writes a repaired copy)",
+            n.unsigned_abs(),
+            if n > 0 { "inserted" } else { "removed" }
+        ));
+    }
     if !r.repaired_segments.is_empty() {
         let segs: Vec<String> = r.repaired_segments.iter().map(u64::to_string).collect();
         out.push(format!(

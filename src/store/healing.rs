@@ -64,6 +64,10 @@ pub struct HealReport {
     /// recovery data can stand in for, and no shard is known to be damaged: served as read,
     /// checked by the archive's own tags only.
     pub unverified_segments: BTreeSet<u64>,
+    /// Bytes inserted (positive) or removed (negative) in one place, and where: undone while
+    /// reading ([`super::shifted::Shifted`], `crate::recovery::realign`). None for an
+    /// archive of the length first written.
+    pub edit: Option<(u64, i64)>,
 }
 
 impl HealReport {
@@ -192,10 +196,35 @@ pub fn protect(
             Ok(Ok(HealingSource::new(inner, located)))
         }
         Err(RecoveryError::NotFound { .. }) => {
+            // One run of bytes inserted or removed (a bad copy): the trailer still ends the
+            // file. Looked for only with a scan (the header announces recovery data); it
+            // reads the whole archive once.
+            let realigned = if search == Search::Scan {
+                let whole = Whole::new(&mut *inner, len);
+                crate::recovery::realign(&whole)
+                    .ok()
+                    .flatten()
+                    .map(|(view, located)| (view.edit(), located))
+            } else {
+                None
+            };
             inner
                 .seek_to(0)
                 .map_err(|e| crate::Error::io(path, "seek", e))?;
-            Ok(Err(inner))
+            Ok(match realigned {
+                Some((edit, located)) => {
+                    let shifted =
+                        super::shifted::Shifted::new(inner, edit, located.layout.file_len);
+                    let mut h = HealingSource::new(Box::new(shifted), located);
+                    h.state
+                        .get_mut()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .report
+                        .edit = Some(edit);
+                    Ok(h)
+                }
+                None => Err(inner),
+            })
         }
         Err(source) => Err(crate::Error::Recovery {
             path: path.into(),
@@ -224,6 +253,7 @@ impl HealingSource {
                     beyond: Vec::new(),
                     failed: Vec::new(),
                     unverified_segments: BTreeSet::new(),
+                    edit: None,
                 },
             }),
         }
@@ -332,7 +362,7 @@ impl HealingSource {
         }
         check.padding_damaged = !crate::recovery::padding_ok(&whole, &layout);
         check.trailer_damaged = located.found_by != crate::recovery::FoundBy::Trailer;
-        check.length_differs = located.source_len != layout.file_len;
+        check.length_differs = located.source_len != layout.file_len || st.report.edit.is_some();
         check
     }
 }

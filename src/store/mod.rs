@@ -54,6 +54,7 @@
 pub mod healing;
 pub mod local;
 pub mod s3;
+pub mod shifted;
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
