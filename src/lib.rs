@@ -6,6 +6,27 @@
 //! checksum for unencrypted archives) in parallel, then written strictly in order,
 //! followed by the index and an authenticated footer.
 
+// Diagnostics go through `to_stderr!`, output through checked writers: `eprintln!` and
+// `println!` panic when the stream fails (stderr on a full disk, stdout to a closed pipe).
+#![warn(clippy::disallowed_macros)]
+
+/// `eprintln!` that never panics: a line to stderr, its failure ignored. A warning or a
+/// progress line that cannot be shown (stderr on a full disk, a closed log pipe) must not
+/// stop a backup or a restore — `eprintln!` panicked there, losing the archive being
+/// written. Errors that end the run are printed the same way (there is nowhere else to
+/// report them); the exit code still says what happened.
+#[macro_export]
+macro_rules! to_stderr {
+    () => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr().lock());
+    }};
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod archive;
 pub mod bench;
 pub mod codec;

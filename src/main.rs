@@ -8,6 +8,9 @@
 //! 128 + the signal number, as a shell reports a process killed by it: 130 for Ctrl-C (also
 //! at a password prompt), 143 for SIGTERM, 129 for SIGHUP.
 
+// Diagnostics through `krypta::to_stderr!` (clippy.toml says why).
+#![warn(clippy::disallowed_macros)]
+
 mod cli;
 
 use std::io::{IsTerminal, Write};
@@ -106,7 +109,7 @@ impl Reporter for Term {
         let line = format!("krypta: warning: {message}");
         match &self.bar {
             Some(b) if self.shown => b.println(line),
-            _ => eprintln!("{line}"),
+            _ => krypta::to_stderr!("{line}"),
         }
     }
     fn start(&mut self, total: Option<u64>) {
@@ -156,7 +159,7 @@ impl Reporter for Term {
         }
         let print = || {
             if to_stderr {
-                eprintln!("{line}");
+                krypta::to_stderr!("{line}");
             } else {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{line}");
@@ -172,7 +175,7 @@ impl Reporter for Term {
             let line = format!("krypta: {message}");
             match &self.bar {
                 Some(b) if self.shown => b.println(line),
-                _ => eprintln!("{line}"),
+                _ => krypta::to_stderr!("{line}"),
             }
         }
     }
@@ -184,11 +187,21 @@ fn main() -> ExitCode {
     let args = match cli::Cli::try_parse() {
         Ok(args) => args,
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
+            if e.use_stderr() {
+                let _ = e.print();
+                return ExitCode::from(1);
+            }
+            // Help and version go to stdout: a failed write there (a full disk) is exit 4
+            // naming <stdout>, as for every other output; a reader that stopped early
+            // (`krypta --help | head`) is not an error.
+            let printed = e.print().and_then(|()| std::io::stdout().flush());
+            return match printed {
+                Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+                    let failure = Error::io("<stdout>", "write", err);
+                    krypta::to_stderr!("krypta: {failure}");
+                    ExitCode::from(failure.exit_code() as u8)
+                }
+                _ => ExitCode::SUCCESS,
             };
         }
     };

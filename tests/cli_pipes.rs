@@ -115,3 +115,65 @@ fn info_kat_and_keygen_pub_to_a_full_stdout_fail_with_an_error_not_a_panic() {
         assert!(!err(&o).contains("panicked"), "{args:?}: {}", err(&o));
     }
 }
+
+/// /dev/full, opened for writing: every write fails with ENOSPC.
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap()
+}
+
+#[test]
+fn a_full_stderr_loses_the_warnings_not_the_backup_or_the_restore() {
+    // Regression: warnings were printed with eprintln!, which panicked (exit 101) when
+    // stderr failed — a nightly `krypta c … 2>>full-disk.log` lost its whole backup to a
+    // warning ("removing leading '/'") it could not show.
+    let fx = Fx::new();
+    fx.file("in/f", &bytes(100_000, 3, true));
+    let abs = fx.p("in");
+    let abs = abs.to_str().unwrap();
+    let run = |args: &[&str]| {
+        krypta()
+            .current_dir(fx.p(""))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(dev_full())
+            .output()
+            .unwrap()
+    };
+    // An absolute input: the leading-'/' warning; -v: details too.
+    let o = run(&["c", "-v", "a.kry", abs]);
+    assert_eq!(code(&o), 0);
+    let o = run(&["x", "-v", "-o", "out", "a.kry"]);
+    assert_eq!(code(&o), 0);
+    let restored = fx.p("out").join(abs.trim_start_matches('/')).join("f");
+    assert_eq!(std::fs::read(restored).unwrap(), bytes(100_000, 3, true));
+    // An error that ends the run cannot be shown either; its exit code still says it.
+    let o = run(&["t", "missing.kry"]);
+    assert_eq!(code(&o), 4);
+}
+
+#[test]
+fn help_and_version_to_a_full_stdout_fail_and_to_a_closed_pipe_stop_quietly() {
+    // Regression: `krypta --help > /dev/full` exited 0 with nothing written.
+    for flag in ["--help", "--version"] {
+        let o = krypta().arg(flag).stdout(dev_full()).output().unwrap();
+        assert_eq!(code(&o), 4, "{flag}: {}", err(&o));
+        assert!(
+            err(&o).contains("<stdout>: write: No space left on device"),
+            "{flag}: {}",
+            err(&o)
+        );
+    }
+    // A reader that takes one line and leaves (`krypta --help | head -1`).
+    let mut child = krypta()
+        .arg("--help")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+}

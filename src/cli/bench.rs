@@ -11,13 +11,13 @@ pub(crate) fn bench(a: BenchArgs, quiet: bool) -> Result<u8> {
     let tty = !quiet && std::io::stderr().is_terminal();
     let mut progress = |m: &str| {
         if tty {
-            eprint!("\r\x1b[2Kkrypta bench: {m}");
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2Kkrypta bench: {m}");
         }
     };
     if let Some(dir) = &a.make_fixtures {
         krypta::bench::make_fixtures(dir, &mut progress)?;
         if tty {
-            eprintln!();
+            krypta::to_stderr!();
         }
         return Ok(0);
     }
@@ -30,7 +30,7 @@ pub(crate) fn bench(a: BenchArgs, quiet: bool) -> Result<u8> {
     };
     let report = krypta::bench::run(&opts, &mut progress);
     if tty {
-        eprint!("\r\x1b[2K");
+        let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
     }
     let report = report?;
     let text = if a.json {

@@ -114,7 +114,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         PromptFor::Archive,
     );
     if matches!(src, Some(PasswordSource::Env)) && !term.is_quiet() {
-        eprintln!("krypta: encrypting with the password in KRYPTA_PASSWORD");
+        krypta::to_stderr!("krypta: encrypting with the password in KRYPTA_PASSWORD");
     }
     // The signing key is read before any password prompt, so a wrong path fails at once.
     let signer = match &a.sign {
@@ -124,7 +124,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
                 &mut super::keys::key_password(a.key_pass_file.as_deref()),
             )?;
             if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(f) {
-                eprintln!("krypta: warning: {w}");
+                krypta::to_stderr!("krypta: warning: {w}");
             }
             Some(sk)
         }
@@ -198,7 +198,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
             Recipient::Password { .. } => return true,
         };
         if seen.contains(&id) {
-            eprintln!("krypta: warning: the same key was given twice; it gets one stanza");
+            krypta::to_stderr!("krypta: warning: the same key was given twice; it gets one stanza");
             return false;
         }
         seen.push(id);
@@ -295,7 +295,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
             1 => ", 1 file as a reference to the base".to_string(),
             n => format!(", {n} files as references to the base"),
         };
-        eprintln!(
+        krypta::to_stderr!(
             "krypta: {}: {} entries, {} in, {} out ({}{recovery}{refs}), {}",
             a.output.display(),
             s.entries,

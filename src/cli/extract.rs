@@ -56,7 +56,7 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
     if let Some(s) = summary
         && !term.is_quiet()
     {
-        eprintln!(
+        krypta::to_stderr!(
             "krypta: {}: {} entries extracted, {} in, {} out ({}), {}",
             a.archive.display(),
             term.entries_done(),

@@ -66,7 +66,7 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
         let pk = krypta::crypto::boxkey::generate_box_keypair_protected(&out, protect)
             .map_err(no_force_hint)?;
         if !quiet {
-            eprintln!(
+            krypta::to_stderr!(
                 "krypta: wrote secret key {}{} and public key {}.pub",
                 out.display(),
                 if protect.is_some() {
@@ -84,7 +84,7 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
     } else {
         krypta::crypto::keyfile::generate_keyfile(&out).map_err(no_force_hint)?;
         if !quiet {
-            eprintln!(
+            krypta::to_stderr!(
                 "krypta: wrote key file {} (mode 0600); keep a copy: without it the archives cannot be opened",
                 out.display()
             );
@@ -120,7 +120,7 @@ fn to_stdout(box_key: bool, protect: Option<(&Secret, Kdf)>, quiet: bool) -> Res
     let text = if box_key {
         let (secret, pk) = krypta::crypto::boxkey::new_box_keypair_text_protected(protect)?;
         if !quiet {
-            eprintln!(
+            krypta::to_stderr!(
                 "Public key: {}",
                 krypta::crypto::boxkey::public_key_text(&pk)
             );
@@ -160,13 +160,13 @@ fn sign_keypair(out: &std::path::Path, protect: Option<(&Secret, Kdf)>, quiet: b
     if out.as_os_str() == "-" {
         let (secret, pk) = signkey::new_signing_keypair_text(protect)?;
         if !quiet {
-            eprintln!("Public key: {}", signkey::public_key_text(&pk));
+            krypta::to_stderr!("Public key: {}", signkey::public_key_text(&pk));
         }
         return write_stdout(secret.as_bytes());
     }
     let pk = signkey::generate_signing_keypair(out, protect).map_err(no_force_hint)?;
     if !quiet {
-        eprintln!(
+        krypta::to_stderr!(
             "krypta: wrote signing key {}{} and public key {}.pub (fingerprint {})",
             out.display(),
             if protect.is_some() {

@@ -86,7 +86,7 @@ pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> 
     for f in &k.keyfiles {
         let key = krypta::crypto::keyfile::load_keyfile(f)?;
         if let Some(w) = krypta::crypto::keyfile::mode_warning(f) {
-            eprintln!("krypta: warning: {w}");
+            krypta::to_stderr!("krypta: warning: {w}");
         }
         ids.push(Identity::KeyFile(key));
     }
@@ -96,7 +96,7 @@ pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> 
             &mut key_password(k.key_pass_file.as_deref()),
         )?;
         if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(std::path::Path::new(s)) {
-            eprintln!("krypta: warning: {w}");
+            krypta::to_stderr!("krypta: warning: {w}");
         }
         ids.push(Identity::PqBox(key));
     }

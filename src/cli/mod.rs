@@ -59,7 +59,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Manpage(a) => {
             let names = docs::manpages(&a.dir)?;
             if !quiet {
-                eprintln!(
+                krypta::to_stderr!(
                     "krypta: wrote {} man pages into {}: {}",
                     names.len(),
                     a.dir.display(),

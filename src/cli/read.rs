@@ -85,7 +85,7 @@ pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
     if a.json {
         super::json::print_object(&super::json::test_ok(&a.archive, &s))?;
     } else if !term.is_quiet() {
-        eprintln!(
+        krypta::to_stderr!(
             "krypta: {}: OK ({} entries, {} files, {} bytes, {} blocks verified)",
             a.archive.display(),
             s.entries,
@@ -94,7 +94,7 @@ pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
             s.frames
         );
         if let Some(fp) = &s.signer {
-            eprintln!(
+            krypta::to_stderr!(
                 "krypta: {}: signed by {} (ML-DSA-65 + Ed25519 signature verified)",
                 a.archive.display(),
                 krypta::crypto::sign::fingerprint_hex(fp)

@@ -38,20 +38,20 @@ pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
     )?;
     if !quiet {
         if s.signature_dropped {
-            eprintln!(
+            krypta::to_stderr!(
                 "krypta: {}: the signature of {} is dropped (it covers the old stanzas); give --sign NAME to sign OUT",
                 a.output.display(),
                 a.input.display()
             );
         }
         if let Some((percent, bytes)) = s.recovery {
-            eprintln!(
+            krypta::to_stderr!(
                 "krypta: {}: recovery data encoded again over the new bytes ({percent}%, {})",
                 a.output.display(),
                 human_bytes(bytes)
             );
         }
-        eprintln!(
+        krypta::to_stderr!(
             "krypta: {}: {} frames {} ({}), {}",
             a.output.display(),
             s.frames,

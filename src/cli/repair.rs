@@ -20,7 +20,7 @@ pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
     let name = a.archive.display();
     let found = findings(r, out.edit);
     match (&out.written, &out.summary) {
-        (None, _) => eprintln!(
+        (None, _) => krypta::to_stderr!(
             "krypta: {name}: intact ({} bytes and their recovery data verified): nothing to repair",
             params.protected_len
         ),
@@ -36,7 +36,7 @@ pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
                     s.repaired_segments
                 )
             };
-            eprintln!(
+            krypta::to_stderr!(
                 "krypta: {name}: {what}; {} is byte-identical to the archive as first written (BLAKE3 of its {} archive bytes: {})",
                 w.display(),
                 params.protected_len,
@@ -87,9 +87,10 @@ fn check(a: &RepairArgs, quiet: bool) -> Result<u8> {
         )
     };
     if !quiet {
-        eprintln!(
+        krypta::to_stderr!(
             "krypta: {name}: {verdict} ({} archive bytes, recovery data {}%)",
-            r.located.layout.params.protected_len, r.located.layout.params.percent
+            r.located.layout.params.protected_len,
+            r.located.layout.params.percent
         );
     }
     Ok(code)

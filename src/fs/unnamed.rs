@@ -116,7 +116,7 @@ mod tests {
         // The probe leaves nothing behind, whatever it found.
         assert_eq!(names(d.path()), Vec::<String>::new());
         if how == Linker::Unavailable {
-            eprintln!("SKIP: no O_TMPFILE linking on {}", d.path().display());
+            crate::to_stderr!("SKIP: no O_TMPFILE linking on {}", d.path().display());
             return;
         }
         let fd = open(dir.as_fd(), 0o644).unwrap().expect("O_TMPFILE");
@@ -139,11 +139,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let dir = std::fs::File::open(d.path()).unwrap();
         let Ok(Some(fd)) = open(dir.as_fd(), 0o600) else {
-            eprintln!("SKIP: no O_TMPFILE on {}", d.path().display());
+            crate::to_stderr!("SKIP: no O_TMPFILE on {}", d.path().display());
             return;
         };
         if !std::path::Path::new("/proc/self/fd").is_dir() {
-            eprintln!("SKIP: no /proc");
+            crate::to_stderr!("SKIP: no /proc");
             return;
         }
         rustix::io::write(&fd, b"x").unwrap();

@@ -366,7 +366,7 @@ mod tests {
             match set_one(SetOn::Fd(file.as_fd()), x, &f) {
                 Ok(SetOutcome::Set) => {}
                 Ok(SetOutcome::Refused(e)) => {
-                    eprintln!("skipped: this filesystem does not take user xattrs ({e})");
+                    crate::to_stderr!("skipped: this filesystem does not take user xattrs ({e})");
                     return;
                 }
                 Err(e) => panic!("{e}"),
@@ -419,7 +419,7 @@ mod tests {
             match set_one(SetOn::Fd(file.as_fd()), x, &f) {
                 Ok(SetOutcome::Set) => {}
                 Ok(SetOutcome::Refused(e)) => {
-                    eprintln!("skipped: /dev/shm does not take user xattrs ({e})");
+                    crate::to_stderr!("skipped: /dev/shm does not take user xattrs ({e})");
                     return;
                 }
                 Err(e) => panic!("{e}"),
