@@ -88,7 +88,23 @@ fn shifted_trailer<S: ByteSource + ?Sized>(
         return Ok(None);
     };
     let shift = i64::try_from(len as i128 - lay.file_len as i128).unwrap_or(0);
+    if shift < 0 && !removal_is_plausible(&lay, shift.unsigned_abs(), len) {
+        return Ok(None);
+    }
     Ok((shift != 0).then_some((lay, shift)))
+}
+
+/// Whether `removed` bytes missing from a `len`-byte file whose trailer gives `lay` can be
+/// one removal the recovery data undoes: no more than the file has left, and no more than
+/// the recovery data can rebuild (the removed bytes are lost, so they are damage).
+/// Anything longer is not one bad copy but a trailer that does not belong to the file — a
+/// hostile one claiming a 64 PiB archive made a reader verify 2^29 segments of nothing
+/// (an insertion needs no bound: its layout is shorter than the file, and so is the work).
+fn removal_is_plausible(lay: &Layout, removed: u64, len: u64) -> bool {
+    let recovery_bytes = lay
+        .recovery_shards
+        .saturating_mul(u64::from(lay.params.shard_size));
+    removed <= len && removed <= recovery_bytes
 }
 
 /// When `src` ends with an intact trailer whose layout is `shift` ≠ 0 bytes longer or
@@ -144,5 +160,41 @@ mod tests {
         v.read_at(18, &mut b).unwrap();
         assert_eq!(b, [18, 19, 15, 16]);
         assert_eq!(v.edit(), (20, -5));
+    }
+
+    /// A valid trailer claiming `protected_len` protected bytes, 5% recovery.
+    fn trailer_of(protected_len: u64) -> ([u8; TRAILER_LEN], Layout) {
+        let params = layout::Params {
+            percent: 5,
+            shard_size: 4096,
+            shards_per_segment: 32768,
+            protected_len,
+            blake3: [7; 32],
+        };
+        (layout::write_trailer(&params), Layout::new(params).unwrap())
+    }
+
+    #[test]
+    fn a_trailer_far_longer_than_its_file_is_not_taken_for_one_removal() {
+        // Regression: a hostile 1 MiB file ending in a valid trailer of a 64 PiB archive was
+        // "realigned" and its 2^29 segments verified, one failed read after another.
+        let mut src = vec![0u8; 1 << 20];
+        let (t, _) = trailer_of(layout::MAX_PROTECTED_LEN);
+        src.extend_from_slice(&t);
+        let started = std::time::Instant::now();
+        assert!(realign(&src).unwrap().is_none());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        // More removed than the recovery data holds (here: the file's layout is 2 MiB longer,
+        // its recovery data about 100 KiB): not one bad copy either.
+        let (t, lay) = trailer_of(2 << 20);
+        let mut src = vec![0u8; (lay.file_len - (1 << 20)) as usize - TRAILER_LEN];
+        src.extend_from_slice(&t);
+        assert!(shifted_trailer(&src).unwrap().is_none());
+        // A removal the recovery data can rebuild is still one.
+        let removed = 1000;
+        let mut src = vec![0u8; (lay.file_len - removed) as usize - TRAILER_LEN];
+        src.extend_from_slice(&t);
+        let (_, shift) = shifted_trailer(&src).unwrap().unwrap();
+        assert_eq!(shift, -1000);
     }
 }
