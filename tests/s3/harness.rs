@@ -30,7 +30,27 @@ pub struct Weed {
     extra: Vec<String>,
 }
 
+/// A loopback port free now, below the kernel's ephemeral range (32768 and up on Linux):
+/// a port from `bind(0)` is an ephemeral one, which any outgoing connection (krypta's, the
+/// proxy's, another test's) may take before `weed` binds it — CI saw the filer fail with
+/// "address already in use" that way. Ports are tried from a pseudo-random start so that
+/// test binaries starting servers at once rarely try the same ones; a start that still
+/// collides is retried ([`Weed::start_with`]).
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ (u64::from(std::process::id()) << 20);
+    for _ in 0..200 {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed);
+        let x = (seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_mul(0xD1B5_4A32_D192_ED03);
+        let port = 20000 + (x >> 33) as u16 % 12000;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -83,24 +103,33 @@ impl Weed {
     }
 
     /// Starts a new server with extra `weed mini` options (e.g. an HTTPS port).
+    /// A port taken between choosing it and `weed` binding it is retried on new ports.
     pub fn start_with(extra: Vec<String>) -> Weed {
-        let dir = tempfile::tempdir().unwrap();
-        let ports: Vec<u16> = (0..10).map(|_| free_port()).collect();
-        let mut w = Weed {
-            child: spawn(dir.path(), &ports, &extra),
-            dir,
-            s3_port: ports[6],
-            ports,
-            extra,
-        };
-        w.wait_ready();
-        w
+        let mut tries = 0;
+        loop {
+            let dir = tempfile::tempdir().unwrap();
+            let ports: Vec<u16> = (0..10).map(|_| free_port()).collect();
+            let mut w = Weed {
+                child: spawn(dir.path(), &ports, &extra),
+                dir,
+                s3_port: ports[6],
+                ports,
+                extra: extra.clone(),
+            };
+            match w.wait_ready() {
+                Ok(()) => return w,
+                Err(log) if tries < 4 && log.contains("address already in use") => tries += 1,
+                Err(log) => panic!("weed exited early; log: {log}"),
+            }
+        }
     }
 
     /// Starts the server again on the same directory and ports (after [`Weed::kill`]).
     pub fn restart(&mut self) {
         self.child = spawn(self.dir.path(), &self.ports, &self.extra);
-        self.wait_ready();
+        if let Err(log) = self.wait_ready() {
+            panic!("weed exited early on restart; log: {log}");
+        }
     }
 
     /// Kills the server (SIGKILL, by its pid) and waits for it.
@@ -121,15 +150,16 @@ impl Weed {
         S3::new(&self.endpoint())
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits until the server serves S3; Err(its log) when it exited first.
+    fn wait_ready(&mut self) -> Result<(), String> {
         let start = Instant::now();
         let s3 = self.client();
         loop {
             if s3.try_create_bucket("krypta-ready").is_ok() {
-                return;
+                return Ok(());
             }
             if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("weed exited early ({st}); log: {}", self.log());
+                return Err(format!("({st}) {}", self.log()));
             }
             assert!(
                 start.elapsed() < Duration::from_secs(90),
