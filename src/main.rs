@@ -39,6 +39,9 @@ pub struct Term {
     scan: Option<Arc<cli::TotalScan>>,
     /// Entries reported done so far.
     done: u64,
+    /// The first failed write of the `-v` listing to stdout (not a reader that left early):
+    /// the run goes on, then ends with it ([`Term::take_stdout_error`]).
+    stdout_error: Option<std::io::Error>,
 }
 
 impl Term {
@@ -53,6 +56,7 @@ impl Term {
             list: None,
             scan: None,
             done: 0,
+            stdout_error: None,
         }
     }
 }
@@ -72,6 +76,14 @@ impl Term {
     /// stdout carries data (`c` to `-`, `x --stdout`).
     pub(crate) fn list_entries(&mut self, to_stderr: bool) {
         self.list = Some(to_stderr);
+    }
+
+    /// The `-v` listing's failed write to stdout, if one failed: the command's work was
+    /// done, but the listing the user asked for is incomplete (exit 4, naming `<stdout>`).
+    pub(crate) fn take_stdout_error(&mut self) -> Option<Error> {
+        self.stdout_error
+            .take()
+            .map(|e| Error::io("<stdout>", "write", e))
     }
 
     /// Entries written or extracted so far (for summaries: kept ones are not counted).
@@ -157,17 +169,24 @@ impl Reporter for Term {
         if meta.kind == EntryKind::Dir {
             line.push('/');
         }
-        let print = || {
+        let print = || -> std::io::Result<()> {
             if to_stderr {
                 krypta::to_stderr!("{line}");
+                Ok(())
             } else {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
+                writeln!(out, "{line}").and_then(|()| out.flush())
             }
         };
-        match &self.bar {
+        let printed = match &self.bar {
             Some(b) if self.shown => b.suspend(print),
             _ => print(),
+        };
+        if let Err(e) = printed
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+            && self.stdout_error.is_none()
+        {
+            self.stdout_error = Some(e);
         }
     }
     fn detail(&mut self, message: &str) {

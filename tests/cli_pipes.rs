@@ -177,3 +177,36 @@ fn help_and_version_to_a_full_stdout_fail_and_to_a_closed_pipe_stop_quietly() {
     let o = child.wait_with_output().unwrap();
     assert_eq!((code(&o), err(&o)), (0, String::new()));
 }
+
+#[test]
+fn a_verbose_listing_to_a_full_stdout_fails_the_run_after_the_work_is_done() {
+    // Regression: `x -v` and `c -v` ignored a failed write of their listing (stdout on a
+    // full disk) and exited 0 with the listing the user asked for lost.
+    let fx = Fx::new();
+    fx.file("in/f", &bytes(10_000, 5, true));
+    fx.file("in/g", b"g");
+    for args in [
+        &["c", "-v", "a.kry", "in"][..],
+        &["x", "-v", "-o", "out", "a.kry"],
+    ] {
+        let o = krypta()
+            .current_dir(fx.p(""))
+            .args(args)
+            .stdout(dev_full())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert!(
+            err(&o).contains("<stdout>: write: No space left on device"),
+            "{args:?}: {}",
+            err(&o)
+        );
+    }
+    // The work itself was done: the archive is whole and the files are restored.
+    fx.ok(&["t", "a.kry"]);
+    assert_eq!(
+        std::fs::read(fx.p("out/in/f")).unwrap(),
+        bytes(10_000, 5, true)
+    );
+    assert_eq!(std::fs::read(fx.p("out/in/g")).unwrap(), b"g");
+}

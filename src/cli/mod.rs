@@ -37,7 +37,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             endpoint_url: s.endpoint_url.clone(),
         });
     }
-    match cli.cmd {
+    let r = match cli.cmd {
         Command::Compress(a) => create::compress(a, &mut term, verbose),
         Command::Extract(a) => extract::extract(a, &mut term, verbose),
         Command::List(a) => read::list(a, verbose, &mut term),
@@ -68,6 +68,12 @@ pub fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
+    };
+    // `c -v` and `x -v` list on stdout: a listing that could not be written fails the run
+    // (after the work, which is done), as every other output does.
+    match (r, term.take_stdout_error()) {
+        (Ok(_), Some(e)) => Err(e),
+        (r, _) => r,
     }
 }
 
