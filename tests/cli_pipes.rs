@@ -96,23 +96,8 @@ fn info_kat_and_keygen_pub_to_a_full_stdout_fail_with_an_error_not_a_panic() {
         &["kat"],
         &["keygen", "--pub", "-k", "bx"],
     ] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let o = krypta()
-            .current_dir(fx.p(""))
-            .args(args)
-            .stdout(full)
-            .output()
-            .unwrap();
-        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
-        assert!(
-            err(&o).contains("<stdout>: write: No space left on device"),
-            "{args:?}: {}",
-            err(&o)
-        );
-        assert!(!err(&o).contains("panicked"), "{args:?}: {}", err(&o));
+        let e = fails_on_full_stdout(&fx, args);
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
     }
 }
 
@@ -122,6 +107,24 @@ fn dev_full() -> std::fs::File {
         .write(true)
         .open("/dev/full")
         .unwrap()
+}
+
+/// Runs krypta with `args` in `fx`'s directory, stdout on /dev/full: asserts exit 4 naming
+/// `<stdout>` and the full disk; returns stderr.
+fn fails_on_full_stdout(fx: &Fx, args: &[&str]) -> String {
+    let o = krypta()
+        .current_dir(fx.p(""))
+        .args(args)
+        .stdout(dev_full())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+    assert!(
+        err(&o).contains("<stdout>: write: No space left on device"),
+        "{args:?}: {}",
+        err(&o)
+    );
+    err(&o)
 }
 
 #[test]
@@ -189,18 +192,7 @@ fn a_verbose_listing_to_a_full_stdout_fails_the_run_after_the_work_is_done() {
         &["c", "-v", "a.kry", "in"][..],
         &["x", "-v", "-o", "out", "a.kry"],
     ] {
-        let o = krypta()
-            .current_dir(fx.p(""))
-            .args(args)
-            .stdout(dev_full())
-            .output()
-            .unwrap();
-        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
-        assert!(
-            err(&o).contains("<stdout>: write: No space left on device"),
-            "{args:?}: {}",
-            err(&o)
-        );
+        fails_on_full_stdout(&fx, args);
     }
     // The work itself was done: the archive is whole and the files are restored.
     fx.ok(&["t", "a.kry"]);
