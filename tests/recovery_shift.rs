@@ -10,6 +10,7 @@ mod common;
 mod recovery_cli_common;
 
 use common::code;
+use krypta::recovery::TRAILER_LEN;
 use recovery_cli_common::*;
 
 fn stderr(o: &std::process::Output) -> String {
@@ -78,5 +79,64 @@ fn bytes_inserted_or_removed_in_one_place_are_undone_and_repaired() {
             let t = f.keyed(&["t", name]);
             assert_eq!(code(&t), 0, "{what}: t after repair: {}", stderr(&t));
         }
+    }
+}
+
+/// Runs krypta with `args` in `f`'s directory and waits at most `secs` seconds: None when it
+/// was still running then (it is killed).
+fn run_within(f: &Fixture, args: &[&str], secs: u64) -> Option<std::process::Output> {
+    let mut child = common::krypta()
+        .current_dir(f.dir.path())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+/// Regression: a trailer is checked by an unkeyed checksum, so anyone can write one. One
+/// claiming 2^56 protected bytes (in 64 KiB segments) at the end of a 3.8 MiB archive whose
+/// section is gone was taken for 2^56 bytes removed: realign verified 2^40 segments of a
+/// file that has none of them, and `t` and `repair --check` never ended (and grew a report
+/// per segment). More bytes removed than the section and one shard hold could never be
+/// repaired; such a trailer is no edit, and the archive is read without recovery data.
+#[test]
+fn a_trailer_claiming_far_more_bytes_than_the_file_is_not_taken_for_an_edit() {
+    let f = Fixture::new(5, false, 0);
+    let mut d = f.bytes.clone();
+    let n = d.len();
+    d[f.protected as usize..n - TRAILER_LEN].fill(0);
+    let tr = &mut d[n - TRAILER_LEN..];
+    tr[12..16].copy_from_slice(&64u32.to_le_bytes());
+    tr[16..20].copy_from_slice(&1024u32.to_le_bytes());
+    tr[24..32].copy_from_slice(&(1u64 << 56).to_le_bytes());
+    let sum = krypta::recovery::xxh3(&tr[..TRAILER_LEN - 8]);
+    tr[TRAILER_LEN - 8..].copy_from_slice(&sum.to_le_bytes());
+    f.write("forged.kry", &d);
+    let c = run_within(&f, &["repair", "--check", "forged.kry"], 60).expect("repair --check ends");
+    assert_eq!(code(&c), 3, "{}", stderr(&c));
+    assert!(
+        stderr(&c).contains("no recovery data found"),
+        "{}",
+        stderr(&c)
+    );
+    // Read as an archive whose section is lost: every entry is there.
+    let t = run_within(&f, &["t", "forged.kry"], 60).expect("t ends");
+    assert_eq!(code(&t), 7, "{}", stderr(&t));
+    for want in [
+        "the header announces recovery data, but none was found",
+        "every entry verified",
+    ] {
+        assert!(stderr(&t).contains(want), "{}", stderr(&t));
     }
 }
