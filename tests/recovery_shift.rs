@@ -140,3 +140,45 @@ fn a_trailer_claiming_far_more_bytes_than_the_file_is_not_taken_for_an_edit() {
         assert!(stderr(&t).contains(want), "{}", stderr(&t));
     }
 }
+
+/// Regression: bytes inserted or removed in the first 8 bytes leave no krypta magic at the
+/// start, and the reader, which does not search a file without it, said "not a krypta
+/// archive" (exit 3) while `repair --check` found the edit and `repair` undid it. An intact
+/// trailer at the end whose length disagrees with the file's is enough to search: `t` and
+/// `x` read the archive with the edit undone, as for an edit anywhere else.
+#[test]
+fn bytes_inserted_or_removed_at_the_very_start_are_undone_on_read() {
+    for encrypted in [false, true] {
+        let f = Fixture::new(10, encrypted, 0);
+        let mut inserted = vec![b'\n'; 7];
+        inserted.extend_from_slice(&f.bytes);
+        let mut removed = f.bytes[..2].to_vec();
+        removed.extend_from_slice(&f.bytes[5..]);
+        for (name, bytes, said) in [
+            ("ins0.kry", &inserted, "7 bytes were inserted near byte 0"),
+            ("del2.kry", &removed, "3 bytes were removed near byte 0"),
+        ] {
+            let what = format!("{name} (encrypted: {encrypted})");
+            f.write(name, bytes);
+            let t = f.keyed(&["t", name]);
+            assert_eq!(code(&t), 7, "{what}: {}", stderr(&t));
+            for want in [said, "damaged but repairable", "every entry verified"] {
+                assert!(stderr(&t).contains(want), "{what}: {}", stderr(&t));
+            }
+            let out = f.dir.path().join(format!("x-{name}"));
+            let x = f.keyed(&["x", "-o", common::s(&out), name]);
+            assert_eq!(code(&x), 0, "{what}: x: {}", stderr(&x));
+            common::assert_same_tree(&f.dir.path().join("t"), &out.join("t"));
+        }
+    }
+    // Without the magic and without an intact trailer at the end, a file is not searched.
+    let f = Fixture::new(5, false, 0);
+    f.write("plain.txt", &f.bytes[100..f.bytes.len() - 1]);
+    let t = f.run(&["t", "plain.txt"]);
+    assert_eq!(code(&t), 3, "{}", stderr(&t));
+    assert!(
+        stderr(&t).contains("not a krypta archive"),
+        "{}",
+        stderr(&t)
+    );
+}

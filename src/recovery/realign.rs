@@ -74,8 +74,9 @@ impl<S: ByteSource + ?Sized> ByteSource for Realigned<'_, S> {
 
 /// The layout of an intact trailer ending `src` and the bytes `src` has more (negative:
 /// fewer) than that layout, when they differ: one read of the last bytes. None when there is
-/// no such trailer, or the lengths agree.
-fn shifted_trailer<S: ByteSource + ?Sized>(
+/// no such trailer, the lengths agree, or a removal that cannot be one bad copy
+/// ([`removal_is_plausible`]).
+pub fn shifted_trailer<S: ByteSource + ?Sized>(
     src: &S,
 ) -> Result<Option<(Layout, i64)>, RecoveryError> {
     let len = src.len();

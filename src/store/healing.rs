@@ -233,6 +233,18 @@ pub fn protect(
     }
 }
 
+/// Whether seekable `inner` ends with an intact recovery trailer whose file length is not
+/// `inner`'s (bytes inserted or removed in one place: `crate::recovery::realign`): one read
+/// of the last 80 bytes. The reader asks it of a file without the krypta magic, which an
+/// edit in its first bytes leaves so, before searching it whole with [`protect`].
+pub fn ends_with_shifted_trailer(inner: &mut (dyn Source + 'static)) -> bool {
+    let Ok(Some(len)) = inner.length() else {
+        return false;
+    };
+    let whole = Whole::new(inner, len);
+    matches!(crate::recovery::shifted_trailer(&whole), Ok(Some(_)))
+}
+
 impl HealingSource {
     /// Wraps `inner` (positioned at 0), whose section is `located`.
     pub fn new(inner: Box<dyn Source>, located: Located) -> HealingSource {

@@ -47,12 +47,24 @@ fn read_header_opened(input: Input, path: &Path) -> Result<(Header, Vec<u8>, Inp
         Err(Error::NotAnArchive {
             path: p,
             reason: "no krypta magic at the start",
-        }) => Err(Error::NotAnArchive {
-            path: p,
-            // The reader does not search a file without the magic for recovery data (a
-            // file that is not an archive would be read whole); `repair` does.
-            reason: "no krypta magic at the start (if it is a damaged archive with recovery data whose trailer is damaged too, `krypta repair --check` searches it)",
-        }),
+        }) => {
+            // Bytes inserted or removed in the first bytes (a bad copy): the trailer still
+            // ends the file, one read says so, and the file is read with the edit undone.
+            let mut again = crate::store::open_source(path)?;
+            if again.seekable()
+                && crate::store::healing::ends_with_shifted_trailer(&mut *again)
+                && let Ok(healing) = protect(again, path, Search::Scan)?
+            {
+                return read_header_from(Box::new(healing), path);
+            }
+            Err(Error::NotAnArchive {
+                path: p,
+                // The reader does not search a file without the magic and without such a
+                // trailer for recovery data (a file that is not an archive would be read
+                // whole); `repair` does.
+                reason: "no krypta magic at the start (if it is a damaged archive with recovery data whose trailer is damaged too, `krypta repair --check` searches it)",
+            })
+        }
         Err(e) => Err(e),
     }
 }
