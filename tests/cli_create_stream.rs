@@ -173,6 +173,30 @@ fn dev_stdin_redirected_from_a_file_is_stored_as_its_bytes() {
     let o = bash(&fx, "$K c s.kry l.sql < /dev/null", &[]);
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert_eq!(listed(&fx, "s.kry")[0]["type"], "symlink");
+    // Regression: also when stdin is redirected from the file it names (it was stored as
+    // the stream l.sql, mode 0644, dated now): only a link through descriptor 0 is stdin.
+    let o = bash(&fx, "$K c u.kry l.sql < dump.sql", &[]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(listed(&fx, "u.kry")[0]["type"], "symlink");
+    assert_eq!(listed(&fx, "u.kry")[0]["link"], "dump.sql");
+    // With -L, the file it names with that file's own mode, as without the redirection.
+    std::fs::set_permissions(
+        fx.p("dump.sql"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let o = bash(&fx, "$K c -L v.kry l.sql < dump.sql", &[]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(facts(&listed(&fx, "v.kry")[0]).0, 0o600);
+    assert!(content(&fx, "v.kry", "l.sql") == data, "file differs");
+    // And /dev/fd/0 and /proc/self/fd/0 are stdin as /dev/stdin is.
+    for op in ["/dev/fd/0", "/proc/self/fd/0"] {
+        let o = bash(&fx, &format!("$K c -f w.kry {op} < dump.sql"), &[]);
+        assert_eq!(code(&o), 0, "{op}: {}", err(&o));
+        let name = &op[1..];
+        assert_eq!(fx.names("w.kry"), [name], "{op}");
+        assert!(content(&fx, "w.kry", name) == data, "{op}: stream differs");
+    }
 }
 
 #[test]

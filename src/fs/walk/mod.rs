@@ -379,7 +379,7 @@ impl Walker<'_> {
         } else {
             longpath::with_parent(input, |dir, name| {
                 let (st, via_link) = stat_child(dir, name, deref)?;
-                if let Some(pipe) = stream::behind_link(dir, name, &st, via_link) {
+                if let Some(pipe) = stream::behind_link(input, dir, name, &st, via_link) {
                     return Ok((pipe, false, Vec::new(), true));
                 }
                 // The root's own attributes went into the root entry.

@@ -59,12 +59,14 @@ pub(super) fn stdin_stat() -> std::io::Result<Stat> {
     Ok(rustix::fs::fstat(std::io::stdin())?)
 }
 
-/// The pipe or socket the operand `name` in `dir` leads to, when the operand is a symbolic
-/// link to one, or the file a link leads to when that file is what stdin is (`/dev/stdin`
-/// with `< file`: the link itself, to `/proc/self/fd/0`, names nothing a restore could use):
+/// The pipe or socket the operand `input` (`name` in `dir`) leads to, when the operand is a
+/// symbolic link to one, or the file a link leads to through descriptor 0 when that file is
+/// what stdin is (`/dev/stdin` with `< file`: the link itself, to `/proc/self/fd/0`, names
+/// nothing a restore could use):
 /// `st` is its `stat_child` (`via_link`: followed with `-L`). `None` for everything else,
 /// also for a link that cannot be followed (the walk stores it as a link).
 pub(super) fn behind_link(
+    input: &Path,
     dir: BorrowedFd<'_>,
     name: &[u8],
     st: &Stat,
@@ -80,8 +82,43 @@ pub(super) fn behind_link(
     (matches!(
         FileType::from_raw_mode(target.st_mode),
         FileType::Fifo | FileType::Socket
-    ) || (FileType::from_raw_mode(target.st_mode) == FileType::RegularFile && is_stdin()))
+    ) || (FileType::from_raw_mode(target.st_mode) == FileType::RegularFile
+        && is_stdin()
+        && through_fd0(input)))
     .then_some(target)
+}
+
+/// Whether the link `input` leads, link by link, through this process's descriptor 0
+/// (`/dev/stdin`, `/dev/fd/0`, `/proc/self/fd/0`): `l.sql`, a link to `dump.sql`, is a
+/// link to store (or with `-L`, a file with its own metadata) also when stdin is redirected
+/// from `dump.sql`. At most 40 links are followed, as the kernel does.
+fn through_fd0(input: &Path) -> bool {
+    let fd0 = Path::new("/proc")
+        .join(std::process::id().to_string())
+        .join("fd/0");
+    let mut at = input.to_path_buf();
+    for _ in 0..40 {
+        let (Some(parent), Some(file)) = (at.parent(), at.file_name()) else {
+            return false;
+        };
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let Ok(parent) = std::fs::canonicalize(parent) else {
+            return false;
+        };
+        let here = parent.join(file);
+        if here == fd0 {
+            return true;
+        }
+        match std::fs::read_link(&here) {
+            Ok(target) => at = parent.join(target),
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// The metadata of a stream stored as `path` (module documentation); owner names are added
