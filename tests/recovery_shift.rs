@@ -182,3 +182,44 @@ fn bytes_inserted_or_removed_at_the_very_start_are_undone_on_read() {
         stderr(&t)
     );
 }
+
+/// Regression: a damaged shard before the edit (a flipped byte, the bit rot recovery data is
+/// for) was taken for the edit, the first damaged shard: every shard between the two was
+/// then read out of place, and an archive with one damaged shard and one edit was "damaged
+/// beyond the recovery data" (t, x salvaged, exit 5; repair refused). The edit is where the
+/// damage that reaches the end of the data begins; the flipped shard is rebuilt too.
+#[test]
+fn a_damaged_shard_before_the_edit_is_not_taken_for_it() {
+    let f = Fixture::new(5, false, 0);
+    let flip = (f.frames[2].0 + 100) as usize;
+    let at = (f.frames[f.frames.len() - 3].0 + 1000) as usize;
+    let mut d = f.bytes[..at].to_vec();
+    d[flip] ^= 0x40;
+    d.extend_from_slice(&[b'\r'; 20]);
+    d.extend_from_slice(&f.bytes[at..]);
+    f.write("z.kry", &d);
+    let c = f.run(&["repair", "--check", "z.kry"]);
+    assert_eq!(code(&c), 7, "{}", stderr(&c));
+    let want = format!(
+        "20 byte(s) inserted near byte {} (taken out: what follows is read 20 bytes earlier), 2 damaged archive shard(s)",
+        at / 4096 * 4096
+    );
+    assert!(stderr(&c).contains(&want), "{}", stderr(&c));
+    let t = f.keyed(&["t", "z.kry"]);
+    assert_eq!(code(&t), 7, "{}", stderr(&t));
+    assert!(
+        stderr(&t).contains("every entry verified"),
+        "{}",
+        stderr(&t)
+    );
+    let out = f.dir.path().join("x-z");
+    let x = f.keyed(&["x", "-o", common::s(&out), "z.kry"]);
+    assert_eq!(code(&x), 0, "x: {}", stderr(&x));
+    common::assert_same_tree(&f.dir.path().join("t"), &out.join("t"));
+    let r = f.run(&["repair", "z.kry", "-o", "fixed.kry"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(
+        std::fs::read(f.dir.path().join("fixed.kry")).unwrap() == f.bytes,
+        "the repaired archive is not the original"
+    );
+}

@@ -6,10 +6,11 @@
 //!
 //! [`realign`] undoes one such edit: the trailer at the end gives the layout and the shift
 //! (file length − layout length); a view with every byte from the section on moved back by
-//! the shift verifies the data shards before the edit; the first damaged one is where the
-//! edit is, and the view that moves back every byte from that shard on ([`Realigned`])
-//! leaves only the shards the edit touched damaged, which the recovery data rebuilds like
-//! any other damage. One edit only: a second one elsewhere leaves every shard after it
+//! the shift verifies the data shards before the edit and fails every one after it; where
+//! that run of damaged shards reaching the end of the data begins is where the edit is (a
+//! flipped bit before it is a damaged shard of its own), and the view that moves back every
+//! byte from that shard on ([`Realigned`]) leaves only the shards the edit touched damaged,
+//! which the recovery data rebuilds like any other damage. One edit only: a second one elsewhere leaves every shard after it
 //! damaged (beyond repair unless the recovery data covers them). par2 goes further with a
 //! sliding checksum over every offset; one edit is the common accident and costs two reads.
 
@@ -123,21 +124,41 @@ pub fn realign<S: ByteSource + ?Sized>(
         found_by: FoundBy::Trailer,
         source_len: lay.file_len,
     };
-    // The section moved back: the data shards before the edit verify, the first that does
-    // not holds the edit.
+    // The section moved back: the data shards before the edit verify, and every one from
+    // the edit to the end of P is out of place.
     let protected = lay.params.protected_len;
     let whole = Realigned::new(src, protected, shift, lay.file_len);
     let report = super::verify(&whole, &located);
-    let split = report
+    let ranges: Vec<(u64, u64)> = report
         .segments
         .iter()
-        .filter_map(|s| s.damaged_ranges.first().map(|r| r.0))
-        .min()
-        .unwrap_or(protected);
+        .flat_map(|s| s.damaged_ranges.iter().copied())
+        .collect();
     Ok(Some((
-        Realigned::new(src, split, shift, lay.file_len),
+        Realigned::new(src, edit_at(&ranges, protected), shift, lay.file_len),
         located,
     )))
+}
+
+/// Where the edit is, from the damaged ranges (in order) of the view with only the section
+/// moved back: the start of the run of damaged shards that reaches the end of P
+/// (`protected`), so that damage before the edit (a flipped bit) is rebuilt like any other
+/// instead of being taken for the edit, which would leave every shard between it and the
+/// edit out of place. Without such a run (the edit is in the section), the first damaged
+/// shard; without damage, `protected`.
+fn edit_at(ranges: &[(u64, u64)], protected: u64) -> u64 {
+    match ranges.last() {
+        Some(&(mut start, end)) if end == protected => {
+            for &(a, b) in ranges.iter().rev().skip(1) {
+                if b != start {
+                    break;
+                }
+                start = a;
+            }
+            start
+        }
+        _ => ranges.first().map_or(protected, |r| r.0),
+    }
 }
 
 #[cfg(test)]
@@ -197,5 +218,17 @@ mod tests {
         src.extend_from_slice(&t);
         let (_, shift) = shifted_trailer(&src).unwrap().unwrap();
         assert_eq!(shift, -1000);
+    }
+
+    #[test]
+    fn the_edit_is_where_the_damage_reaching_the_end_begins() {
+        // A flipped shard at 4096, the edit at 40960: every shard after it out of place,
+        // across a segment boundary (ranges merged per segment).
+        let r = [(4096, 8192), (40960, 65536), (65536, 100_000)];
+        assert_eq!(edit_at(&r, 100_000), 40960);
+        // Edit in the section: only the flipped shard.
+        assert_eq!(edit_at(&r[..1], 100_000), 4096);
+        assert_eq!(edit_at(&[], 100_000), 100_000);
+        assert_eq!(edit_at(&[(0, 100_000)], 100_000), 0);
     }
 }
