@@ -172,16 +172,60 @@ fn repair_or_check(
         check_only,
     };
     match found {
-        Ok(located) => finish(&whole, located, None, &to),
+        Ok(located) => {
+            // Bytes after the archive's end (an append) are dropped by an in-place repair.
+            let end = located.layout.file_len;
+            if output.is_none() && !check_only && located.source_len > end {
+                let extra = i64::try_from(located.source_len - end).unwrap_or(i64::MAX);
+                refuse_dropping_an_archive(&whole, (end, extra), &located, archive)?;
+            }
+            finish(&whole, located, None, &to)
+        }
         // One run of bytes inserted or removed: the trailer still ends the file.
         Err(RecoveryError::NotFound { .. })
             if let Some((view, located)) = realign(&whole).map_err(wrap)? =>
         {
-            let edit = Some(view.edit());
-            finish(&view, located, edit, &to)
+            let edit = view.edit();
+            if output.is_none() && !check_only {
+                refuse_dropping_an_archive(&whole, edit, &located, archive)?;
+            }
+            finish(&view, located, Some(edit), &to)
         }
         Err(e) => Err(wrap(e)),
     }
+}
+
+/// Refuses an in-place repair that would drop `shift` bytes inserted at `split` (or
+/// appended there, after the archive's end) which look like data of their own: a run
+/// starting with a krypta header (`cat a.kry b.kry > both.kry`: one archive reads as bytes
+/// inserted before or appended after the other, and `repair -f` kept only that one), or
+/// longer than the archive itself (no bad copy adds that much). Written elsewhere (`-o`),
+/// the original stays, so that is still allowed.
+fn refuse_dropping_an_archive<S: ByteSource + ?Sized>(
+    whole: &S,
+    (split, shift): (u64, i64),
+    located: &Located,
+    archive: &Path,
+) -> Result<()> {
+    let Ok(inserted) = u64::try_from(shift) else {
+        return Ok(());
+    };
+    let mut head = [0u8; 8];
+    let archive_like = inserted >= head.len() as u64
+        && whole.read_at(split, &mut head).is_ok()
+        && head == crate::format::header::MAGIC;
+    if archive_like || inserted > located.layout.file_len {
+        return Err(Error::Usage(format!(
+            "{}: the {inserted} bytes added at byte {split} {}: an in-place repair would drop them; write the repaired archive elsewhere with -o OUT (the file stays as it is)",
+            archive.display(),
+            if archive_like {
+                "start with a krypta header (another archive joined to this one?)"
+            } else {
+                "are more than the archive itself"
+            }
+        )));
+    }
+    Ok(())
 }
 
 /// Where a repair reads from and writes to ([`repair_or_check`]'s arguments).

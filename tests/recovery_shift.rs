@@ -223,3 +223,64 @@ fn a_damaged_shard_before_the_edit_is_not_taken_for_it() {
         "the repaired archive is not the original"
     );
 }
+
+/// Regression (helper-18): `cat a.kry b.kry > both.kry` read as one archive with the
+/// other's bytes "inserted" in front of it or appended after it, and `repair -f` kept that
+/// one alone, dropping the other. An in-place repair that would drop added bytes starting
+/// with a krypta header (or more bytes than the archive) is refused, the file untouched;
+/// `-o` still writes the archive as first written; and a real bad copy (added bytes that
+/// are no archive) is still repaired in place.
+#[test]
+fn an_archive_joined_to_another_is_not_dropped_by_an_in_place_repair() {
+    let f = Fixture::new(10, false, 0);
+    for (name, other) in [("no-recovery", None), ("with-recovery", Some(5))] {
+        // The other archive: of the same tree, with or without recovery data of its own.
+        let other = match other {
+            Some(p) => Fixture::new(p, false, 0).bytes,
+            None => {
+                let o = f.run(&["c", "-q", "-f", "plain.kry", "t"]);
+                assert_eq!(code(&o), 0, "{}", stderr(&o));
+                std::fs::read(f.dir.path().join("plain.kry")).unwrap()
+            }
+        };
+        for (order, both) in [
+            ("other first", [other.clone(), f.bytes.clone()].concat()),
+            ("other after", [f.bytes.clone(), other.clone()].concat()),
+        ] {
+            let what = format!("{name}, {order}");
+            let path = f.write("both.kry", &both);
+            let r = f.run(&["repair", "-f", "both.kry"]);
+            assert_eq!(code(&r), 1, "{what}: {}", stderr(&r));
+            // Which one is "the archive" depends on whose section was found: the message
+            // names the other one's bytes.
+            let dropped = [other.len(), f.bytes.len()]
+                .iter()
+                .any(|n| stderr(&r).contains(&format!("the {n} bytes added at byte ")));
+            assert!(
+                dropped && stderr(&r).contains("start with a krypta header"),
+                "{what}: {}",
+                stderr(&r)
+            );
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                both,
+                "{what}: left as it was"
+            );
+            // Written elsewhere, one of the two comes out as first written.
+            let r = f.run(&["repair", "-o", "b.kry", "both.kry"]);
+            assert_eq!(code(&r), 0, "{what}: {}", stderr(&r));
+            let b = std::fs::read(f.dir.path().join("b.kry")).unwrap();
+            assert!(
+                b == f.bytes || b == other,
+                "{what}: -o wrote neither archive"
+            );
+            std::fs::remove_file(f.dir.path().join("b.kry")).unwrap();
+        }
+    }
+    // Garbage in front, as a bad copy may leave: repaired in place.
+    let junk = [vec![b'#'; 300], f.bytes.clone()].concat();
+    let path = f.write("junk.kry", &junk);
+    let r = f.run(&["repair", "-f", "junk.kry"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(std::fs::read(&path).unwrap(), f.bytes);
+}
