@@ -177,7 +177,7 @@ fn repair_or_check(
             let end = located.layout.file_len;
             if output.is_none() && !check_only && located.source_len > end {
                 let extra = i64::try_from(located.source_len - end).unwrap_or(i64::MAX);
-                refuse_dropping_an_archive(&whole, (end, extra), &located, archive)?;
+                refuse_dropping_an_archive(&whole, (end, extra), false, &located, archive)?;
             }
             finish(&whole, located, None, &to)
         }
@@ -187,7 +187,7 @@ fn repair_or_check(
         {
             let edit = view.edit();
             if output.is_none() && !check_only {
-                refuse_dropping_an_archive(&whole, edit, &located, archive)?;
+                refuse_dropping_an_archive(&whole, edit, true, &located, archive)?;
             }
             finish(&view, located, Some(edit), &to)
         }
@@ -201,19 +201,28 @@ fn repair_or_check(
 /// inserted before or appended after the other, and `repair -f` kept only that one), or
 /// longer than the archive itself (no bad copy adds that much). Written elsewhere (`-o`),
 /// the original stays, so that is still allowed.
+///
+/// `realigned`: the run is one [`realign`] found. Its `split` is the start of the shard
+/// holding the edit, not the edit itself, so an insertion inside the first shard "adds"
+/// bytes at 0 that start with the archive's own header; another archive in front is told
+/// apart by the archive continuing with a header of its own after the run.
 fn refuse_dropping_an_archive<S: ByteSource + ?Sized>(
     whole: &S,
     (split, shift): (u64, i64),
+    realigned: bool,
     located: &Located,
     archive: &Path,
 ) -> Result<()> {
     let Ok(inserted) = u64::try_from(shift) else {
         return Ok(());
     };
-    let mut head = [0u8; 8];
-    let archive_like = inserted >= head.len() as u64
-        && whole.read_at(split, &mut head).is_ok()
-        && head == crate::format::header::MAGIC;
+    let starts_archive = |at: u64| {
+        let mut head = [0u8; 8];
+        whole.read_at(at, &mut head).is_ok() && head == crate::format::header::MAGIC
+    };
+    let archive_like = inserted >= crate::format::header::MAGIC.len() as u64
+        && starts_archive(split)
+        && (!realigned || starts_archive(split + inserted));
     if archive_like || inserted > located.layout.file_len {
         return Err(Error::Usage(format!(
             "{}: the {inserted} bytes added at byte {split} {}: an in-place repair would drop them; write the repaired archive elsewhere with -o OUT (the file stays as it is)",

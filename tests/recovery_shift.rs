@@ -284,3 +284,22 @@ fn an_archive_joined_to_another_is_not_dropped_by_an_in_place_repair() {
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     assert_eq!(std::fs::read(&path).unwrap(), f.bytes);
 }
+
+/// Regression: realign knows an edit to the shard, so an insertion inside the first shard
+/// was taken for bytes added at byte 0, and those (the archive's own header) for another
+/// archive joined in front: `repair -f` refused a plain bad copy (exit 1).
+#[test]
+fn an_edit_inside_the_first_shard_is_repaired_in_place() {
+    let f = Fixture::new(10, true, 0);
+    let inserted = [&f.bytes[..3000], &[b'X'; 700][..], &f.bytes[3000..]].concat();
+    let removed = [&f.bytes[..3000], &f.bytes[3100..]].concat();
+    for (name, bytes) in [("ins.kry", inserted), ("del.kry", removed)] {
+        let path = f.write(name, &bytes);
+        let r = f.run(&["repair", "-f", name]);
+        assert_eq!(code(&r), 0, "{name}: {}", stderr(&r));
+        assert!(
+            std::fs::read(&path).unwrap() == f.bytes,
+            "{name}: repaired in place, not the original"
+        );
+    }
+}
