@@ -242,7 +242,7 @@ pub(crate) fn is_index_damage(e: &Error) -> bool {
                     | "archive (no footer)",
                 ..
             } | FormatError::Invalid {
-                what: "footer" | "frame header" | "index frame head",
+                what: "footer" | "footer index offset" | "frame header" | "index frame head",
                 ..
             }
         ),

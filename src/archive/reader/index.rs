@@ -145,10 +145,25 @@ impl Archive {
         // A signed archive's index ends where its signature frame starts.
         let index_end = foot_at.saturating_sub(self.signature_frame_len());
         self.check_signature_at(index_end)?;
-        if footer.index_offset < self.header_len || footer.index_offset >= index_end {
+        if footer.index_offset < self.header_len {
             return Err(
                 self.sequence_error(foot_at, "footer: index offset outside the archive".into())
             );
+        }
+        if footer.index_offset >= index_end {
+            // The footer verified, so it is as written: the file lost bytes before it (a
+            // bad copy). Damage, read past front to back like any other (crate::damage).
+            return Err(corrupt(
+                &self.path,
+                foot_at,
+                FormatError::invalid(
+                    "footer index offset",
+                    format!(
+                        "the index starts at byte {} but the footer is at byte {foot_at}: bytes are missing before it",
+                        footer.index_offset
+                    ),
+                ),
+            ));
         }
         self.seek_to(footer.index_offset)?;
         self.input.read_ahead_to(Some(index_end));
