@@ -191,6 +191,17 @@ fn repair_or_check(
             }
             finish(&view, located, Some(edit), &to)
         }
+        // More bytes missing than the recovery data rebuilds: beyond repair, not "none found".
+        Err(RecoveryError::NotFound { .. })
+            if let Some((lay, missing)) =
+                crate::recovery::missing_beyond_recovery(&whole).map_err(wrap)? =>
+        {
+            Err(wrap(RecoveryError::TooMuchMissing {
+                missing,
+                written: lay.file_len,
+                rebuildable: crate::recovery::rebuildable(&lay),
+            }))
+        }
         Err(e) => Err(wrap(e)),
     }
 }

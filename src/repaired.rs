@@ -26,7 +26,11 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
         );
     }
     let Some(r) = ar.source().heal_report() else {
-        if ar.header().recovery_percent().is_some() && ar.seekable() {
+        if let Some((missing, written, rebuildable)) = ar.missing_beyond_recovery() {
+            out.push(format!(
+                "{name}: {missing} bytes of the {written} the archive was written with are missing (a bad copy?), more than its recovery data can rebuild ({rebuildable} bytes): read as it is, salvaging what verifies"
+            ));
+        } else if ar.header().recovery_percent().is_some() && ar.seekable() {
             out.push(format!(
                 "{name}: the header announces recovery data, but none was found (the end of the archive is cut off or damaged): read without it"
             ));

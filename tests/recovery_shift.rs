@@ -303,3 +303,41 @@ fn an_edit_inside_the_first_shard_is_repaired_in_place() {
         );
     }
 }
+
+/// Regression: more bytes removed than the recovery data rebuilds (the trailer intact) was
+/// "no recovery data found" (exit 3) from `repair`, and a read warned that the end of the
+/// archive was cut off. It is damage beyond the recovery data: said so, exit 5, and a read
+/// still salvages what verifies.
+#[test]
+fn more_bytes_removed_than_the_recovery_data_rebuilds_is_beyond_repair() {
+    let f = Fixture::new(10, false, 0);
+    let at = (f.frames[f.frames.len() / 2].0 + 1000) as usize;
+    let n = f.bytes.len() * 3 / 10;
+    let removed = [&f.bytes[..at], &f.bytes[at + n..]].concat();
+    f.write("del.kry", &removed);
+    let said = format!(
+        "{n} bytes of the {} it was written with are missing",
+        f.bytes.len()
+    );
+    for args in [
+        &["repair", "--check", "del.kry"][..],
+        &["repair", "-o", "r.kry", "del.kry"],
+    ] {
+        let r = f.run(args);
+        assert_eq!(code(&r), 5, "{args:?}: {}", stderr(&r));
+        assert!(
+            stderr(&r).contains("damaged beyond the recovery data") && stderr(&r).contains(&said),
+            "{args:?}: {}",
+            stderr(&r)
+        );
+    }
+    assert!(!f.dir.path().join("r.kry").exists(), "nothing written");
+    let t = f.keyed(&["t", "del.kry"]);
+    assert_eq!(code(&t), 5, "{}", stderr(&t));
+    let warned = format!(
+        "{n} bytes of the {} the archive was written with are missing",
+        f.bytes.len()
+    );
+    assert!(stderr(&t).contains(&warned), "{}", stderr(&t));
+    assert!(!stderr(&t).contains("none was found"), "{}", stderr(&t));
+}

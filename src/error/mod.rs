@@ -546,7 +546,9 @@ impl Error {
             Error::Incomplete { .. } | Error::KeptExisting { .. } | Error::NotMade { .. } => 6,
             Error::Repairable { .. } => 7,
             Error::Recovery { source, .. } => match source {
-                RecoveryError::BeyondRepair { .. } | RecoveryError::Inconsistent { .. } => 5,
+                RecoveryError::BeyondRepair { .. }
+                | RecoveryError::TooMuchMissing { .. }
+                | RecoveryError::Inconsistent { .. } => 5,
                 RecoveryError::NotFound { .. }
                 | RecoveryError::BadParameter { .. }
                 | RecoveryError::BadPacket { .. } => 3,

@@ -86,6 +86,19 @@ pub enum RecoveryError {
         /// The segments that cannot be repaired, in order.
         segments: Vec<BeyondRepair>,
     },
+    /// The trailer ending the file is intact and says the file was written `missing` bytes
+    /// longer: more bytes are gone than the recovery data can rebuild (`rebuildable`).
+    #[error(
+        "damaged beyond the recovery data: {missing} bytes of the {written} it was written with are missing (a bad copy?), more than its recovery data can rebuild ({rebuildable} bytes)"
+    )]
+    TooMuchMissing {
+        /// Bytes missing.
+        missing: u64,
+        /// The file's length as written (the trailer's).
+        written: u64,
+        /// Bytes the recovery data can rebuild at most.
+        rebuildable: u64,
+    },
     /// A shard rebuilt by Reed–Solomon does not match its stored checksum: the surviving
     /// shards or the descriptor are inconsistent (crafted, or damage that passed a checksum).
     /// Nothing rebuilt is returned.

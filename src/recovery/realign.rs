@@ -96,6 +96,34 @@ pub fn shifted_trailer<S: ByteSource + ?Sized>(
     Ok((shift != 0).then_some((lay, shift)))
 }
 
+/// When `src` ends with an intact trailer whose layout is longer than `src` by more bytes
+/// than its recovery data can rebuild (but no more than `src` has, [`removal_is_plausible`]):
+/// that layout and the bytes missing. One read of the last bytes. A bad copy that dropped
+/// that much is beyond repair, which a reader and `repair` say instead of "no recovery data".
+pub fn missing_beyond_recovery<S: ByteSource + ?Sized>(
+    src: &S,
+) -> Result<Option<(Layout, u64)>, RecoveryError> {
+    let len = src.len();
+    if len < TRAILER_LEN as u64 {
+        return Ok(None);
+    }
+    let mut t = [0u8; TRAILER_LEN];
+    read(src, len - TRAILER_LEN as u64, &mut t)?;
+    let Ok(lay) = layout::parse_trailer(&t) else {
+        return Ok(None);
+    };
+    let Some(missing) = lay.file_len.checked_sub(len).filter(|&m| m > 0) else {
+        return Ok(None);
+    };
+    Ok((missing <= len && !removal_is_plausible(&lay, missing, len)).then_some((lay, missing)))
+}
+
+/// The bytes the recovery data of `lay` can rebuild at most (all its shards).
+pub fn rebuildable(lay: &Layout) -> u64 {
+    lay.recovery_shards
+        .saturating_mul(u64::from(lay.params.shard_size))
+}
+
 /// Whether `removed` bytes missing from a `len`-byte file whose trailer gives `lay` can be
 /// one removal the recovery data undoes: no more than the file has left, and no more than
 /// the recovery data can rebuild (the removed bytes are lost, so they are damage).
@@ -103,10 +131,7 @@ pub fn shifted_trailer<S: ByteSource + ?Sized>(
 /// hostile one claiming a 64 PiB archive made a reader verify 2^29 segments of nothing
 /// (an insertion needs no bound: its layout is shorter than the file, and so is the work).
 fn removal_is_plausible(lay: &Layout, removed: u64, len: u64) -> bool {
-    let recovery_bytes = lay
-        .recovery_shards
-        .saturating_mul(u64::from(lay.params.shard_size));
-    removed <= len && removed <= recovery_bytes
+    removed <= len && removed <= rebuildable(lay)
 }
 
 /// When `src` ends with an intact trailer whose layout is `shift` ≠ 0 bytes longer or

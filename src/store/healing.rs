@@ -245,6 +245,18 @@ pub fn ends_with_shifted_trailer(inner: &mut (dyn Source + 'static)) -> bool {
     matches!(crate::recovery::shifted_trailer(&whole), Ok(Some(_)))
 }
 
+/// When seekable `inner` ends with an intact recovery trailer that says it was written
+/// longer, by more bytes than its recovery data can rebuild: (bytes missing, bytes written,
+/// bytes the recovery data rebuilds at most). One read of the last 80 bytes.
+pub fn missing_beyond_recovery(inner: &mut (dyn Source + 'static)) -> Option<(u64, u64, u64)> {
+    let Ok(Some(len)) = inner.length() else {
+        return None;
+    };
+    let whole = Whole::new(inner, len);
+    let (lay, missing) = crate::recovery::missing_beyond_recovery(&whole).ok()??;
+    Some((missing, lay.file_len, crate::recovery::rebuildable(&lay)))
+}
+
 impl HealingSource {
     /// Wraps `inner` (positioned at 0), whose section is `located`.
     pub fn new(inner: Box<dyn Source>, located: Located) -> HealingSource {

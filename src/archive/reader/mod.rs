@@ -147,6 +147,9 @@ pub struct Archive {
     data_end: Option<u64>,
     /// The base of a delta archive, checked against the header ([`Archive::set_base`]).
     base: Option<Arc<BaseArchive>>,
+    /// An announced recovery section not used because more bytes are missing than it can
+    /// rebuild: (missing, written, rebuildable) (`store::healing::missing_beyond_recovery`).
+    missing_beyond_recovery: Option<(u64, u64, u64)>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

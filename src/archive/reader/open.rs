@@ -302,6 +302,14 @@ impl Archive {
         // Signatures first (`signed`): the signer policy from the header, then a seekable
         // signed archive's signature, before any key is tried or asked for.
         let signature = signed::begin(&mut input, path, &header, &bytes, &opts.signers)?;
+        let missing_beyond_recovery = if header.recovery_percent().is_some()
+            && input.seekable()
+            && input.heal_report().is_none()
+        {
+            crate::store::healing::missing_beyond_recovery(&mut *input)
+        } else {
+            None
+        };
         // A prompt (`Identity::Prompt`) is no key the caller gave: it asks only when needed.
         let keys_given = opts.identities.iter().any(|i| !i.is_prompt());
         if !header.encrypted() && keys_given && !opts.allow_unencrypted {
@@ -448,6 +456,7 @@ impl Archive {
             lost_before_walk: None,
             data_end: None,
             base: None,
+            missing_beyond_recovery,
         };
         if let Some(b) = opts.base {
             ar.set_base(b)?;
@@ -517,5 +526,11 @@ impl Archive {
     /// Where the archive bytes come from (transfer counters, `-v` description).
     pub fn source(&self) -> &dyn crate::store::Source {
         self.input.as_ref()
+    }
+
+    /// When the header announces recovery data that was not used because more bytes are
+    /// missing than it can rebuild: (missing, written, rebuildable).
+    pub fn missing_beyond_recovery(&self) -> Option<(u64, u64, u64)> {
+        self.missing_beyond_recovery
     }
 }
