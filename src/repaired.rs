@@ -25,6 +25,13 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
                 .unwrap_or_default(),
         );
     }
+    if let Some((at, n, _)) = ar.undone_edit() {
+        out.push(format!(
+            "{name}: {} bytes were {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild the bytes around them, so what they touched is lost",
+            n.unsigned_abs(),
+            if n > 0 { "inserted" } else { "removed" }
+        ));
+    }
     let Some(r) = ar.source().heal_report() else {
         if let Some((missing, written, rebuildable)) = ar.missing_beyond_recovery() {
             out.push(format!(
@@ -88,6 +95,26 @@ fn report_warnings(r: &crate::store::healing::HealReport, name: &str) -> Vec<Str
 pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Result<ScanSummary> {
     // The archive verified; say whether it did only thanks to the recovery data, and check
     // the parts of the recovery data that reading the archive did not touch.
+    if let Some((at, n, frame)) = ar.undone_edit() {
+        // Every entry verified only because the reader undid an edit (between two frames):
+        // the archive is not as written, and nothing can repair it (no recovery data).
+        return Err(if ar.header().encrypted() {
+            Error::Damaged {
+                path: archive.into(),
+                offset: at,
+                frame,
+            }
+        } else {
+            Error::Integrity {
+                path: archive.into(),
+                what: format!(
+                    "{} bytes {} at byte {at} (frame {frame}): every entry verified with them undone, but the archive is not as written and has no recovery data to repair it",
+                    n.unsigned_abs(),
+                    if n > 0 { "inserted" } else { "removed" }
+                ),
+            }
+        });
+    }
     if let Some(base) = ar.base()
         && let Some(heal) = base.heal_report()
         && heal.rebuilt_shards > 0

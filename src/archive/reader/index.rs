@@ -117,6 +117,23 @@ impl Archive {
             let (seq, index_offset) = self.read_past_data_frames(false)?;
             return self.read_index_and_footer_of_stream(seq, index_offset);
         }
+        let first = match self.read_index_at_end() {
+            Ok(found) => return Ok(found),
+            Err(e) => e,
+        };
+        // Not where the verified footer says: maybe moved by one insertion or removal.
+        if self.undone_edit.is_none()
+            && crate::damage::is_index_damage(&first)
+            && let Some(edit) = self.undo_moved_index()?
+        {
+            self.undone_edit = Some(edit);
+            return self.read_index_at_end();
+        }
+        Err(first)
+    }
+
+    /// The footer at the end of a seekable archive and the index where it says.
+    fn read_index_at_end(&mut self) -> Result<(Footer, Index)> {
         let len = match self.input.length() {
             Ok(Some(len)) if self.input.seekable() => len,
             Ok(_) => {

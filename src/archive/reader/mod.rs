@@ -26,6 +26,7 @@ mod feed;
 mod frames;
 mod hashing;
 mod index;
+mod moved;
 mod open;
 mod prefetch;
 mod records;
@@ -150,6 +151,9 @@ pub struct Archive {
     /// An announced recovery section not used because more bytes are missing than it can
     /// rebuild: (missing, written, rebuildable) (`store::healing::missing_beyond_recovery`).
     missing_beyond_recovery: Option<(u64, u64, u64)>,
+    /// One insertion or removal undone without recovery data (`moved`): where, bytes
+    /// inserted (negative: removed), and the sequence number of the frame there.
+    undone_edit: Option<(u64, i64, u64)>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

@@ -457,6 +457,7 @@ impl Archive {
             data_end: None,
             base: None,
             missing_beyond_recovery,
+            undone_edit: None,
         };
         if let Some(b) = opts.base {
             ar.set_base(b)?;
@@ -532,5 +533,11 @@ impl Archive {
     /// missing than it can rebuild: (missing, written, rebuildable).
     pub fn missing_beyond_recovery(&self) -> Option<(u64, u64, u64)> {
         self.missing_beyond_recovery
+    }
+
+    /// An insertion or removal the reader undid without recovery data (its index found
+    /// moved, `moved`): where, and bytes inserted (negative: removed).
+    pub fn undone_edit(&self) -> Option<(u64, i64, u64)> {
+        self.undone_edit
     }
 }
