@@ -132,19 +132,47 @@ pub(crate) fn salvage_if(
             let before = t.done.len() as u64;
             // The entry the scan was reading when the damage stopped it (its temporary file
             // was removed).
-            let cut = match &e {
-                Error::InEntry { entry, source } => Some(format!(
-                    "{entry}: {}: {source}",
-                    if verb == "verified" {
-                        "not verified"
-                    } else {
-                        "not restored"
-                    }
-                )),
+            let not = if verb == "verified" {
+                "not verified"
+            } else {
+                "not restored"
+            };
+            // (Its path, the line that names it.)
+            let cut_entry = match &e {
+                Error::InEntry { entry, source } => {
+                    Some((entry.clone(), format!("{entry}: {not}: {source}")))
+                }
+                // A file stored as a reference to a base entry that is unusable (§16.5).
+                Error::BaseEntry { entry, .. } => {
+                    Some((entry.clone(), format!("{entry}: {not}: {e}")))
+                }
                 _ => None,
             };
+            let cut = cut_entry.as_ref().map(|(_, line)| line.clone());
             let by_base = on_base(&e);
             let base = ar.spool_rest(&e)?;
+            let lost = ar.lost_with_pipe();
+            // A delta frame stopped on its base: it and every frame after it were kept
+            // (`replay`), so the spooled rest holds the index, which names each entry the
+            // base's damage costs and counts them all, as salvage of the file does.
+            let spooled_index = match ar.replayed_from() {
+                Some(seq) if !lost => ar.read_index().ok().map(|(_, ix)| (seq, ix)),
+                _ => None,
+            };
+            if let Some((seq, ix)) = spooled_index {
+                let mut sw = crate::Collect::default();
+                let cut_path = cut_entry.as_ref().map(|(p, _)| p.as_str());
+                let r = salvage_after_from(ar, archive, &ix, t, verb, e, &mut sw, (seq, cut_path));
+                rep.warn(&format!(
+                    "{}: a delta block's base is damaged while reading from a pipe: the stream from that block on (byte {base}) was copied to a temporary file to read past it with its index",
+                    archive.display()
+                ));
+                if let Some(line) = &cut {
+                    rep.lost(line);
+                }
+                sw.replay(rep);
+                return r;
+            }
             let mut sw = crate::Collect::default();
             match salvage_without_index(ar, archive, t, verb, e, &mut sw) {
                 Err(Error::Salvaged {
@@ -160,10 +188,17 @@ pub(crate) fn salvage_if(
                     } else {
                         "damaged"
                     };
-                    rep.warn(&format!(
-                        "{}: {what} while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
-                        archive.display()
-                    ));
+                    if lost {
+                        rep.warn(&format!(
+                            "{}: {what} while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
+                            archive.display()
+                        ));
+                    } else {
+                        rep.warn(&format!(
+                            "{}: {what} while reading from a pipe: the stream from that block on (byte {base}) was copied to a temporary file to read past it; no frame was lost with the pipe",
+                            archive.display()
+                        ));
+                    }
                     if let Some(line) = &cut {
                         rep.lost(line);
                     }
@@ -201,7 +236,10 @@ pub(crate) fn salvage_if(
 /// Whether a failed scan stopped at a delta block whose base region is unusable (a damaged
 /// base frame, docs/FORMAT.md §16.4): the delta archive itself is intact there.
 fn on_base(e: &Error) -> bool {
-    matches!(e.root(), Error::BaseDamaged { .. })
+    matches!(
+        e.root(),
+        Error::BaseDamaged { .. } | Error::BaseEntry { .. }
+    )
 }
 
 /// Whether a failed scan is damage that salvage reads past: a frame tag, a structure that
@@ -291,6 +329,24 @@ pub(crate) fn salvage_after(
     first: Error,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
+    salvage_after_from(ar, archive, index, tracker, verb, first, rep, (0, None))
+}
+
+/// [`salvage_after`] of a pipe's rest spooled from data frame `from.0` on (the frames before
+/// it were read once and are gone: the entries they hold were restored by the scan), but for
+/// the entry the scan was cut in, `from.1` (its escaped path), which the caller names and
+/// which counts as damaged.
+#[allow(clippy::too_many_arguments)]
+fn salvage_after_from(
+    ar: &mut Archive,
+    archive: &Path,
+    index: &Index,
+    tracker: &mut Tracker<'_>,
+    verb: &'static str,
+    first: Error,
+    rep: &mut dyn Reporter,
+    (from, cut_path): (u64, Option<&str>),
+) -> Result<ScanSummary> {
     let wanted: Vec<usize> = index
         .entries
         .iter()
@@ -301,12 +357,24 @@ pub(crate) fn salvage_after(
     let skip: HashSet<usize> = wanted
         .iter()
         .copied()
-        .filter(|&i| tracker.done.contains(&index.entries[i].meta.path))
+        .filter(|&i| {
+            let e = &index.entries[i];
+            tracker.done.contains(&e.meta.path)
+                || crate::format::index_v2::group_start(index, e.first_seq) < from
+                || cut_path.is_some_and(|p| p == crate::fs::escape_path(&e.meta.path))
+        })
         .collect();
+    let cut = cut_path.is_some_and(|p| {
+        wanted
+            .iter()
+            .any(|&i| p == crate::fs::escape_path(&index.entries[i].meta.path))
+    });
     let s = ar.salvage_selected(index, &wanted, &skip, &mut WantAll(tracker.inner))?;
     // No frame failed on its own, nor a reference on its base: the scan broke a rule across
     // verified frames (a crafted or miswritten archive, not damage), refused as before.
-    if s.damaged.is_empty() || (s.bad_frames.is_empty() && !s.damaged.iter().any(|d| d.on_base)) {
+    if (s.damaged.is_empty() && !cut)
+        || (s.bad_frames.is_empty() && !s.damaged.iter().any(|d| d.on_base))
+    {
         return Err(first);
     }
     let sealed = ar.header().encrypted();
@@ -336,7 +404,7 @@ pub(crate) fn salvage_after(
         rep.lost(&format!("{}: {not}: {}", d.path, d.why));
     }
     let total = wanted.len() as u64;
-    let damaged = s.damaged.len() as u64;
+    let damaged = s.damaged.len() as u64 + u64::from(cut);
     // The archive's own damage decides the exit code; a delta whose only failures are in its
     // base (its own frames intact) exits 9, as README's exit-code table says.
     let own: Vec<_> = s.bad_frames.iter().filter(|b| !on_base(b)).collect();

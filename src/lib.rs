@@ -303,6 +303,9 @@ pub fn test_salvaging(
 ) -> Result<ScanSummary> {
     let mut ar = open_warning(archive, open, rep)?;
     ar.require_base()?;
+    if let Some(w) = ar.base_damage() {
+        rep.warn(w);
+    }
     report_source(&ar, rep);
     let r = test_opened(&mut ar, archive, salvage, rep);
     report_transfer(&ar, archive, rep);

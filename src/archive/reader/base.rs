@@ -17,6 +17,21 @@
 //!   naming the base, the frame and the byte, never bytes.
 //! - **Cache and prefetch**: decoded base blocks are cached and decoded ahead by a thread of
 //!   the base's own (`base_cache`, which says why and at what memory cost).
+//! - **A damaged base** (docs/FORMAT.md §16.4), opened to read a delta archive
+//!   ([`BaseArchive::open_to_read`]): when its index or footer cannot be read (cut short,
+//!   zeros over them), its data frames are found by the resynchronising walk of a salvage
+//!   without index (`resync`), and the binding cannot be computed ([`BaseArchive::unchecked`]
+//!   says why); when the index verifies but the binding differs, [`BaseArchive::damaged_frames`]
+//!   tells damage (frames that fail their tags: the binding hashes the tags as they lie)
+//!   from another archive of the same id (every frame verifies: refused). Why a base whose
+//!   binding cannot be checked may still be read: it has the id the delta archive names
+//!   (random per archive, but for reproducible unencrypted ones, FORMAT §12.4), every base
+//!   frame used verifies its own tag (with the base's key when encrypted), and every file
+//!   read from it is checked by the digest the delta archive stores (and, with the delta's
+//!   index, compared with it before it gets its name: `records`). What the damage costs is
+//!   named per delta frame or file, exit 9, as for a damaged frame of a bound base. A base
+//!   whose header cannot be read is refused as before: without it there is no id or key.
+//!   Writing a delta (`c --base`) refuses any damaged base.
 //! - **Chains** are refused: a base that is itself a delta archive cannot be a base
 //!   ([`BaseArchive::open`]), so a region never needs a second base. A base whose frames
 //!   reference earlier frames of their own stream (format 2 groups, reference length > 0)
@@ -54,6 +69,9 @@ pub struct BaseArchive {
     pub(super) decoded: std::sync::atomic::AtomicU64,
     /// The base's block size (its header's): estimates how many frames a region spans.
     pub(super) block_size: u32,
+    /// Why the binding could not be computed (the base is damaged: module doc); None when
+    /// it was.
+    unchecked: Option<String>,
     /// Workers that ask for regions at the same time ([`BaseArchive::shared`]).
     pub(super) workers: usize,
     /// Frames for the prefetch thread ([`BaseArchive::shared`]; none without one).
@@ -113,20 +131,34 @@ impl BaseArchive {
                 hex(&b.0)
             )));
         }
-        let (footer, index) = ar.read_index()?;
+        let (index, offsets, unchecked, footer) = match ar.read_index() {
+            Ok((footer, index)) => {
+                let mut offsets = Vec::with_capacity(index.frame_body_lens.len());
+                let mut off = ar.header_len;
+                for &l in &index.frame_body_lens {
+                    offsets.push(off);
+                    off += l as u64 + (FRAME_HEADER_LEN + TAG_LEN) as u64;
+                }
+                (index, offsets, None, Some(footer))
+            }
+            // Reading a delta: the data frames of a base whose index is damaged are found
+            // front to back (module doc, "A damaged base").
+            Err(e) if reading && crate::damage::is_index_damage(&e) => {
+                let (index, offsets) = walked_index(&mut ar)?;
+                (index, offsets, Some(e.to_string()), None)
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(k) = index.frame_ref_lens.iter().position(|&l| l != 0) {
             return Err(Error::Usage(format!(
                 "{}: data frame {k} references earlier frames of its stream (a level-9 group): such an archive cannot be a delta base",
                 path.display()
             )));
         }
-        let mut offsets = Vec::with_capacity(index.frame_body_lens.len());
-        let mut off = ar.header_len;
-        for &l in &index.frame_body_lens {
-            offsets.push(off);
-            off += l as u64 + (FRAME_HEADER_LEN + TAG_LEN) as u64;
-        }
-        let binding = binding_of(&ar, &footer, &offsets, &index)?;
+        let binding = match &footer {
+            Some(footer) => binding_of(&ar, footer, &offsets, &index)?,
+            None => [0; 32],
+        };
         let Archive {
             input,
             path,
@@ -150,7 +182,40 @@ impl BaseArchive {
             prefetch: Mutex::new(None),
             block_size: header.block_size,
             workers: 1,
+            unchecked,
         })
+    }
+
+    /// Why the binding could not be computed: the base's index or footer cannot be read (it
+    /// is damaged or cut short; module doc, "A damaged base"). None for a base whose binding
+    /// was computed.
+    pub fn unchecked(&self) -> Option<&str> {
+        self.unchecked.as_deref()
+    }
+
+    /// The data frames that fail (their tag, head or block), read and decoded one by one:
+    /// tells a damaged base from another archive of the same id when the binding differs
+    /// (module doc). A frame the file ends before is damage (cut short); any other read
+    /// error is I/O.
+    pub(crate) fn damaged_frames(&self) -> Result<Vec<u64>> {
+        let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
+        let mut bad = Vec::new();
+        for seq in 0..self.data_frames() {
+            match self.decode_frame(&mut dec, seq) {
+                Ok(_) => {}
+                Err(BaseFault::Read { source, .. })
+                    if source.kind() != std::io::ErrorKind::UnexpectedEof =>
+                {
+                    return Err(Error::io(
+                        &self.path,
+                        "read the delta base",
+                        std::io::Error::new(source.kind(), source.to_string()),
+                    ));
+                }
+                Err(_) => bad.push(seq),
+            }
+        }
+        Ok(bad)
     }
 
     /// The base's format version (its records are read in it).
@@ -234,13 +299,19 @@ impl BaseArchive {
         let mut left = region.len as usize;
         while left > 0 {
             if seq >= self.data_frames() {
-                return Err(self.invalid(region.seq, 0, format!(
-                    "base region ({} bytes from frame {} offset {}) runs past the base's {} data frames",
-                    region.len,
-                    region.seq,
-                    region.offset,
-                    self.data_frames()
-                )));
+                return Err(self.invalid(region.seq, 0, match &self.unchecked {
+                    None => format!(
+                        "base region ({} bytes from frame {} offset {}) runs past the base's {} data frames",
+                        region.len,
+                        region.seq,
+                        region.offset,
+                        self.data_frames()
+                    ),
+                    Some(why) => format!(
+                        "base frame {seq} is lost in the damaged base (its last data frame found is {}; {why})",
+                        self.data_frames() as i64 - 1
+                    ),
+                }));
             }
             let b = self.block(dec, seq)?;
             if skip >= b.len() {
@@ -286,6 +357,16 @@ impl BaseArchive {
         seq: u64,
     ) -> std::result::Result<Vec<u8>, BaseFault> {
         let at = self.offsets[seq as usize];
+        if at == MISSING_FRAME {
+            return Err(self.invalid(
+                seq,
+                0,
+                format!(
+                    "base frame {seq} is lost in the damaged base (not found where its frames were walked: {})",
+                    self.unchecked.as_deref().unwrap_or("its index cannot be read")
+                ),
+            ));
+        }
         let body_len = self.index.frame_body_lens[seq as usize] as usize;
         // The frame is read into the worker's frame buffer (kept across frames: no fresh
         // memory per frame) and opened in place.
@@ -375,4 +456,30 @@ impl BaseArchive {
         }
         Ok(out)
     }
+}
+
+/// `offsets` entry of a data frame the walk of a damaged base did not find.
+const MISSING_FRAME: u64 = u64::MAX;
+
+/// The data frames of a base whose index cannot be read, found by the resynchronising walk
+/// of a salvage without index (`resync`: each verified by its tag, the region between two
+/// found frames resynchronised past): an index with no entries and the frame table of the
+/// frames up to the last one found, with their offsets ([`MISSING_FRAME`] for those lost).
+fn walked_index(ar: &mut Archive) -> Result<(Index, Vec<u64>)> {
+    let (good, _) = ar.walk_frames()?;
+    let n = good.last().map_or(0, |g| g.place().0 + 1) as usize;
+    let mut index = Index {
+        entries: Vec::new(),
+        frame_body_lens: vec![0; n],
+        frame_ref_lens: vec![0; n],
+    };
+    let mut offsets = vec![MISSING_FRAME; n];
+    for g in &good {
+        let (seq, at, len, group_start) = g.place();
+        offsets[seq as usize] = at;
+        index.frame_body_lens[seq as usize] = (len - (FRAME_HEADER_LEN + TAG_LEN) as u64) as u32;
+        // Level 9 (a frame referencing earlier ones): refused below as with the index.
+        index.frame_ref_lens[seq as usize] = u32::from(!group_start);
+    }
+    Ok((index, offsets))
 }

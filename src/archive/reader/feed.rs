@@ -298,6 +298,13 @@ impl<'a> Feed<'a> {
                 return Ok(false);
             };
             let mut decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;
+            // Being delivered: a pipe's bytes before it need not be kept any longer
+            // (`replay`).
+            if let Some(r) = &self.ar.replay
+                && let Ok(mut r) = r.lock()
+            {
+                r.release_before(offset, h.seq);
+            }
             let info = decoded.info;
             if self.ar.version == Version::V2 {
                 let problem = self.group.check(&info).err().or_else(|| {

@@ -31,6 +31,7 @@ mod open;
 mod prefetch;
 mod records;
 mod rekey;
+mod replay;
 mod resync;
 mod salvage;
 mod scan;
@@ -154,6 +155,15 @@ pub struct Archive {
     /// One insertion or removal undone without recovery data (`moved`): where, bytes
     /// inserted (negative: removed), and the sequence number of the frame there.
     undone_edit: Option<(u64, i64, u64)>,
+    /// The base given is damaged: why its binding could not be checked
+    /// ([`Archive::base_damage`]).
+    base_damage: Option<String>,
+    /// Of a delta archive read from a stream: the bytes of the frames read ahead of the one
+    /// being delivered (`replay`).
+    replay: Option<Arc<std::sync::Mutex<replay::Replay>>>,
+    /// The data frame a spooled rest starts with when `replay` kept it
+    /// ([`Archive::replayed_from`]).
+    replayed_from: Option<u64>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

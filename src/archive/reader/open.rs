@@ -436,6 +436,13 @@ impl Archive {
             bodies: Buffers::new(keep),
             blocks: Buffers::keeping_one(keep),
         };
+        // A delta archive from a stream keeps the bytes of the frames read ahead (`replay`).
+        let (input, replay) = if !input.seekable() && header.delta_base().is_some() {
+            let (k, r) = replay::Keeping::new(input, header_len);
+            (Box::new(k) as Input, Some(r))
+        } else {
+            (input, None)
+        };
         let mut ar = Archive {
             input,
             path: path.into(),
@@ -458,6 +465,9 @@ impl Archive {
             base: None,
             missing_beyond_recovery,
             undone_edit: None,
+            base_damage: None,
+            replay,
+            replayed_from: None,
         };
         if let Some(b) = opts.base {
             ar.set_base(b)?;
@@ -478,17 +488,54 @@ impl Archive {
                 self.path.display()
             )));
         };
-        if base.id() != want_id || base.binding() != want_binding {
-            return Err(Error::WrongBase {
-                path: self.path.clone(),
-                base: base.path().to_path_buf(),
-                want_id: base::hex(&want_id),
-                got_id: base::hex(&base.id()),
-                same_id: base.id() == want_id,
-            });
+        let wrong = || Error::WrongBase {
+            path: self.path.clone(),
+            base: base.path().to_path_buf(),
+            want_id: base::hex(&want_id),
+            got_id: base::hex(&base.id()),
+            same_id: base.id() == want_id,
+        };
+        if base.id() != want_id {
+            return Err(wrong());
         }
+        // The binding is checked when it can be. A base of the right id whose binding cannot
+        // be computed or differs is read only when it is damaged (docs/FORMAT.md §16.4; why
+        // that is safe: `base`, "A damaged base"); one whose frames all verify is another
+        // archive of that id (modified or re-created) and refused.
+        let damage = match base.unchecked() {
+            Some(why) => Some(format!("its index cannot be read: {why}")),
+            None if base.binding() == want_binding => None,
+            None => {
+                let bad = base.damaged_frames()?;
+                if bad.is_empty() {
+                    return Err(wrong());
+                }
+                let shown: Vec<String> = bad.iter().take(8).map(|s| s.to_string()).collect();
+                Some(format!(
+                    "data frame{} {}{} fail{} their checks",
+                    if bad.len() == 1 { "" } else { "s" },
+                    shown.join(", "),
+                    if bad.len() > 8 { ", ..." } else { "" },
+                    if bad.len() == 1 { "s" } else { "" },
+                ))
+            }
+        };
+        self.base_damage = damage.map(|d| {
+            format!(
+                "{}: its base {} (id {}) is damaged ({d}): its binding to this archive cannot be checked, so its intact frames are used, every file read from it is checked by its digest, and what needs its damaged parts is named and not restored",
+                self.path.display(),
+                base.path().display(),
+                base::hex(&want_id)
+            )
+        });
         self.base = Some(base);
         Ok(())
+    }
+
+    /// Of a delta archive given a damaged base ([`Archive::set_base`]): the warning that says
+    /// so and why its binding could not be checked.
+    pub fn base_damage(&self) -> Option<&str> {
+        self.base_damage.as_deref()
     }
 
     /// The base a delta archive is read with, once given ([`Archive::set_base`]).

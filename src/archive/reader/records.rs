@@ -269,24 +269,33 @@ pub(super) fn parse_records(
         })();
         match r {
             Ok((size, digest)) => {
+                let e = IndexEntry {
+                    meta,
+                    size,
+                    digest,
+                    first_seq,
+                    first_offset,
+                    last_seq: feed.last_byte_seq(),
+                };
+                // A damaged base's binding could not be checked (`base`, "A damaged base"):
+                // a file read with it is compared with the index before it gets its name.
+                let early = feed.ar.base_damage.is_some();
+                if early
+                    && let Err(err) = check.entry_done(feed, parsed, summary.entries - 1, e.clone())
+                {
+                    if wanted {
+                        visitor.abort();
+                    }
+                    return Err(err);
+                }
                 if wanted {
-                    visitor.end(&meta, size)?;
+                    visitor.end(&e.meta, size)?;
                 }
                 summary.files += 1;
                 summary.bytes += size;
-                check.entry_done(
-                    feed,
-                    parsed,
-                    summary.entries - 1,
-                    IndexEntry {
-                        meta,
-                        size,
-                        digest,
-                        first_seq,
-                        first_offset,
-                        last_seq: feed.last_byte_seq(),
-                    },
-                )?;
+                if !early {
+                    check.entry_done(feed, parsed, summary.entries - 1, e)?;
+                }
             }
             Err(e) => {
                 if wanted {
@@ -346,6 +355,14 @@ fn read_reference(
                 .unwrap_or_default(),
         });
     };
+    if let Some(why) = base.unchecked() {
+        return Err(reference_error(
+            feed,
+            meta,
+            n,
+            format!("the base's index, which places its entries, cannot be read: {why}"),
+        ));
+    }
     let entries = &base.index().entries;
     if entries
         .get(n as usize)
@@ -382,7 +399,7 @@ fn reference_error(feed: &Feed<'_>, meta: &EntryMeta, n: u64, problem: String) -
         .as_ref()
         .and_then(|b| b.index().entries.get(n as usize))
         .map(|e| crate::fs::escape_path(&e.meta.path))
-        .unwrap_or_default();
+        .unwrap_or_else(|| "its path unknown".into());
     Error::BaseEntry {
         path: feed.ar.path.clone(),
         entry: crate::fs::escape_path(&meta.path),

@@ -62,6 +62,13 @@ pub(super) struct GoodFrame {
     unusable: bool,
 }
 
+impl GoodFrame {
+    /// (seq, offset, frame length in bytes, whether its block starts a group) of the frame.
+    pub(super) fn place(&self) -> (u64, u64, u64, bool) {
+        (self.seq, self.offset, self.len, self.group_start)
+    }
+}
+
 /// What a salvage without index found.
 #[derive(Debug, Clone, Default)]
 pub struct StreamSalvage {

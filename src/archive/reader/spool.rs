@@ -80,7 +80,31 @@ impl Archive {
     /// base region is unusable ([`Error::BaseDamaged`]) is reported as that instead (its
     /// `what` begins with [`BASE_UNUSABLE`]), with the frames read ahead after it.
     pub fn spool_rest(&mut self, damage: &Error) -> Result<u64> {
-        let base = self.pos;
+        // An intact delta frame whose base region is unusable, and the frames read ahead
+        // after it, are still at hand (`replay`): the spool starts with it, nothing is lost.
+        let replayed = match (damage.root(), &self.replay) {
+            (Error::BaseDamaged { offset, frame, .. }, Some(r)) => r
+                .lock()
+                .ok()
+                .and_then(|mut r| r.take_from(*offset))
+                .map(|b| (*offset, *frame, b)),
+            // A file stored as a reference to an unusable base entry (§16.5): from the frame
+            // its records were being read in.
+            (Error::BaseEntry { .. }, Some(r)) => r.lock().ok().and_then(|mut r| {
+                let (at, seq) = r.first();
+                r.take_from(at).map(|b| (at, seq, b))
+            }),
+            (_, Some(r)) => {
+                if let Ok(mut r) = r.lock() {
+                    r.take_from(u64::MAX);
+                }
+                None
+            }
+            _ => None,
+        };
+        self.replay = None;
+        let base = replayed.as_ref().map_or(self.pos, |(at, _, _)| *at);
+        self.replayed_from = replayed.as_ref().map(|(_, seq, _)| *seq);
         let lost = |seq: u64, at: u64| BadFrame {
             seq,
             offset: at.min(base),
@@ -93,7 +117,7 @@ impl Archive {
             },
         };
         // The index and footer come last: damage in them alone lost nothing else.
-        self.lost_before_walk = (!self.index_alone(damage)).then(|| match damage.root() {
+        self.lost_before_walk = (replayed.is_none() && !self.index_alone(damage)).then(|| match damage.root() {
             Error::Damaged { offset, frame, .. } => lost(*frame, *offset),
             Error::Corrupt { offset, .. } => lost(0, *offset),
             // An intact delta frame whose base region is unusable (docs/FORMAT.md §16.4): the
@@ -117,8 +141,12 @@ impl Archive {
             tempfile::tempfile().map_err(|e| Error::io(&tmp, "create a temporary file in", e))?;
         let copied = {
             let mut w = crate::fs::chunked::buffered(&mut file);
-            let n =
-                io::copy(&mut self.input, &mut w).map_err(|e| Error::io(&self.path, "read", e))?;
+            if let Some((_, _, b)) = &replayed {
+                w.write_all(b).map_err(|e| Error::io(&tmp, "write", e))?;
+            }
+            let n = replayed.as_ref().map_or(0, |(_, _, b)| b.len() as u64)
+                + io::copy(&mut self.input, &mut w)
+                    .map_err(|e| Error::io(&self.path, "read", e))?;
             w.flush().map_err(|e| Error::io(&tmp, "write", e))?;
             n
         };
@@ -144,6 +172,19 @@ impl Archive {
                 Error::Damaged { offset, .. } | Error::Corrupt { offset, .. } => *offset >= end,
                 _ => false,
             })
+    }
+
+    /// The data frame the spooled rest starts with when it was kept (`replay`): a delta
+    /// frame whose base region is unusable, or the one a reference to an unusable base entry
+    /// was read in. None when the spool starts where the pipe was (or nothing was spooled).
+    pub fn replayed_from(&self) -> Option<u64> {
+        self.replayed_from
+    }
+
+    /// Whether bytes read from the pipe before the spooled rest are reported lost (not when
+    /// a delta frame stopped the read on its base: `replay` kept it and the frames after it).
+    pub fn lost_with_pipe(&self) -> bool {
+        self.lost_before_walk.is_some()
     }
 
     /// Whether the rest of this archive was spooled from a pipe after damage
