@@ -23,6 +23,11 @@ use crate::format::EntryMeta;
 use crate::format::index::Index;
 use crate::{Reporter, WantAll};
 
+mod list;
+mod pipe;
+
+pub use list::{Listing, list_or_salvage};
+
 /// Passes everything on and notes which entries were completed (by path: the entry-set
 /// rules make paths unique).
 pub(crate) struct Tracker<'a> {
@@ -119,115 +124,7 @@ pub(crate) fn salvage_if(
             salvage_after(ar, archive, ix, t, verb, e, rep)
         }
         (Err(e), None) if salvage && (is_index_damage(&e) || on_base(&e)) && !ar.seekable() => {
-            // A pipe cannot be read twice or seeked: the entries before the damage were
-            // read; the rest of the stream is spooled to a temporary file and read past the
-            // damage from there (archive::reader::spool). So is a delta block whose base
-            // region is unusable (docs/FORMAT.md §16.4), as salvage with the index does.
-            if ar.header().recovery_percent().is_some() {
-                rep.warn(&format!(
-                    "{}: the recovery data cannot be used from a pipe (it follows the archive): read from the file, krypta repairs damage within the recovery data's capacity as it reads (krypta repair --check says whether it can)",
-                    archive.display()
-                ));
-            }
-            let before = t.done.len() as u64;
-            // The entry the scan was reading when the damage stopped it (its temporary file
-            // was removed).
-            let not = if verb == "verified" {
-                "not verified"
-            } else {
-                "not restored"
-            };
-            // (Its path, the line that names it.)
-            let cut_entry = match &e {
-                Error::InEntry { entry, source } => {
-                    Some((entry.clone(), format!("{entry}: {not}: {source}")))
-                }
-                // A file stored as a reference to a base entry that is unusable (§16.5).
-                Error::BaseEntry { entry, .. } => {
-                    Some((entry.clone(), format!("{entry}: {not}: {e}")))
-                }
-                _ => None,
-            };
-            let cut = cut_entry.as_ref().map(|(_, line)| line.clone());
-            let by_base = on_base(&e);
-            let base = ar.spool_rest(&e)?;
-            let lost = ar.lost_with_pipe();
-            // A delta frame stopped on its base: it and every frame after it were kept
-            // (`replay`), so the spooled rest holds the index, which names each entry the
-            // base's damage costs and counts them all, as salvage of the file does.
-            let spooled_index = match ar.replayed_from() {
-                Some(seq) if !lost => ar.read_index().ok().map(|(_, ix)| (seq, ix)),
-                _ => None,
-            };
-            if let Some((seq, ix)) = spooled_index {
-                let mut sw = crate::Collect::default();
-                let cut_path = cut_entry.as_ref().map(|(p, _)| p.as_str());
-                let r = salvage_after_from(ar, archive, &ix, t, verb, e, &mut sw, (seq, cut_path));
-                rep.warn(&format!(
-                    "{}: a delta block's base is damaged while reading from a pipe: the stream from that block on (byte {base}) was copied to a temporary file to read past it with its index",
-                    archive.display()
-                ));
-                if let Some(line) = &cut {
-                    rep.lost(line);
-                }
-                sw.replay(rep);
-                return r;
-            }
-            let mut sw = crate::Collect::default();
-            match salvage_without_index(ar, archive, t, verb, e, &mut sw) {
-                Err(Error::Salvaged {
-                    path,
-                    verb,
-                    restored,
-                    total,
-                    damaged,
-                    code,
-                }) => {
-                    let what = if by_base {
-                        "a delta block's base is damaged"
-                    } else {
-                        "damaged"
-                    };
-                    if lost {
-                        rep.warn(&format!(
-                            "{}: {what} while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
-                            archive.display()
-                        ));
-                    } else {
-                        rep.warn(&format!(
-                            "{}: {what} while reading from a pipe: the stream from that block on (byte {base}) was copied to a temporary file to read past it; no frame was lost with the pipe",
-                            archive.display()
-                        ));
-                    }
-                    if let Some(line) = &cut {
-                        rep.lost(line);
-                    }
-                    sw.replay(rep);
-                    let cut = u64::from(cut.is_some());
-                    // The entries the scan completed before the damage count as restored.
-                    Err(Error::Salvaged {
-                        path,
-                        verb,
-                        restored: restored + before,
-                        total: total + before + cut,
-                        damaged: damaged + cut,
-                        code,
-                    })
-                }
-                r => {
-                    // Nothing after the damage could be read (the pipe had been read ahead
-                    // to its end): as before spooling. A damaged index or footer alone lost
-                    // nothing else (the warnings say every data frame verified).
-                    sw.replay(rep);
-                    if !matches!(&r, Err(e) if ar.index_alone(e)) {
-                        rep.warn(&format!(
-                        "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
-                        archive.display()
-                    ));
-                    }
-                    r
-                }
-            }
+            pipe::salvage_from_pipe(ar, archive, t, verb, e, rep)
         }
         (s, _) => s,
     }
@@ -540,104 +437,4 @@ fn worst(sealed: bool, tag_failed: bool) -> u8 {
         (false, true) => 5,
         (false, false) => 3,
     }
-}
-
-/// Collects the entries a salvage verifies, as index entries (`list` of an archive whose
-/// index cannot be read). Frame locations are unknown there and left 0.
-#[derive(Default)]
-struct ListVisitor {
-    entries: Vec<crate::format::index::IndexEntry>,
-    current: Option<crate::format::index::IndexEntry>,
-}
-
-impl ListVisitor {
-    fn row(meta: &EntryMeta, size: u64) -> crate::format::index::IndexEntry {
-        crate::format::index::IndexEntry {
-            meta: meta.clone(),
-            size,
-            digest: None,
-            first_seq: 0,
-            first_offset: 0,
-            last_seq: 0,
-        }
-    }
-}
-
-impl Visitor for ListVisitor {
-    fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
-        if meta.kind == EntryKind::File {
-            self.current = Some(Self::row(meta, 0));
-        } else {
-            self.entries.push(Self::row(meta, 0));
-        }
-        Ok(())
-    }
-    fn data(&mut self, _offset: u64, _bytes: &[u8]) -> Result<()> {
-        Ok(())
-    }
-    fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()> {
-        let mut e = self.current.take().unwrap_or_else(|| Self::row(meta, 0));
-        e.size = size;
-        self.entries.push(e);
-        Ok(())
-    }
-    fn abort(&mut self) {
-        self.current = None;
-    }
-}
-
-/// What `list` shows: the index entries and data frame lengths, and, when the index could
-/// not be read (a truncated archive, a damaged tail), the entries a front-to-back salvage
-/// verified (every entry read and checked, as `test` does) with the [`Error::Salvaged`]
-/// that ends the run (the frame lengths are then unknown: empty).
-pub type Listing = (
-    Vec<crate::format::index::IndexEntry>,
-    Vec<u32>,
-    Option<Error>,
-);
-
-/// [`crate::list_with`], going on without the index when it cannot be read (see
-/// [`Listing`]). A pipe is listed as before (its index is read at its end).
-pub fn list_or_salvage(
-    archive: &Path,
-    open: crate::archive::reader::OpenOptions,
-    rep: &mut dyn Reporter,
-) -> Result<Listing> {
-    let mut ar = Archive::open(archive, open)?;
-    if let Some(d) = ar.source().describe() {
-        rep.detail(&d);
-    }
-    let r = if ar.seekable() {
-        match ar.read_index() {
-            Ok((_, ix)) => Ok((ix.entries, ix.frame_body_lens, None)),
-            Err(e) if is_index_damage(&e) => {
-                if ar.header().delta_base().is_some() && ar.base().is_none() {
-                    // Front to back, a delta block decodes only against its base region.
-                    rep.warn(&format!(
-                        "{}: the index could not be read ({e}): listing a delta archive without its index reads its blocks, which needs its base",
-                        archive.display()
-                    ));
-                    ar.require_base()?;
-                }
-                let mut v = ListVisitor::default();
-                let mut t = Tracker::new(&mut v);
-                let s = salvage_without_index(&mut ar, archive, &mut t, "listed", e, rep);
-                drop(t);
-                match s {
-                    Err(e @ Error::Salvaged { .. }) => Ok((v.entries, Vec::new(), Some(e))),
-                    // The index or footer alone is damaged: every entry was read and
-                    // verified front to back, and is listed before the run ends with it.
-                    Err(e) if !v.entries.is_empty() => Ok((v.entries, Vec::new(), Some(e))),
-                    Err(e) => Err(e),
-                    Ok(_) => Ok((v.entries, Vec::new(), None)),
-                }
-            }
-            Err(e) => Err(e),
-        }
-    } else {
-        ar.read_index_streaming()
-            .map(|ix| (ix.entries, ix.frame_body_lens, None))
-    };
-    crate::report_transfer(&ar, archive, rep);
-    r
 }
