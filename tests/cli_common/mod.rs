@@ -180,6 +180,7 @@ impl OnTty {
         let start = Instant::now();
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {
+                self.settle();
                 return st.code().expect("an exit code, not death by a signal");
             }
             if start.elapsed() > Duration::from_secs(60) {
@@ -187,6 +188,24 @@ impl OnTty {
                 panic!("krypta did not exit; terminal: {:?}", self.text());
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// After krypta exited: waits until what it wrote last has reached the reader thread.
+    /// The kernel moves a pty's output to the master side asynchronously, so the last line
+    /// (the error after a wrong password) may arrive after the exit is seen: nothing new for
+    /// 300 ms, or 10 s in all, ends the wait.
+    fn settle(&self) {
+        let start = Instant::now();
+        let mut last = (self.seen.lock().unwrap().len(), Instant::now());
+        while last.1.elapsed() < Duration::from_millis(300)
+            && start.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+            let n = self.seen.lock().unwrap().len();
+            if n != last.0 {
+                last = (n, Instant::now());
+            }
         }
     }
 
