@@ -113,24 +113,60 @@ fn damage_read_from_a_pipe_is_salvaged_past() {
     let mut b = good.clone();
     b[frames[k].0 as usize + 200] ^= 0x01;
     let out = dir.path().join("out");
-    let mut child = common::krypta()
-        .args(["x", "-j", "1", "-o", common::s(&out), "-"])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let feed = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = stdin.write_all(&b);
-    });
-    let o = child.wait_with_output().unwrap();
-    feed.join().unwrap();
+    let run = |tmpdir: Option<&str>, out: &std::path::Path| {
+        let mut cmd = common::krypta();
+        cmd.args(["x", "-j", "1", "-o", common::s(out), "-"]);
+        if let Some(t) = tmpdir {
+            cmd.env("TMPDIR", t);
+        }
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let b = b.clone();
+        let feed = std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&b);
+        });
+        let o = child.wait_with_output().unwrap();
+        feed.join().unwrap();
+        o
+    };
+    let o = run(None, &out);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(common::code(&o), 5, "{e}");
     assert!(
         e.contains("was copied to a temporary file to read past the damage"),
         "{e}"
+    );
+    // The damaged frame is named by its place in the archive, not in the spooled copy.
+    // Regression: "archive damaged at byte <where the spool began> (frame 0)".
+    let said = format!(
+        "-: archive damaged at byte {} (frame {k}): bytes ",
+        frames[k].0
+    );
+    assert!(e.contains(&said), "{said}: {e}");
+    // No room for the spool: the damage is still reported, and the failure is the
+    // temporary file's, not "-: read" (regression: only "-: read: No space left").
+    let none = dir.path().join("no-such-dir");
+    let o2 = run(Some(common::s(&none)), &dir.path().join("out2"));
+    let e2 = String::from_utf8_lossy(&o2.stderr);
+    assert_eq!(common::code(&o2), 4, "{e2}");
+    assert!(
+        e2.contains(&format!(
+            "-: damaged while reading from a pipe (-: integrity check failed: frame {k} at byte {}",
+            frames[k].0
+        )),
+        "{e2}"
+    );
+    assert!(
+        e2.ends_with(&format!(
+            "krypta: {}: create a temporary file (to read past the damage of the stream) in: No such file or directory (os error 2)\n",
+            none.display()
+        )),
+        "{e2}"
     );
     let mut after = 0;
     for (i, (path, first, _)) in entries.iter().enumerate() {

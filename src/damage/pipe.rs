@@ -51,7 +51,21 @@ pub(super) fn salvage_from_pipe(
     };
     let cut = cut_entry.as_ref().map(|(_, line)| line.clone());
     let by_base = on_base(&e);
-    let base = ar.spool_rest(&e)?;
+    let base = match ar.spool_rest(&e) {
+        Ok(base) => base,
+        Err(spool) => {
+            // The damage is reported even though nothing after it can be read: the run
+            // ends with why the spool failed ($TMPDIR full or missing, the pipe's error).
+            rep.warn(&format!(
+                "{}: damaged while reading from a pipe ({e}); the entries before the damage were {verb}, none after it: the rest of the stream could not be copied to a temporary file to read past the damage",
+                archive.display()
+            ));
+            if let Some(line) = &cut {
+                rep.lost(line);
+            }
+            return Err(spool);
+        }
+    };
     let lost = ar.lost_with_pipe();
     // A delta frame stopped on its base: it and every frame after it were kept
     // (`replay`), so the spooled rest holds the index, which names each entry the

@@ -137,6 +137,11 @@ impl Archive {
     }
 
     pub(super) fn fault(&self, offset: u64, seq: u64, f: FrameFault) -> Error {
+        if !matches!(f, FrameFault::Stopped) {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.last_fault[0].store(offset, Relaxed);
+            self.last_fault[1].store(seq, Relaxed);
+        }
         match f {
             // Once the header verified, a frame tag that fails is damage, not a wrong key.
             FrameFault::Tag if self.protection.is_sealed() => Error::Damaged {
@@ -252,6 +257,7 @@ impl Archive {
         self.read_exact_at_pos(&mut hb, "frame header")?;
         let header =
             FrameHeader::parse(&hb, self.version).map_err(|e| corrupt(&self.path, offset, e))?;
+        self.last_head = (offset, header.seq);
         // Read the body as it arrives instead of allocating the declared length up front, so
         // a truncated or hostile length costs no more memory than the bytes really present.
         // A recycled buffer already that long is overwritten in place (no zero-fill, no new
@@ -275,9 +281,11 @@ impl Archive {
         }
         .map_err(|e| Error::io(&self.path, "read", e))?;
         if got < want {
+            // The bytes are consumed: a pipe salvaged after this goes on from its end.
+            self.pos += got as u64;
             return Err(corrupt(
                 &self.path,
-                self.pos + got as u64,
+                self.pos,
                 FormatError::Truncated {
                     what: "frame body",
                     needed: want as u64,

@@ -128,6 +128,13 @@ pub struct Archive {
     jobs: usize,
     /// Bytes consumed from the input so far (sequential position).
     pos: u64,
+    /// The offset and sequence number of the last frame head read sequentially: names the
+    /// frame a stream broke in when the error cannot (`spool`).
+    last_head: (u64, u64),
+    /// The offset and sequence number of the last frame that failed ([`Archive::fault`];
+    /// `u64::MAX` before any): names the frame of an error that carries only text (an
+    /// unencrypted frame's checksum mismatch) when a pipe is spooled past it (`spool`).
+    last_fault: [std::sync::atomic::AtomicU64; 2],
     /// A frame read ahead by the data feed that belongs to the index.
     pending_frame: Option<FrameJob>,
     /// Recycled frame bodies and decoded blocks, shared with the workers.

@@ -452,6 +452,11 @@ impl Archive {
             protection: Arc::new(protection),
             jobs,
             pos: header_len,
+            last_head: (header_len, 0),
+            last_fault: [
+                std::sync::atomic::AtomicU64::new(u64::MAX),
+                std::sync::atomic::AtomicU64::new(u64::MAX),
+            ],
             pending_frame: None,
             buffers,
             in_flight_base: opts

@@ -121,6 +121,14 @@ impl Archive {
             + *crate::format::frame::body_len_range(self.version).start() as u64;
         let mut budget = MAC_BUDGET_FACTOR * len + (64 << 20);
         let mut pos = self.walk_from;
+        // From a pipe, the frames up to the last head read from it are gone: the spooled
+        // rest starts with the next one (or, `replay` having kept them, with the delta frame
+        // it kept), which is how its lost regions are numbered.
+        let first_seq = match (spooled, self.replayed_from) {
+            (false, _) => 0,
+            (true, Some(seq)) => seq,
+            (true, None) => self.last_head.1 + 1,
+        };
         let mut scanning = false;
         let mut window: (u64, Vec<u8>) = (0, Vec::new());
         while pos + min_frame <= len {
@@ -140,7 +148,7 @@ impl Archive {
                 .last()
                 .map(|g| (Some(g.seq), g.offset + g.len))
                 .unwrap_or((None, self.header_len));
-            let next_seq = last_seq.map_or(0, |s| s + 1);
+            let next_seq = last_seq.map_or(first_seq, |s| s + 1);
             let head = FrameHeader::parse(&hb, self.version).ok().filter(|h| {
                 let max_seq = next_seq + (pos - last_end) / min_frame;
                 (!h.last || h.kind == FrameKind::Index)
@@ -225,13 +233,19 @@ impl Archive {
                 if scanning {
                     scanning = false;
                     if let Some(l) = out.lost.last_mut() {
-                        l.what = format!(
-                            "bytes {}..{} lost (frames {}..{})",
-                            l.offset,
-                            pos,
-                            l.seq,
-                            g.seq.saturating_sub(1)
-                        );
+                        l.what = if g.seq > l.seq {
+                            format!(
+                                "bytes {}..{} lost (frames {}..{})",
+                                l.offset,
+                                pos,
+                                l.seq,
+                                g.seq - 1
+                            )
+                        } else {
+                            // No whole frame is missing: bytes inserted before frame
+                            // `g.seq`, or the tail of a frame lost before it.
+                            format!("bytes {}..{} lost (before frame {})", l.offset, pos, g.seq)
+                        };
                     }
                 }
                 pos += g.len;

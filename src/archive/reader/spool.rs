@@ -16,6 +16,7 @@
 //! verified.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::sync::atomic::Ordering;
 
 use super::*;
 use crate::store::{Counters, Source};
@@ -70,6 +71,10 @@ impl Source for SpooledTail {
     }
 }
 
+/// What failed when the spool file could not be written (`$TMPDIR` full or read-only).
+const SPOOL_WRITE: &str =
+    "copy the rest of the damaged stream to a temporary file (to read past the damage) in";
+
 impl Archive {
     /// Copies the rest of a non-seekable input to a temporary file and reads from it from now
     /// on (module doc); returns the offset of its first byte. Errors: Io (the pipe, or no room
@@ -119,7 +124,11 @@ impl Archive {
         // The index and footer come last: damage in them alone lost nothing else.
         self.lost_before_walk = (replayed.is_none() && !self.index_alone(damage)).then(|| match damage.root() {
             Error::Damaged { offset, frame, .. } => lost(*frame, *offset),
-            Error::Corrupt { offset, .. } => lost(0, *offset),
+            // Its frame is the one whose head was read last, when it was before.
+            Error::Corrupt { offset, .. } => match self.last_head {
+                (at, seq) if at <= *offset => lost(seq, at),
+                _ => lost(0, *offset),
+            },
             // An intact delta frame whose base region is unusable (docs/FORMAT.md §16.4): the
             // frames read ahead after it are lost with the pipe, not to damage.
             Error::BaseDamaged {
@@ -134,20 +143,43 @@ impl Archive {
                     "{BASE_UNUSABLE}: {problem}; the frames read ahead after it, before byte {base}, were read from the pipe and are lost with it"
                 ),
             },
-            _ => lost(0, base),
+            // An error that names its frame in text only (an unencrypted frame's checksum):
+            // the frame that failed last, when one did.
+            _ => match self.last_fault.each_ref().map(|a| a.load(Ordering::Relaxed)) {
+                [at, seq] if at < base => lost(seq, at),
+                _ => lost(0, base),
+            },
         });
         let tmp = std::env::temp_dir();
-        let mut file =
-            tempfile::tempfile().map_err(|e| Error::io(&tmp, "create a temporary file in", e))?;
+        let mut file = tempfile::tempfile().map_err(|e| {
+            Error::io(
+                &tmp,
+                "create a temporary file (to read past the damage of the stream) in",
+                e,
+            )
+        })?;
         let copied = {
             let mut w = crate::fs::chunked::buffered(&mut file);
             if let Some((_, _, b)) = &replayed {
-                w.write_all(b).map_err(|e| Error::io(&tmp, "write", e))?;
+                w.write_all(b)
+                    .map_err(|e| Error::io(&tmp, SPOOL_WRITE, e))?;
             }
-            let n = replayed.as_ref().map_or(0, |(_, _, b)| b.len() as u64)
-                + io::copy(&mut self.input, &mut w)
-                    .map_err(|e| Error::io(&self.path, "read", e))?;
-            w.flush().map_err(|e| Error::io(&tmp, "write", e))?;
+            // Not io::copy: a full or missing $TMPDIR must be named as that, not as a read
+            // of the archive.
+            let mut n = replayed.as_ref().map_or(0, |(_, _, b)| b.len() as u64);
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                let got = match self.input.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(got) => got,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(Error::io(&self.path, "read", e)),
+                };
+                w.write_all(&buf[..got])
+                    .map_err(|e| Error::io(&tmp, SPOOL_WRITE, e))?;
+                n += got as u64;
+            }
+            w.flush().map_err(|e| Error::io(&tmp, SPOOL_WRITE, e))?;
             n
         };
         file.seek(SeekFrom::Start(0))
