@@ -224,9 +224,11 @@ fn compress_into(
                     });
                 }
                 if own_files.contains(&src.dev_ino()) {
+                    // Named as the output too: the temporary name means nothing to the user.
                     rep.warn(&format!(
-                        "{}: skipped: it is the archive being written",
-                        e.source.display()
+                        "{}: skipped: it is the archive being written (to become {})",
+                        e.source.display(),
+                        out_name.display()
                     ));
                     not_stored(&e.meta.path);
                     return Ok(());

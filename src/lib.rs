@@ -455,3 +455,13 @@ fn list_digests_opened(ar: &mut Archive) -> Result<(Vec<IndexEntry>, Vec<u32>)> 
     }
     Ok((ix.entries, ix.frame_body_lens))
 }
+
+/// `n` and the word for it, singular for one: "1 entry", "2 entries" (the summaries and
+/// errors count entries, files, blocks).
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}

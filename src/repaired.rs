@@ -27,7 +27,7 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     }
     if let Some((at, n, _)) = ar.undone_edit() {
         out.push(format!(
-            "{name}: {} bytes were {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild the bytes around them, so what they touched is lost",
+            "{name}: {} bytes were {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
             n.unsigned_abs(),
             if n > 0 { "inserted" } else { "removed" }
         ));
@@ -191,9 +191,5 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
 
 /// `n thing` or `n things`.
 pub(crate) fn plural(n: u64, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
+    crate::counted(n, thing, &format!("{thing}s"))
 }

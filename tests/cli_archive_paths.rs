@@ -86,7 +86,7 @@ fn a_named_pipe_as_archive_is_read_as_a_stream_by_x_l_t_and_info() {
     let o = through_fifo(&fx, "ff", a.clone(), &["t", "ff"]);
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert!(
-        err(&o).starts_with("krypta: ff: OK (2 entries, 1 files, 6 bytes"),
+        err(&o).starts_with("krypta: ff: OK (2 entries, 1 file, 6 bytes"),
         "{}",
         err(&o)
     );

@@ -342,7 +342,7 @@ fn skip_existing_names_the_entries_an_existing_file_cost_and_exits_6() {
         "{e}"
     );
     assert!(
-        e.ends_with("krypta: extracted, but 1 entries could not be made (see warnings)\n"),
+        e.ends_with("krypta: extracted, but 1 entry could not be made (see warnings)\n"),
         "{e}"
     );
     assert_eq!(fx.read("o/t"), b"a file where a directory goes");
@@ -366,7 +366,7 @@ fn a_hard_link_selected_without_its_target_is_named_and_exits_6() {
         "{e}"
     );
     assert!(
-        e.ends_with("krypta: extracted, but 1 entries could not be made (see warnings)\n"),
+        e.ends_with("krypta: extracted, but 1 entry could not be made (see warnings)\n"),
         "{e}"
     );
     assert!(!fx.exists("o/a/h"));
@@ -455,7 +455,7 @@ fn a_hard_link_whose_target_strip_components_removed_is_named_and_the_rest_extra
     );
     assert_eq!(
         lines[2..],
-        ["krypta: extracted, but 1 entries could not be made (see warnings)"]
+        ["krypta: extracted, but 1 entry could not be made (see warnings)"]
     );
     assert_eq!(fx.read("o/q/after.txt"), b"after");
     assert!(!fx.exists("o/g"));

@@ -21,11 +21,11 @@ fn root_archive(fx: &Fx) {
     );
 }
 
-/// The "N entries extracted" count of a run's summary line.
+/// The "N entries extracted" ("1 entry extracted") count of a run's summary line.
 fn extracted(e: &str) -> u64 {
     let line = e
         .lines()
-        .find(|l| l.starts_with("krypta: r.kry: ") && l.contains(" entries extracted"))
+        .find(|l| l.starts_with("krypta: r.kry: ") && l.contains(" extracted, "))
         .unwrap_or_else(|| panic!("no summary line: {e}"));
     let n = line["krypta: r.kry: ".len()..].split(' ').next().unwrap();
     n.parse().unwrap()

@@ -70,7 +70,7 @@ fn verbose_lists_entries_as_written_and_extracted_and_the_summary_ends_the_run()
     assert_eq!(code(&o), 6, "{}", err(&o));
     assert_eq!(out(&o), "t/d/b\n");
     assert!(
-        err(&o).contains("krypta: a.kry: 1 entries extracted, "),
+        err(&o).contains("krypta: a.kry: 1 entry extracted, "),
         "{}",
         err(&o)
     );
@@ -82,7 +82,7 @@ fn extracted_and_out(o: &std::process::Output) -> (String, String) {
     let e = err(o);
     let line = e
         .lines()
-        .find(|l| l.contains(" entries extracted, "))
+        .find(|l| l.contains(" extracted, "))
         .unwrap_or_else(|| panic!("no summary in: {e}"));
     let n = line.split(": ").nth(2).unwrap().split(' ').next().unwrap();
     let out = line

@@ -104,7 +104,7 @@ fn an_identical_tree_costs_its_records_and_index_and_no_content_of_its_large_fil
     assert_eq!(
         err(&t).trim(),
         format!(
-            "krypta: delta.kry: OK (9 entries, 6 files, {} bytes, 1 blocks verified)",
+            "krypta: delta.kry: OK (9 entries, 6 files, {} bytes, 1 block verified)",
             BIG + (0..5).map(|i| 3000 + 4000 * i).sum::<usize>()
         )
     );

@@ -477,7 +477,7 @@ fn a_group_readable_secret_key_is_used_with_a_warning() {
         "{e}"
     );
     assert!(
-        e.ends_with("krypta: a.kry: OK (3 entries, 2 files, 25000 bytes, 1 blocks verified)\n"),
+        e.ends_with("krypta: a.kry: OK (3 entries, 2 files, 25000 bytes, 1 block verified)\n"),
         "{e}"
     );
     // 0600 again: no warning.

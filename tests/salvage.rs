@@ -211,7 +211,7 @@ fn selective_extraction_of_an_intact_entry_works_past_damage() {
     );
     assert_eq!(
         e.to_string(),
-        format!("{}: restored 0 of 1 entries, 1 damaged", bad.display())
+        format!("{}: restored 0 of 1 entry, 1 damaged", bad.display())
     );
     assert!(!out.join(&damaged).exists());
 }

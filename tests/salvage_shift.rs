@@ -72,3 +72,51 @@ fn bytes_removed_or_inserted_without_recovery_data_are_read_past() {
         std::fs::remove_dir_all(fx.p("o")).unwrap();
     }
 }
+
+/// Bytes inserted between the index and the footer (a bad copy), or the archive appended to
+/// itself: the index verifies where the footer says and every frame is in place, so every
+/// entry is restored; `t` fails, the file not being as written.
+/// Regression: "frame sequence: bytes between the index and the footer" ended the run with
+/// nothing restored (exit 3; encrypted, exit 2 "wrong key or password" with the right key).
+#[test]
+fn bytes_inserted_before_the_footer_lose_nothing() {
+    let fx = Fx::new();
+    for i in 0..6 {
+        fx.file(
+            &format!("t/f{i}"),
+            &bytes(50 << 10, i as u64 + 7, i % 2 == 0),
+        );
+    }
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "e.kry", "t"]);
+    fx.ok(&["c", "-q", "u.kry", "t"]);
+    for (name, sealed) in [("u.kry", false), ("e.kry", true)] {
+        let a = std::fs::read(fx.p(name)).unwrap();
+        let keys: &[&str] = if sealed { &["--keyfile", "k"] } else { &[] };
+        let index_end = a.len() - 64;
+        for (how, c, n) in [
+            (
+                "10 bytes",
+                [&a[..index_end], &[b'X'; 10][..], &a[index_end..]].concat(),
+                10,
+            ),
+            ("itself appended", [&a[..], &a[..]].concat(), a.len()),
+        ] {
+            let what = format!("{name}: {how}");
+            std::fs::write(fx.p("c.kry"), &c).unwrap();
+            let x = fx.run(&[&["x", "-o", "o", "c.kry"], keys].concat());
+            assert_eq!(code(&x), 0, "{what}: {}", err(&x));
+            let said = format!("{n} bytes were inserted at or before byte {index_end} ");
+            assert!(err(&x).contains(&said), "{what}: {}", err(&x));
+            for i in 0..6 {
+                let f = format!("t/f{i}");
+                assert_eq!(fx.read(&format!("o/{f}")), fx.read(&f), "{what}: {f}");
+            }
+            let t = fx.run(&[&["t", "c.kry"], keys].concat());
+            assert_eq!(code(&t), if sealed { 2 } else { 5 }, "{what}: {}", err(&t));
+            assert!(!err(&t).contains("wrong key"), "{what}: {}", err(&t));
+            assert!(err(&t).contains(&said), "{what}: {}", err(&t));
+            std::fs::remove_dir_all(fx.p("o")).unwrap();
+        }
+    }
+}

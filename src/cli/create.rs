@@ -296,9 +296,9 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
             n => format!(", {n} files as references to the base"),
         };
         krypta::to_stderr!(
-            "krypta: {}: {} entries, {} in, {} out ({}{recovery}{refs}), {}",
+            "krypta: {}: {}, {} in, {} out ({}{recovery}{refs}), {}",
             a.output.display(),
-            s.entries,
+            krypta::counted(s.entries, "entry", "entries"),
             human_bytes(s.content_bytes),
             human_bytes(s.archive_bytes),
             super::show::ratio(s.archive_bytes, s.content_bytes),

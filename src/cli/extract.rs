@@ -57,9 +57,9 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
         && !term.is_quiet()
     {
         krypta::to_stderr!(
-            "krypta: {}: {} entries extracted, {} in, {} out ({}), {}",
+            "krypta: {}: {} extracted, {} in, {} out ({}), {}",
             a.archive.display(),
-            term.entries_done(),
+            krypta::counted(term.entries_done(), "entry", "entries"),
             human_bytes(s.frame_bytes),
             human_bytes(s.bytes),
             super::show::ratio(s.frame_bytes, s.bytes),

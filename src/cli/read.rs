@@ -86,12 +86,12 @@ pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
         super::json::print_object(&super::json::test_ok(&a.archive, &s))?;
     } else if !term.is_quiet() {
         krypta::to_stderr!(
-            "krypta: {}: OK ({} entries, {} files, {} bytes, {} blocks verified)",
+            "krypta: {}: OK ({}, {}, {}, {} verified)",
             a.archive.display(),
-            s.entries,
-            s.files,
-            s.bytes,
-            s.frames
+            krypta::counted(s.entries, "entry", "entries"),
+            krypta::counted(s.files, "file", "files"),
+            krypta::counted(s.bytes, "byte", "bytes"),
+            krypta::counted(s.frames, "block", "blocks")
         );
         if let Some(fp) = &s.signer {
             krypta::to_stderr!(

@@ -343,7 +343,15 @@ pub(crate) fn salvage_without_index(
     // salvaged as the same file is, whatever was left to read after the damage.
     let before = done.len() as u64;
     let cut = matches!(first, Error::InEntry { .. });
-    if s.restored == 0 && damaged == 0 && before == 0 && !cut {
+    // Bytes lost where data frames were (not only the index's, after where a verified
+    // footer puts it): a truncation inside the first data frame is damage, named so, even
+    // though no entry was read.
+    let index_at = ar.verified_index_offset();
+    let data_lost = s
+        .lost
+        .iter()
+        .any(|l| index_at.is_none_or(|at| l.offset < at));
+    if s.restored == 0 && damaged == 0 && before == 0 && !cut && !data_lost && !s.broken_run {
         // Nothing could be read without the index: nothing to salvage.
         return Err(first);
     }
@@ -351,9 +359,13 @@ pub(crate) fn salvage_without_index(
         // Every data frame verified and the fault is in the index or footer alone: the run
         // ends with that error (the archive is damaged), saying that nothing was lost.
         rep.warn(&format!(
-            "{}: the index or footer is damaged; every data frame verified, and all {} entries read front to back were {verb}",
+            "{}: the index or footer is damaged; every data frame verified, and {} read front to back {} {verb}",
             archive.display(),
-            s.restored + before
+            match s.restored + before {
+                1 => "the 1 entry".to_string(),
+                n => format!("all {n} entries"),
+            },
+            if s.restored + before == 1 { "was" } else { "were" }
         ));
         return Err(first);
     }

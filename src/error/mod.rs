@@ -259,10 +259,7 @@ pub enum Error {
     /// failure salvage read past: 2 in an encrypted archive, 5 in an unencrypted one when a
     /// frame failed its checksum or bytes were missing, 3 when only structures that verified
     /// failed to parse or decode.
-    #[error(
-        "{}: {verb} {restored} of {total} entries, {damaged} damaged",
-        shown(path)
-    )]
+    #[error("{}", salvaged(path, verb, *restored, *total, *damaged))]
     Salvaged {
         /// The archive path.
         path: PathBuf,
@@ -462,7 +459,10 @@ pub enum Error {
     /// Extracted, but entries that are not existing files could not be made, each named in a
     /// warning: entries below an existing non-directory with `--skip-existing`, hard links
     /// whose target was not selected. Exit 6.
-    #[error("extracted, but {count} entries could not be made (see warnings)")]
+    #[error(
+        "extracted, but {} could not be made (see warnings)",
+        crate::counted(*count as u64, "entry", "entries")
+    )]
     NotMade {
         /// Entries not made.
         count: usize,
@@ -519,6 +519,23 @@ impl Error {
 /// A path as error messages show it: with control characters and undecodable bytes escaped
 /// as `list` escapes names ([`crate::fs::escape_path`]), so a name from an archive cannot send
 /// terminal escape sequences or forge lines through an error message.
+/// [`Error::Salvaged`]'s line. No entry at all (the damage is before the first entry's
+/// record, or the archive was cut inside it) is said so, not "0 of 0".
+fn salvaged(path: &Path, verb: &str, restored: u64, total: u64, damaged: u64) -> String {
+    if total == 0 {
+        format!(
+            "{}: nothing {verb}: the damage is before the first entry could be read",
+            shown(path)
+        )
+    } else {
+        format!(
+            "{}: {verb} {restored} of {total} {}, {damaged} damaged",
+            shown(path),
+            if total == 1 { "entry" } else { "entries" }
+        )
+    }
+}
+
 fn shown(p: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     crate::fs::escape_path(p.as_os_str().as_bytes())

@@ -154,7 +154,14 @@ impl Extractor {
     pub fn new(root: &Path, opts: ExtractOptions) -> Result<Extractor> {
         let fail_link_of = opts.fail_link_of.clone();
         let root_existed = std::fs::symlink_metadata(root).is_ok();
-        std::fs::create_dir_all(root).map_err(|e| Error::io(root, "create directory", e))?;
+        std::fs::create_dir_all(root).map_err(|e| match root.metadata() {
+            // `-o FILE`: say what is in the way, not "create directory: File exists".
+            Ok(m) if !m.is_dir() => Error::Usage(format!(
+                "{}: the output directory is an existing file, not a directory",
+                crate::fs::escape_path(root.as_os_str().as_encoded_bytes())
+            )),
+            _ => Error::io(root, "create the output directory", e),
+        })?;
         let fd = openat(
             rustix::fs::CWD,
             root,

@@ -284,6 +284,13 @@ impl FileSink {
             .map_err(|e| {
                 // Named by the file being written (the directory alone, often ".", says
                 // little); the OS error says what failed.
+                // (tempfile's error says "at path …" in Rust's quoting: the OS error alone.)
+                // (Its inner error is private; the text before the suffix is the OS error's.)
+                let text = e.to_string();
+                let e = match text.split_once(" at path \"") {
+                    Some((os, _)) => io::Error::new(e.kind(), os.to_string()),
+                    None => e,
+                };
                 Error::io(path, "create its temporary file (in the same directory)", e)
             })?;
         let f = t
