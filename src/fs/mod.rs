@@ -11,7 +11,7 @@ mod attrs;
 pub mod chunked;
 pub mod cleanup;
 pub mod committer;
-mod confine;
+pub(crate) mod confine;
 pub mod conflict;
 mod dirchain;
 pub mod extract;
@@ -27,7 +27,7 @@ mod restore;
 pub mod select;
 mod sink;
 pub mod source;
-mod unnamed;
+pub(crate) mod unnamed;
 pub mod walk;
 pub mod xattr;
 

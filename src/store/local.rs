@@ -1,38 +1,16 @@
 //! Local files and stdio behind the store seam.
 //!
-//! A new archive file is written under a temporary name (`.krypta-tmp-*`, mode 0o666 minus
-//! the umask, as `tar` and `zstd` create their outputs) in the output's own directory, so the
-//! final rename is atomic and never crosses a filesystem; it is registered with
-//! [`crate::fs::cleanup`] so SIGINT/SIGTERM removes it. `finish` syncs it and renames it into
-//! place: with `link`+`unlink` semantics (noclobber) unless `-f`, so an output that appeared
-//! meanwhile is not replaced. An existing output is refused up front too, before any work.
-//! An existing regular file replaced with `-f` (`c -f`, `rekey -o OUT -f`, `repair -f`) gives
-//! the new file its permission bits, and its owner and group where this process may set them
-//! (as root; otherwise only a group of its own), before the rename: an archive kept 0600, or
-//! owned by a backup user, stays so on the nightly re-run instead of becoming 0644 and the
-//! runner's (an unencrypted backup of /etc world-readable). An output that is a symbolic
-//! link to a regular file is followed under `-f`: that file is replaced, the link stays
-//! (`through_link` says why).
-//!
-//! **fsync policy** (README, "Durability"): a new archive is `fsync`ed before the rename and
-//! its directory after it, so once `krypta c` exits 0 the archive survives a crash or power
-//! loss. The archive is often the only copy (the next command may delete its source) and a
-//! lost one is found only when a restore is needed; the cost is one flush of the written
-//! bytes: on the development machine's disk 73 ms per 200 MiB when it was idle (issue 13),
-//! 0.68 s when other builds were writing (`c -s` of 200 MiB: 1.70 s against 1.02 s with
-//! `--no-fsync`, medians of 5 interleaved runs at load 5); nothing on tmpfs.
-//! `tar` and `zstd` do not sync; `--no-fsync` (a scratch archive, a test, a disk that is
-//! synced by other means) skips both calls. Extraction does not sync (`crate::fs::extract`).
+//! A new local archive is written by [`FileSink`] (`super::file_sink`).
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+pub use super::file_sink::FileSink;
 use super::{Sink, Source};
 use crate::error::{Error, Result};
 use crate::fs::chunked::{self, Chunked};
-use crate::fs::cleanup;
 
 /// Buffer of local reads, bytes (1 MiB; writes: `crate::fs::chunked::buffered`).
 const BUF_LEN: usize = 1 << 20;
@@ -232,207 +210,6 @@ pub fn refuse_directory(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The file a symbolic link at `path` names, when it is an existing regular file: `-f`
-/// replaces that file (its directory gets the temporary file; the link stays, pointing at
-/// the new archive), as `tar`, `zstd` and `age`, which open their output through a link,
-/// write the file it names, and as `repair -f` in place always did. Replacing the link
-/// itself left the file it named (on a NAS mount, say) old and put the new archive where
-/// the link was. A dangling link, or one to anything but a regular file, is `None`: the
-/// link itself is replaced.
-fn through_link(path: &Path) -> Option<PathBuf> {
-    let link = std::fs::symlink_metadata(path).ok()?;
-    if !link.file_type().is_symlink() || !std::fs::metadata(path).ok()?.is_file() {
-        return None;
-    }
-    std::fs::canonicalize(path).ok()
-}
-
-/// A new local archive file: a temporary file renamed into place by `finish`.
-pub struct FileSink {
-    /// The temporary file (None once finished).
-    tmp: Option<tempfile::NamedTempFile>,
-    out: Option<BufWriter<Chunked<File>>>,
-    path: PathBuf,
-    force: bool,
-    /// `fsync` the file before the rename and its directory after it (the default policy).
-    sync: bool,
-    /// The cleanup registration of the temporary file (0 once unregistered).
-    cleanup_id: u64,
-    own: Vec<(u64, u64)>,
-}
-
-impl FileSink {
-    /// Creates the temporary file next to `path`; `sync` = the module's fsync policy (false:
-    /// `--no-fsync`). With `force`, an existing regular file at `path` lends the new file its
-    /// mode and, where permitted, its owner and group (module documentation). Errors:
-    /// IsDirectory ([`refuse_directory`]), Exists (unless `force`), Io.
-    pub fn create(path: &Path, force: bool, sync: bool) -> Result<FileSink> {
-        refuse_directory(path)?;
-        if !force && std::fs::symlink_metadata(path).is_ok() {
-            return Err(Error::Exists { path: path.into() });
-        }
-        let resolved = force.then(|| through_link(path)).flatten();
-        let path = resolved.as_deref().unwrap_or(path);
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let t = tempfile::Builder::new()
-            .prefix(".krypta-tmp-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(&dir)
-            .map_err(|e| {
-                // Named by the file being written (the directory alone, often ".", says
-                // little); the OS error says what failed.
-                // (tempfile's error says "at path …" in Rust's quoting: the OS error alone.)
-                // (Its inner error is private; the text before the suffix is the OS error's.)
-                let text = e.to_string();
-                let e = match text.split_once(" at path \"") {
-                    Some((os, _)) => io::Error::new(e.kind(), os.to_string()),
-                    None => e,
-                };
-                Error::io(path, "create its temporary file (in the same directory)", e)
-            })?;
-        let f = t
-            .as_file()
-            .try_clone()
-            .map_err(|e| Error::io(t.path(), "open", e))?;
-        // The temporary archive and the output it replaces are never archived, even when
-        // they lie inside an input directory (`krypta::compress` refuses, before this, to
-        // replace an output the walk would read: `Error::OutputIsInput`).
-        let mut own = Vec::new();
-        if let Ok(m) = t.as_file().metadata() {
-            own.push((m.dev(), m.ino()));
-        }
-        if let Ok(m) = std::fs::metadata(path) {
-            own.push((m.dev(), m.ino()));
-        }
-        let cleanup_id = cleanup::register(t.path().to_path_buf());
-        let sink = FileSink {
-            tmp: Some(t),
-            out: Some(chunked::buffered(f)),
-            path: path.to_path_buf(),
-            force,
-            sync,
-            cleanup_id,
-            own,
-        };
-        if force
-            && let Ok(m) = std::fs::metadata(path)
-            && m.is_file()
-        {
-            sink.keep_mode_and_owner(&m)?;
-        }
-        Ok(sink)
-    }
-
-    /// Gives the file being written the mode of `m` and, where permitted, its owner and group
-    /// (owner first: `chown` may clear setuid/setgid bits).
-    pub fn keep_mode_and_owner(&self, m: &std::fs::Metadata) -> Result<()> {
-        self.try_set_owner(m.uid(), m.gid());
-        self.set_mode(m.mode())
-    }
-
-    /// Sets the permission bits of the file being written (they are what the final name
-    /// gets): `repair` keeps the repaired archive's mode (an archive kept 0600 stays 0600).
-    pub fn set_mode(&self, mode: u32) -> Result<()> {
-        let t = self.tmp.as_ref().expect("not finished");
-        t.as_file()
-            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o7777))
-            .map_err(|e| Error::io(t.path(), "chmod", e))
-    }
-
-    /// Gives the file being written the owner and group `uid`/`gid` where this process may
-    /// (root; otherwise its own group memberships): `repair` in place keeps the archive's.
-    /// A change that is not permitted is skipped (the file stays the caller's).
-    pub fn try_set_owner(&self, uid: u32, gid: u32) {
-        let t = self.tmp.as_ref().expect("not finished");
-        let _ = rustix::fs::fchown(
-            t.as_file(),
-            Some(rustix::fs::Uid::from_raw(uid)),
-            Some(rustix::fs::Gid::from_raw(gid)),
-        );
-    }
-
-    fn unregister(&mut self) {
-        if self.cleanup_id != 0 {
-            cleanup::unregister(std::mem::take(&mut self.cleanup_id));
-        }
-    }
-}
-
-impl Write for FileSink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.out {
-            Some(o) => o.write(buf),
-            None => Err(io::Error::other("archive already finished")),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match &mut self.out {
-            Some(o) => o.flush(),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Sink for FileSink {
-    fn finish(mut self: Box<Self>) -> Result<()> {
-        if let Some(mut o) = self.out.take() {
-            o.flush().map_err(|e| Error::io(&self.path, "write", e))?;
-        }
-        let Some(t) = self.tmp.take() else {
-            return Ok(());
-        };
-        self.unregister();
-        if self.sync {
-            t.as_file()
-                .sync_all()
-                .map_err(|e| Error::io(&self.path, "sync", e))?;
-        }
-        if self.force {
-            t.persist(&self.path)
-                .map_err(|e| Error::io(&self.path, "rename into place", e.error))?;
-        } else {
-            t.persist_noclobber(&self.path).map_err(|e| {
-                if e.error.kind() == io::ErrorKind::AlreadyExists {
-                    Error::Exists {
-                        path: self.path.clone(),
-                    }
-                } else {
-                    Error::io(&self.path, "rename into place", e.error)
-                }
-            })?;
-        }
-        if self.sync {
-            // The rename is durable only once the directory holding the new name is.
-            let dir = match self.path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| Error::io(dir, "sync the directory", e))?;
-        }
-        Ok(())
-    }
-    fn abort(self: Box<Self>) {
-        drop(self);
-    }
-    fn own_files(&self) -> Vec<(u64, u64)> {
-        self.own.clone()
-    }
-}
-
-impl Drop for FileSink {
-    fn drop(&mut self) {
-        // The temporary file (if any) is removed by NamedTempFile's own drop.
-        self.out = None;
-        self.tmp = None;
-        self.unregister();
-    }
-}
-
 /// Standard output as an archive sink (written as it goes; `abort` cannot take bytes back).
 pub struct StdoutSink {
     out: BufWriter<Chunked<io::Stdout>>,
@@ -483,34 +260,6 @@ impl Sink for StdoutSink {
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
-
-    #[test]
-    fn an_aborted_file_sink_leaves_no_file_and_no_temporary() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("a.kry");
-        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, false, true).unwrap());
-        s.write_all(b"partial").unwrap();
-        s.abort();
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn a_finished_file_sink_is_renamed_into_place_and_never_clobbers() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("a.kry");
-        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, false, true).unwrap());
-        s.write_all(b"one").unwrap();
-        // Another writer takes the name meanwhile: finishing refuses to replace it.
-        std::fs::write(&p, b"other").unwrap();
-        assert!(matches!(s.finish(), Err(Error::Exists { .. })));
-        assert_eq!(std::fs::read(&p).unwrap(), b"other");
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
-        // With force it is replaced.
-        let mut s: Box<dyn Sink> = Box::new(FileSink::create(&p, true, true).unwrap());
-        s.write_all(b"two").unwrap();
-        s.finish().unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"two");
-    }
 
     #[test]
     fn file_source_reads_at_offsets_without_moving_its_position() {

@@ -51,6 +51,7 @@
 //! Process-wide settings (the `--endpoint-url` option) are set once by the CLI with
 //! [`configure`], like the AWS environment variables they complement.
 
+pub mod file_sink;
 pub mod healing;
 pub mod local;
 pub mod s3;
