@@ -51,6 +51,7 @@ impl Error {
             Error::Signature { .. } => 8,
             Error::BaseRequired { .. }
             | Error::WrongBase { .. }
+            | Error::UncheckableBase { .. }
             | Error::BaseDamaged { .. }
             | Error::BaseEntry { .. } => 9,
             Error::Incomplete { .. } | Error::KeptExisting { .. } | Error::NotMade { .. } => 6,

@@ -180,6 +180,22 @@ pub enum Error {
         /// The ids agree (the binding does not).
         same_id: bool,
     },
+    /// The base given is damaged, so its binding cannot be checked, and its id is a
+    /// reproducible one (docs/FORMAT.md §12.4), which any archive made with the same
+    /// SOURCE_DATE_EPOCH shares: it cannot be told from another archive. Exit 9.
+    #[error(
+        "{}: its base {} is damaged ({why}), and its id is a reproducible archive's (SOURCE_DATE_EPOCH), which another archive of the same epoch shares: without its binding it cannot be told from one: refusing it (repair it from its recovery data, or use an intact copy)",
+        shown(path),
+        shown(base)
+    )]
+    UncheckableBase {
+        /// The delta archive.
+        path: PathBuf,
+        /// The base given.
+        base: PathBuf,
+        /// Why its binding cannot be checked.
+        why: String,
+    },
     /// A delta block could not be decoded because its base region could not be read (a
     /// damaged base frame). Exit 9.
     #[error(

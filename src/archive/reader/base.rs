@@ -25,7 +25,9 @@
 //!   tells damage (frames that fail their tags: the binding hashes the tags as they lie)
 //!   from another archive of the same id (every frame verifies: refused). Why a base whose
 //!   binding cannot be checked may still be read: it has the id the delta archive names
-//!   (random per archive, but for reproducible unencrypted ones, FORMAT §12.4), every base
+//!   (random per archive; a reproducible unencrypted one, FORMAT §12.4, is shared by every
+//!   archive made with the same SOURCE_DATE_EPOCH, so such a base is refused when damaged:
+//!   [`Error::UncheckableBase`]), every base
 //!   frame used verifies its own tag (with the base's key when encrypted), and every file
 //!   read from it is checked by the digest the delta archive stores (and, with the delta's
 //!   index, compared with it before it gets its name: `records`). What the damage costs is
@@ -72,6 +74,9 @@ pub struct BaseArchive {
     /// Why the binding could not be computed (the base is damaged: module doc); None when
     /// it was.
     unchecked: Option<String>,
+    /// Its id is a reproducible archive's (unencrypted, derived from its creation time:
+    /// docs/FORMAT.md §12.4), which another archive can share.
+    reproducible: bool,
     /// Workers that ask for regions at the same time ([`BaseArchive::shared`]).
     pub(super) workers: usize,
     /// Frames for the prefetch thread ([`BaseArchive::shared`]; none without one).
@@ -183,6 +188,8 @@ impl BaseArchive {
             block_size: header.block_size,
             workers: 1,
             unchecked,
+            reproducible: !header.encrypted()
+                && header.archive_id == crate::create::reproducible_archive_id(header.created),
         })
     }
 
@@ -191,6 +198,12 @@ impl BaseArchive {
     /// was computed.
     pub fn unchecked(&self) -> Option<&str> {
         self.unchecked.as_deref()
+    }
+
+    /// Whether its id is a reproducible archive's (docs/FORMAT.md §12.4): one a damaged
+    /// base must not have to be read without its binding (`Archive::set_base`).
+    pub fn reproducible(&self) -> bool {
+        self.reproducible
     }
 
     /// The data frames that fail (their tag, head or block), read and decoded one by one:

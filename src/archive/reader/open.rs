@@ -525,6 +525,15 @@ impl Archive {
                 ))
             }
         };
+        if let Some(why) = &damage
+            && base.reproducible()
+        {
+            return Err(Error::UncheckableBase {
+                path: self.path.clone(),
+                base: base.path().to_path_buf(),
+                why: why.clone(),
+            });
+        }
         self.base_damage = damage.map(|d| {
             format!(
                 "{}: its base {} (id {}) is damaged ({d}): its binding to this archive cannot be checked, so its intact frames are used, every file read from it is checked by its digest, and what needs its damaged parts is named and not restored",
