@@ -277,20 +277,7 @@ fn salvage_after_from(
     let sealed = ar.header().encrypted();
     let on_base = |b: &&crate::archive::reader::BadFrame| b.what.starts_with(BASE_UNUSABLE);
     for b in &s.bad_frames {
-        let kind = if on_base(&b) {
-            "delta block unusable (its base is damaged)"
-        } else if sealed {
-            "archive damaged or modified"
-        } else {
-            "archive damaged"
-        };
-        rep.warn(&format!(
-            "{}: {kind} at byte {} (frame {}): {}",
-            archive.display(),
-            b.offset,
-            b.seq,
-            b.what
-        ));
+        warn_region(rep, archive, b, on_base(&b), sealed);
     }
     let not = match verb {
         "verified" => "not verified",
@@ -386,20 +373,7 @@ pub(crate) fn salvage_without_index(
     regions.extend(s.base_unusable.iter().map(|b| (b, true)));
     regions.sort_by_key(|(l, _)| l.offset);
     for (l, base) in regions {
-        let kind = if base {
-            "delta block unusable (its base is damaged)"
-        } else if sealed {
-            "archive damaged or modified"
-        } else {
-            "archive damaged"
-        };
-        rep.warn(&format!(
-            "{}: {kind} at byte {} (frame {}): {}",
-            archive.display(),
-            l.offset,
-            l.seq,
-            l.what
-        ));
+        warn_region(rep, archive, l, base, sealed);
     }
     let not = match verb {
         "verified" => "not verified",
@@ -440,6 +414,31 @@ pub(crate) fn salvage_without_index(
             9
         },
     })
+}
+
+/// The warning for a damaged region or frame `b` salvage read past: a delta block whose base
+/// is damaged (`on_base`), or damage ("or modified" in an encrypted archive, `sealed`).
+fn warn_region(
+    rep: &mut dyn Reporter,
+    archive: &Path,
+    b: &crate::archive::reader::BadFrame,
+    on_base: bool,
+    sealed: bool,
+) {
+    let kind = if on_base {
+        "delta block unusable (its base is damaged)"
+    } else if sealed {
+        "archive damaged or modified"
+    } else {
+        "archive damaged"
+    };
+    rep.warn(&format!(
+        "{}: {kind} at byte {} (frame {}): {}",
+        archive.display(),
+        b.offset,
+        b.seq,
+        b.what
+    ));
 }
 
 /// The exit code of the worst failure salvage read past (see [`Error::Salvaged`]).

@@ -73,6 +73,17 @@ impl<S: ByteSource + ?Sized> ByteSource for Realigned<'_, S> {
     }
 }
 
+/// The layout of the intact trailer the last bytes of `src` are, if they are one (one read).
+fn intact_trailer<S: ByteSource + ?Sized>(src: &S) -> Result<Option<Layout>, RecoveryError> {
+    let len = src.len();
+    if len < TRAILER_LEN as u64 {
+        return Ok(None);
+    }
+    let mut t = [0u8; TRAILER_LEN];
+    read(src, len - TRAILER_LEN as u64, &mut t)?;
+    Ok(layout::parse_trailer(&t).ok())
+}
+
 /// The layout of an intact trailer ending `src` and the bytes `src` has more (negative:
 /// fewer) than that layout, when they differ: one read of the last bytes. None when there is
 /// no such trailer, the lengths agree, or a removal that cannot be one bad copy
@@ -81,12 +92,7 @@ pub fn shifted_trailer<S: ByteSource + ?Sized>(
     src: &S,
 ) -> Result<Option<(Layout, i64)>, RecoveryError> {
     let len = src.len();
-    if len < TRAILER_LEN as u64 {
-        return Ok(None);
-    }
-    let mut t = [0u8; TRAILER_LEN];
-    read(src, len - TRAILER_LEN as u64, &mut t)?;
-    let Ok(lay) = layout::parse_trailer(&t) else {
+    let Some(lay) = intact_trailer(src)? else {
         return Ok(None);
     };
     let shift = i64::try_from(len as i128 - lay.file_len as i128).unwrap_or(0);
@@ -104,12 +110,7 @@ pub fn missing_beyond_recovery<S: ByteSource + ?Sized>(
     src: &S,
 ) -> Result<Option<(Layout, u64)>, RecoveryError> {
     let len = src.len();
-    if len < TRAILER_LEN as u64 {
-        return Ok(None);
-    }
-    let mut t = [0u8; TRAILER_LEN];
-    read(src, len - TRAILER_LEN as u64, &mut t)?;
-    let Ok(lay) = layout::parse_trailer(&t) else {
+    let Some(lay) = intact_trailer(src)? else {
         return Ok(None);
     };
     let Some(missing) = lay.file_len.checked_sub(len).filter(|&m| m > 0) else {
