@@ -27,8 +27,8 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     }
     if let Some((at, n, _)) = ar.undone_edit() {
         out.push(format!(
-            "{name}: {} bytes were {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
-            n.unsigned_abs(),
+            "{name}: {} {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
+            crate::counted(n.unsigned_abs(), "byte was", "bytes were"),
             if n > 0 { "inserted" } else { "removed" }
         ));
     }
@@ -37,7 +37,7 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
             out.push(format!(
                 "{name}: {missing} bytes of the {written} the archive was written with are missing (a bad copy?), more than its recovery data can rebuild ({rebuildable} bytes): read as it is, salvaging what verifies"
             ));
-        } else if ar.header().recovery_percent().is_some() && ar.seekable() {
+        } else if ar.header().recovery_percent().is_some() && ar.seekable() && !ar.spooled() {
             out.push(format!(
                 "{name}: the header announces recovery data, but none was found (the end of the archive is cut off or damaged): read without it"
             ));
@@ -53,8 +53,8 @@ fn report_warnings(r: &crate::store::healing::HealReport, name: &str) -> Vec<Str
     let mut out = Vec::new();
     if let Some((at, n)) = r.edit {
         out.push(format!(
-            "{name}: {} bytes were {} near byte {at} (a bad copy?): read as the archive was written, with them undone and the bytes around them rebuilt from the recovery data (krypta repair writes a repaired copy)",
-            n.unsigned_abs(),
+            "{name}: {} {} near byte {at} (a bad copy?): read as the archive was written, with them undone and the bytes around them rebuilt from the recovery data (krypta repair writes a repaired copy)",
+            crate::counted(n.unsigned_abs(), "byte was", "bytes were"),
             if n > 0 { "inserted" } else { "removed" }
         ));
     }
@@ -96,23 +96,14 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
     // The archive verified; say whether it did only thanks to the recovery data, and check
     // the parts of the recovery data that reading the archive did not touch.
     if let Some((at, n, frame)) = ar.undone_edit() {
-        // Every entry verified only because the reader undid an edit (between two frames):
-        // the archive is not as written, and nothing can repair it (no recovery data).
-        return Err(if ar.header().encrypted() {
-            Error::Damaged {
-                path: archive.into(),
-                offset: at,
-                frame,
-            }
-        } else {
-            Error::Integrity {
-                path: archive.into(),
-                what: format!(
-                    "{} bytes {} at byte {at} (frame {frame}): every entry verified with them undone, but the archive is not as written and has no recovery data to repair it",
-                    n.unsigned_abs(),
-                    if n > 0 { "inserted" } else { "removed" }
-                ),
-            }
+        // Every entry verified only because the reader undid an edit (between two frames, or
+        // after the index): the archive is not as written, and nothing can repair it.
+        return Err(Error::EditUndone {
+            path: archive.into(),
+            at,
+            bytes: n,
+            frame: (frame != crate::archive::reader::AFTER_INDEX).then_some(frame),
+            sealed: ar.header().encrypted(),
         });
     }
     if let Some(base) = ar.base()
@@ -132,7 +123,7 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
     }
     let (Some(heal), Some(section)) = (ar.source().heal_report(), ar.check_recovery_section())
     else {
-        if ar.header().recovery_percent().is_some() && ar.seekable() {
+        if ar.header().recovery_percent().is_some() && ar.seekable() && !ar.spooled() {
             // Every entry verified, but the protection the header promises is gone: a
             // nightly check must notice (exit 7 too).
             return Err(Error::Repairable {

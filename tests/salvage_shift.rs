@@ -41,7 +41,11 @@ fn bytes_removed_or_inserted_without_recovery_data_are_read_past() {
                 assert_eq!(code(&x), if sealed { 2 } else { 5 }, "{what}: {}", err(&x));
                 // Every entry is accounted for: the index was found.
                 assert!(err(&x).contains(" of 41 entries, "), "{what}: {}", err(&x));
-                let said = format!("{n} bytes were {how} at or before byte ");
+                let said = if n == 1 {
+                    format!("1 byte was {how} at or before byte ")
+                } else {
+                    format!("{n} bytes were {how} at or before byte ")
+                };
                 assert!(err(&x).contains(&said), "{what}: {}", err(&x));
                 // Before the edit and after it (the last file is in the last frame).
                 for f in ["t/f00", "t/f39"] {
@@ -119,4 +123,26 @@ fn bytes_inserted_before_the_footer_lose_nothing() {
             std::fs::remove_dir_all(fx.p("o")).unwrap();
         }
     }
+}
+
+/// One byte inserted before the footer: said in the singular, and placed "after the index"
+/// (regression: "1 bytes … (frame 131)", a frame the archive does not have).
+#[test]
+fn one_byte_inserted_before_the_footer_is_said_so() {
+    let fx = Fx::new();
+    fx.file("t/a", &bytes(10 << 10, 3, true));
+    fx.ok(&["c", "-q", "u.kry", "t"]);
+    let a = std::fs::read(fx.p("u.kry")).unwrap();
+    let at = a.len() - 64;
+    std::fs::write(fx.p("c.kry"), [&a[..at], b"X", &a[at..]].concat()).unwrap();
+    let t = fx.run(&["t", "c.kry"]);
+    assert_eq!(code(&t), 5, "{}", err(&t));
+    assert!(
+        err(&t).ends_with(&format!(
+            "krypta: c.kry: 1 byte inserted at byte {at} (after the index): every entry verified with them undone, but the archive is not as written and has no recovery data to repair it\n"
+        )),
+        "{}",
+        err(&t)
+    );
+    assert!(err(&t).contains(&format!("1 byte was inserted at or before byte {at} ")));
 }

@@ -48,6 +48,13 @@ impl Error {
             | Error::UnsafePath { .. } => 3,
             Error::Io { .. } | Error::NothingArchived { .. } => 4,
             Error::Integrity { .. } => 5,
+            Error::EditUndone { sealed, .. } => {
+                if *sealed {
+                    2
+                } else {
+                    5
+                }
+            }
             Error::Signature { .. } => 8,
             Error::BaseRequired { .. }
             | Error::WrongBase { .. }

@@ -258,6 +258,28 @@ pub enum Error {
         /// The frame's sequence number.
         frame: u64,
     },
+    /// `test` of an archive without recovery data read with one insertion or removal undone
+    /// (`archive::reader::moved`): every entry verified, but the file is not as written.
+    /// Exit 2 encrypted, 5 unencrypted.
+    #[error(
+        "{}: {} {} at byte {at} ({}): every entry verified with them undone, but the archive is not as written and has no recovery data to repair it",
+        shown(path),
+        crate::counted(bytes.unsigned_abs(), "byte", "bytes"),
+        if *bytes > 0 { "inserted" } else { "removed" },
+        frame.map_or("after the index".to_string(), |f| format!("frame {f}"))
+    )]
+    EditUndone {
+        /// The archive path.
+        path: PathBuf,
+        /// Where the edit is (as written).
+        at: u64,
+        /// Bytes inserted (negative: removed).
+        bytes: i64,
+        /// The frame there; None after the index (before the footer).
+        frame: Option<u64>,
+        /// The archive is encrypted (exit 2, else 5).
+        sealed: bool,
+    },
     /// As [`Error::Damaged`], for the footer of an encrypted archive whose MAC failed after
     /// the header verified (the key is right: not "wrong password or key").
     #[error(

@@ -257,7 +257,7 @@ impl Archive {
         self.read_exact_at_pos(&mut hb, "frame header")?;
         let header =
             FrameHeader::parse(&hb, self.version).map_err(|e| corrupt(&self.path, offset, e))?;
-        self.last_head = (offset, header.seq);
+        self.last_head = Some((offset, header.seq, offset + header.frame_len()));
         // Read the body as it arrives instead of allocating the declared length up front, so
         // a truncated or hostile length costs no more memory than the bytes really present.
         // A recycled buffer already that long is overwritten in place (no zero-fill, no new

@@ -210,11 +210,7 @@ impl Archive {
             // Nothing the data frames or the index need was touched: read as written, with
             // the edit reported as one undone (`repaired`: a warning; `test` fails).
             let gap = i64::try_from(index_end - self.pos).unwrap_or(i64::MAX);
-            self.undone_edit.get_or_insert((
-                self.pos,
-                gap,
-                footer.data_frames + footer.index_frames,
-            ));
+            self.undone_edit.get_or_insert((self.pos, gap, AFTER_INDEX));
         }
         Ok((footer, index))
     }

@@ -116,6 +116,9 @@ pub struct OpenOptions {
 /// Where the archive bytes come from: a file, stdin or an object (see [`crate::store`]).
 type Input = Box<dyn crate::store::Source>;
 
+/// The "frame" of an edit undone between the index and the footer ([`Archive::undone_edit`]).
+pub const AFTER_INDEX: u64 = u64::MAX;
+
 /// An opened archive: header parsed and authenticated.
 pub struct Archive {
     input: Input,
@@ -128,9 +131,10 @@ pub struct Archive {
     jobs: usize,
     /// Bytes consumed from the input so far (sequential position).
     pos: u64,
-    /// The offset and sequence number of the last frame head read sequentially: names the
-    /// frame a stream broke in when the error cannot (`spool`).
-    last_head: (u64, u64),
+    /// The offset, sequence number and end of the last frame whose head was read
+    /// sequentially (None before any): names the frame a stream broke in when the error
+    /// cannot (`spool`), and where the spooled rest's numbering starts (`resync`).
+    last_head: Option<(u64, u64, u64)>,
     /// The offset and sequence number of the last frame that failed ([`Archive::fault`];
     /// `u64::MAX` before any): names the frame of an error that carries only text (an
     /// unencrypted frame's checksum mismatch) when a pipe is spooled past it (`spool`).
@@ -160,7 +164,8 @@ pub struct Archive {
     /// rebuild: (missing, written, rebuildable) (`store::healing::missing_beyond_recovery`).
     missing_beyond_recovery: Option<(u64, u64, u64)>,
     /// One insertion or removal undone without recovery data (`moved`): where, bytes
-    /// inserted (negative: removed), and the sequence number of the frame there.
+    /// inserted (negative: removed), and the sequence number of the frame there
+    /// ([`AFTER_INDEX`] for bytes inserted between the index and the footer).
     undone_edit: Option<(u64, i64, u64)>,
     /// The base given is damaged: why its binding could not be checked
     /// ([`Archive::base_damage`]).

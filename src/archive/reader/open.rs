@@ -452,7 +452,7 @@ impl Archive {
             protection: Arc::new(protection),
             jobs,
             pos: header_len,
-            last_head: (header_len, 0),
+            last_head: None,
             last_fault: [
                 std::sync::atomic::AtomicU64::new(u64::MAX),
                 std::sync::atomic::AtomicU64::new(u64::MAX),

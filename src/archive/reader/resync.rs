@@ -127,7 +127,7 @@ impl Archive {
         let first_seq = match (spooled, self.replayed_from) {
             (false, _) => 0,
             (true, Some(seq)) => seq,
-            (true, None) => self.last_head.1 + 1,
+            (true, None) => self.last_head.map_or(0, |(_, seq, _)| seq + 1),
         };
         let mut scanning = false;
         let mut window: (u64, Vec<u8>) = (0, Vec::new());
@@ -271,6 +271,17 @@ impl Archive {
                 seq: good.last().map_or(0, |g| g.seq + 1),
                 offset: pos,
                 what: format!("bytes {pos}..{len} lost (no index frame after the data)"),
+            });
+        } else if !out.index_seen && !scanning && pos == len && !spooled {
+            // The file ends right after a whole frame, with no index: cut there. What
+            // followed (frames, entries) is lost, however many there were; it is damage,
+            // not "the index alone" (regression: exit 3 from a file, 5 from a pipe).
+            out.lost.push(BadFrame {
+                seq: good.last().map_or(0, |g| g.seq + 1),
+                offset: pos,
+                what: format!(
+                    "the archive ends at byte {len}, after a whole frame and with no index: what followed it is lost"
+                ),
             });
         }
         out.end = pos;
@@ -504,14 +515,29 @@ impl Archive {
             }
             Err(Error::InEntry { entry, source }) => {
                 out.broken_run |= !on_base;
+                // In an encrypted archive a record stream cut short reads as a structure
+                // that does not hold ("wrong key or password, or the archive was
+                // modified"): here the key is known to be right and the cut is the damage's.
+                let why = match source.root() {
+                    Error::AuthFailed { .. } => format!(
+                        "its records go on past frame {last}, into the damaged or missing bytes"
+                    ),
+                    _ => source.to_string(),
+                };
                 out.damaged
-                    .push((entry, format!("cut by damage after frame {last}: {source}")));
+                    .push((entry, format!("cut by damage after frame {last}: {why}")));
                 Ok(false)
             }
             Err(e) => {
                 out.broken_run |= !on_base;
                 if let Some(c) = current {
-                    out.damaged.push((c, format!("cut by damage: {e}")));
+                    let why = match e.root() {
+                        Error::AuthFailed { .. } => format!(
+                            "its records go on past frame {last}, into the damaged or missing bytes"
+                        ),
+                        _ => e.to_string(),
+                    };
+                    out.damaged.push((c, format!("cut by damage: {why}")));
                 }
                 Ok(false)
             }

@@ -115,6 +115,8 @@ impl Archive {
             offset: at.min(base),
             what: if at < base {
                 format!("bytes {at}..{base} lost (read from the pipe before the damage was found)")
+            } else if at == base {
+                format!("the stream is damaged or cut at byte {at}")
             } else {
                 format!(
                     "the damaged frame and the frames read ahead after it, before byte {base}, were read from the pipe and are lost"
@@ -125,9 +127,14 @@ impl Archive {
         self.lost_before_walk = (replayed.is_none() && !self.index_alone(damage)).then(|| match damage.root() {
             Error::Damaged { offset, frame, .. } => lost(*frame, *offset),
             // Its frame is the one whose head was read last, when it was before.
+            // Its frame is the one whose head was read last when it is inside that frame,
+            // the next one when it is at or past its end (a frame boundary: a cut there, or
+            // bytes inserted between two frames).
             Error::Corrupt { offset, .. } => match self.last_head {
-                (at, seq) if at <= *offset => lost(seq, at),
-                _ => lost(0, *offset),
+                Some((_, seq, end)) if *offset >= end => lost(seq + 1, end),
+                Some((at, seq, _)) if at <= *offset => lost(seq, at),
+                Some(_) => lost(0, *offset),
+                None => lost(0, self.header_len),
             },
             // An intact delta frame whose base region is unusable (docs/FORMAT.md §16.4): the
             // frames read ahead after it are lost with the pipe, not to damage.
