@@ -330,15 +330,17 @@ pub(crate) fn salvage_without_index(
     // salvaged as the same file is, whatever was left to read after the damage.
     let before = done.len() as u64;
     let cut = matches!(first, Error::InEntry { .. });
-    // Bytes lost where data frames were (not only the index's, after where a verified
-    // footer puts it): a truncation inside the first data frame is damage, named so, even
-    // though no entry was read.
-    let index_at = ar.verified_index_offset();
-    let data_lost = s
-        .lost
-        .iter()
-        .any(|l| index_at.is_none_or(|at| l.offset < at));
-    if s.restored == 0 && damaged == 0 && before == 0 && !cut && !data_lost && !s.broken_run {
+    // Nothing read, but bytes lost where data frames were (not only the index's, after where
+    // a verified footer puts it: the footer is read only then): a truncation inside the
+    // first data frame is damage, named so.
+    let nothing_read = s.restored == 0 && damaged == 0 && before == 0 && !cut && !s.broken_run;
+    let data_lost = nothing_read && !s.lost.is_empty() && {
+        let index_at = ar.verified_index_offset();
+        s.lost
+            .iter()
+            .any(|l| index_at.is_none_or(|at| l.offset < at))
+    };
+    if nothing_read && !data_lost {
         // Nothing could be read without the index: nothing to salvage.
         return Err(first);
     }

@@ -199,15 +199,6 @@ impl Archive {
 }
 
 /// Fills `buf` from `src` at `offset`; false on a short read or an error.
-fn read_at_exact(src: &dyn crate::store::Source, mut offset: u64, mut buf: &mut [u8]) -> bool {
-    while !buf.is_empty() {
-        match src.read_at(offset, buf) {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => {
-                offset += n as u64;
-                buf = &mut buf[n..];
-            }
-        }
-    }
-    true
+fn read_at_exact(src: &dyn crate::store::Source, offset: u64, buf: &mut [u8]) -> bool {
+    super::base_binding::read_exact_at(src, offset, buf).is_ok()
 }

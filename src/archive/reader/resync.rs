@@ -515,15 +515,7 @@ impl Archive {
             }
             Err(Error::InEntry { entry, source }) => {
                 out.broken_run |= !on_base;
-                // In an encrypted archive a record stream cut short reads as a structure
-                // that does not hold ("wrong key or password, or the archive was
-                // modified"): here the key is known to be right and the cut is the damage's.
-                let why = match source.root() {
-                    Error::AuthFailed { .. } => format!(
-                        "its records go on past frame {last}, into the damaged or missing bytes"
-                    ),
-                    _ => source.to_string(),
-                };
+                let why = cut_reason(&source, last);
                 out.damaged
                     .push((entry, format!("cut by damage after frame {last}: {why}")));
                 Ok(false)
@@ -531,16 +523,24 @@ impl Archive {
             Err(e) => {
                 out.broken_run |= !on_base;
                 if let Some(c) = current {
-                    let why = match e.root() {
-                        Error::AuthFailed { .. } => format!(
-                            "its records go on past frame {last}, into the damaged or missing bytes"
-                        ),
-                        _ => e.to_string(),
-                    };
-                    out.damaged.push((c, format!("cut by damage: {why}")));
+                    out.damaged
+                        .push((c, format!("cut by damage: {}", cut_reason(&e, last))));
                 }
                 Ok(false)
             }
         }
+    }
+}
+
+/// Why an entry was cut where a run of good frames ended after frame `last`. In an encrypted
+/// archive a record stream cut short reads as a structure that does not hold ("wrong key or
+/// password, or the archive was modified"): in a salvage the key is known to be right and
+/// the cut is the damage's.
+fn cut_reason(e: &Error, last: u64) -> String {
+    match e.root() {
+        Error::AuthFailed { .. } => {
+            format!("its records go on past frame {last}, into the damaged or missing bytes")
+        }
+        _ => e.to_string(),
     }
 }
