@@ -394,7 +394,9 @@ pub fn table15(
                  alternating A B A B, medians of {runs} run(s) each ({} for the encrypted \
                  writes and the extractions of a tree and of one large file; level 9 \
                  compression: one run each); ratio = krypta / peer (time, size or peak \
-                 memory: below 1 is krypta ahead); peak memory from /usr/bin/time. Small \
+                 memory: below 1 is krypta ahead), except the rows marked \"context\", \
+                 which time a peer against itself (from a pipe / from the file); peak memory \
+                 from /usr/bin/time. Small \
                  files: {} files of 2–30 words in 100 directories; tree: {} MB of the fixtures cut into files of \
                  1–64 KiB; large file: {} MB of the fixtures; level 9: {} MB of the text \
                  fixture repeated.",

@@ -131,6 +131,7 @@ pub(super) fn writes(
                 fr,
                 Goal::AtMost(1.25),
             );
+            peer_pipes(exe, cwd, place, mib, runs, age, rows, &none)?;
         }
         if i + 1 == sizes.write_mib.len() && place == "tmpfs" {
             crypto_limit(exe, cwd, mib, runs, rows)?;
@@ -140,6 +141,53 @@ pub(super) fn writes(
         }
     }
     linear(place, &per_mib, rows);
+    Ok(())
+}
+
+/// What a pipe costs the peers on the same bytes (context for the pipe row above, no goal):
+/// `cat in.bin | age -r` against `age -r in.bin`, and the same for `zstd -1 -T2` (which, like
+/// krypta, keeps both cores busy from a file). The pipe's price is the machine's, not
+/// krypta's, when the peers pay as much or more: on 2 cores `cat` copies every byte into
+/// the pipe while the reader copies it out, and the two take turns on the pipe's lock.
+#[allow(clippy::too_many_arguments)]
+fn peer_pipes(
+    exe: &Path,
+    cwd: &Path,
+    place: &str,
+    mib: usize,
+    runs: usize,
+    age: bool,
+    rows: &mut Rows,
+    prepare: &dyn Fn() -> Result<()>,
+) -> Result<()> {
+    let mut peers: Vec<(&str, &str, &str)> = Vec::new();
+    if age {
+        peers.push((
+            "age -r",
+            r#"cat in.bin | age -r "$(cat age.pub)" -o w.age"#,
+            r#"age -r "$(cat age.pub)" -o w.age in.bin"#,
+        ));
+    }
+    if have("zstd") {
+        peers.push((
+            "zstd -1 -T2",
+            "cat in.bin | zstd -q -1 -T2 -f -o w.zst",
+            "zstd -q -1 -T2 -f -o w.zst in.bin",
+        ));
+    }
+    for (name, from_pipe, from_file) in peers {
+        let (pr, fr) = pair(exe, cwd, runs, from_pipe, from_file, prepare)?;
+        let _ = std::fs::remove_file(cwd.join("w.zst"));
+        rows.push(
+            format!("{name} from a pipe (context: the peer's own pipe price), {mib} MiB"),
+            place,
+            format!("{:.3} s", pr.secs),
+            format!("the same from the file: {:.3} s", fr.secs),
+            Some(pr.secs / fr.secs),
+            Goal::Info,
+            None,
+        );
+    }
     Ok(())
 }
 
