@@ -25,6 +25,9 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
                 .unwrap_or_default(),
         );
     }
+    if let Some(f) = ar.header_fix() {
+        out.push(header_fix_warning(&name, f));
+    }
     if let Some((at, n, _)) = ar.undone_edit() {
         out.push(format!(
             "{name}: {} {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
@@ -46,6 +49,14 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     };
     out.extend(report_warnings(&r, &name));
     out
+}
+
+/// The warning for one flipped bit of the header, undone (`archive::reader::header_fix`).
+pub fn header_fix_warning(name: &str, f: crate::archive::reader::HeaderFix) -> String {
+    format!(
+        "{name}: one bit of the header is flipped (byte {}, bit {}; a bad disk or copy?): read with it undone, since the header's checksum verifies so (the file is left as it is: copy it again from a good copy, or re-create it)",
+        f.byte, f.bit
+    )
 }
 
 /// The warnings of one heal report of the archive or base shown as `name`.
@@ -95,6 +106,15 @@ fn report_warnings(r: &crate::store::healing::HealReport, name: &str) -> Vec<Str
 pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Result<ScanSummary> {
     // The archive verified; say whether it did only thanks to the recovery data, and check
     // the parts of the recovery data that reading the archive did not touch.
+    if let Some(f) = ar.header_fix() {
+        // Every entry verified, with one bit of the header undone: not as written.
+        return Err(Error::HeaderFixed {
+            path: archive.into(),
+            byte: f.byte,
+            bit: f.bit,
+            sealed: ar.header().encrypted(),
+        });
+    }
     if let Some((at, n, frame)) = ar.undone_edit() {
         // Every entry verified only because the reader undid an edit (between two frames, or
         // after the index): the archive is not as written, and nothing can repair it.

@@ -246,11 +246,27 @@ pub fn seal_deterministic(
 /// yields an unrelated shared secret, so the wrap tag fails), or an ephemeral key giving an
 /// all-zero X25519 shared secret. Never panics.
 pub fn open(sk: &SecretKey, stanza: &Stanza, archive_id: &ArchiveId) -> Option<FileKey> {
+    let Stanza::PqBox { wrapped, tag, .. } = stanza else {
+        return None;
+    };
+    let kek = kek(sk, stanza)?;
+    open_file_key(
+        &kek,
+        archive_id,
+        kind::PQ_BOX,
+        &stanza.params(),
+        wrapped,
+        tag,
+    )
+}
+
+/// The KEK `sk` derives from a pq-box stanza (it does not depend on the archive id), or
+/// None for another kind of stanza or an all-zero X25519 secret.
+pub(crate) fn kek(sk: &SecretKey, stanza: &Stanza) -> Option<Zeroizing<[u8; 32]>> {
     let Stanza::PqBox {
         mlkem_ct,
         ephemeral,
-        wrapped,
-        tag,
+        ..
     } = stanza
     else {
         return None;
@@ -260,15 +276,13 @@ pub fn open(sk: &SecretKey, stanza: &Stanza, archive_id: &ArchiveId) -> Option<F
     if is_all_zero(&ss_x) {
         return None;
     }
-    let kek = combine(&ss_k, &ss_x, mlkem_ct, ephemeral, &sk.x25519_public);
-    open_file_key(
-        &kek,
-        archive_id,
-        kind::PQ_BOX,
-        &stanza.params(),
-        wrapped,
-        tag,
-    )
+    Some(combine(
+        &ss_k,
+        &ss_x,
+        mlkem_ct,
+        ephemeral,
+        &sk.x25519_public,
+    ))
 }
 
 /// The key-encryption key (32 bytes): HKDF-SHA256 (RFC 5869) with an empty salt, IKM

@@ -272,6 +272,21 @@ fn open_stanza_in(
     stanza: &Stanza,
     archive_id: &ArchiveId,
 ) -> Result<Option<FileKey>, CryptoError> {
+    Ok(
+        open_stanza_among(memory, identity, stanza, std::slice::from_ref(archive_id))?
+            .map(|(key, _)| key),
+    )
+}
+
+/// [`open_stanza_in`] with the wrap tried under each id of `ids` in turn (the KEK is
+/// derived once: it does not depend on the id, §3.2): the file key and the index of the id
+/// it opened with.
+fn open_stanza_among(
+    memory: &mut Argon2Memory,
+    identity: &Identity,
+    stanza: &Stanza,
+    ids: &[ArchiveId],
+) -> Result<Option<(FileKey, usize)>, CryptoError> {
     let (wrapped, tag) = match stanza {
         Stanza::Argon2id { wrapped, tag, .. }
         | Stanza::Pbkdf2 { wrapped, tag, .. }
@@ -287,22 +302,19 @@ fn open_stanza_in(
             };
             kdf.derive_kek_in(memory, pw.as_bytes(), &salt)?
         }
-        (Identity::PqBox(sk), Stanza::PqBox { .. }) => {
-            return Ok(super::pqbox::open(sk, stanza, archive_id));
-        }
+        (Identity::PqBox(sk), Stanza::PqBox { .. }) => match super::pqbox::kek(sk, stanza) {
+            Some(kek) => kek,
+            None => return Ok(None),
+        },
         (Identity::KeyFile(key), Stanza::KeyFile { .. }) => {
             zeroize::Zeroizing::new(*key.as_bytes())
         }
         _ => return Ok(None),
     };
-    Ok(open_file_key(
-        &kek,
-        archive_id,
-        stanza.kind(),
-        &stanza.params(),
-        wrapped,
-        tag,
-    ))
+    let params = stanza.params();
+    Ok(ids.iter().enumerate().find_map(|(i, id)| {
+        open_file_key(&kek, id, stanza.kind(), &params, wrapped, tag).map(|key| (key, i))
+    }))
 }
 
 /// Recovers the file key: what a reader calls with the identities it holds.
@@ -345,12 +357,32 @@ pub fn unwrap_versioned(
     archive_id: &ArchiveId,
     format_version: u16,
 ) -> Result<FileKey, CryptoError> {
+    unwrap_among(
+        identities,
+        stanzas,
+        std::slice::from_ref(archive_id),
+        format_version,
+    )
+    .map(|(key, _)| key)
+}
+
+/// [`unwrap_versioned`] with each stanza tried under each id of `ids` (in order, the KDF run
+/// once per password form: the KEK does not depend on the id), for a reader that suspects
+/// a flipped bit in the header's id (`archive::reader::header_fix`): the file key and the
+/// index in `ids` of the id it opened with.
+pub fn unwrap_among(
+    identities: &[Identity],
+    stanzas: &[Stanza],
+    ids: &[ArchiveId],
+    format_version: u16,
+) -> Result<(FileKey, usize), CryptoError> {
     crate::format::stanza::check_stanza_set(stanzas).map_err(CryptoError::StanzaSet)?;
     let is_password = |i: &&Identity| matches!(i, Identity::Password(_) | Identity::Prompt(_));
     for identity in identities.iter().filter(|i| !is_password(i)) {
         for stanza in stanzas {
-            if let Some(key) = open_stanza(identity, stanza, archive_id)? {
-                return Ok(key);
+            if let Some(found) = open_stanza_among(&mut Argon2Memory::new(), identity, stanza, ids)?
+            {
+                return Ok(found);
             }
         }
     }
@@ -373,8 +405,8 @@ pub fn unwrap_versioned(
             };
             for input in super::password::kdf_inputs(&given, format_version) {
                 let id = Identity::Password(input);
-                if let Some(key) = open_stanza_in(&mut memory, &id, stanza, archive_id)? {
-                    return Ok(key);
+                if let Some(found) = open_stanza_among(&mut memory, &id, stanza, ids)? {
+                    return Ok(found);
                 }
             }
         }

@@ -52,6 +52,14 @@ pub enum SignatureProblem {
         /// What is wrong, with the byte offset.
         reason: String,
     },
+    /// The header had one flipped bit, undone by its tag (`archive::reader::header_fix`):
+    /// what is read would be what was signed, but the file is not.
+    HeaderChanged {
+        /// The byte, from the start.
+        byte: usize,
+        /// The bit in it.
+        bit: u8,
+    },
     /// A frame differs from what was signed (its tag fails, or another tag than the signed one).
     Changed {
         /// The frame's sequence number.
@@ -80,6 +88,10 @@ impl std::fmt::Display for SignatureProblem {
             SignatureProblem::Unverifiable { reason } => {
                 write!(f, "refused: the signature cannot be verified ({reason})")
             }
+            SignatureProblem::HeaderChanged { byte, bit } => write!(
+                f,
+                "refused: the header is not what was signed (bit {bit} of byte {byte} is flipped: damaged or modified)"
+            ),
             SignatureProblem::Changed { frame, offset } => write!(
                 f,
                 "refused: frame {frame} at byte {offset} is not what was signed (modified or damaged)"

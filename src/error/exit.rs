@@ -48,7 +48,7 @@ impl Error {
             | Error::UnsafePath { .. } => 3,
             Error::Io { .. } | Error::NothingArchived { .. } => 4,
             Error::Integrity { .. } => 5,
-            Error::EditUndone { sealed, .. } => {
+            Error::EditUndone { sealed, .. } | Error::HeaderFixed { sealed, .. } => {
                 if *sealed {
                     2
                 } else {

@@ -280,6 +280,23 @@ pub enum Error {
         /// The archive is encrypted (exit 2, else 5).
         sealed: bool,
     },
+    /// `test` of an archive without recovery data whose header had one flipped bit, undone
+    /// by its tag (`archive::reader::header_fix`): every entry verified, but the file is not
+    /// as written. Exit 2 encrypted, 5 unencrypted.
+    #[error(
+        "{}: one bit of the header is flipped (byte {byte}, bit {bit}): every entry verified with it undone, but the archive is not as written and has no recovery data to repair it",
+        shown(path)
+    )]
+    HeaderFixed {
+        /// The archive path.
+        path: PathBuf,
+        /// The byte, from the start.
+        byte: usize,
+        /// The bit in it (0 = least significant).
+        bit: u8,
+        /// The archive is encrypted (exit 2, else 5).
+        sealed: bool,
+    },
     /// As [`Error::Damaged`], for the footer of an encrypted archive whose MAC failed after
     /// the header verified (the key is right: not "wrong password or key").
     #[error(

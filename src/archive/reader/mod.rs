@@ -24,6 +24,9 @@ mod base_fault;
 mod base_ref;
 mod feed;
 mod frames;
+mod header_fix;
+mod header_read;
+pub use header_fix::HeaderFix;
 mod hashing;
 mod index;
 mod moved;
@@ -49,7 +52,7 @@ use super::pipeline::{Buffers, OrderedPool};
 use crate::codec::{BlockDecoder, Codec};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, Subkeys};
-use crate::crypto::stanza::{Identity, unwrap_versioned};
+use crate::crypto::stanza::{Identity, unwrap_among};
 use crate::error::{AuthCheck, Error, Result};
 use crate::format::entry::EntryKind;
 use crate::format::entry_set::EntrySet;
@@ -63,8 +66,8 @@ use crate::format::{EntryMeta, FormatError, Version};
 
 pub use base::{BINDING_CONTEXT, BaseArchive, BaseFault, DEFAULT_CACHE_BUDGET, hex as base_hex};
 use frames::{FrameJob, FramePool};
-use open::corrupt;
-pub use open::{ArchiveFacts, facts, read_header_only};
+use header_read::corrupt;
+pub use header_read::{ArchiveFacts, facts, read_header_only};
 pub use rekey::{RekeyOptions, RekeySummary};
 pub use resync::{MAC_BUDGET_FACTOR, StreamSalvage};
 pub use salvage::{BASE_UNUSABLE, BadFrame, DamagedEntry, Salvage};
@@ -167,6 +170,8 @@ pub struct Archive {
     /// inserted (negative: removed), and the sequence number of the frame there
     /// ([`AFTER_INDEX`] for bytes inserted between the index and the footer).
     undone_edit: Option<(u64, i64, u64)>,
+    /// One flipped bit of the header, undone by its tag (`header_fix`).
+    header_fix: Option<header_fix::HeaderFix>,
     /// The base given is damaged: why its binding could not be checked
     /// ([`Archive::base_damage`]).
     base_damage: Option<String>,

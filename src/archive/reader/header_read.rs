@@ -1,0 +1,332 @@
+//! Reading an archive's header with no key: the prefix and version dispatch, the header
+//! itself (with one flipped bit undone where its tag allows: `header_fix`), the recovery
+//! section's repair of what is read, and the key-less facts `info` shows. Opening with a key
+//! is `open`.
+
+use super::*;
+
+/// Reads and parses the header of `path` (`-` = stdin) without any key: for `info`, and the
+/// first step of [`Archive::open`]. Returns the header, its bytes and the input.
+///
+/// A seekable archive with a recovery section is read through a
+/// [`crate::store::healing::HealingSource`], which ends at the protected length and repairs
+/// what it reads. The section is found by its trailer (one 80-byte read at the end); when the
+/// trailer is damaged or cut off, by a backward scan, but only when the header announces a
+/// section or is damaged past its magic (a file that is not an archive is not scanned).
+pub(super) fn read_header(path: &Path) -> Result<HeaderRead> {
+    read_header_opened(crate::store::open_source(path)?, path)
+}
+
+/// [`read_header`] of `input`, which [`crate::store::open_source`] opened from `path` (a
+/// seekable one may be opened again, to search it for recovery data).
+pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead> {
+    use crate::store::healing::{Search, protect};
+    let input = match protect(input, path, Search::Trailer)? {
+        Ok(healing) => return read_header_from(Box::new(healing), path),
+        Err(input) => input,
+    };
+    if !input.seekable() {
+        return read_header_from(input, path);
+    }
+    match read_header_from(input, path) {
+        Ok((h, b, input, fix)) if h.recovery_percent().is_none() => Ok((h, b, input, fix)),
+        Ok((h, b, input, fix)) => match protect(input, path, Search::Scan)? {
+            Ok(healing) => read_header_from(Box::new(healing), path),
+            Err(mut input) => {
+                // Announced but not found: read without it (the commands say so).
+                input
+                    .seek_to(b.len() as u64)
+                    .map_err(|e| Error::io(path, "seek", e))?;
+                Ok((h, b, input, fix))
+            }
+        },
+        Err(e @ (Error::Corrupt { .. } | Error::UnsupportedVersion { .. })) => {
+            match protect(crate::store::open_source(path)?, path, Search::Scan)? {
+                Ok(healing) => read_header_from(Box::new(healing), path),
+                Err(_) => Err(e),
+            }
+        }
+        Err(Error::NotAnArchive {
+            path: p,
+            reason: "no krypta magic at the start",
+        }) => {
+            // Bytes inserted or removed in the first bytes (a bad copy): the trailer still
+            // ends the file, one read says so, and the file is read with the edit undone.
+            let mut again = crate::store::open_source(path)?;
+            if again.seekable()
+                && crate::store::healing::ends_with_shifted_trailer(&mut *again)
+                && let Ok(healing) = protect(again, path, Search::Scan)?
+            {
+                return read_header_from(Box::new(healing), path);
+            }
+            Err(Error::NotAnArchive {
+                path: p,
+                // The reader does not search a file without the magic and without such a
+                // trailer for recovery data (a file that is not an archive would be read
+                // whole); `repair` does.
+                reason: "no krypta magic at the start (if it is a damaged archive with recovery data whose trailer is damaged too, `krypta repair --check` searches it)",
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A header read: parsed, its bytes (one flipped bit undone when `fix` says so: its tag then
+/// verified; else not checked yet), the input after it.
+pub(super) type HeaderRead = (Header, Vec<u8>, Input, Option<Fixed>);
+
+/// A flipped bit undone in a header read ([`HeaderRead`]): verified by the tag, or (an
+/// encrypted header that did not parse, whose tag needs the key) still to be verified, with
+/// the error the header gave as read, which stands if the tag fails.
+#[derive(Debug, Clone)]
+pub(super) struct Fixed {
+    pub(super) fix: HeaderFix,
+    pub(super) unverified: Option<PrefixError>,
+}
+
+impl Fixed {
+    fn verified(fix: HeaderFix) -> Fixed {
+        Fixed {
+            fix,
+            unverified: None,
+        }
+    }
+}
+
+/// [`read_header`] from an input already open; `path` names it in errors.
+pub(super) fn read_header_from(mut input: Input, path: &Path) -> Result<HeaderRead> {
+    let mut prefix = [0u8; PREFIX_LEN];
+    let got = read_full(&mut input, &mut prefix).map_err(|e| Error::io(path, "read", e))?;
+    if got == 0 {
+        return Err(Error::NotAnArchive {
+            path: path.into(),
+            reason: "the file is empty",
+        });
+    }
+    if got < PREFIX_LEN {
+        if prefix[..got] == header::MAGIC[..got.min(8)] {
+            return Err(corrupt(
+                path,
+                0,
+                FormatError::Truncated {
+                    what: "header",
+                    needed: PREFIX_LEN as u64,
+                    got: got as u64,
+                },
+            ));
+        }
+        return Err(Error::NotAnArchive {
+            path: path.into(),
+            reason: "too short to be a krypta archive",
+        });
+    }
+    let prefix_ok = Prefix::parse(&prefix);
+    // A prefix that does not parse may hold one flipped bit (`header_fix`): its header is
+    // read to be searched when its length field is in the searched range.
+    let header_len = match &prefix_ok {
+        Ok(p) => p.header_len as usize,
+        Err(_) => u32::from_le_bytes(prefix[12..16].try_into().expect("4 bytes")) as usize,
+    };
+    if let Err(e) = &prefix_ok
+        && !(header::MIN_HEADER_LEN..=header_fix::SEARCH_MAX).contains(&header_len)
+    {
+        return Err(prefix_error(path, e.clone()));
+    }
+    let mut bytes = prefix.to_vec();
+    bytes.resize(header_len, 0);
+    let got =
+        read_full(&mut input, &mut bytes[PREFIX_LEN..]).map_err(|e| Error::io(path, "read", e))?;
+    if got < bytes.len() - PREFIX_LEN {
+        return Err(match prefix_ok {
+            Err(e) => prefix_error(path, e),
+            Ok(_) => corrupt(
+                path,
+                0,
+                FormatError::Truncated {
+                    what: "header",
+                    needed: header_len as u64,
+                    got: (PREFIX_LEN + got) as u64,
+                },
+            ),
+        });
+    }
+    // An unencrypted header's tag needs no key: one flipped bit is undone here, before
+    // anything else reads the header (an encrypted one's once a stanza opened).
+    let plain = |h: &Header, body: &[u8], tag: &[u8; 32]| {
+        !h.encrypted() && Protection::Plain.verify_header(body, tag).is_ok()
+    };
+    match prefix_ok.and_then(|_| Header::parse(&bytes)) {
+        Ok((h, tag)) if h.encrypted() || plain(&h, &bytes[..bytes.len() - 32], &tag) => {
+            Ok((h, bytes, input, None))
+        }
+        Ok((h, _)) => match header_fix::fix(&bytes, plain) {
+            Some((fix, h, bytes)) => Ok((h, bytes, input, Some(Fixed::verified(fix)))),
+            // The tag's failure is reported where it is checked, as before.
+            None => Ok((h, bytes, input, None)),
+        },
+        Err(e) => match header_fix::fix(&bytes, plain) {
+            Some((fix, h, bytes)) => Ok((h, bytes, input, Some(Fixed::verified(fix)))),
+            None => match header_fix::sealed_candidate(&bytes) {
+                // Checked by its tag once a stanza opened (`Archive::open_parsed`).
+                Some((fix, h, bytes)) => Ok((
+                    h,
+                    bytes,
+                    input,
+                    Some(Fixed {
+                        fix,
+                        unverified: Some(e),
+                    }),
+                )),
+                None => Err(prefix_error(path, e)),
+            },
+        },
+    }
+}
+
+pub(super) fn prefix_error(path: &Path, e: PrefixError) -> Error {
+    match e {
+        PrefixError::NotAnArchive => Error::NotAnArchive {
+            path: path.into(),
+            reason: "no krypta magic at the start",
+        },
+        PrefixError::Version(v) => Error::UnsupportedVersion {
+            path: path.into(),
+            version: v,
+            supported: header::VERSION,
+        },
+        PrefixError::Format(f) => corrupt(path, 0, f),
+    }
+}
+
+/// A structure that does not parse ([`Error::Corrupt`]), or one that needs a newer krypta
+/// ([`Error::Unsupported`]).
+pub(super) fn corrupt(path: &Path, offset: u64, source: FormatError) -> Error {
+    match source {
+        FormatError::NeedsNewer { .. } => Error::Unsupported {
+            path: path.into(),
+            offset,
+            source,
+        },
+        source => Error::Corrupt {
+            path: path.into(),
+            offset,
+            source,
+        },
+    }
+}
+
+/// Reads only the header (no key needed): what `info` shows.
+pub fn read_header_only(path: &Path) -> Result<Header> {
+    Ok(read_header(path)?.0)
+}
+
+/// Facts about an archive available without a key (for `info`).
+#[derive(Debug, Clone)]
+pub struct ArchiveFacts {
+    /// The header.
+    pub header: Header,
+    /// Header length, bytes.
+    pub header_len: u64,
+    /// Total size, bytes (None for a stream).
+    pub size: Option<u64>,
+    /// The footer, when the input is a file (its tag verified only for unencrypted archives).
+    pub footer: Option<Footer>,
+    /// Lines for `-v` about a remote archive: where it was read from, what that cost.
+    pub details: Vec<String>,
+    /// The recovery section, when one was found (what reading the header and footer
+    /// repaired with it, too).
+    pub recovery: Option<crate::store::healing::HealReport>,
+    /// A signed archive's signature, checked without a key when the input is seekable:
+    /// `Ok(())` verified, `Err(why)` refused; `None` unsigned, or a stream (not checked).
+    pub signature: Option<std::result::Result<(), String>>,
+    /// One flipped bit of an unencrypted header, undone by its tag (`header_fix`).
+    pub header_fix: Option<HeaderFix>,
+}
+
+/// Reads the header and (for a file) the footer without any key.
+pub fn facts(path: &Path) -> Result<ArchiveFacts> {
+    let (header, bytes, mut input, fixed) = read_header(path)?;
+    // An encrypted header's fix needs the key to be checked: without one, the header is
+    // refused as read.
+    let header_fix = match fixed {
+        Some(Fixed {
+            unverified: Some(e),
+            ..
+        }) => return Err(prefix_error(path, e)),
+        f => f.map(|f| f.fix),
+    };
+    let header_len = bytes.len() as u64;
+    let signature = (header.signer().is_some() && input.seekable()).then(|| {
+        super::signed::walk_and_verify(&mut input, path, &header, &bytes)
+            .map(|_| ())
+            .map_err(|e| match e {
+                Error::Signature { problem, .. } => problem.to_string(),
+                e => e.to_string(),
+            })
+    });
+    let mut footer = None;
+    let mut size = None;
+    if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
+        size = Some(len);
+        if header.recovery_percent().is_some() && input.heal_report().is_none() {
+            // The footer ends the protected bytes, which a recovery section follows: it is
+            // not at the end of the file, and the section was not found to say where it is.
+        } else if len >= header_len + FOOTER_LEN as u64 {
+            let mut fb = [0u8; FOOTER_LEN];
+            input
+                .seek_to(len - FOOTER_LEN as u64)
+                .map_err(|e| Error::io(path, "seek", e))?;
+            input
+                .read_exact(&mut fb)
+                .map_err(|e| Error::io(path, "read", e))?;
+            let (ft, tag) = Footer::parse(&fb, header.version)
+                .map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
+            if !header.encrypted() {
+                let p = Protection::Plain;
+                p.verify_header(
+                    &bytes[..bytes.len() - 32],
+                    bytes[bytes.len() - 32..].try_into().expect("32"),
+                )
+                .map_err(|_| Error::Integrity {
+                    path: path.into(),
+                    what: "header checksum mismatch".into(),
+                })?;
+                p.verify_footer(&header.archive_id, &fb[..32], &tag)
+                    .map_err(|_| Error::Integrity {
+                        path: path.into(),
+                        what: "footer checksum mismatch".into(),
+                    })?;
+            }
+            footer = Some(ft);
+        } else {
+            return Err(corrupt(
+                path,
+                len,
+                FormatError::Truncated {
+                    what: "archive",
+                    needed: header_len + FOOTER_LEN as u64,
+                    got: len,
+                },
+            ));
+        }
+    }
+    let mut details: Vec<String> = input.describe().into_iter().collect();
+    if let Some(c) = input.counters() {
+        details.push(format!("{}: {}", path.display(), c.summary()));
+    }
+    let recovery = input.heal_report();
+    if let Some(r) = &recovery {
+        // `size` is the whole file; the protected bytes end where the section begins.
+        size = Some(r.located.source_len);
+    }
+    Ok(ArchiveFacts {
+        header,
+        header_len,
+        size,
+        footer,
+        details,
+        recovery,
+        signature,
+        header_fix,
+    })
+}
