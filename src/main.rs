@@ -249,7 +249,7 @@ fn main() -> ExitCode {
             if verbose && let Error::AuthFailed { check, .. } = e.root() {
                 let _ = writeln!(stderr, "krypta: (verbose) failed check: {check}");
             }
-            cli::json_test_failure(&json_test, &shown.to_string(), e.exit_code());
+            cli::json_test_failure(&json_test, &e, &shown.to_string(), e.exit_code());
             ExitCode::from(e.exit_code() as u8)
         }
     }

@@ -28,6 +28,13 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     if let Some(f) = ar.header_fix() {
         out.push(header_fix_warning(&name, f));
     }
+    if let Some((at, n, false)) = ar.trailing() {
+        // Zeros are padding (a tape's last block, `dd conv=sync`): not worth a word.
+        out.push(format!(
+            "{name}: {} the archive's footer at byte {at} (a bad copy, or something appended?): read without them",
+            crate::counted(n, "byte follows", "bytes follow")
+        ));
+    }
     if let Some((at, n, _)) = ar.undone_edit() {
         out.push(format!(
             "{name}: {} {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
@@ -112,6 +119,14 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
             path: archive.into(),
             byte: f.byte,
             bit: f.bit,
+            sealed: ar.header().encrypted(),
+        });
+    }
+    if let Some((at, bytes, false)) = ar.trailing() {
+        return Err(Error::Appended {
+            path: archive.into(),
+            at,
+            bytes,
             sealed: ar.header().encrypted(),
         });
     }

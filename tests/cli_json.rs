@@ -212,7 +212,23 @@ fn test_json_reports_success_and_failure_with_the_exit_code() {
         v,
         json!({"schema": 1, "archive": "e.kry", "ok": false, "exit_code": 2, "error": msg,
                "entries": null, "files": null, "bytes": null, "blocks": null,
-               "unverified": null})
+               "unverified": null, "salvage": null})
+    );
+    // A run that went on past damage says how far it got (it said `null` for everything).
+    fx.ok(&["c", "-q", "u.kry", "t"]);
+    let mut a = std::fs::read(fx.p("u.kry")).unwrap();
+    a[100] ^= 0x40; // inside the only data frame
+    std::fs::write(fx.p("d.kry"), &a).unwrap();
+    let o = fx.run(&["t", "--json", "d.kry"]);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    let v: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(
+        (&v["entries"], &v["salvage"]),
+        (
+            &Value::Null,
+            &json!({"verified": 0, "damaged": 3, "total": 3})
+        ),
+        "{v}"
     );
     // Not an archive: exit 3, and still one object.
     fx.file("junk", b"not an archive at all, just some bytes to read");

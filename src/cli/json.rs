@@ -227,9 +227,16 @@ pub fn test_ok(path: &std::path::Path, s: &krypta::archive::reader::ScanSummary)
     Value::Object(o)
 }
 
-/// The `test --json` object of a run that failed: `error` is the message printed on stderr,
-/// `exit_code` the process's; the counts are `null`.
-pub fn test_failed(path: &std::path::Path, error: &str, exit_code: i32) -> Value {
+/// The `test --json` object of a run that failed (`e`): `error` is the message printed on
+/// stderr, `exit_code` the process's; the counts are those verified when every entry was
+/// (exit 7, "damaged but repairable"), else `null`; `salvage` counts the entries of a run
+/// that went on past damage.
+pub fn test_failed(
+    path: &std::path::Path,
+    e: &krypta::Error,
+    error: &str,
+    exit_code: i32,
+) -> Value {
     let mut o = Map::new();
     o.insert("schema".into(), json!(SCHEMA));
     put_bytes(
@@ -240,9 +247,33 @@ pub fn test_failed(path: &std::path::Path, error: &str, exit_code: i32) -> Value
     o.insert("ok".into(), json!(false));
     o.insert("exit_code".into(), json!(exit_code));
     o.insert("error".into(), json!(error));
-    for k in ["entries", "files", "bytes", "blocks", "unverified"] {
-        o.insert(k.into(), Value::Null);
+    match e.root() {
+        krypta::Error::Repairable { summary, .. } => {
+            o.insert("entries".into(), json!(summary.entries));
+            o.insert("files".into(), json!(summary.files));
+            o.insert("bytes".into(), json!(summary.bytes));
+            o.insert("blocks".into(), json!(summary.frames));
+            o.insert(
+                "unverified".into(),
+                Value::Array(summary.unverified.iter().map(|p| json!(p)).collect()),
+            );
+        }
+        _ => {
+            for k in ["entries", "files", "bytes", "blocks", "unverified"] {
+                o.insert(k.into(), Value::Null);
+            }
+        }
     }
+    let salvage = match e.root() {
+        krypta::Error::Salvaged {
+            restored,
+            total,
+            damaged,
+            ..
+        } => json!({"verified": restored, "damaged": damaged, "total": total}),
+        _ => Value::Null,
+    };
+    o.insert("salvage".into(), salvage);
     Value::Object(o)
 }
 

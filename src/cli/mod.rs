@@ -79,9 +79,14 @@ pub fn run(cli: Cli) -> Result<u8> {
 
 /// The `test --json` object for a failed run, when that is the command (`main.rs` prints it
 /// with the error it maps to an exit code).
-pub fn json_test_failure(cli_archive: &Option<std::path::PathBuf>, error: &str, code: i32) {
+pub fn json_test_failure(
+    cli_archive: &Option<std::path::PathBuf>,
+    e: &krypta::Error,
+    error: &str,
+    code: i32,
+) {
     if let Some(a) = cli_archive {
-        let _ = json::print_object(&json::test_failed(a, error, code));
+        let _ = json::print_object(&json::test_failed(a, e, error, code));
     }
 }
 

@@ -48,7 +48,9 @@ impl Error {
             | Error::UnsafePath { .. } => 3,
             Error::Io { .. } | Error::NothingArchived { .. } => 4,
             Error::Integrity { .. } => 5,
-            Error::EditUndone { sealed, .. } | Error::HeaderFixed { sealed, .. } => {
+            Error::EditUndone { sealed, .. }
+            | Error::HeaderFixed { sealed, .. }
+            | Error::Appended { sealed, .. } => {
                 if *sealed {
                     2
                 } else {

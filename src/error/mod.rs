@@ -280,6 +280,24 @@ pub enum Error {
         /// The archive is encrypted (exit 2, else 5).
         sealed: bool,
     },
+    /// `test` of an archive followed by bytes that are not its own and not zero padding
+    /// (`store::clamped`): every entry verified, but the file is not the archive as written.
+    /// Exit 2 encrypted, 5 unencrypted.
+    #[error(
+        "{}: {} the footer (at byte {at}): every entry verified without them, but the file is not the archive as written",
+        shown(path),
+        crate::counted(*bytes, "byte follows", "bytes follow"),
+    )]
+    Appended {
+        /// The archive path.
+        path: PathBuf,
+        /// Where the archive ends.
+        at: u64,
+        /// Bytes after it.
+        bytes: u64,
+        /// The archive is encrypted (exit 2, else 5).
+        sealed: bool,
+    },
     /// `test` of an archive without recovery data whose header had one flipped bit, undone
     /// by its tag (`archive::reader::header_fix`): every entry verified, but the file is not
     /// as written. Exit 2 encrypted, 5 unencrypted.

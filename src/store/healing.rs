@@ -128,23 +128,8 @@ impl ByteSource for Whole<'_> {
             .src
             .lock()
             .map_err(|_| io::Error::other("source lock"))?;
-        read_exact_at(&**src, offset, buf)
+        super::read_exact_at(&**src, offset, buf)
     }
-}
-
-fn read_exact_at(src: &dyn Source, mut offset: u64, mut buf: &mut [u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        match src.read_at(offset, buf) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                offset += n as u64;
-                buf = &mut buf[n..];
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// The inner source behind its lock, for the methods that take `&mut self` (no locking
@@ -557,7 +542,7 @@ impl Source for HealingSource {
         let end = (offset + want).div_ceil(s).saturating_mul(s).min(len);
         let mut raw = vec![0u8; (end - start) as usize];
         let mut inner = self.locked();
-        let got = match read_exact_at(&**inner, start, &mut raw) {
+        let got = match super::read_exact_at(&**inner, start, &mut raw) {
             Ok(()) => raw.len(),
             Err(_) => 0,
         };

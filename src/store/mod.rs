@@ -51,6 +51,7 @@
 //! Process-wide settings (the `--endpoint-url` option) are set once by the CLI with
 //! [`configure`], like the AWS environment variables they complement.
 
+pub mod clamped;
 pub mod file_sink;
 pub mod healing;
 pub mod local;
@@ -206,6 +207,28 @@ pub trait Source: Read + Send {
     fn describe(&self) -> Option<String> {
         None
     }
+    /// Bytes after the archive's footer that the source leaves out ([`clamped::Clamped`]):
+    /// where the archive ends, how many follow, whether all of them are zero.
+    fn trailing(&self) -> Option<(u64, u64, bool)> {
+        None
+    }
+}
+
+/// Exactly `buf.len()` bytes at `offset` of `src` (ranged reads); a short read is
+/// `UnexpectedEof`.
+pub fn read_exact_at(src: &dyn Source, mut offset: u64, mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match src.read_at(offset, buf) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                offset += n as u64;
+                buf = &mut buf[n..];
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Where a new archive goes: written front to back, then finished or aborted.

@@ -29,7 +29,11 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
         return read_header_from(input, path);
     }
     match read_header_from(input, path) {
-        Ok((h, b, input, fix)) if h.recovery_percent().is_none() => Ok((h, b, input, fix)),
+        Ok((h, b, input, fix)) if h.recovery_percent().is_none() => {
+            let input =
+                end_at_footer(input, &h, b.len() as u64).map_err(|e| Error::io(path, "read", e))?;
+            Ok((h, b, input, fix))
+        }
         Ok((h, b, input, fix)) => match protect(input, path, Search::Scan)? {
             Ok(healing) => read_header_from(Box::new(healing), path),
             Err(mut input) => {
@@ -69,6 +73,62 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
         }
         Err(e) => Err(e),
     }
+}
+
+/// How far back from the end of an archive without recovery data the footer is looked for
+/// when the last 64 bytes are not one ([`end_at_footer`]): 16 MiB, more than a tape block or
+/// a `dd conv=sync` block pads.
+pub const TRAILING_SEARCH: u64 = 16 << 20;
+
+/// Bytes after the footer (`store::clamped`): when the last 64 bytes of a seekable archive
+/// (without recovery data) do not parse as a footer, the last 64 bytes within
+/// [`TRAILING_SEARCH`] of the end that do (and, unencrypted, whose tag verifies under the
+/// header's id; encrypted, the reader checks its MAC as usual) end the archive, and the
+/// source is cut there. Without one, the source is left as it is (a cut or damaged end is
+/// salvage's).
+fn end_at_footer(mut input: Input, h: &Header, header_len: u64) -> std::io::Result<Input> {
+    use crate::format::footer::FOOTER_MAGIC;
+    let Some(len) = input.length()? else {
+        return Ok(input);
+    };
+    let Some(room) = len.checked_sub(header_len + FOOTER_LEN as u64) else {
+        return Ok(input);
+    };
+    let mut last = [0u8; FOOTER_LEN];
+    // A read that fails here is left to the reader's own reads, which name it.
+    if crate::store::read_exact_at(&*input, len - FOOTER_LEN as u64, &mut last).is_err()
+        || Footer::parse(&last, h.version).is_ok()
+    {
+        return Ok(input);
+    }
+    let window = (room + FOOTER_LEN as u64).min(TRAILING_SEARCH);
+    let start = len - window;
+    let mut buf = vec![0u8; window as usize];
+    if crate::store::read_exact_at(&*input, start, &mut buf).is_err() {
+        return Ok(input);
+    }
+    let found = (0..=buf.len() - FOOTER_LEN).rev().find(|&p| {
+        let fb: &[u8; FOOTER_LEN] = buf[p..p + FOOTER_LEN].try_into().expect("64 bytes");
+        fb[24..32] == FOOTER_MAGIC
+            && Footer::parse(fb, h.version).is_ok_and(|(_, tag)| {
+                h.encrypted()
+                    || Protection::Plain
+                        .verify_footer(&h.archive_id, &fb[..32], &tag)
+                        .is_ok()
+            })
+    });
+    let Some(p) = found else {
+        return Ok(input);
+    };
+    let end = start + (p + FOOTER_LEN) as u64;
+    let zeros = buf[p + FOOTER_LEN..].iter().all(|&b| b == 0);
+    Ok(Box::new(crate::store::clamped::Clamped::new(
+        input,
+        header_len,
+        end,
+        len - end,
+        zeros,
+    )))
 }
 
 /// A header read: parsed, its bytes (one flipped bit undone when `fix` says so: its tag then

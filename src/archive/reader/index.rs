@@ -92,17 +92,24 @@ impl Archive {
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         self.finish_stream_signature(signature, &fb)?;
-        let mut extra = [0u8; 1];
-        if self.header.recovery_percent().is_none()
-            && read_full(&mut self.input, &mut extra)
-                .map_err(|e| Error::io(&self.path, "read", e))?
-                != 0
-        {
-            return Err(corrupt(
-                &self.path,
-                self.pos,
-                FormatError::invalid("archive", "bytes after the footer"),
-            ));
+        if self.header.recovery_percent().is_none() {
+            // Bytes after the footer are not the archive's (padding, a bad copy, another
+            // archive appended): read past and reported (`Archive::trailing`), as for a file.
+            let at = self.pos;
+            let (mut n, mut zeros) = (0u64, true);
+            let mut buf = vec![0u8; 64 << 10];
+            loop {
+                let got = read_full(&mut self.input, &mut buf)
+                    .map_err(|e| Error::io(&self.path, "read", e))?;
+                if got == 0 {
+                    break;
+                }
+                zeros &= buf[..got].iter().all(|&b| b == 0);
+                n += got as u64;
+            }
+            if n > 0 {
+                self.stream_trailing = Some((at, n, zeros));
+            }
         }
         if footer.data_frames != data_frames || footer.index_offset != index_offset {
             return Err(

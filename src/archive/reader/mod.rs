@@ -181,6 +181,8 @@ pub struct Archive {
     /// The data frame a spooled rest starts with when `replay` kept it
     /// ([`Archive::replayed_from`]).
     replayed_from: Option<u64>,
+    /// Bytes read after the footer of a stream (at, count, all zero): [`Archive::trailing`].
+    stream_trailing: Option<(u64, u64, bool)>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

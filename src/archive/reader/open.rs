@@ -298,6 +298,7 @@ impl Archive {
             base_damage: None,
             replay,
             replayed_from: None,
+            stream_trailing: None,
         };
         if let Some(b) = opts.base {
             ar.set_base(b)?;
@@ -425,6 +426,12 @@ impl Archive {
     /// it undone, so every byte read after it is as written, but the file is not.
     pub fn header_fix(&self) -> Option<HeaderFix> {
         self.header_fix
+    }
+
+    /// Bytes after the footer, left out (`store::clamped` for a file, read past for a
+    /// stream): where the archive ends, how many follow, whether all are zero (padding).
+    pub fn trailing(&self) -> Option<(u64, u64, bool)> {
+        self.input.trailing().or(self.stream_trailing)
     }
 
     /// An insertion or removal the reader undid without recovery data (its index found
