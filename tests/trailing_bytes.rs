@@ -93,6 +93,42 @@ fn bytes_after_the_footer_are_not_the_archives() {
 }
 
 #[test]
+fn another_archive_appended_is_not_the_archives() {
+    // `cat a.kry b.kry`: the last footer is b's, which does not verify as a's; a's own is
+    // found back from the end (encrypted: once the key is known). It was "footer checksum
+    // mismatch" (5) or "archive damaged or modified ... (the footer)" (2), every entry
+    // salvaged front to back.
+    let fx = Fx::new();
+    tree(&fx);
+    fx.file("other/x", &bytes(5000, 99, false));
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "-q", "u.kry", "t"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "e.kry", "t"]);
+    fx.ok(&["c", "-q", "u2.kry", "other"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "e2.kry", "other"]);
+    for (name, other, keys, sealed) in [
+        ("u.kry", "u2.kry", &[][..], false),
+        ("e.kry", "e2.kry", &["--keyfile", "k"][..], true),
+        ("e.kry", "u2.kry", &["--keyfile", "k"][..], true),
+    ] {
+        let a = std::fs::read(fx.p(name)).unwrap();
+        let b = std::fs::read(fx.p(other)).unwrap();
+        let said = format!(
+            "{} bytes follow the archive's footer at byte {} (a bad copy, or something appended?)",
+            b.len(),
+            a.len()
+        );
+        check(
+            &fx,
+            &[&a[..], &b[..]].concat(),
+            keys,
+            if sealed { 2 } else { 5 },
+            Some(&said),
+        );
+    }
+}
+
+#[test]
 fn a_footer_further_back_than_the_search_is_damage_as_before() {
     let fx = Fx::new();
     tree(&fx);

@@ -81,54 +81,83 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
 pub const TRAILING_SEARCH: u64 = 16 << 20;
 
 /// Bytes after the footer (`store::clamped`): when the last 64 bytes of a seekable archive
-/// (without recovery data) do not parse as a footer, the last 64 bytes within
-/// [`TRAILING_SEARCH`] of the end that do (and, unencrypted, whose tag verifies under the
-/// header's id; encrypted, the reader checks its MAC as usual) end the archive, and the
-/// source is cut there. Without one, the source is left as it is (a cut or damaged end is
-/// salvage's).
+/// (without recovery data) are not a footer, the last 64 bytes within [`TRAILING_SEARCH`] of
+/// the end that are one end the archive, and the source is cut there ([`clamp_at`]).
+/// "Are a footer": parse and, unencrypted, verify under the header's id; encrypted, parse
+/// (the MAC needs the key: `Archive::read_index_unchecked` searches again with it when the
+/// footer it then finds fails). Without one, the source is left as it is (a cut or damaged
+/// end is salvage's).
 fn end_at_footer(mut input: Input, h: &Header, header_len: u64) -> std::io::Result<Input> {
-    use crate::format::footer::FOOTER_MAGIC;
+    let is_footer = |fb: &[u8; FOOTER_LEN]| {
+        Footer::parse(fb, h.version).is_ok_and(|(_, tag)| {
+            h.encrypted()
+                || Protection::Plain
+                    .verify_footer(&h.archive_id, &fb[..32], &tag)
+                    .is_ok()
+        })
+    };
     let Some(len) = input.length()? else {
         return Ok(input);
     };
-    let Some(room) = len.checked_sub(header_len + FOOTER_LEN as u64) else {
-        return Ok(input);
-    };
+    Ok(match footer_back(&*input, header_len, len, is_footer) {
+        Some(end) if end < len => clamp_at(input, header_len, end),
+        _ => input,
+    })
+}
+
+/// Where the archive ends: the end of the last 64 bytes of `input` (of length `len`, the
+/// archive's header `header_len` bytes) within [`TRAILING_SEARCH`] of its end that
+/// `is_footer` accepts, the last 64 bytes themselves first. None when none does, or the
+/// bytes cannot be read.
+pub(super) fn footer_back(
+    input: &dyn crate::store::Source,
+    header_len: u64,
+    len: u64,
+    is_footer: impl Fn(&[u8; FOOTER_LEN]) -> bool,
+) -> Option<u64> {
+    use crate::format::footer::FOOTER_MAGIC;
+    let room = len.checked_sub(header_len + FOOTER_LEN as u64)?;
     let mut last = [0u8; FOOTER_LEN];
-    // A read that fails here is left to the reader's own reads, which name it.
-    if crate::store::read_exact_at(&*input, len - FOOTER_LEN as u64, &mut last).is_err()
-        || Footer::parse(&last, h.version).is_ok()
-    {
-        return Ok(input);
+    crate::store::read_exact_at(input, len - FOOTER_LEN as u64, &mut last).ok()?;
+    if is_footer(&last) {
+        return Some(len);
     }
     let window = (room + FOOTER_LEN as u64).min(TRAILING_SEARCH);
     let start = len - window;
     let mut buf = vec![0u8; window as usize];
-    if crate::store::read_exact_at(&*input, start, &mut buf).is_err() {
-        return Ok(input);
+    crate::store::read_exact_at(input, start, &mut buf).ok()?;
+    (0..buf.len() - FOOTER_LEN)
+        .rev()
+        .find(|&p| {
+            buf[p + 24..p + 32] == FOOTER_MAGIC
+                && is_footer(buf[p..p + FOOTER_LEN].try_into().expect("64 bytes"))
+        })
+        .map(|p| start + (p + FOOTER_LEN) as u64)
+}
+
+/// `input` (of which `pos` bytes were read) cut at `end`, with what follows counted.
+pub(super) fn clamp_at(input: Input, pos: u64, end: u64) -> Input {
+    let mut input = input;
+    let len = input.length().ok().flatten().unwrap_or(end);
+    let mut zeros = true;
+    let mut at = end;
+    let mut buf = vec![0u8; 64 << 10];
+    while at < len && zeros {
+        let n = buf.len().min((len - at) as usize);
+        if crate::store::read_exact_at(&*input, at, &mut buf[..n]).is_err() {
+            zeros = false;
+            break;
+        }
+        zeros = buf[..n].iter().all(|&b| b == 0);
+        at += n as u64;
     }
-    let found = (0..=buf.len() - FOOTER_LEN).rev().find(|&p| {
-        let fb: &[u8; FOOTER_LEN] = buf[p..p + FOOTER_LEN].try_into().expect("64 bytes");
-        fb[24..32] == FOOTER_MAGIC
-            && Footer::parse(fb, h.version).is_ok_and(|(_, tag)| {
-                h.encrypted()
-                    || Protection::Plain
-                        .verify_footer(&h.archive_id, &fb[..32], &tag)
-                        .is_ok()
-            })
-    });
-    let Some(p) = found else {
-        return Ok(input);
-    };
-    let end = start + (p + FOOTER_LEN) as u64;
-    let zeros = buf[p + FOOTER_LEN..].iter().all(|&b| b == 0);
-    Ok(Box::new(crate::store::clamped::Clamped::new(
+    Box::new(crate::store::clamped::Clamped::new(
         input,
-        header_len,
+        pos,
         end,
-        len - end,
+        len.saturating_sub(end),
         zeros,
-    )))
+    ))
 }
 
 /// A header read: parsed, its bytes (one flipped bit undone when `fix` says so: its tag then

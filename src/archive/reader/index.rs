@@ -145,6 +145,22 @@ impl Archive {
             Ok(found) => return Ok(found),
             Err(e) => e,
         };
+        // The last 64 bytes are no footer of this archive under its key (another archive
+        // appended: `cat a.kry b.kry`; junk ending in a footer's magic): its own may be
+        // further back, with bytes after it that are not the archive's (`store::clamped`).
+        if self.input.trailing().is_none()
+            && let Some(end) = self.footer_back_keyed()
+        {
+            let pos = self.pos;
+            let input = std::mem::replace(
+                &mut self.input,
+                Box::new(crate::store::local::ReadSource::new(Box::new(
+                    std::io::empty(),
+                ))),
+            );
+            self.input = super::header_read::clamp_at(input, pos, end);
+            return self.read_index_unchecked();
+        }
         // Not where the verified footer says: maybe moved by one insertion or removal.
         if self.undone_edit.is_none()
             && crate::damage::is_index_damage(&first)
@@ -220,6 +236,25 @@ impl Archive {
             self.undone_edit.get_or_insert((self.pos, gap, AFTER_INDEX));
         }
         Ok((footer, index))
+    }
+
+    /// Where a seekable archive whose last 64 bytes are not its footer (under its key) ends:
+    /// the end of its footer, found back from the end (`header_read::footer_back`). None when
+    /// the last 64 bytes are its footer, or none is found.
+    fn footer_back_keyed(&mut self) -> Option<u64> {
+        let len = match self.input.length() {
+            Ok(Some(len)) if self.input.seekable() => len,
+            _ => return None,
+        };
+        let ours = |fb: &[u8; FOOTER_LEN]| {
+            Footer::parse(fb, self.version).is_ok_and(|(_, tag)| {
+                self.protection
+                    .verify_footer(&self.header.archive_id, &fb[..32], &tag)
+                    .is_ok()
+            })
+        };
+        super::header_read::footer_back(&*self.input, self.header_len, len, ours)
+            .filter(|&end| end < len)
     }
 
     pub(super) fn check_footer(&self, at: u64, fb: &[u8; FOOTER_LEN]) -> Result<Footer> {
