@@ -22,16 +22,23 @@ pub struct Clamped {
 }
 
 impl Clamped {
-    /// The view of `inner` (seekable, positioned at `pos`) ending at `end`, where `extra`
-    /// bytes follow (`zeros`: all zero).
-    pub fn new(inner: Box<dyn Source>, pos: u64, end: u64, extra: u64, zeros: bool) -> Clamped {
-        Clamped {
+    /// The view of `inner` (seekable) ending at `end`, where `extra` bytes follow (`zeros`:
+    /// all zero), its sequential position moved to `pos`.
+    pub fn new(
+        mut inner: Box<dyn Source>,
+        pos: u64,
+        end: u64,
+        extra: u64,
+        zeros: bool,
+    ) -> io::Result<Clamped> {
+        inner.seek_to(pos)?;
+        Ok(Clamped {
             inner,
             end,
             extra,
             zeros,
             pos,
-        }
+        })
     }
 }
 
@@ -96,7 +103,7 @@ mod tests {
         let mut f = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut f, &data).unwrap();
         let src = crate::store::local::FileSource::from_file(f);
-        let mut c = Clamped::new(Box::new(src), 0, 60, 40, false);
+        let mut c = Clamped::new(Box::new(src), 0, 60, 40, false).unwrap();
         assert_eq!(c.length().unwrap(), Some(60));
         let mut all = Vec::new();
         c.read_to_end(&mut all).unwrap();

@@ -99,10 +99,10 @@ fn end_at_footer(mut input: Input, h: &Header, header_len: u64) -> std::io::Resu
     let Some(len) = input.length()? else {
         return Ok(input);
     };
-    Ok(match footer_back(&*input, header_len, len, is_footer) {
+    match footer_back(&*input, header_len, len, is_footer) {
         Some(end) if end < len => clamp_at(input, header_len, end),
-        _ => input,
-    })
+        _ => Ok(input),
+    }
 }
 
 /// Where the archive ends: the end of the last 64 bytes of `input` (of length `len`, the
@@ -135,8 +135,8 @@ pub(super) fn footer_back(
         .map(|p| start + (p + FOOTER_LEN) as u64)
 }
 
-/// `input` (of which `pos` bytes were read) cut at `end`, with what follows counted.
-pub(super) fn clamp_at(input: Input, pos: u64, end: u64) -> Input {
+/// `input` cut at `end`, its position moved to `pos`, with what follows counted.
+pub(super) fn clamp_at(input: Input, pos: u64, end: u64) -> std::io::Result<Input> {
     let mut input = input;
     let len = input.length().ok().flatten().unwrap_or(end);
     let mut zeros = true;
@@ -151,13 +151,13 @@ pub(super) fn clamp_at(input: Input, pos: u64, end: u64) -> Input {
         zeros = buf[..n].iter().all(|&b| b == 0);
         at += n as u64;
     }
-    Box::new(crate::store::clamped::Clamped::new(
+    Ok(Box::new(crate::store::clamped::Clamped::new(
         input,
         pos,
         end,
         len.saturating_sub(end),
         zeros,
-    ))
+    )?))
 }
 
 /// A header read: parsed, its bytes (one flipped bit undone when `fix` says so: its tag then

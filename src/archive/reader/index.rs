@@ -158,7 +158,8 @@ impl Archive {
                     std::io::empty(),
                 ))),
             );
-            self.input = super::header_read::clamp_at(input, pos, end);
+            self.input = super::header_read::clamp_at(input, pos, end)
+                .map_err(|e| Error::io(&self.path, "seek", e))?;
             return self.read_index_unchecked();
         }
         // Not where the verified footer says: maybe moved by one insertion or removal.
