@@ -149,7 +149,8 @@ impl BaseArchive {
             // Reading a delta: the data frames of a base whose index is damaged are found
             // front to back (module doc, "A damaged base").
             Err(e) if reading && crate::damage::is_index_damage(&e) => {
-                let (index, offsets) = walked_index(&mut ar)?;
+                let (mut index, offsets) = walked_index(&mut ar)?;
+                index.entries = walked_entries(&mut ar, &offsets);
                 (index, offsets, Some(e.to_string()), None)
             }
             Err(e) => return Err(e),
@@ -469,6 +470,53 @@ impl BaseArchive {
         }
         Ok(out)
     }
+}
+
+/// Of a base whose index cannot be read, its frames walked (`offsets`): the entries its
+/// record stream holds, parsed front to back from frame 0 up to the first frame the walk did
+/// not find, each checked as a scan checks it (records, entry-set rules, digests). Every
+/// entry before that frame is there, so each has the number the index gave it, and a
+/// BASE_REF to it reads (`records::read_reference`); an entry whose records reach a lost
+/// frame, or anything after one, is not among them (its number is no longer known). The
+/// cost: the found part of the base decoded once more, only for a damaged base.
+fn walked_entries(ar: &mut Archive, offsets: &[u64]) -> Vec<IndexEntry> {
+    struct Nothing;
+    impl Visitor for Nothing {
+        fn wants(&mut self, _meta: &EntryMeta) -> bool {
+            false
+        }
+        fn entry(&mut self, _meta: &EntryMeta) -> Result<()> {
+            Ok(())
+        }
+        fn data(&mut self, _offset: u64, _bytes: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        fn end(&mut self, _meta: &EntryMeta, _size: u64) -> Result<()> {
+            Ok(())
+        }
+        fn abort(&mut self) {}
+    }
+    let found = offsets.iter().take_while(|&&o| o != MISSING_FRAME).count() as u64;
+    if found == 0 || ar.seek_to(ar.header_len).is_err() {
+        return Vec::new();
+    }
+    let Ok(mut pool) = ar.new_pool() else {
+        return Vec::new();
+    };
+    let version = ar.version;
+    let mut feed = super::feed::Feed::new(ar, &mut pool, Some((0, found - 1)), 0);
+    let mut parsed = Vec::new();
+    let mut set = EntrySet::new(version);
+    // An error ends the walk: the entries completed before it are the ones known.
+    let _ = super::records::parse_records(
+        &mut feed,
+        &mut Nothing,
+        &mut parsed,
+        None,
+        super::records::Check::Set(&mut set),
+        (0, 0),
+    );
+    parsed
 }
 
 /// `offsets` entry of a data frame the walk of a damaged base did not find.

@@ -355,15 +355,22 @@ fn read_reference(
                 .unwrap_or_default(),
         });
     };
-    if let Some(why) = base.unchecked() {
+    let entries = &base.index().entries;
+    if let Some(why) = base.unchecked()
+        && n as usize >= entries.len()
+    {
+        // The entries of a damaged base are those its stream gave before its first lost
+        // frame (`base::walked_entries`).
         return Err(reference_error(
             feed,
             meta,
             n,
-            format!("the base's index, which places its entries, cannot be read: {why}"),
+            format!(
+                "the base's index, which places its entries, cannot be read ({why}), and its entry {n} is not among the {} its intact frames hold",
+                entries.len()
+            ),
         ));
     }
-    let entries = &base.index().entries;
     if entries
         .get(n as usize)
         .is_none_or(|e| e.meta.kind != EntryKind::File)
