@@ -20,13 +20,19 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
         // the base (it was repaired silently, and needs `krypta repair` as much).
         let r = base.heal_report();
         let base_name = fs::escape_path(base.path().as_os_str().as_encoded_bytes());
+        out.extend(base.header_fix().map(|f| header_fix_warning(&base_name, f)));
         out.extend(
             r.map(|r| report_warnings(&r, &base_name))
                 .unwrap_or_default(),
         );
     }
     if let Some(f) = ar.header_fix() {
-        out.push(header_fix_warning(&name, f));
+        let mut w = header_fix_warning(&name, f);
+        if ar.header().recovery_percent().is_some() {
+            // Read from a pipe: its recovery data was not used.
+            w.push_str("; its recovery data, not read from a pipe, can repair it: krypta repair");
+        }
+        out.push(w);
     }
     if let Some((at, n, false)) = ar.trailing() {
         // Zeros are padding (a tape's last block, `dd conv=sync`): not worth a word.
@@ -117,9 +123,25 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
         // Every entry verified, with one bit of the header undone: not as written.
         return Err(Error::HeaderFixed {
             path: archive.into(),
+            base_written: false,
+            recovery: ar.header().recovery_percent().is_some(),
             byte: f.byte,
             bit: f.bit,
             sealed: ar.header().encrypted(),
+        });
+    }
+    if let Some(base) = ar.base()
+        && let Some(f) = base.header_fix()
+    {
+        // Every entry verified, with one bit of the base's header undone: the base needs a
+        // good copy as much as an archive would.
+        return Err(Error::HeaderFixed {
+            path: base.path().to_path_buf(),
+            base_written: false,
+            recovery: false,
+            byte: f.byte,
+            bit: f.bit,
+            sealed: base.encrypted(),
         });
     }
     if let Some((at, bytes, false)) = ar.trailing() {

@@ -166,7 +166,7 @@ fn info_json_gives_the_header_facts() {
                "stanzas": [{"type": "argon2id", "memory_kib": 8192, "iterations": 1,
                             "lanes": 1}],
                "comment": "nightly", "comment_authenticated": false, "size": size,
-               "data_blocks": 1, "index_blocks": 1, "recovery": null})
+               "data_blocks": 1, "index_blocks": 1, "recovery": null, "header_fix": null})
     );
     fx.ok(&["c", "-q", "-s", "p.kry", "t"]);
     let v: Value = serde_json::from_str(&out(&fx.ok(&["info", "--json", "p.kry"]))).unwrap();
@@ -174,6 +174,14 @@ fn info_json_gives_the_header_facts() {
         (&v["level"], &v["encrypted"], &v["stanzas"], &v["comment"]),
         (&Value::Null, &json!(false), &json!([]), &Value::Null)
     );
+    // One flipped bit of an unencrypted header: undone, and said (stderr, and the JSON).
+    let mut a = std::fs::read(fx.p("p.kry")).unwrap();
+    a[36] ^= 0x10;
+    std::fs::write(fx.p("f.kry"), &a).unwrap();
+    let o = fx.ok(&["info", "--json", "f.kry"]);
+    let v: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(v["header_fix"], json!({"byte": 36, "bit": 4}));
+    assert!(err(&o).contains("one bit of the header is flipped (byte 36, bit 4;"));
 }
 
 #[test]

@@ -208,3 +208,109 @@ fn a_signed_archive_with_a_flipped_header_bit_is_refused_with_a_signer_required(
     let x = fx.run(&["x", "-q", "--signer", "alice.pub", "-o", "o", "s.kry"]);
     assert_eq!(code(&x), 0, "{}", err(&x));
 }
+
+#[test]
+fn a_signed_encrypted_archive_is_checked_against_the_header_as_written() {
+    // Regression (helper-24): the signature was checked on the header as read, before the
+    // key undid the bit: `x` exited 8 "bad signature" from a file, and from a pipe wrote
+    // every file and then exited 8.
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["keygen", "-q", "--sign", "-o", "alice"]);
+    fx.ok(&["c", "-q", "--sign", "alice", "--keyfile", "k", "s.kry", "t"]);
+    let a = std::fs::read(fx.p("s.kry")).unwrap();
+    let keys: &[&str] = &["--keyfile", "k"];
+    undone(&fx, &a, 36, 4, keys, true);
+    undone(&fx, &a, 20, 2, keys, true);
+    // The signer extension's type (a header that reads as unsigned): the signature of the
+    // header as written is checked, not skipped. Its place: the 32 bytes before the tag
+    // hold the fingerprint, preceded by the extension's length (4), reserved (2), type (2).
+    let h = header_len(&a);
+    undone(&fx, &a, h - 32 - 32 - 8, 0, keys, true);
+    // With a signer required the signature is checked before any key (FORMAT §11): the
+    // header as read fails it, 8, nothing written.
+    refused(
+        &fx,
+        &a,
+        &[(36, 4)],
+        &["--keyfile", "k", "--signer", "alice.pub"],
+        8,
+        "refused: bad signature",
+    );
+    // A real change (two bits) is still a bad signature, 8, before anything is written.
+    refused(&fx, &a, &[(36, 4), (37, 1)], keys, 8, "bad signature");
+    // `info` does not call it verified.
+    std::fs::write(fx.p("c.kry"), flipped(&fx.read("s.kry"), &[(36, 4)])).unwrap();
+    let u = fx.run(&["info", "c.kry"]);
+    assert!(!out(&u).contains("signature verified"), "{}", out(&u));
+}
+
+#[test]
+fn an_encrypted_header_whose_flip_several_candidates_undo_is_told_apart_by_the_key() {
+    // The level 3 → 11 (byte 44 bit 3) or the block size: several one-bit changes make the
+    // header parse again, all with the same stanzas; the key checks each (was exit 3).
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "e.kry", "t"]);
+    let a = std::fs::read(fx.p("e.kry")).unwrap();
+    undone(&fx, &a, 44, 3, &["--keyfile", "k"], true);
+    undone(&fx, &a, 43, 4, &["--keyfile", "k"], true);
+}
+
+#[test]
+fn a_delta_base_with_a_flipped_header_bit_is_named_not_used_silently() {
+    // Regression (helper-24): `t --base` said OK of a base whose header had a flipped bit,
+    // and `c --base` wrote against it.
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["c", "-q", "b.kry", "t"]);
+    fx.file("t/f0", &bytes(30 << 10, 77, false));
+    fx.ok(&["c", "-q", "--base", "b.kry", "d.kry", "t"]);
+    let b = std::fs::read(fx.p("b.kry")).unwrap();
+    std::fs::write(fx.p("fb.kry"), flipped(&b, &[(20, 3)])).unwrap();
+    let said = "fb.kry: one bit of the header is flipped (byte 20, bit 3;";
+    let x = fx.run(&["x", "--base", "fb.kry", "-o", "o", "d.kry"]);
+    assert_eq!(code(&x), 0, "{}", err(&x));
+    assert!(err(&x).contains(said), "{}", err(&x));
+    assert_eq!(fx.read("o/t/f0"), fx.read("t/f0"));
+    let t = fx.run(&["t", "--base", "fb.kry", "d.kry"]);
+    assert_eq!(code(&t), 5, "{}", err(&t));
+    assert!(
+        err(&t).contains(
+            "fb.kry: one bit of the header is flipped (byte 20, bit 3): every entry verified"
+        ),
+        "{}",
+        err(&t)
+    );
+    let c = fx.run(&["c", "-q", "--base", "fb.kry", "d2.kry", "t"]);
+    assert_eq!(code(&c), 5, "{}", err(&c));
+    assert!(
+        err(&c).contains("is not written against as a delta base"),
+        "{}",
+        err(&c)
+    );
+    assert!(!fx.exists("d2.kry"));
+}
+
+#[test]
+fn from_a_pipe_an_archive_with_recovery_data_points_to_repair() {
+    // Regression (helper-24): `cat r.kry | krypta t -` said the archive "has no recovery
+    // data" (a pipe does not read it; `krypta repair` rewrites it from the file).
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["c", "-q", "--recovery", "5", "r.kry", "t"]);
+    let a = flipped(&std::fs::read(fx.p("r.kry")).unwrap(), &[(36, 4)]);
+    let t = fx.run_stdin(&["t", "-"], &a);
+    assert_eq!(code(&t), 5, "{}", err(&t));
+    assert!(
+        err(&t).contains("its recovery data, not read from a pipe, can repair it: krypta repair"),
+        "{}",
+        err(&t)
+    );
+    assert!(!err(&t).contains("has no recovery data"), "{}", err(&t));
+    // From the file the recovery data repairs it (7).
+    std::fs::write(fx.p("c.kry"), &a).unwrap();
+    assert_eq!(code(&fx.run(&["t", "c.kry"])), 7);
+}

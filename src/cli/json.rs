@@ -172,6 +172,11 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
             (None, None) => Value::Null,
         },
     );
+    o.insert(
+        "header_fix".into(),
+        f.header_fix
+            .map_or(Value::Null, |x| json!({"byte": x.byte, "bit": x.bit})),
+    );
     if let Some((id, binding)) = h.delta_base() {
         o.insert(
             "delta_base".into(),

@@ -302,12 +302,23 @@ pub enum Error {
     /// by its tag (`archive::reader::header_fix`): every entry verified, but the file is not
     /// as written. Exit 2 encrypted, 5 unencrypted.
     #[error(
-        "{}: one bit of the header is flipped (byte {byte}, bit {bit}): every entry verified with it undone, but the archive is not as written and has no recovery data to repair it",
-        shown(path)
+        "{}: one bit of the header is flipped (byte {byte}, bit {bit}): {}",
+        shown(path),
+        if *base_written {
+            "a damaged archive is not written against as a delta base (krypta x restores its files with the bit undone)"
+        } else if *recovery {
+            "every entry verified with it undone, but the archive is not as written (its recovery data, not read from a pipe, can repair it: krypta repair)"
+        } else {
+            "every entry verified with it undone, but the archive is not as written and has no recovery data to repair it"
+        }
     )]
     HeaderFixed {
         /// The archive path.
         path: PathBuf,
+        /// It was given as the base of a new delta archive (`c --base`), which refuses it.
+        base_written: bool,
+        /// Its header announces recovery data (read from a pipe, which does not use it).
+        recovery: bool,
         /// The byte, from the start.
         byte: usize,
         /// The bit in it (0 = least significant).

@@ -77,6 +77,10 @@ pub struct BaseArchive {
     /// Its id is a reproducible archive's (unencrypted, derived from its creation time:
     /// docs/FORMAT.md §12.4), which another archive can share.
     reproducible: bool,
+    /// One flipped bit of its header, undone by its tag (`header_fix`).
+    header_fix: Option<HeaderFix>,
+    /// Whether it is encrypted.
+    encrypted: bool,
     /// Workers that ask for regions at the same time ([`BaseArchive::shared`]).
     pub(super) workers: usize,
     /// Frames for the prefetch thread ([`BaseArchive::shared`]; none without one).
@@ -120,6 +124,19 @@ impl BaseArchive {
             "a delta base is read at the offsets of its frames; give it as a file or an s3:// object",
         )?;
         let mut ar = Archive::open_opened(input, path, opts)?;
+        if let Some(f) = ar.header_fix
+            && !reading
+        {
+            // Writing a delta refuses a damaged base (module doc, "A damaged base").
+            return Err(Error::HeaderFixed {
+                path: path.to_path_buf(),
+                base_written: true,
+                recovery: false,
+                byte: f.byte,
+                bit: f.bit,
+                sealed: ar.header.encrypted(),
+            });
+        }
         if let Some(b) = ar.header.delta_base()
             && reading
         {
@@ -171,6 +188,7 @@ impl BaseArchive {
             header,
             version,
             protection,
+            header_fix,
             ..
         } = ar;
         Ok(BaseArchive {
@@ -189,6 +207,8 @@ impl BaseArchive {
             block_size: header.block_size,
             workers: 1,
             unchecked,
+            header_fix,
+            encrypted: header.encrypted(),
             reproducible: !header.encrypted()
                 && header.archive_id == crate::create::reproducible_archive_id(header.created),
         })
@@ -199,6 +219,17 @@ impl BaseArchive {
     /// was computed.
     pub fn unchecked(&self) -> Option<&str> {
         self.unchecked.as_deref()
+    }
+
+    /// One flipped bit of its header the reader undid (`header_fix`): read as written, but
+    /// the file is not (a warning; `test` fails).
+    pub fn header_fix(&self) -> Option<HeaderFix> {
+        self.header_fix
+    }
+
+    /// Whether it is encrypted.
+    pub fn encrypted(&self) -> bool {
+        self.encrypted
     }
 
     /// Whether its id is a reproducible archive's (docs/FORMAT.md §12.4): one a damaged

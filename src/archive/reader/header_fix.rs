@@ -24,9 +24,11 @@
 //!   so it reads as a stanza of a newer krypta and nothing opens.
 //! - **An encrypted header that does not parse** (a flip in the magic, the version, the
 //!   flags, a count or a length): its candidates can only be checked once a stanza opened.
-//!   When exactly one flip makes it parse as an encrypted header, the stanzas of that one are
-//!   tried and its tag checked under the key they give; when it fails, or when several flips
-//!   parse, the header is refused as before, with the error it gave as read. `info` (no
+//!   The flips that make it parse as an encrypted header (those with stanzas of unknown
+//!   kinds dropped when there are several) must share their stanzas and id: the stanzas are
+//!   tried, and each candidate's tag checked under the key they give; when none verifies,
+//!   or the candidates would need different keys, the header is refused as before, with the
+//!   error it gave as read. `info` (no
 //!   key) refuses it as before.
 //! - **Headers up to [`SEARCH_MAX`] bytes**: each candidate is parsed and its tag computed
 //!   over the whole header, so the search costs 8 × H² bytes hashed: about 2 ms for the usual
@@ -94,28 +96,31 @@ pub(super) fn fix(
     found
 }
 
-/// Of an encrypted header that does not parse: the one header with one bit flipped that
-/// parses and is encrypted, to be checked by its tag once a stanza opens (module doc). None
-/// when none or several parse: several could only be told apart after a key opened a
-/// stanza of each, which may differ.
-pub(super) fn sealed_candidate(bytes: &[u8]) -> Option<(HeaderFix, Header, Vec<u8>)> {
+/// Of an encrypted header that does not parse: the headers with one bit flipped that parse
+/// and are encrypted, to be checked by their tags once a stanza opens (module doc). When
+/// several parse, those with a stanza of a kind this krypta does not know are dropped (a
+/// flipped kind parses back to its own and, as often, to an unknown one); the rest must
+/// share their stanzas and id (so one key checks them all: a flip in the block size or the
+/// level), else none is returned.
+pub(super) fn sealed_candidates(bytes: &[u8]) -> Vec<(HeaderFix, Header, Vec<u8>)> {
     if bytes.len() > SEARCH_MAX {
-        return None;
+        return Vec::new();
     }
-    let mut parsed: Vec<_> = flips(bytes).filter(|(_, _, h)| h.encrypted()).collect();
+    let mut parsed: Vec<_> = flips(bytes)
+        .filter(|(_, _, h)| h.encrypted())
+        .map(|(f, b, h)| (f, h, b))
+        .collect();
     if parsed.len() > 1 {
-        // A flipped stanza kind parses back to its own kind and, as often, to a kind this
-        // krypta does not know (skipped, §3.2): only a known one can open.
-        parsed.retain(|(_, _, h)| {
+        parsed.retain(|(_, h, _)| {
             !h.stanzas
                 .iter()
                 .any(|s| matches!(s, crate::format::Stanza::Unknown { .. }))
         });
     }
-    match <[_; 1]>::try_from(parsed) {
-        Ok([(f, b, h)]) => Some((f, h, b)),
-        Err(_) => None,
-    }
+    let same_key = parsed.iter().all(|(_, h, _)| {
+        h.stanzas == parsed[0].1.stanzas && h.archive_id == parsed[0].1.archive_id
+    });
+    if same_key { parsed } else { Vec::new() }
 }
 
 /// The id's 128 one-bit neighbours, in bit order (module doc: a flipped bit in the id).
@@ -234,7 +239,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unparsable_sealed_header_has_one_candidate_or_none() {
+    fn an_unparsable_sealed_header_keeps_the_candidates_one_key_checks() {
         let h = header(vec![Stanza::KeyFile {
             wrapped: [1; 32],
             tag: [2; 32],
@@ -244,14 +249,28 @@ mod tests {
         let mut bad = good.clone();
         bad[46] ^= 2;
         assert!(Header::parse(&bad).is_err());
-        let (f, got, b) = sealed_candidate(&bad).expect("one candidate");
+        let c = sealed_candidates(&bad);
+        assert_eq!(c.len(), 1);
+        let (f, got, b) = c[0].clone();
         assert_eq!((f.byte, f.bit), (46, 1));
-        assert_eq!((got, b), (h, good.clone()));
+        assert_eq!((got, b), (h.clone(), good.clone()));
         // The magic's first byte.
         let mut bad = good.clone();
         bad[0] ^= 0x80;
-        let (f, _, b) = sealed_candidate(&bad).expect("one candidate");
-        assert_eq!((f.byte, f.bit, b), (0, 7, good));
+        let c = sealed_candidates(&bad);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].0.byte, c[0].0.bit, &c[0].2), (0, 7, &good));
+        // The level 3 → 11: several flips make it parse again (any level bit back to ≤ 9),
+        // all with the same stanzas, so all are kept for the key to tell apart.
+        let mut bad = good.clone();
+        bad[44] ^= 8;
+        let c = sealed_candidates(&bad);
+        assert!(c.len() > 1, "{}", c.len());
+        assert!(
+            c.iter()
+                .any(|(f, _, b)| (f.byte, f.bit) == (44, 3) && *b == good)
+        );
+        assert!(c.iter().all(|(_, x, _)| x.stanzas == h.stanzas));
     }
 
     #[test]

@@ -171,6 +171,9 @@ pub(super) type HeaderRead = (Header, Vec<u8>, Input, Option<Fixed>);
 pub(super) struct Fixed {
     pub(super) fix: HeaderFix,
     pub(super) unverified: Option<PrefixError>,
+    /// Further candidates not verified yet, with the same stanzas and id, to try in turn
+    /// when `fix`'s tag fails (`header_fix::sealed_candidates`).
+    pub(super) others: Vec<(HeaderFix, Header, Vec<u8>)>,
 }
 
 impl Fixed {
@@ -178,6 +181,7 @@ impl Fixed {
         Fixed {
             fix,
             unverified: None,
+            others: Vec::new(),
         }
     }
 }
@@ -255,19 +259,24 @@ pub(super) fn read_header_from(mut input: Input, path: &Path) -> Result<HeaderRe
         },
         Err(e) => match header_fix::fix(&bytes, plain) {
             Some((fix, h, bytes)) => Ok((h, bytes, input, Some(Fixed::verified(fix)))),
-            None => match header_fix::sealed_candidate(&bytes) {
-                // Checked by its tag once a stanza opened (`Archive::open_parsed`).
-                Some((fix, h, bytes)) => Ok((
-                    h,
-                    bytes,
-                    input,
-                    Some(Fixed {
-                        fix,
-                        unverified: Some(e),
-                    }),
-                )),
-                None => Err(prefix_error(path, e)),
-            },
+            None => {
+                // Checked by their tags once a stanza opened (`Archive::open_parsed`): the
+                // first is read, the others kept.
+                let mut candidates = header_fix::sealed_candidates(&bytes).into_iter();
+                match candidates.next() {
+                    Some((fix, h, bytes)) => Ok((
+                        h,
+                        bytes,
+                        input,
+                        Some(Fixed {
+                            fix,
+                            unverified: Some(e),
+                            others: candidates.collect(),
+                        }),
+                    )),
+                    None => Err(prefix_error(path, e)),
+                }
+            }
         },
     }
 }
@@ -408,6 +417,14 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
         // `size` is the whole file; the protected bytes end where the section begins.
         size = Some(r.located.source_len);
     }
+    let signature = match (signature, header_fix) {
+        // Verified over the header as written, not as it is in the file: `--signer` refuses.
+        (Some(Ok(())), Some(f)) => Some(Err(format!(
+            "the header is not what was signed (bit {} of byte {} is flipped: damaged or modified); with it undone the signature verifies",
+            f.bit, f.byte
+        ))),
+        (s, _) => s,
+    };
     Ok(ArchiveFacts {
         header,
         header_len,

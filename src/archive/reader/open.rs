@@ -53,21 +53,40 @@ impl Archive {
     ) -> Result<Archive> {
         // A fix not verified yet (`Fixed`): the error the header gave as read, if its tag
         // fails with the fix.
-        let (mut header_fix, unfixed) = match fixed {
-            Some(f) => (Some(f.fix), f.unverified),
-            None => (None, None),
+        let (mut header_fix, unfixed, others) = match fixed {
+            Some(f) => (Some(f.fix), f.unverified, f.others),
+            None => (None, None, Vec::new()),
         };
         if let Some(e) = &unfixed
             && !header.encrypted()
         {
             return Err(prefix_error(path, e.clone()));
         }
+        // Signatures first (`signed`): the signer policy from the header, then a seekable
+        // signed archive's signature, before any key is tried or asked for. Without a signer
+        // required, a signature that fails on an encrypted header is held until the key
+        // tells whether one flipped bit of the header is why (`header_fix`): the signature
+        // is then checked again on the header as written, and a failure that stands is
+        // reported as before, whatever the key did.
+        let mut signature = match signed::begin(&mut input, path, &header, &bytes, &opts.signers) {
+            Ok(s) => Ok(s),
+            Err(e @ Error::Signature { .. })
+                if opts.signers.is_empty()
+                    && header.encrypted()
+                    && bytes.len() <= header_fix::SEARCH_MAX =>
+            {
+                Err(e)
+            }
+            Err(e) => {
+                return Err(match unfixed {
+                    Some(o) => prefix_error(path, o),
+                    None => e,
+                });
+            }
+        };
         // Everything up to the header tag's check: with a fix not verified yet, a failure
         // here is the header's as read (the fix was not the header written).
         let keyed = (|| -> Result<_> {
-            // Signatures first (`signed`): the signer policy from the header, then a seekable
-            // signed archive's signature, before any key is tried or asked for.
-            let signature = signed::begin(&mut input, path, &header, &bytes, &opts.signers)?;
             let missing_beyond_recovery = if header.recovery_percent().is_some()
                 && input.seekable()
                 && input.heal_report().is_none()
@@ -193,21 +212,39 @@ impl Archive {
                 let (body, tag) = bytes.split_at(bytes.len() - 32);
                 let tag: [u8; 32] = tag.try_into().expect("32 bytes");
                 if p.verify_header(body, &tag).is_err() {
-                    if let Some(e) = &unfixed {
-                        // The one candidate that parsed is not the header written.
-                        return Err(prefix_error(path, e.clone()));
-                    }
-                    // One flipped bit elsewhere (not a second one: `header_fix`).
-                    let id = header.archive_id;
-                    let sealed = |h: &Header, body: &[u8], tag: &[u8; 32]| {
-                        h.encrypted() && h.archive_id == id && p.verify_header(body, tag).is_ok()
+                    let (fix, h, b) = match &unfixed {
+                        // The first candidate is not the header written: the others, under
+                        // the same key, or the header's error as read.
+                        Some(e) => others
+                            .iter()
+                            .find(|(_, _, b)| {
+                                let (body, tag) = b.split_at(b.len() - 32);
+                                p.verify_header(body, tag.try_into().expect("32 bytes"))
+                                    .is_ok()
+                            })
+                            .cloned()
+                            .ok_or_else(|| prefix_error(path, e.clone()))?,
+                        // One flipped bit elsewhere (not a second one: `header_fix`).
+                        None => {
+                            let id = header.archive_id;
+                            let sealed = |h: &Header, body: &[u8], tag: &[u8; 32]| {
+                                h.encrypted()
+                                    && h.archive_id == id
+                                    && p.verify_header(body, tag).is_ok()
+                            };
+                            header_fix
+                                .is_none()
+                                .then(|| header_fix::fix(&bytes, sealed))
+                                .flatten()
+                                .ok_or_else(header_mac)?
+                        }
                     };
-                    let (fix, h, b) = header_fix
-                        .is_none()
-                        .then(|| header_fix::fix(&bytes, sealed))
-                        .flatten()
-                        .ok_or_else(header_mac)?;
                     (header, bytes, header_fix) = (h, b, Some(fix));
+                }
+                if header_fix.is_some() {
+                    // The signature, checked (or held) on the header as read: again on the
+                    // header as written.
+                    signature = signed::begin(&mut input, path, &header, &bytes, &opts.signers);
                 }
                 p
             } else {
@@ -220,13 +257,14 @@ impl Archive {
                 })?;
                 p
             };
-            Ok((signature, missing_beyond_recovery, file_key, protection))
+            Ok((missing_beyond_recovery, file_key, protection))
         })();
-        let (signature, missing_beyond_recovery, file_key, protection) = match (keyed, unfixed) {
-            (Ok(k), _) => k,
-            (Err(_), Some(e)) => return Err(prefix_error(path, e)),
-            (Err(e), None) => return Err(e),
-        };
+        let (signature, (missing_beyond_recovery, file_key, protection)) =
+            match (signature, keyed, unfixed) {
+                (Ok(s), Ok(k), _) => (s, k),
+                (_, _, Some(e)) => return Err(prefix_error(path, e)),
+                (Err(e), _, None) | (Ok(_), Err(e), None) => return Err(e),
+            };
         if let Some(fix) = header_fix
             && !opts.signers.is_empty()
         {
