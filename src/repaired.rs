@@ -22,6 +22,10 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
         let base_name = fs::escape_path(base.path().as_os_str().as_encoded_bytes());
         out.extend(base.header_fix().map(|f| header_fix_warning(&base_name, f)));
         out.extend(
+            base.trailing()
+                .and_then(|t| trailing_warning(&base_name, t)),
+        );
+        out.extend(
             r.map(|r| report_warnings(&r, &base_name))
                 .unwrap_or_default(),
         );
@@ -34,13 +38,7 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
         }
         out.push(w);
     }
-    if let Some((at, n, false)) = ar.trailing() {
-        // Zeros are padding (a tape's last block, `dd conv=sync`): not worth a word.
-        out.push(format!(
-            "{name}: {} the archive's footer at byte {at} (a bad copy, or something appended?): read without them",
-            crate::counted(n, "byte follows", "bytes follow")
-        ));
-    }
+    out.extend(ar.trailing().and_then(|t| trailing_warning(&name, t)));
     if let Some((at, n, _)) = ar.undone_edit() {
         out.push(format!(
             "{name}: {} {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
@@ -70,6 +68,17 @@ pub fn header_fix_warning(name: &str, f: crate::archive::reader::HeaderFix) -> S
         "{name}: one bit of the header is flipped (byte {}, bit {}; a bad disk or copy?): read with it undone, since the header's checksum verifies so (the file is left as it is: copy it again from a good copy, or re-create it)",
         f.byte, f.bit
     )
+}
+
+/// The warning for bytes after the footer (`store::clamped`), none for zero padding (a
+/// tape's last block, `dd conv=sync`: not worth a word).
+fn trailing_warning(name: &str, (at, n, zeros): (u64, u64, bool)) -> Option<String> {
+    (!zeros).then(|| {
+        format!(
+            "{name}: {} the archive's footer at byte {at} (a bad copy, or something appended?): read without them",
+            crate::counted(n, "byte follows", "bytes follow")
+        )
+    })
 }
 
 /// The warnings of one heal report of the archive or base shown as `name`.
@@ -128,6 +137,16 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
             byte: f.byte,
             bit: f.bit,
             sealed: ar.header().encrypted(),
+        });
+    }
+    if let Some(base) = ar.base()
+        && let Some((at, bytes, false)) = base.trailing()
+    {
+        return Err(Error::Appended {
+            path: base.path().to_path_buf(),
+            at,
+            bytes,
+            sealed: base.encrypted(),
         });
     }
     if let Some(base) = ar.base()

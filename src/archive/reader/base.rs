@@ -232,6 +232,11 @@ impl BaseArchive {
         self.encrypted
     }
 
+    /// Bytes after its footer, left out ([`Archive::trailing`]).
+    pub fn trailing(&self) -> Option<(u64, u64, bool)> {
+        self.input.lock().ok()?.trailing()
+    }
+
     /// Whether its id is a reproducible archive's (docs/FORMAT.md §12.4): one a damaged
     /// base must not have to be read without its binding (`Archive::set_base`).
     pub fn reproducible(&self) -> bool {

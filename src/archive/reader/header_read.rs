@@ -29,11 +29,7 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
         return read_header_from(input, path);
     }
     match read_header_from(input, path) {
-        Ok((h, b, input, fix)) if h.recovery_percent().is_none() => {
-            let input =
-                end_at_footer(input, &h, b.len() as u64).map_err(|e| Error::io(path, "read", e))?;
-            Ok((h, b, input, fix))
-        }
+        Ok((h, b, input, fix)) if h.recovery_percent().is_none() => Ok((h, b, input, fix)),
         Ok((h, b, input, fix)) => match protect(input, path, Search::Scan)? {
             Ok(healing) => read_header_from(Box::new(healing), path),
             Err(mut input) => {
@@ -76,34 +72,10 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
 }
 
 /// How far back from the end of an archive without recovery data the footer is looked for
-/// when the last 64 bytes are not one ([`end_at_footer`]): 16 MiB, more than a tape block or
-/// a `dd conv=sync` block pads.
+/// when the last 64 bytes are not its footer ([`footer_back`], `Archive::footer_back_keyed`):
+/// 16 MiB, more than a tape block or a `dd conv=sync` block pads; also how much of a stream
+/// is read past its footer.
 pub const TRAILING_SEARCH: u64 = 16 << 20;
-
-/// Bytes after the footer (`store::clamped`): when the last 64 bytes of a seekable archive
-/// (without recovery data) are not a footer, the last 64 bytes within [`TRAILING_SEARCH`] of
-/// the end that are one end the archive, and the source is cut there ([`clamp_at`]).
-/// "Are a footer": parse and, unencrypted, verify under the header's id; encrypted, parse
-/// (the MAC needs the key: `Archive::read_index_unchecked` searches again with it when the
-/// footer it then finds fails). Without one, the source is left as it is (a cut or damaged
-/// end is salvage's).
-fn end_at_footer(mut input: Input, h: &Header, header_len: u64) -> std::io::Result<Input> {
-    let is_footer = |fb: &[u8; FOOTER_LEN]| {
-        Footer::parse(fb, h.version).is_ok_and(|(_, tag)| {
-            h.encrypted()
-                || Protection::Plain
-                    .verify_footer(&h.archive_id, &fb[..32], &tag)
-                    .is_ok()
-        })
-    };
-    let Some(len) = input.length()? else {
-        return Ok(input);
-    };
-    match footer_back(&*input, header_len, len, is_footer) {
-        Some(end) if end < len => clamp_at(input, header_len, end),
-        _ => Ok(input),
-    }
-}
 
 /// Where the archive ends: the end of the last 64 bytes of `input` (of length `len`, the
 /// archive's header `header_len` bytes) within [`TRAILING_SEARCH`] of its end that
@@ -370,15 +342,33 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             // The footer ends the protected bytes, which a recovery section follows: it is
             // not at the end of the file, and the section was not found to say where it is.
         } else if len >= header_len + FOOTER_LEN as u64 {
+            // Bytes after the footer (FORMAT §11 step 8): the footer is where the last 64
+            // bytes that are one end (for an encrypted archive, whose MAC needs the key: that
+            // parse and whose first index frame is where they say).
+            let ours = |fb: &[u8; FOOTER_LEN]| {
+                let Ok((ft, tag)) = Footer::parse(fb, header.version) else {
+                    return false;
+                };
+                let mut head = [0u8; FRAME_HEADER_LEN];
+                (header.encrypted()
+                    || Protection::Plain
+                        .verify_footer(&header.archive_id, &fb[..32], &tag)
+                        .is_ok())
+                    && ft.index_offset >= header_len
+                    && crate::store::read_exact_at(&*input, ft.index_offset, &mut head).is_ok()
+                    && FrameHeader::parse(&head, header.version)
+                        .is_ok_and(|h| h.kind == FrameKind::Index && h.seq == ft.data_frames)
+            };
+            let end = footer_back(&*input, header_len, len, ours).unwrap_or(len);
             let mut fb = [0u8; FOOTER_LEN];
             input
-                .seek_to(len - FOOTER_LEN as u64)
+                .seek_to(end - FOOTER_LEN as u64)
                 .map_err(|e| Error::io(path, "seek", e))?;
             input
                 .read_exact(&mut fb)
                 .map_err(|e| Error::io(path, "read", e))?;
             let (ft, tag) = Footer::parse(&fb, header.version)
-                .map_err(|e| corrupt(path, len - FOOTER_LEN as u64, e))?;
+                .map_err(|e| corrupt(path, end - FOOTER_LEN as u64, e))?;
             if !header.encrypted() {
                 let p = Protection::Plain;
                 p.verify_header(

@@ -95,6 +95,8 @@ impl Archive {
         if self.header.recovery_percent().is_none() {
             // Bytes after the footer are not the archive's (padding, a bad copy, another
             // archive appended): read past and reported (`Archive::trailing`), as for a file.
+            // At most TRAILING_SEARCH bytes are read (a stream that never ends would hang
+            // the run): past it, what follows is reported as not zero padding.
             let at = self.pos;
             let (mut n, mut zeros) = (0u64, true);
             let mut buf = vec![0u8; 64 << 10];
@@ -106,6 +108,10 @@ impl Archive {
                 }
                 zeros &= buf[..got].iter().all(|&b| b == 0);
                 n += got as u64;
+                if n > super::header_read::TRAILING_SEARCH {
+                    zeros = false;
+                    break;
+                }
             }
             if n > 0 {
                 self.stream_trailing = Some((at, n, zeros));
@@ -164,6 +170,7 @@ impl Archive {
         }
         // Not where the verified footer says: maybe moved by one insertion or removal.
         if self.undone_edit.is_none()
+            && self.input.trailing().is_none()
             && crate::damage::is_index_damage(&first)
             && let Some(edit) = self.undo_moved_index()?
         {
@@ -247,12 +254,22 @@ impl Archive {
             Ok(Some(len)) if self.input.seekable() => len,
             _ => return None,
         };
+        // A footer of this archive (its tag verifies under its id and key) whose first index
+        // frame is where it says: a footer of another archive with the same id stored inside
+        // this one (reproducible ids, FORMAT §12.4) says an offset relative to that archive,
+        // where no index frame of this sequence starts.
         let ours = |fb: &[u8; FOOTER_LEN]| {
-            Footer::parse(fb, self.version).is_ok_and(|(_, tag)| {
-                self.protection
-                    .verify_footer(&self.header.archive_id, &fb[..32], &tag)
-                    .is_ok()
-            })
+            let Ok((footer, tag)) = Footer::parse(fb, self.version) else {
+                return false;
+            };
+            let mut head = [0u8; FRAME_HEADER_LEN];
+            self.protection
+                .verify_footer(&self.header.archive_id, &fb[..32], &tag)
+                .is_ok()
+                && footer.index_offset >= self.header_len
+                && crate::store::read_exact_at(&*self.input, footer.index_offset, &mut head).is_ok()
+                && FrameHeader::parse(&head, self.version)
+                    .is_ok_and(|h| h.kind == FrameKind::Index && h.seq == footer.data_frames)
         };
         super::header_read::footer_back(&*self.input, self.header_len, len, ours)
             .filter(|&end| end < len)

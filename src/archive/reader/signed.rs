@@ -170,19 +170,8 @@ pub fn walk_and_verify(
     let foot_at = sig_at + SIGNATURE_FRAME_LEN as u64;
     Footer::parse(&footer, header.version)
         .map_err(|e| unverifiable(path, format!("at byte {foot_at}: {e}")))?;
-    let end = foot_at + FOOTER_LEN as u64;
-    if header.recovery_percent().is_none()
-        && let Ok(Some(len)) = input.length()
-        && len != end
-    {
-        return Err(unverifiable(
-            path,
-            format!(
-                "{} bytes follow the footer at byte {foot_at}",
-                len.saturating_sub(end)
-            ),
-        ));
-    }
+    // Bytes after the footer are not the archive's (FORMAT §11 step 8): the signature covers
+    // the archive, and the reader reports what follows it.
     if !Footer::signed(&footer, header.version) {
         return Err(unverifiable(
             path,
