@@ -46,6 +46,10 @@ fn check(fx: &Fx, bad: &[u8], keys: &[&str], t_code: i32, said: Option<&str>) {
     let l = fx.run(&[&["l", "c.kry"], keys].concat());
     assert_eq!(code(&l), 0, "{}", err(&l));
     assert_eq!(out(&l).lines().count(), 6, "{}", out(&l));
+    // `info` (no key) finds the footer too.
+    let i = fx.run(&["info", "c.kry"]);
+    assert_eq!(code(&i), 0, "{}", err(&i));
+    assert!(out(&i).contains("data blocks:"), "{}", out(&i));
 }
 
 #[test]

@@ -345,7 +345,9 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             // Bytes after the footer (FORMAT §11 step 8): the footer is where the last 64
             // bytes that are one end (for an encrypted archive, whose MAC needs the key: that
             // parse and whose first index frame is where they say).
-            let ours = |fb: &[u8; FOOTER_LEN]| {
+            // The last 64 bytes are checked as before (one read: `info` of an object costs
+            // two requests); only a footer found further back needs its index head read.
+            let footer_at = |fb: &[u8; FOOTER_LEN], index_too: bool| {
                 let Ok((ft, tag)) = Footer::parse(fb, header.version) else {
                     return false;
                 };
@@ -354,12 +356,22 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
                     || Protection::Plain
                         .verify_footer(&header.archive_id, &fb[..32], &tag)
                         .is_ok())
-                    && ft.index_offset >= header_len
-                    && crate::store::read_exact_at(&*input, ft.index_offset, &mut head).is_ok()
-                    && FrameHeader::parse(&head, header.version)
-                        .is_ok_and(|h| h.kind == FrameKind::Index && h.seq == ft.data_frames)
+                    && (!index_too
+                        || ft.index_offset >= header_len
+                            && crate::store::read_exact_at(&*input, ft.index_offset, &mut head)
+                                .is_ok()
+                            && FrameHeader::parse(&head, header.version).is_ok_and(|h| {
+                                h.kind == FrameKind::Index && h.seq == ft.data_frames
+                            }))
             };
-            let end = footer_back(&*input, header_len, len, ours).unwrap_or(len);
+            let mut last = [0u8; FOOTER_LEN];
+            let end = if crate::store::read_exact_at(&*input, len - FOOTER_LEN as u64, &mut last)
+                .is_ok_and(|()| footer_at(&last, false))
+            {
+                len
+            } else {
+                footer_back(&*input, header_len, len, |fb| footer_at(fb, true)).unwrap_or(len)
+            };
             let mut fb = [0u8; FOOTER_LEN];
             input
                 .seek_to(end - FOOTER_LEN as u64)
