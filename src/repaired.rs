@@ -39,12 +39,20 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
         out.push(w);
     }
     out.extend(ar.trailing().and_then(|t| trailing_warning(&name, t)));
-    if let Some((at, n, _)) = ar.undone_edit() {
-        out.push(format!(
-            "{name}: {} {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
-            crate::counted(n.unsigned_abs(), "byte was", "bytes were"),
-            if n > 0 { "inserted" } else { "removed" }
-        ));
+    if let Some((at, n, frame)) = ar.undone_edit() {
+        let what = crate::counted(n.unsigned_abs(), "byte was", "bytes were");
+        out.push(if frame == crate::archive::reader::AFTER_INDEX {
+            // Between the index and the footer: no frame holds them, nothing was overwritten
+            // (it said "an entry they touched is lost" of `cat a.kry a.kry`).
+            format!(
+                "{name}: {what} inserted at or before byte {at}, between the index and the footer (a bad copy, or the archive appended to itself?): read without them; no entry was touched"
+            )
+        } else {
+            format!(
+                "{name}: {what} {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
+                if n > 0 { "inserted" } else { "removed" }
+            )
+        });
     }
     let Some(r) = ar.source().heal_report() else {
         if let Some((missing, written, rebuildable)) = ar.missing_beyond_recovery() {
