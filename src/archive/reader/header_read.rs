@@ -107,6 +107,31 @@ pub(super) fn footer_back(
         .map(|p| start + (p + FOOTER_LEN) as u64)
 }
 
+/// Whether `fb` is a footer of the archive with header `header` (`header_len` bytes) read
+/// from `input`: it parses, its tag verifies under `tag_key` (None: not checked, an encrypted
+/// archive read without its key), and, with `index_too`, an index frame head with sequence
+/// number D lies at its index offset (the footer of another archive with the same id stored
+/// inside this one says an offset relative to that archive, where none starts).
+pub(super) fn is_footer_of(
+    input: &dyn crate::store::Source,
+    header: &Header,
+    header_len: u64,
+    tag_key: Option<&Protection>,
+    fb: &[u8; FOOTER_LEN],
+    index_too: bool,
+) -> bool {
+    let Ok((ft, tag)) = Footer::parse(fb, header.version) else {
+        return false;
+    };
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    tag_key.is_none_or(|p| p.verify_footer(&header.archive_id, &fb[..32], &tag).is_ok())
+        && (!index_too
+            || ft.index_offset >= header_len
+                && crate::store::read_exact_at(input, ft.index_offset, &mut head).is_ok()
+                && FrameHeader::parse(&head, header.version)
+                    .is_ok_and(|h| h.kind == FrameKind::Index && h.seq == ft.data_frames))
+}
+
 /// `input` cut at `end`, its position moved to `pos`, with what follows counted.
 pub(super) fn clamp_at(input: Input, pos: u64, end: u64) -> std::io::Result<Input> {
     let mut input = input;
@@ -344,41 +369,27 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
         } else if len >= header_len + FOOTER_LEN as u64 {
             // Bytes after the footer (FORMAT §11 step 8): the footer is where the last 64
             // bytes that are one end (for an encrypted archive, whose MAC needs the key: that
-            // parse and whose first index frame is where they say).
-            // The last 64 bytes are checked as before (one read: `info` of an object costs
-            // two requests); only a footer found further back needs its index head read.
-            let footer_at = |fb: &[u8; FOOTER_LEN], index_too: bool| {
-                let Ok((ft, tag)) = Footer::parse(fb, header.version) else {
-                    return false;
-                };
-                let mut head = [0u8; FRAME_HEADER_LEN];
-                (header.encrypted()
-                    || Protection::Plain
-                        .verify_footer(&header.archive_id, &fb[..32], &tag)
-                        .is_ok())
-                    && (!index_too
-                        || ft.index_offset >= header_len
-                            && crate::store::read_exact_at(&*input, ft.index_offset, &mut head)
-                                .is_ok()
-                            && FrameHeader::parse(&head, header.version).is_ok_and(|h| {
-                                h.kind == FrameKind::Index && h.seq == ft.data_frames
-                            }))
+            // parse and whose first index frame is where they say). The last 64 bytes are
+            // checked as before (one read: `info` of an object costs two requests); only a
+            // footer found further back needs its index head read.
+            let plain = Protection::Plain;
+            let tag_key = (!header.encrypted()).then_some(&plain);
+            let ours = |fb: &[u8; FOOTER_LEN], index_too: bool| {
+                is_footer_of(&*input, &header, header_len, tag_key, fb, index_too)
             };
             let mut last = [0u8; FOOTER_LEN];
-            let end = if crate::store::read_exact_at(&*input, len - FOOTER_LEN as u64, &mut last)
-                .is_ok_and(|()| footer_at(&last, false))
-            {
+            let last_read =
+                crate::store::read_exact_at(&*input, len - FOOTER_LEN as u64, &mut last).is_ok();
+            let end = if last_read && ours(&last, false) {
                 len
             } else {
-                footer_back(&*input, header_len, len, |fb| footer_at(fb, true)).unwrap_or(len)
+                footer_back(&*input, header_len, len, |fb| ours(fb, true)).unwrap_or(len)
             };
-            let mut fb = [0u8; FOOTER_LEN];
-            input
-                .seek_to(end - FOOTER_LEN as u64)
-                .map_err(|e| Error::io(path, "seek", e))?;
-            input
-                .read_exact(&mut fb)
-                .map_err(|e| Error::io(path, "read", e))?;
+            let mut fb = last;
+            if end != len || !last_read {
+                crate::store::read_exact_at(&*input, end - FOOTER_LEN as u64, &mut fb)
+                    .map_err(|e| Error::io(path, "read", e))?;
+            }
             let (ft, tag) = Footer::parse(&fb, header.version)
                 .map_err(|e| corrupt(path, end - FOOTER_LEN as u64, e))?;
             if !header.encrypted() {

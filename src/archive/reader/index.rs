@@ -255,21 +255,16 @@ impl Archive {
             _ => return None,
         };
         // A footer of this archive (its tag verifies under its id and key) whose first index
-        // frame is where it says: a footer of another archive with the same id stored inside
-        // this one (reproducible ids, FORMAT §12.4) says an offset relative to that archive,
-        // where no index frame of this sequence starts.
+        // frame is where it says (`header_read::is_footer_of`).
         let ours = |fb: &[u8; FOOTER_LEN]| {
-            let Ok((footer, tag)) = Footer::parse(fb, self.version) else {
-                return false;
-            };
-            let mut head = [0u8; FRAME_HEADER_LEN];
-            self.protection
-                .verify_footer(&self.header.archive_id, &fb[..32], &tag)
-                .is_ok()
-                && footer.index_offset >= self.header_len
-                && crate::store::read_exact_at(&*self.input, footer.index_offset, &mut head).is_ok()
-                && FrameHeader::parse(&head, self.version)
-                    .is_ok_and(|h| h.kind == FrameKind::Index && h.seq == footer.data_frames)
+            super::header_read::is_footer_of(
+                &*self.input,
+                &self.header,
+                self.header_len,
+                Some(&self.protection),
+                fb,
+                true,
+            )
         };
         super::header_read::footer_back(&*self.input, self.header_len, len, ours)
             .filter(|&end| end < len)
