@@ -53,7 +53,7 @@ pub use error::{Error, Result};
 pub use extracting::{ExtractRequest, extract};
 pub use rekey::rekey;
 pub use repair::{CheckOutcome, RepairOutcome, check_recovery, repair};
-pub use repaired::header_fix_warning;
+pub use repaired::{header_fix_warning, trailing_warning};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

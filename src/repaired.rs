@@ -39,6 +39,9 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
         out.push(w);
     }
     out.extend(ar.trailing().and_then(|t| trailing_warning(&name, t)));
+    if let Some((p, true)) = ar.stream_section_problem() {
+        out.push(format!("{name}: {p}"));
+    }
     if let Some((at, n, frame)) = ar.undone_edit() {
         let what = crate::counted(n.unsigned_abs(), "byte was", "bytes were");
         out.push(if frame == crate::archive::reader::AFTER_INDEX {
@@ -80,7 +83,7 @@ pub fn header_fix_warning(name: &str, f: crate::archive::reader::HeaderFix) -> S
 
 /// The warning for bytes after the footer (`store::clamped`), none for zero padding (a
 /// tape's last block, `dd conv=sync`: not worth a word).
-fn trailing_warning(name: &str, (at, n, zeros): (u64, u64, bool)) -> Option<String> {
+pub fn trailing_warning(name: &str, (at, n, zeros): (u64, u64, bool)) -> Option<String> {
     (!zeros).then(|| {
         format!(
             "{name}: {} the archive's footer at byte {at} (a bad copy, or something appended?): read without them",
@@ -202,6 +205,14 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
                 "the delta base is damaged but repairable: {} bytes of it were rebuilt from its recovery data (krypta repair writes the original bytes)",
                 heal.rebuilt_bytes()
             ),
+            summary: Box::new(s),
+        });
+    }
+    if let Some((p, _)) = ar.stream_section_problem() {
+        // Read from a pipe: the archive verified, what follows it did not.
+        return Err(Error::Repairable {
+            path: archive.into(),
+            what: format!("damaged but repairable: {p}"),
             summary: Box::new(s),
         });
     }

@@ -166,7 +166,8 @@ fn info_json_gives_the_header_facts() {
                "stanzas": [{"type": "argon2id", "memory_kib": 8192, "iterations": 1,
                             "lanes": 1}],
                "comment": "nightly", "comment_authenticated": false, "size": size,
-               "data_blocks": 1, "index_blocks": 1, "recovery": null, "header_fix": null})
+               "data_blocks": 1, "index_blocks": 1, "recovery": null, "header_fix": null,
+               "trailing": null})
     );
     fx.ok(&["c", "-q", "-s", "p.kry", "t"]);
     let v: Value = serde_json::from_str(&out(&fx.ok(&["info", "--json", "p.kry"]))).unwrap();

@@ -232,3 +232,58 @@ fn a_footer_of_an_archive_stored_inside_is_not_taken_for_this_ones() {
     let l = fx.run(&["l", "cut.kry"]);
     assert!(!out(&l).contains("inner/"), "{}", out(&l));
 }
+
+#[test]
+fn info_shows_the_archives_own_footer_and_the_bytes_after_it() {
+    // Regression: `info` (no key) of an encrypted `cat e.kry e2.kry` took e2's footer (it
+    // parses; its MAC needs the key) and showed e2's counts, and `info` never said that
+    // bytes follow the footer. The footer must have its index head where it says; the bytes
+    // after it are warned about (not zero padding) and in `info --json`'s `trailing`.
+    let fx = Fx::new();
+    tree(&fx);
+    fx.file("other/x", &bytes(5000, 99, false));
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "-q", "-b", "64K", "u.kry", "t"]);
+    fx.ok(&["c", "-q", "-b", "64K", "--keyfile", "k", "e.kry", "t"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "e2.kry", "other"]);
+    let blocks = |name: &str| -> String {
+        let i = fx.ok(&["info", name]);
+        out(&i)
+            .lines()
+            .find(|l| l.starts_with("data blocks:"))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(blocks("e.kry"), "data blocks:    4");
+    assert_eq!(blocks("e2.kry"), "data blocks:    1");
+    let b = std::fs::read(fx.p("e2.kry")).unwrap();
+    for name in ["u.kry", "e.kry"] {
+        let a = std::fs::read(fx.p(name)).unwrap();
+        for (tail, zeros) in [(b.clone(), false), (vec![0u8; 5000], true)] {
+            std::fs::write(fx.p("c.kry"), [&a[..], &tail[..]].concat()).unwrap();
+            let i = fx.ok(&["info", "c.kry"]);
+            assert!(
+                out(&i).contains("data blocks:    4\n"),
+                "{name}: {}",
+                out(&i)
+            );
+            let said = format!(
+                "{} bytes follow the archive's footer at byte {}",
+                tail.len(),
+                a.len()
+            );
+            assert_eq!(err(&i).contains(&said), !zeros, "{name}: {}", err(&i));
+            let j = fx.ok(&["info", "--json", "c.kry"]);
+            let v: serde_json::Value = serde_json::from_str(&out(&j)).unwrap();
+            assert_eq!(
+                v["trailing"],
+                serde_json::json!({"at": a.len(), "bytes": tail.len(), "zeros": zeros}),
+                "{name}"
+            );
+            assert_eq!(v["data_blocks"], 4, "{name}: {v}");
+        }
+        let j = fx.ok(&["info", "--json", name]);
+        let v: serde_json::Value = serde_json::from_str(&out(&j)).unwrap();
+        assert_eq!(v["trailing"], serde_json::Value::Null);
+    }
+}

@@ -177,6 +177,13 @@ pub fn info_object(path: &std::path::Path, f: &krypta::archive::reader::ArchiveF
         f.header_fix
             .map_or(Value::Null, |x| json!({"byte": x.byte, "bit": x.bit})),
     );
+    o.insert(
+        "trailing".into(),
+        f.trailing.map_or(
+            Value::Null,
+            |(at, bytes, zeros)| json!({"at": at, "bytes": bytes, "zeros": zeros}),
+        ),
+    );
     if let Some((id, binding)) = h.delta_base() {
         o.insert(
             "delta_base".into(),

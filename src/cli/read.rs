@@ -109,9 +109,12 @@ pub(crate) fn info(a: InfoArgs, term: &mut Term) -> Result<u8> {
     for d in &f.details {
         krypta::Reporter::detail(term, d);
     }
+    let name = krypta::fs::escape_path(a.archive.as_os_str().as_encoded_bytes());
     if let Some(fix) = f.header_fix {
-        let name = krypta::fs::escape_path(a.archive.as_os_str().as_encoded_bytes());
         krypta::Reporter::warn(term, &krypta::header_fix_warning(&name, fix));
+    }
+    if let Some(w) = f.trailing.and_then(|t| krypta::trailing_warning(&name, t)) {
+        krypta::Reporter::warn(term, &w);
     }
     if a.json {
         super::json::print_object(&super::json::info_object(&a.archive, &f))?;

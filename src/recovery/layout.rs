@@ -391,6 +391,15 @@ pub fn parse_packet(b: &[u8; PACKET_LEN]) -> Result<(Packet, Layout), RecoveryEr
     ))
 }
 
+/// Of a section read as a stream: the layout its first packet gives, when `b` (read at L
+/// rounded up to 4096) is packet 0 of copy A of the section protecting `protected_len`
+/// bytes — the parameters' L equal to it, so the packet is this archive's and sits where its
+/// own parameters place it.
+pub fn stream_packet_a0(b: &[u8; PACKET_LEN], protected_len: u64) -> Option<Layout> {
+    let (p, l) = parse_packet(b).ok()?;
+    (p.copy == 0 && p.index == 0 && l.params.protected_len == protected_len).then_some(l)
+}
+
 /// Builds the trailer.
 pub fn write_trailer(params: &Params) -> [u8; TRAILER_LEN] {
     let mut b = [0u8; TRAILER_LEN];

@@ -336,6 +336,9 @@ pub struct ArchiveFacts {
     pub signature: Option<std::result::Result<(), String>>,
     /// One flipped bit of an unencrypted header, undone by its tag (`header_fix`).
     pub header_fix: Option<HeaderFix>,
+    /// Bytes after the footer (FORMAT §11 step 8): where the archive ends, how many follow,
+    /// whether all are zero; the footer shown is the archive's, found before them.
+    pub trailing: Option<(u64, u64, bool)>,
 }
 
 /// Reads the header and (for a file) the footer without any key.
@@ -361,6 +364,7 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
     });
     let mut footer = None;
     let mut size = None;
+    let mut trailing = None;
     if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
         size = Some(len);
         if header.recovery_percent().is_some() && input.heal_report().is_none() {
@@ -380,7 +384,10 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             let mut last = [0u8; FOOTER_LEN];
             let last_read =
                 crate::store::read_exact_at(&*input, len - FOOTER_LEN as u64, &mut last).is_ok();
-            let end = if last_read && ours(&last, false) {
+            // Without its key an encrypted footer's tag cannot be checked: the last 64 bytes
+            // of `cat e.kry e2.kry` parse as e2's footer, and `info` showed e2's counts. Its
+            // index head must then be where it says, as for a footer found further back.
+            let end = if last_read && ours(&last, header.encrypted()) {
                 len
             } else {
                 footer_back(&*input, header_len, len, |fb| ours(fb, true)).unwrap_or(len)
@@ -389,6 +396,13 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             if end != len || !last_read {
                 crate::store::read_exact_at(&*input, end - FOOTER_LEN as u64, &mut fb)
                     .map_err(|e| Error::io(path, "read", e))?;
+            }
+            if end != len {
+                // At most TRAILING_SEARCH bytes (`footer_back`), read to tell zero padding.
+                let mut rest = vec![0u8; (len - end) as usize];
+                crate::store::read_exact_at(&*input, end, &mut rest)
+                    .map_err(|e| Error::io(path, "read", e))?;
+                trailing = Some((end, len - end, rest.iter().all(|&b| b == 0)));
             }
             let (ft, tag) = Footer::parse(&fb, header.version)
                 .map_err(|e| corrupt(path, end - FOOTER_LEN as u64, e))?;
@@ -447,5 +461,6 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
         recovery,
         signature,
         header_fix,
+        trailing,
     })
 }

@@ -77,9 +77,8 @@ impl Archive {
             .1)
     }
 
-    /// [`Archive::read_index_and_footer`], returning the footer too. After the footer of a
-    /// format-2 archive whose header announces a recovery section, the bytes that follow are
-    /// that section's (not read here).
+    /// [`Archive::read_index_and_footer`], returning the footer too. What follows the footer
+    /// is read through to the input's end (`stream_end`).
     pub(super) fn read_index_and_footer_of_stream(
         &mut self,
         data_frames: u64,
@@ -92,31 +91,9 @@ impl Archive {
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         self.finish_stream_signature(signature, &fb)?;
-        if self.header.recovery_percent().is_none() {
-            // Bytes after the footer are not the archive's (padding, a bad copy, another
-            // archive appended): read past and reported (`Archive::trailing`), as for a file.
-            // At most TRAILING_SEARCH bytes are read (a stream that never ends would hang
-            // the run): past it, what follows is reported as not zero padding.
-            let at = self.pos;
-            let (mut n, mut zeros) = (0u64, true);
-            let mut buf = vec![0u8; 64 << 10];
-            loop {
-                let got = read_full(&mut self.input, &mut buf)
-                    .map_err(|e| Error::io(&self.path, "read", e))?;
-                if got == 0 {
-                    break;
-                }
-                zeros &= buf[..got].iter().all(|&b| b == 0);
-                n += got as u64;
-                if n > super::header_read::TRAILING_SEARCH {
-                    zeros = false;
-                    break;
-                }
-            }
-            if n > 0 {
-                self.stream_trailing = Some((at, n, zeros));
-            }
-        }
+        // What follows the footer: a recovery section, then trailing bytes (`stream_end`).
+        let at = self.pos;
+        self.read_stream_end(at)?;
         if footer.data_frames != data_frames || footer.index_offset != index_offset {
             return Err(
                 self.sequence_error(foot_at, "footer disagrees with the frames read".into())

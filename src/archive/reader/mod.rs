@@ -40,6 +40,7 @@ mod salvage;
 mod scan;
 mod signed;
 mod spool;
+mod stream_end;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -183,6 +184,9 @@ pub struct Archive {
     replayed_from: Option<u64>,
     /// Bytes read after the footer of a stream (at, count, all zero): [`Archive::trailing`].
     stream_trailing: Option<(u64, u64, bool)>,
+    /// Of a stream with a recovery section: what is wrong with it, if anything
+    /// ([`Archive::stream_section_problem`]).
+    stream_section: Option<(String, bool)>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

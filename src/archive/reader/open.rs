@@ -337,6 +337,7 @@ impl Archive {
             replay,
             replayed_from: None,
             stream_trailing: None,
+            stream_section: None,
         };
         if let Some(b) = opts.base {
             ar.set_base(b)?;

@@ -1,0 +1,218 @@
+//! What follows the footer of an archive read from a pipe (docs/FORMAT.md §11 step 8 and
+//! §15.8): read through to the end of the input, so the program writing the pipe is never
+//! cut off (`cat a.kry | krypta t -` under `set -o pipefail`, `curl … | krypta x -`), and
+//! told apart from the archive.
+//!
+//! Design (why it is so):
+//! - **No recovery data**: the bytes after the footer are not the archive's (tape padding, a
+//!   bad copy, another archive appended). They are read (at most [`TRAILING_SEARCH`], so a
+//!   stream that never ends cannot hang the run) and reported as for a file
+//!   ([`Archive::trailing`]): zero padding silently, anything else warned about, and `test`
+//!   fails.
+//! - **A recovery section** (the header announces one) follows the footer. From a pipe it
+//!   cannot repair anything (it comes after what it protects), so its shards are not
+//!   verified here (`krypta repair --check FILE` does); but it is read through to its end,
+//!   which its first descriptor packet gives (copy A, packet 0, at the footer's end rounded
+//!   up to 4096, naming this archive's length), and its trailer must be there. Bytes after
+//!   the section's end, and a section that is cut short, damaged where it is checked, or not
+//!   found, are reported ([`Archive::stream_section_problem`]) as reading the file reports
+//!   them: `test` exits 7 (damaged but repairable: `krypta repair` writes the archive as
+//!   written, without bytes appended), `x` warns (not of zero padding after the section).
+//!   Before this, the reader stopped at the footer: the writer of the pipe died of SIGPIPE,
+//!   and bytes appended after the section passed `test` from a pipe though they failed it
+//!   from the file.
+//! - A section whose first packet does not check out has no known end: the input is read to
+//!   its end, at most the archive's own length plus [`TRAILING_SEARCH`] (a section is at
+//!   most half the archive, plus its packets), and is accepted as damaged-but-there only
+//!   when its last 80 bytes are a trailer whose layout ends exactly there.
+
+use super::header_read::TRAILING_SEARCH;
+use super::*;
+use crate::recovery::{Layout, PACKET_LEN, TRAILER_LEN};
+
+/// Read size while draining.
+const CHUNK: usize = 64 << 10;
+
+/// Of the bytes drained after some point: how many, the last [`TRAILER_LEN`], all zero.
+struct Drained {
+    n: u64,
+    tail: Vec<u8>,
+    zeros: bool,
+    /// Stopped at the limit, the input not at its end.
+    capped: bool,
+}
+
+impl Archive {
+    /// Reads what follows the footer, which ends at `at` (module doc).
+    pub(super) fn read_stream_end(&mut self, at: u64) -> Result<()> {
+        if self.header.recovery_percent().is_none() {
+            return self.read_trailing(at);
+        }
+        if self.seekable() {
+            // A file whose recovery section the recovery layer did not find, read the way a
+            // pipe is: the section is the recovery layer's to judge (`repaired`).
+            return Ok(());
+        }
+        let copy_a = crate::recovery::align_up(at).unwrap_or(u64::MAX);
+        let head_len = (copy_a - at) as usize + PACKET_LEN;
+        let mut head = vec![0u8; head_len];
+        let got =
+            read_full(&mut self.input, &mut head).map_err(|e| Error::io(&self.path, "read", e))?;
+        if got == 0 {
+            self.section_problem(
+                "the recovery data its header announces does not follow the footer (the input ends there: cut off?)".into(),
+            );
+            return Ok(());
+        }
+        let packet: &[u8; PACKET_LEN] = head[head_len - PACKET_LEN..].try_into().expect("len");
+        let layout = (got == head_len)
+            .then(|| crate::recovery::stream_packet_a0(packet, at))
+            .flatten();
+        let Some(layout) = layout else {
+            return self.section_without_packet(at, &head[..got]);
+        };
+        let padding_ok = head[..head_len - PACKET_LEN].iter().all(|&b| b == 0);
+        let rest = layout.file_len - copy_a - PACKET_LEN as u64;
+        let d = self.drain(rest, false)?;
+        if d.n < rest {
+            self.section_problem(format!(
+                "its recovery data is cut short: the input ends {} bytes into the {}-byte section (cut off?)",
+                layout.file_len - at - (rest - d.n),
+                layout.section_len()
+            ));
+            return Ok(());
+        }
+        let trailer_ok = d.tail.len() == TRAILER_LEN
+            && crate::recovery::parse_trailer(d.tail.as_slice().try_into().expect("80"))
+                .is_ok_and(|l| l == layout);
+        if !trailer_ok || !padding_ok {
+            self.section_problem(format!(
+                "its recovery data is damaged (the {} does not check out)",
+                if trailer_ok {
+                    "zero padding after the footer"
+                } else {
+                    "trailer at its end"
+                }
+            ));
+        }
+        // Bytes after the section: the file is not the one written, as `t` of the file says
+        // (the recovery layer finds its trailer not at the end: exit 7, and `krypta repair`
+        // writes the archive without them); zero padding is not worth a warning to `x`.
+        let d = self.drain(TRAILING_SEARCH, true)?;
+        if d.n > 0 {
+            let padding = d.zeros && !d.capped;
+            let what = format!(
+                "{}{} {} its recovery data at byte {} ({}): read without them (krypta repair on the file writes the archive as it was written)",
+                if d.capped { "more than " } else { "" },
+                crate::counted(d.n, "byte", "bytes"),
+                if d.n == 1 && !d.capped {
+                    "follows"
+                } else {
+                    "follow"
+                },
+                layout.file_len,
+                if padding {
+                    "zero padding"
+                } else {
+                    "a bad copy, or something appended?"
+                }
+            );
+            // After a problem in the section itself (its trailer damaged too), both are said.
+            self.stream_section = Some(match self.stream_section.take() {
+                Some((before, _)) => (format!("{before}; {what}"), true),
+                None => (what, !padding),
+            });
+        }
+        Ok(())
+    }
+
+    /// Notes what is wrong with the section (module doc), with what to do about it.
+    fn section_problem(&mut self, problem: String) {
+        self.stream_section = Some((
+            format!(
+                "{problem}: the archive does not need it to be read, but it is no longer protected as written (krypta repair --check on the file tells what its recovery data can still do)"
+            ),
+            true,
+        ));
+    }
+
+    /// A recovery section whose first packet did not check out (`head`: the bytes read
+    /// after the footer so far): read to the end, and judged by its trailer.
+    fn section_without_packet(&mut self, at: u64, head: &[u8]) -> Result<()> {
+        let limit = at.saturating_add(TRAILING_SEARCH);
+        let d = self.drain(limit, true)?;
+        let total = head.len() as u64 + d.n;
+        let mut last = head.to_vec();
+        last.extend_from_slice(&d.tail);
+        let last = &last[last.len().saturating_sub(TRAILER_LEN)..];
+        let trailer = (last.len() == TRAILER_LEN && !d.capped)
+            .then(|| crate::recovery::parse_trailer(last.try_into().expect("80")).ok())
+            .flatten()
+            .filter(|l: &Layout| l.params.protected_len == at && l.file_len == at + total);
+        self.section_problem(match trailer {
+            Some(_) => "its recovery data is damaged (its first descriptor packet does not check out)".into(),
+            None => format!(
+                "the {}{total} bytes after the footer are not the recovery data its header announces (damaged, or replaced)",
+                if d.capped { "more than " } else { "" }
+            ),
+        });
+        Ok(())
+    }
+
+    /// Bytes after the archive (and its recovery section), which ends at `at`: read and
+    /// kept as [`Archive::trailing`] (module doc).
+    fn read_trailing(&mut self, at: u64) -> Result<()> {
+        let d = self.drain(TRAILING_SEARCH, true)?;
+        if d.n > 0 {
+            self.stream_trailing = Some((at, d.n, d.zeros && !d.capped));
+        }
+        Ok(())
+    }
+
+    /// Reads at most `limit` bytes more; with `probe`, one more when it stops at the limit,
+    /// to tell the input's end from more input (`capped`).
+    fn drain(&mut self, limit: u64, probe: bool) -> Result<Drained> {
+        let mut d = Drained {
+            n: 0,
+            tail: Vec::with_capacity(TRAILER_LEN),
+            zeros: true,
+            capped: false,
+        };
+        let mut buf = vec![0u8; CHUNK];
+        while d.n < limit {
+            let want = (limit - d.n).min(CHUNK as u64) as usize;
+            let got = read_full(&mut self.input, &mut buf[..want])
+                .map_err(|e| Error::io(&self.path, "read", e))?;
+            if got == 0 {
+                return Ok(d);
+            }
+            let b = &buf[..got];
+            d.zeros &= b.iter().all(|&x| x == 0);
+            d.n += got as u64;
+            if got >= TRAILER_LEN {
+                d.tail.clear();
+                d.tail.extend_from_slice(&b[got - TRAILER_LEN..]);
+            } else {
+                d.tail.extend_from_slice(b);
+                let cut = d.tail.len().saturating_sub(TRAILER_LEN);
+                d.tail.drain(..cut);
+            }
+        }
+        if !probe {
+            return Ok(d);
+        }
+        let mut one = [0u8; 1];
+        d.capped = read_full(&mut self.input, &mut one)
+            .map_err(|e| Error::io(&self.path, "read", e))?
+            == 1;
+        Ok(d)
+    }
+
+    /// Of an archive read from a pipe: what is wrong with the recovery section that follows
+    /// its footer (cut short, damaged where checked, not found, bytes after it), if anything
+    /// (module doc), and whether it is worth a warning when the archive is only read (not
+    /// for zero padding after the section).
+    pub fn stream_section_problem(&self) -> Option<(&str, bool)> {
+        self.stream_section.as_ref().map(|(s, w)| (s.as_str(), *w))
+    }
+}

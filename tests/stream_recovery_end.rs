@@ -1,0 +1,252 @@
+//! An archive with recovery data read from a pipe (`src/archive/reader/stream_end.rs`): the
+//! recovery section after the footer is read through to its end, checked where it ends, and
+//! what follows it is reported as reading the file reports it.
+//!
+//! Regressions: the reader stopped at the footer, so the program writing the pipe was cut
+//! off (`cat a.kry | krypta t -` under `set -o pipefail` failed: cat died of SIGPIPE), and
+//! bytes appended after the section, or a section cut short, passed `t` from a pipe (exit 0)
+//! though `t` of the file exits 7.
+
+mod cli_common;
+mod common;
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+use cli_common::*;
+use common::{bytes, code};
+
+/// Runs krypta in `fx`'s directory with `input` on stdin; asserts every byte of it was
+/// taken (the writer was not cut off by krypta exiting before the end of its input).
+fn run_all_read(fx: &Fx, args: &[&str], input: &[u8]) -> Output {
+    let mut c = common::krypta()
+        .current_dir(fx.p(""))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    let data = input.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&data));
+    let o = c.wait_with_output().unwrap();
+    let fed = feeder.join().unwrap();
+    assert!(
+        fed.is_ok(),
+        "krypta {args:?} stopped reading its input early ({fed:?}): {}",
+        err(&o)
+    );
+    o
+}
+
+/// A tree of 6 MiB (incompressible), archived with `--recovery 30` plain and with a key
+/// file: a section of about 1.9 MB, more than the reader's read-ahead takes in with the
+/// footer (with 10% of 3 MiB the old reader happened to swallow the whole section).
+fn setup(fx: &Fx) -> [(Vec<u8>, Vec<&'static str>); 2] {
+    for i in 0..3 {
+        fx.file(&format!("t/f{i}"), &bytes(2 << 20, i as u64 + 7, false));
+    }
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "-q", "--recovery", "30", "u.kry", "t"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "--recovery",
+        "30",
+        "--keyfile",
+        "k",
+        "e.kry",
+        "t",
+    ]);
+    [
+        (std::fs::read(fx.p("u.kry")).unwrap(), vec![]),
+        (
+            std::fs::read(fx.p("e.kry")).unwrap(),
+            vec!["--keyfile", "k"],
+        ),
+    ]
+}
+
+/// The archive's length without its section (`info`'s "recovery: …, N bytes").
+fn protected_len(fx: &Fx, name: &str, file_len: usize) -> usize {
+    let i = fx.ok(&["info", name]);
+    let line = out(&i)
+        .lines()
+        .find(|l| l.starts_with("recovery:"))
+        .unwrap()
+        .to_string();
+    let n: usize = line
+        .split(", ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    file_len - n
+}
+
+/// `x` and `t` of `bad` from a pipe (every byte read): `x` restores the tree (exit 0) and
+/// warns with `warned` when Some, else says nothing; `t` exits `t_code`, and its error has
+/// `t_said`.
+fn check(fx: &Fx, bad: &[u8], keys: &[&str], warned: Option<&str>, t_code: i32, t_said: &str) {
+    let x = run_all_read(fx, &[&["x", "-o", "o", "-"], keys].concat(), bad);
+    assert_eq!(code(&x), 0, "{}", err(&x));
+    for i in 0..3 {
+        let f = format!("t/f{i}");
+        assert_eq!(fx.read(&format!("o/{f}")), fx.read(&f), "{f}");
+    }
+    match warned {
+        Some(w) => assert!(err(&x).contains(w), "x: {}", err(&x)),
+        None => assert!(!err(&x).contains("warning"), "x: {}", err(&x)),
+    }
+    std::fs::remove_dir_all(fx.p("o")).unwrap();
+    let t = run_all_read(fx, &[&["t", "-"], keys].concat(), bad);
+    assert_eq!(code(&t), t_code, "t: {}", err(&t));
+    assert!(err(&t).contains(t_said), "t: {}", err(&t));
+}
+
+#[test]
+fn an_archive_with_recovery_data_is_read_from_a_pipe_to_its_end() {
+    let fx = Fx::new();
+    for (a, keys) in setup(&fx) {
+        assert!(a.len() > 7 << 20, "{}", a.len());
+        check(&fx, &a, &keys, None, 0, "OK (4 entries, 3 files");
+        let l = run_all_read(&fx, &[&["l", "-"], &keys[..]].concat(), &a);
+        assert_eq!(code(&l), 0, "{}", err(&l));
+        assert_eq!(out(&l).lines().count(), 4, "{}", out(&l));
+        assert!(!err(&l).contains("warning"), "{}", err(&l));
+    }
+    // The whole kind: an archive without recovery data is read to its end too.
+    fx.ok(&["c", "-q", "plain.kry", "t"]);
+    let p = std::fs::read(fx.p("plain.kry")).unwrap();
+    let padded = [&p[..], &vec![0u8; 300 << 10][..]].concat();
+    let t = run_all_read(&fx, &["t", "-"], &padded);
+    assert_eq!(code(&t), 0, "{}", err(&t));
+}
+
+#[test]
+fn bytes_after_the_recovery_data_fail_t_from_a_pipe_as_from_the_file() {
+    let fx = Fx::new();
+    for (a, keys) in setup(&fx) {
+        for (junk, zeros) in [(bytes(5000, 3, false), false), (vec![0u8; 10240], true)] {
+            let bad = [&a[..], &junk[..]].concat();
+            let said = format!(
+                "{} bytes follow its recovery data at byte {} ({})",
+                junk.len(),
+                a.len(),
+                if zeros {
+                    "zero padding"
+                } else {
+                    "a bad copy, or something appended?"
+                }
+            );
+            // Zero padding is not worth a warning to `x`; `t` fails either way, as `t` of
+            // the file does (its trailer is not at the end: exit 7).
+            check(
+                &fx,
+                &bad,
+                &keys,
+                (!zeros).then_some(said.as_str()),
+                7,
+                &format!("damaged but repairable: {said}"),
+            );
+            std::fs::write(fx.p("bad.kry"), &bad).unwrap();
+            let t = fx.run(&[&["t", "bad.kry"], &keys[..]].concat());
+            assert_eq!(code(&t), 7, "file: {}", err(&t));
+        }
+    }
+}
+
+#[test]
+fn a_recovery_section_cut_damaged_or_missing_is_said_from_a_pipe() {
+    let fx = Fx::new();
+    let [(a, keys), _] = setup(&fx);
+    let l = protected_len(&fx, "u.kry", a.len());
+    let copy_a = l.div_ceil(4096) * 4096;
+    let section = a.len() - l;
+    let flipped = |at: usize| {
+        let mut b = a.clone();
+        b[at] ^= 0x20;
+        b
+    };
+    let cases: Vec<(Vec<u8>, String)> = vec![
+        (
+            a[..l].to_vec(),
+            "the recovery data its header announces does not follow the footer".into(),
+        ),
+        (
+            a[..l + 100_000].to_vec(),
+            format!(
+                "its recovery data is cut short: the input ends 100000 bytes into the {section}-byte section"
+            ),
+        ),
+        (
+            flipped(a.len() - 40),
+            "its recovery data is damaged (the trailer at its end does not check out)".into(),
+        ),
+        (
+            flipped(l + 10),
+            "its recovery data is damaged (the zero padding after the footer does not check out)"
+                .into(),
+        ),
+        (
+            flipped(copy_a + 100),
+            "its recovery data is damaged (its first descriptor packet does not check out)".into(),
+        ),
+        (
+            [&flipped(copy_a + 100)[..], b"junk"].concat(),
+            format!(
+                "the {} bytes after the footer are not the recovery data its header announces",
+                section + 4
+            ),
+        ),
+    ];
+    for (bad, said) in cases {
+        check(
+            &fx,
+            &bad,
+            &keys,
+            Some(&said),
+            7,
+            &format!("damaged but repairable: {said}"),
+        );
+    }
+}
+
+#[test]
+fn endless_bytes_after_the_recovery_data_are_read_at_most_16_mib() {
+    let fx = Fx::new();
+    let [(a, _), _] = setup(&fx);
+    let mut c = common::krypta()
+        .current_dir(fx.p(""))
+        .args(["t", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    // An input that never ends: the run must end anyway, having read at most 16 MiB of it.
+    let feeder = std::thread::spawn(move || {
+        stdin.write_all(&a)?;
+        let junk = vec![b'x'; 1 << 20];
+        let mut sent = 0u64;
+        loop {
+            stdin.write_all(&junk)?;
+            sent += junk.len() as u64;
+            assert!(sent < 64 << 20, "krypta read 64 MiB past the archive");
+        }
+    });
+    let o = c.wait_with_output().unwrap();
+    let fed: std::io::Result<()> = feeder.join().unwrap();
+    assert_eq!(fed.unwrap_err().kind(), std::io::ErrorKind::BrokenPipe);
+    assert_eq!(code(&o), 7, "{}", err(&o));
+    assert!(
+        err(&o).contains("more than 16777216 bytes follow its recovery data"),
+        "{}",
+        err(&o)
+    );
+}
