@@ -457,6 +457,18 @@ fn list_digests_opened(ar: &mut Archive) -> Result<(Vec<IndexEntry>, Vec<u32>)> 
     Ok((ix.entries, ix.frame_body_lens))
 }
 
+/// "N bytes follow", of bytes after an archive: past the most a reader reads of them (a
+/// stream's, [`archive::reader::TRAILING_SEARCH`]: counted as one more), "more than N bytes
+/// follow".
+pub fn bytes_follow(n: u64) -> String {
+    let most = archive::reader::TRAILING_SEARCH;
+    if n > most {
+        format!("more than {most} bytes follow")
+    } else {
+        counted(n, "byte follows", "bytes follow")
+    }
+}
+
 /// `n` and the word for it, singular for one: "1 entry", "2 entries" (the summaries and
 /// errors count entries, files, blocks).
 pub fn counted(n: u64, one: &str, many: &str) -> String {

@@ -87,7 +87,7 @@ pub fn trailing_warning(name: &str, (at, n, zeros): (u64, u64, bool)) -> Option<
     (!zeros).then(|| {
         format!(
             "{name}: {} the archive's footer at byte {at} (a bad copy, or something appended?): read without them",
-            crate::counted(n, "byte follows", "bytes follow")
+            crate::bytes_follow(n)
         )
     })
 }

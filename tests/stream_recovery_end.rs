@@ -182,6 +182,16 @@ fn a_recovery_section_cut_damaged_or_missing_is_said_from_a_pipe() {
             a[..l].to_vec(),
             "the recovery data its header announces does not follow the footer".into(),
         ),
+        // Cut before the section's first packet ends (helper-26: it said "the 1 bytes after
+        // the footer are not the recovery data … (damaged, or replaced)").
+        (
+            a[..l + 1].to_vec(),
+            "its recovery data is cut short: the input ends 1 byte after the footer, before the section's first descriptor packet ends".into(),
+        ),
+        (
+            a[..copy_a + 100].to_vec(),
+            format!("its recovery data is cut short: the input ends {} bytes after the footer, before the section's first descriptor packet ends", copy_a + 100 - l),
+        ),
         (
             a[..l + 100_000].to_vec(),
             format!(
@@ -247,4 +257,30 @@ fn endless_bytes_after_the_recovery_data_are_read_at_most_16_mib() {
         "{}",
         err(&o)
     );
+}
+
+#[test]
+fn a_signed_archive_with_recovery_data_spooled_from_a_pipe_is_read_with_it() {
+    // Regression (helper-26): `x --signer` copies a stream whole to a temporary file first;
+    // that file was read without its recovery layer, so a good archive warned "the header
+    // announces recovery data, but none was found".
+    let fx = Fx::new();
+    for i in 0..3 {
+        fx.file(&format!("t/f{i}"), &bytes(2 << 20, i as u64 + 7, false));
+    }
+    fx.ok(&["keygen", "-q", "--sign", "-o", "me"]);
+    fx.ok(&["c", "-q", "--recovery", "10", "--sign", "me", "s.kry", "t"]);
+    let a = std::fs::read(fx.p("s.kry")).unwrap();
+    let x = run_all_read(&fx, &["x", "--signer", "me.pub", "-o", "o", "-"], &a);
+    assert_eq!(code(&x), 0, "{}", err(&x));
+    assert!(!err(&x).contains("warning"), "{}", err(&x));
+    assert_eq!(fx.read("o/t/f2"), fx.read("t/f2"));
+    // And it is used: a damaged shard is rebuilt from it, as from the file.
+    let mut bad = a.clone();
+    bad[100_000] ^= 1;
+    std::fs::remove_dir_all(fx.p("o")).unwrap();
+    let x = run_all_read(&fx, &["x", "--signer", "me.pub", "-o", "o", "-"], &bad);
+    assert_eq!(code(&x), 0, "{}", err(&x));
+    assert!(err(&x).contains("rebuilt 4096 bytes"), "{}", err(&x));
+    assert_eq!(fx.read("o/t/f0"), fx.read("t/f0"));
 }

@@ -145,6 +145,20 @@ fn a_footer_further_back_than_the_search_is_damage_as_before() {
     let x = fx.run(&["x", "-o", "o", "c.kry"]);
     assert_eq!(code(&x), 3, "{}", err(&x));
     assert_eq!(fx.read("o/t/f4"), fx.read("t/f4"));
+    // Exactly 16 MiB of zero padding is padding from a file as from a pipe (helper-26: from
+    // 16 MiB − 63 on, the file's search missed the footer and `t` exited 3; the pipe, 0).
+    let padded = [&a[..], &vec![0u8; 16 << 20][..]].concat();
+    std::fs::write(fx.p("p.kry"), &padded).unwrap();
+    let t = fx.run(&["t", "p.kry"]);
+    assert_eq!(code(&t), 0, "{}", err(&t));
+    let t = fx.run_stdin(&["t", "-"], &padded);
+    assert_eq!(code(&t), 0, "{}", err(&t));
+    let i = fx.ok(&["info", "--json", "p.kry"]);
+    let v: serde_json::Value = serde_json::from_str(&out(&i)).unwrap();
+    assert_eq!(
+        v["trailing"],
+        serde_json::json!({"at": a.len(), "bytes": 16 << 20, "zeros": true})
+    );
 }
 
 #[test]
@@ -286,4 +300,43 @@ fn info_shows_the_archives_own_footer_and_the_bytes_after_it() {
         let v: serde_json::Value = serde_json::from_str(&out(&j)).unwrap();
         assert_eq!(v["trailing"], serde_json::Value::Null);
     }
+}
+
+#[test]
+fn more_than_16_mib_after_the_footer_is_said_so() {
+    // Regression (helper-26): from a pipe, 20,000,000 bytes after the footer were "16777216
+    // bytes follow" (the most read); `info` (no key) of an encrypted archive with another
+    // appended after more than 16 MiB showed the other's block counts, without a word.
+    let fx = Fx::new();
+    tree(&fx);
+    fx.file("other/x", &bytes(5000, 99, false));
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "-q", "u.kry", "t"]);
+    fx.ok(&["c", "-q", "-b", "64K", "--keyfile", "k", "e.kry", "t"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "e2.kry", "other"]);
+    let junk = bytes((16 << 20) + 1000, 5, false);
+    let u = std::fs::read(fx.p("u.kry")).unwrap();
+    let t = fx.run_stdin(&["t", "-"], &[&u[..], &junk[..]].concat());
+    assert_eq!(code(&t), 5, "{}", err(&t));
+    assert!(
+        err(&t).contains(&format!(
+            "more than 16777216 bytes follow the footer (at byte {})",
+            u.len()
+        )),
+        "{}",
+        err(&t)
+    );
+    let e = std::fs::read(fx.p("e.kry")).unwrap();
+    let e2 = std::fs::read(fx.p("e2.kry")).unwrap();
+    std::fs::write(fx.p("c.kry"), [&e[..], &junk[..], &e2[..]].concat()).unwrap();
+    let i = fx.ok(&["info", "c.kry"]);
+    assert!(!out(&i).contains("data blocks:"), "{}", out(&i));
+    assert!(
+        err(&i).contains("its last 64 bytes are not its footer, or its index is damaged"),
+        "{}",
+        err(&i)
+    );
+    let j = fx.ok(&["info", "--json", "c.kry"]);
+    let v: serde_json::Value = serde_json::from_str(&out(&j)).unwrap();
+    assert_eq!(v["data_blocks"], serde_json::Value::Null, "{v}");
 }

@@ -116,6 +116,15 @@ pub(crate) fn info(a: InfoArgs, term: &mut Term) -> Result<u8> {
     if let Some(w) = f.trailing.and_then(|t| krypta::trailing_warning(&name, t)) {
         krypta::Reporter::warn(term, &w);
     }
+    if f.footer_unknown {
+        krypta::Reporter::warn(
+            term,
+            &format!(
+                "{name}: its last 64 bytes are not its footer, or its index is damaged (the index is not where they say), and no footer of it lies within {} bytes of the end: its block counts are not shown (krypta t with its key tells which)",
+                krypta::archive::reader::TRAILING_SEARCH
+            ),
+        );
+    }
     if a.json {
         super::json::print_object(&super::json::info_object(&a.archive, &f))?;
     } else {

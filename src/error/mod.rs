@@ -289,7 +289,7 @@ pub enum Error {
     #[error(
         "{}: {} the footer (at byte {at}): every entry verified without them, but the file is not the archive as written",
         shown(path),
-        crate::counted(*bytes, "byte follows", "bytes follow"),
+        crate::bytes_follow(*bytes),
     )]
     Appended {
         /// The archive path.

@@ -78,7 +78,7 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
 pub const TRAILING_SEARCH: u64 = 16 << 20;
 
 /// Where the archive ends: the end of the last 64 bytes of `input` (of length `len`, the
-/// archive's header `header_len` bytes) within [`TRAILING_SEARCH`] of its end that
+/// archive's header `header_len` bytes) followed by at most [`TRAILING_SEARCH`] bytes that
 /// `is_footer` accepts, the last 64 bytes themselves first. None when none does, or the
 /// bytes cannot be read.
 pub(super) fn footer_back(
@@ -94,7 +94,10 @@ pub(super) fn footer_back(
     if is_footer(&last) {
         return Some(len);
     }
-    let window = (room + FOOTER_LEN as u64).min(TRAILING_SEARCH);
+    // The footer and up to TRAILING_SEARCH bytes after it, as much as a stream reads past
+    // its footer (helper-26: 16 MiB − 63 of zero padding was refused from a file, silent
+    // from a pipe).
+    let window = (room + FOOTER_LEN as u64).min(TRAILING_SEARCH + FOOTER_LEN as u64);
     let start = len - window;
     let mut buf = vec![0u8; window as usize];
     crate::store::read_exact_at(input, start, &mut buf).ok()?;
@@ -339,6 +342,10 @@ pub struct ArchiveFacts {
     /// Bytes after the footer (FORMAT §11 step 8): where the archive ends, how many follow,
     /// whether all are zero; the footer shown is the archive's, found before them.
     pub trailing: Option<(u64, u64, bool)>,
+    /// An encrypted file whose last 64 bytes parse as a footer whose index is not where it
+    /// says, with no footer of it found before them (more than TRAILING_SEARCH bytes
+    /// appended, or its index head damaged): `footer` is None (its counts unknown).
+    pub footer_unknown: bool,
 }
 
 /// Reads the header and (for a file) the footer without any key.
@@ -365,6 +372,7 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
     let mut footer = None;
     let mut size = None;
     let mut trailing = None;
+    let mut footer_unknown = false;
     if let Some(len) = input.length().map_err(|e| Error::io(path, "seek", e))? {
         size = Some(len);
         if header.recovery_percent().is_some() && input.heal_report().is_none() {
@@ -387,42 +395,55 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
             // Without its key an encrypted footer's tag cannot be checked: the last 64 bytes
             // of `cat e.kry e2.kry` parse as e2's footer, and `info` showed e2's counts. Its
             // index head must then be where it says, as for a footer found further back.
-            let end = if last_read && ours(&last, header.encrypted()) {
-                len
+            let found = if last_read && ours(&last, header.encrypted()) {
+                Some(len)
             } else {
-                footer_back(&*input, header_len, len, |fb| ours(fb, true)).unwrap_or(len)
+                footer_back(&*input, header_len, len, |fb| ours(fb, true))
             };
-            let mut fb = last;
-            if end != len || !last_read {
-                crate::store::read_exact_at(&*input, end - FOOTER_LEN as u64, &mut fb)
-                    .map_err(|e| Error::io(path, "read", e))?;
-            }
-            if end != len {
-                // At most TRAILING_SEARCH bytes (`footer_back`), read to tell zero padding.
-                let mut rest = vec![0u8; (len - end) as usize];
-                crate::store::read_exact_at(&*input, end, &mut rest)
-                    .map_err(|e| Error::io(path, "read", e))?;
-                trailing = Some((end, len - end, rest.iter().all(|&b| b == 0)));
-            }
-            let (ft, tag) = Footer::parse(&fb, header.version)
-                .map_err(|e| corrupt(path, end - FOOTER_LEN as u64, e))?;
-            if !header.encrypted() {
-                let p = Protection::Plain;
-                p.verify_header(
-                    &bytes[..bytes.len() - 32],
-                    bytes[bytes.len() - 32..].try_into().expect("32"),
-                )
-                .map_err(|_| Error::Integrity {
-                    path: path.into(),
-                    what: "header checksum mismatch".into(),
-                })?;
-                p.verify_footer(&header.archive_id, &fb[..32], &tag)
+            if found.is_none()
+                && header.encrypted()
+                && last_read
+                && Footer::parse(&last, header.version).is_ok()
+            {
+                // Its last 64 bytes parse, but their index is not where they say and no footer
+                // of it lies within TRAILING_SEARCH of the end (more than that appended, or
+                // its index head damaged): without the key nothing tells which. Its counts
+                // are not shown rather than maybe another archive's.
+                footer_unknown = true;
+            } else {
+                let end = found.unwrap_or(len);
+                let mut fb = last;
+                if end != len || !last_read {
+                    crate::store::read_exact_at(&*input, end - FOOTER_LEN as u64, &mut fb)
+                        .map_err(|e| Error::io(path, "read", e))?;
+                }
+                if end != len {
+                    // At most TRAILING_SEARCH bytes (`footer_back`), read to tell zero padding.
+                    let mut rest = vec![0u8; (len - end) as usize];
+                    crate::store::read_exact_at(&*input, end, &mut rest)
+                        .map_err(|e| Error::io(path, "read", e))?;
+                    trailing = Some((end, len - end, rest.iter().all(|&b| b == 0)));
+                }
+                let (ft, tag) = Footer::parse(&fb, header.version)
+                    .map_err(|e| corrupt(path, end - FOOTER_LEN as u64, e))?;
+                if !header.encrypted() {
+                    let p = Protection::Plain;
+                    p.verify_header(
+                        &bytes[..bytes.len() - 32],
+                        bytes[bytes.len() - 32..].try_into().expect("32"),
+                    )
                     .map_err(|_| Error::Integrity {
                         path: path.into(),
-                        what: "footer checksum mismatch".into(),
+                        what: "header checksum mismatch".into(),
                     })?;
+                    p.verify_footer(&header.archive_id, &fb[..32], &tag)
+                        .map_err(|_| Error::Integrity {
+                            path: path.into(),
+                            what: "footer checksum mismatch".into(),
+                        })?;
+                }
+                footer = Some(ft);
             }
-            footer = Some(ft);
         } else {
             return Err(corrupt(
                 path,
@@ -462,5 +483,6 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
         signature,
         header_fix,
         trailing,
+        footer_unknown,
     })
 }

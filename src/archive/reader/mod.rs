@@ -68,7 +68,7 @@ use crate::format::{EntryMeta, FormatError, Version};
 pub use base::{BINDING_CONTEXT, BaseArchive, BaseFault, DEFAULT_CACHE_BUDGET, hex as base_hex};
 use frames::{FrameJob, FramePool};
 use header_read::corrupt;
-pub use header_read::{ArchiveFacts, facts, read_header_only};
+pub use header_read::{ArchiveFacts, TRAILING_SEARCH, facts, read_header_only};
 pub use rekey::{RekeyOptions, RekeySummary};
 pub use resync::{MAC_BUDGET_FACTOR, StreamSalvage};
 pub use salvage::{BASE_UNUSABLE, BadFrame, DamagedEntry, Salvage};

@@ -265,7 +265,9 @@ impl Archive {
         }
         file.seek(SeekFrom::Start(0))
             .map_err(|e| Error::io(&dir, "seek", e))?;
+        // Opened as a file is, with its recovery layer: read without it, a spooled archive
+        // with recovery data warned "the header announces recovery data, but none was found".
         let spooled = Box::new(crate::store::local::FileSource::from_file(file));
-        Archive::open_source(spooled, path, opts)
+        Archive::open_opened(spooled, path, opts)
     }
 }

@@ -65,10 +65,15 @@ impl Archive {
             return Ok(());
         }
         let packet: &[u8; PACKET_LEN] = head[head_len - PACKET_LEN..].try_into().expect("len");
-        let layout = (got == head_len)
-            .then(|| crate::recovery::stream_packet_a0(packet, at))
-            .flatten();
-        let Some(layout) = layout else {
+        if got < head_len {
+            // The input ended before the section's first packet did: cut, not replaced.
+            self.section_problem(format!(
+                "its recovery data is cut short: the input ends {} after the footer, before the section's first descriptor packet ends (cut off?)",
+                crate::counted(got as u64, "byte", "bytes")
+            ));
+            return Ok(());
+        }
+        let Some(layout) = crate::recovery::stream_packet_a0(packet, at) else {
             return self.section_without_packet(at, &head[..got]);
         };
         let padding_ok = head[..head_len - PACKET_LEN].iter().all(|&b| b == 0);
@@ -102,14 +107,8 @@ impl Archive {
         if d.n > 0 {
             let padding = d.zeros && !d.capped;
             let what = format!(
-                "{}{} {} its recovery data at byte {} ({}): read without them (krypta repair on the file writes the archive as it was written)",
-                if d.capped { "more than " } else { "" },
-                crate::counted(d.n, "byte", "bytes"),
-                if d.n == 1 && !d.capped {
-                    "follows"
-                } else {
-                    "follow"
-                },
+                "{} its recovery data at byte {} ({}): read without them (krypta repair on the file writes the archive as it was written)",
+                crate::bytes_follow(d.n + u64::from(d.capped)),
                 layout.file_len,
                 if padding {
                     "zero padding"
@@ -151,9 +150,10 @@ impl Archive {
             .filter(|l: &Layout| l.params.protected_len == at && l.file_len == at + total);
         self.section_problem(match trailer {
             Some(_) => "its recovery data is damaged (its first descriptor packet does not check out)".into(),
+            None if d.capped => "the bytes after the footer (more than a recovery section of this archive could hold) are not the recovery data its header announces (damaged, or replaced)".into(),
             None => format!(
-                "the {}{total} bytes after the footer are not the recovery data its header announces (damaged, or replaced)",
-                if d.capped { "more than " } else { "" }
+                "the {} after the footer are not the recovery data its header announces (damaged, or replaced)",
+                crate::counted(total, "byte", "bytes")
             ),
         });
         Ok(())
@@ -164,7 +164,9 @@ impl Archive {
     fn read_trailing(&mut self, at: u64) -> Result<()> {
         let d = self.drain(TRAILING_SEARCH, true)?;
         if d.n > 0 {
-            self.stream_trailing = Some((at, d.n, d.zeros && !d.capped));
+            // Past the limit: counted as one more, said "more than" (`crate::bytes_follow`).
+            let n = d.n + u64::from(d.capped);
+            self.stream_trailing = Some((at, n, d.zeros && !d.capped));
         }
         Ok(())
     }
