@@ -212,7 +212,11 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
         // Read from a pipe: the archive verified, what follows it did not.
         return Err(Error::Repairable {
             path: archive.into(),
-            what: format!("damaged but repairable: {p}"),
+            what: if ar.stream_section_lost() {
+                p.into()
+            } else {
+                format!("damaged but repairable: {p}")
+            },
             summary: Box::new(s),
         });
     }

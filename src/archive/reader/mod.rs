@@ -187,6 +187,8 @@ pub struct Archive {
     /// Of a stream with a recovery section: what is wrong with it, if anything
     /// ([`Archive::stream_section_problem`]).
     stream_section: Option<(String, bool)>,
+    /// Of a stream with a recovery section: none follows its footer at all.
+    stream_section_lost: bool,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

@@ -59,9 +59,13 @@ impl Archive {
         let got =
             read_full(&mut self.input, &mut head).map_err(|e| Error::io(&self.path, "read", e))?;
         if got == 0 {
-            self.section_problem(
-                "the recovery data its header announces does not follow the footer (the input ends there: cut off?)".into(),
-            );
+            // Nothing to rebuild it from: said as `t` of the file says it (helper-26: the
+            // hint pointed to `krypta repair --check`).
+            self.stream_section = Some((
+                "its recovery data is missing (the input ends at the footer: cut off?), so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)".into(),
+                true,
+            ));
+            self.stream_section_lost = true;
             return Ok(());
         }
         let packet: &[u8; PACKET_LEN] = head[head_len - PACKET_LEN..].try_into().expect("len");
@@ -216,5 +220,11 @@ impl Archive {
     /// for zero padding after the section).
     pub fn stream_section_problem(&self) -> Option<(&str, bool)> {
         self.stream_section.as_ref().map(|(s, w)| (s.as_str(), *w))
+    }
+
+    /// Of an archive read from a pipe: its recovery section is missing altogether (the
+    /// input ends at the footer), so nothing can rebuild it.
+    pub fn stream_section_lost(&self) -> bool {
+        self.stream_section_lost
     }
 }
