@@ -39,8 +39,8 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
         out.push(w);
     }
     out.extend(ar.trailing().and_then(|t| trailing_warning(&name, t)));
-    if let Some((p, true)) = ar.stream_section_problem() {
-        out.push(format!("{name}: {p}"));
+    if let Some(p) = ar.stream_section_problem().filter(|p| p.warn) {
+        out.push(format!("{name}: {}", p.what));
     }
     if let Some((at, n, frame)) = ar.undone_edit() {
         let what = crate::counted(n.unsigned_abs(), "byte was", "bytes were");
@@ -208,14 +208,14 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
             summary: Box::new(s),
         });
     }
-    if let Some((p, _)) = ar.stream_section_problem() {
+    if let Some(p) = ar.stream_section_problem() {
         // Read from a pipe: the archive verified, what follows it did not.
         return Err(Error::Repairable {
             path: archive.into(),
-            what: if ar.stream_section_lost() {
-                p.into()
+            what: if p.lost {
+                p.what.clone()
             } else {
-                format!("damaged but repairable: {p}")
+                format!("damaged but repairable: {}", p.what)
             },
             summary: Box::new(s),
         });

@@ -73,6 +73,7 @@ pub use rekey::{RekeyOptions, RekeySummary};
 pub use resync::{MAC_BUDGET_FACTOR, StreamSalvage};
 pub use salvage::{BASE_UNUSABLE, BadFrame, DamagedEntry, Salvage};
 pub use signed::{VerifiedSignature, walk_and_verify};
+pub use stream_end::SectionProblem;
 
 /// Receives what a scan finds, in stream order. Every byte given was verified first.
 pub trait Visitor {
@@ -186,9 +187,7 @@ pub struct Archive {
     stream_trailing: Option<(u64, u64, bool)>,
     /// Of a stream with a recovery section: what is wrong with it, if anything
     /// ([`Archive::stream_section_problem`]).
-    stream_section: Option<(String, bool)>,
-    /// Of a stream with a recovery section: none follows its footer at all.
-    stream_section_lost: bool,
+    stream_section: Option<stream_end::SectionProblem>,
 }
 
 /// The reader's recycled buffers, in two lists so that a small compressed body never holds

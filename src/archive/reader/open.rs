@@ -338,7 +338,6 @@ impl Archive {
             replayed_from: None,
             stream_trailing: None,
             stream_section: None,
-            stream_section_lost: false,
         };
         if let Some(b) = opts.base {
             ar.set_base(b)?;

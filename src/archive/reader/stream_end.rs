@@ -33,6 +33,19 @@ use crate::recovery::{Layout, PACKET_LEN, TRAILER_LEN};
 /// Read size while draining.
 const CHUNK: usize = 64 << 10;
 
+/// What is wrong with what follows the footer of an archive with recovery data read from a
+/// pipe ([`Archive::stream_section_problem`]).
+#[derive(Debug, Clone)]
+pub struct SectionProblem {
+    /// What to say, with what to do about it.
+    pub what: String,
+    /// Worth a warning when the archive is only read (not zero padding after the section).
+    pub warn: bool,
+    /// The section is missing altogether (the input ends at the footer): nothing can
+    /// rebuild it, so it is not "repairable".
+    pub lost: bool,
+}
+
 /// Of the bytes drained after some point: how many, the last [`TRAILER_LEN`], all zero.
 struct Drained {
     n: u64,
@@ -56,16 +69,15 @@ impl Archive {
         let copy_a = crate::recovery::align_up(at).unwrap_or(u64::MAX);
         let head_len = (copy_a - at) as usize + PACKET_LEN;
         let mut head = vec![0u8; head_len];
-        let got =
-            read_full(&mut self.input, &mut head).map_err(|e| Error::io(&self.path, "read", e))?;
+        let got = self.read_more(&mut head)?;
         if got == 0 {
             // Nothing to rebuild it from: said as `t` of the file says it (helper-26: the
             // hint pointed to `krypta repair --check`).
-            self.stream_section = Some((
-                "its recovery data is missing (the input ends at the footer: cut off?), so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)".into(),
-                true,
-            ));
-            self.stream_section_lost = true;
+            self.stream_section = Some(SectionProblem {
+                what: "its recovery data is missing (the input ends at the footer: cut off?), so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)".into(),
+                warn: true,
+                lost: true,
+            });
             return Ok(());
         }
         let packet: &[u8; PACKET_LEN] = head[head_len - PACKET_LEN..].try_into().expect("len");
@@ -107,12 +119,10 @@ impl Archive {
         // Bytes after the section: the file is not the one written, as `t` of the file says
         // (the recovery layer finds its trailer not at the end: exit 7, and `krypta repair`
         // writes the archive without them); zero padding is not worth a warning to `x`.
-        let d = self.drain(TRAILING_SEARCH, true)?;
-        if d.n > 0 {
-            let padding = d.zeros && !d.capped;
+        if let Some((n, padding)) = self.bytes_after()? {
             let what = format!(
                 "{} its recovery data at byte {} ({}): read without them (krypta repair on the file writes the archive as it was written)",
-                crate::bytes_follow(d.n + u64::from(d.capped)),
+                crate::bytes_follow(n),
                 layout.file_len,
                 if padding {
                     "zero padding"
@@ -122,8 +132,15 @@ impl Archive {
             );
             // After a problem in the section itself (its trailer damaged too), both are said.
             self.stream_section = Some(match self.stream_section.take() {
-                Some((before, _)) => (format!("{before}; {what}"), true),
-                None => (what, !padding),
+                Some(before) => SectionProblem {
+                    what: format!("{}; {what}", before.what),
+                    ..before
+                },
+                None => SectionProblem {
+                    what,
+                    warn: !padding,
+                    lost: false,
+                },
             });
         }
         Ok(())
@@ -131,12 +148,13 @@ impl Archive {
 
     /// Notes what is wrong with the section (module doc), with what to do about it.
     fn section_problem(&mut self, problem: String) {
-        self.stream_section = Some((
-            format!(
+        self.stream_section = Some(SectionProblem {
+            what: format!(
                 "{problem}: the archive does not need it to be read, but it is no longer protected as written (krypta repair --check on the file tells what its recovery data can still do)"
             ),
-            true,
-        ));
+            warn: true,
+            lost: false,
+        });
     }
 
     /// A recovery section whose first packet did not check out (`head`: the bytes read
@@ -166,13 +184,23 @@ impl Archive {
     /// Bytes after the archive (and its recovery section), which ends at `at`: read and
     /// kept as [`Archive::trailing`] (module doc).
     fn read_trailing(&mut self, at: u64) -> Result<()> {
-        let d = self.drain(TRAILING_SEARCH, true)?;
-        if d.n > 0 {
-            // Past the limit: counted as one more, said "more than" (`crate::bytes_follow`).
-            let n = d.n + u64::from(d.capped);
-            self.stream_trailing = Some((at, n, d.zeros && !d.capped));
+        if let Some((n, padding)) = self.bytes_after()? {
+            self.stream_trailing = Some((at, n, padding));
         }
         Ok(())
+    }
+
+    /// The bytes after the archive, read at most [`TRAILING_SEARCH`]: how many (past the
+    /// limit counted as one more, said "more than": `crate::bytes_follow`) and whether they
+    /// are zero padding; None when the input ends there.
+    fn bytes_after(&mut self) -> Result<Option<(u64, bool)>> {
+        let d = self.drain(TRAILING_SEARCH, true)?;
+        Ok((d.n > 0).then(|| (d.n + u64::from(d.capped), d.zeros && !d.capped)))
+    }
+
+    /// [`read_full`] of the input, an error naming the archive.
+    fn read_more(&mut self, buf: &mut [u8]) -> Result<usize> {
+        read_full(&mut self.input, buf).map_err(|e| Error::io(&self.path, "read", e))
     }
 
     /// Reads at most `limit` bytes more; with `probe`, one more when it stops at the limit,
@@ -187,8 +215,7 @@ impl Archive {
         let mut buf = vec![0u8; CHUNK];
         while d.n < limit {
             let want = (limit - d.n).min(CHUNK as u64) as usize;
-            let got = read_full(&mut self.input, &mut buf[..want])
-                .map_err(|e| Error::io(&self.path, "read", e))?;
+            let got = self.read_more(&mut buf[..want])?;
             if got == 0 {
                 return Ok(d);
             }
@@ -208,23 +235,14 @@ impl Archive {
             return Ok(d);
         }
         let mut one = [0u8; 1];
-        d.capped = read_full(&mut self.input, &mut one)
-            .map_err(|e| Error::io(&self.path, "read", e))?
-            == 1;
+        d.capped = self.read_more(&mut one)? == 1;
         Ok(d)
     }
 
     /// Of an archive read from a pipe: what is wrong with the recovery section that follows
     /// its footer (cut short, damaged where checked, not found, bytes after it), if anything
-    /// (module doc), and whether it is worth a warning when the archive is only read (not
-    /// for zero padding after the section).
-    pub fn stream_section_problem(&self) -> Option<(&str, bool)> {
-        self.stream_section.as_ref().map(|(s, w)| (s.as_str(), *w))
-    }
-
-    /// Of an archive read from a pipe: its recovery section is missing altogether (the
-    /// input ends at the footer), so nothing can rebuild it.
-    pub fn stream_section_lost(&self) -> bool {
-        self.stream_section_lost
+    /// (module doc).
+    pub fn stream_section_problem(&self) -> Option<&SectionProblem> {
+        self.stream_section.as_ref()
     }
 }
