@@ -131,12 +131,17 @@ fn report_source(ar: &Archive, rep: &mut dyn Reporter) {
 /// `-v`: what reading a remote archive cost; and, always, what the recovery data repaired
 /// or could not ([`heal_warnings`]).
 pub(crate) fn report_transfer(ar: &Archive, archive: &Path, rep: &mut dyn Reporter) {
+    for w in transfer_warnings(ar, archive, rep) {
+        rep.warn(&w);
+    }
+}
+
+/// [`report_transfer`]'s `-v` detail said, its warnings returned (not said).
+fn transfer_warnings(ar: &Archive, archive: &Path, rep: &mut dyn Reporter) -> Vec<String> {
     if let Some(c) = ar.source().counters() {
         rep.detail(&format!("{}: {}", archive.display(), c.summary()));
     }
-    for w in repaired::heal_warnings(ar, archive) {
-        rep.warn(&w);
-    }
+    repaired::heal_warnings(ar, archive)
 }
 
 /// Full scan, or (with an index and a selection) only the frames holding the selected
@@ -309,8 +314,19 @@ pub fn test_salvaging(
     }
     report_source(&ar, rep);
     let r = test_opened(&mut ar, archive, salvage, rep);
-    report_transfer(&ar, archive, rep);
-    repaired::repairable(&mut ar, archive, r?)
+    let warnings = transfer_warnings(&ar, archive, rep);
+    let r = r.and_then(|s| repaired::repairable(&mut ar, archive, s));
+    // A warning the error ending the run repeats word for word is not said twice (`t -` of
+    // a stream whose recovery data is damaged said the same sentence as a warning and then
+    // as the error). Every warning starts with the archive's name and ": ".
+    let said = r.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
+    for w in warnings {
+        let body = w.split_once(": ").map_or(w.as_str(), |(_, b)| b);
+        if !said.contains(body) {
+            rep.warn(&w);
+        }
+    }
+    r
 }
 
 fn test_opened(

@@ -111,6 +111,10 @@ fn check(fx: &Fx, bad: &[u8], keys: &[&str], warned: Option<&str>, t_code: i32, 
     let t = run_all_read(fx, &[&["t", "-"], keys].concat(), bad);
     assert_eq!(code(&t), t_code, "t: {}", err(&t));
     assert!(err(&t).contains(t_said), "t: {}", err(&t));
+    // Said once: as the error, not also as a warning before it (it was said twice).
+    if let Some(w) = warned {
+        assert_eq!(err(&t).matches(w).count(), 1, "t: {}", err(&t));
+    }
 }
 
 #[test]
@@ -291,4 +295,79 @@ fn a_signed_archive_with_recovery_data_spooled_from_a_pipe_is_read_with_it() {
     assert_eq!(code(&x), 0, "{}", err(&x));
     assert!(err(&x).contains("rebuilt 4096 bytes"), "{}", err(&x));
     assert_eq!(fx.read("o/t/f0"), fx.read("t/f0"));
+}
+
+#[test]
+fn damaged_recovery_shards_and_packets_fail_t_from_a_pipe_as_from_the_file() {
+    // Regression: from a pipe only the section's first packet, its padding after the footer
+    // and its trailer were checked; a damaged recovery shard or a damaged packet of either
+    // copy passed `cat a.kry | krypta t -` (exit 0) while `t a.kry` exits 7, so a nightly
+    // check reading from object storage through a pipe never learned that the protection
+    // had rotted.
+    let fx = Fx::new();
+    for (a, keys) in setup(&fx) {
+        let name = if keys.is_empty() { "u.kry" } else { "e.kry" };
+        // The section's layout (docs/FORMAT.md §15.1) at `--recovery 30`, default 4 KiB
+        // shards, one segment.
+        let l = protected_len(&fx, name, a.len());
+        let n = l.div_ceil(4096);
+        let m = (n * 30).div_ceil(100);
+        let packets = ((n + m) * 8).div_ceil(4008);
+        let copy_a = l.div_ceil(4096) * 4096;
+        let recovery = copy_a + packets * 4096;
+        let copy_b = recovery + m * 4096;
+        assert_eq!(
+            copy_b + packets * 4096 + 80,
+            a.len(),
+            "layout as FORMAT.md says"
+        );
+        assert!(packets >= 3, "{packets}");
+        let flipped = |at: &[usize]| {
+            let mut b = a.clone();
+            for &i in at {
+                b[i] ^= 0x10;
+            }
+            b
+        };
+        // Recovery entries the last packet carries: lost when both its copies are damaged.
+        let lost = n + m - ((packets - 1) * 501).max(n);
+        let cases = [
+            (flipped(&[recovery + 5000]), "1 recovery shard damaged or unverifiable (checksum lost)".to_string()),
+            (
+                flipped(&[recovery + 1, copy_b - 1]),
+                "2 recovery shards damaged or unverifiable (checksum lost)".into(),
+            ),
+            (flipped(&[copy_a + 4096 + 300]), "1 descriptor packet damaged".into()),
+            (flipped(&[copy_b + 2 * 4096 + 7]), "1 descriptor packet damaged".into()),
+            // Copy A's packet damaged: the shards it covers are checked against copy B's.
+            (
+                flipped(&[copy_a + (packets - 1) * 4096 + 9, copy_b - 4096 + 3]),
+                "1 recovery shard damaged or unverifiable (checksum lost), 1 descriptor packet damaged".into(),
+            ),
+            // Both copies: the checksums it carried are lost.
+            (
+                flipped(&[copy_a + (packets - 1) * 4096 + 9, copy_b + (packets - 1) * 4096 + 9]),
+                format!("{lost} recovery shards damaged or unverifiable (checksum lost), 2 descriptor packets damaged"),
+            ),
+            (
+                flipped(&[l + 10, recovery + 5000, a.len() - 40]),
+                "the zero padding after the footer does not check out, 1 recovery shard damaged or unverifiable (checksum lost), the trailer at its end does not check out".into(),
+            ),
+        ];
+        for (bad, what) in cases {
+            let said = format!("its recovery data is damaged ({what})");
+            check(
+                &fx,
+                &bad,
+                &keys,
+                Some(&said),
+                7,
+                &format!("damaged but repairable: {said}"),
+            );
+            // `t` of the same bytes as a file fails the same way.
+            std::fs::write(fx.p("bad.kry"), &bad).unwrap();
+            let t = fx.run(&[&["t", "bad.kry"], &keys[..]].concat());
+            assert_eq!(code(&t), 7, "file: {}", err(&t));
+        }
+    }
 }

@@ -102,6 +102,7 @@ mod realign;
 mod repair;
 mod segment;
 mod spool;
+mod stream_check;
 mod verify;
 mod writer;
 
@@ -119,6 +120,7 @@ pub use realign::{Realigned, missing_beyond_recovery, realign, rebuildable, shif
 pub use repair::{
     RepairOptions, RepairSummary, RepairedSegment, repair_range, repair_segment, repair_to,
 };
+pub use stream_check::{StreamCheck, check_stream};
 pub use verify::{MAX_RANGES, SegmentReport, SegmentState, VerifyReport, padding_ok, verify};
 pub use writer::{RecoveryOptions, RecoveryWriter, SectionSummary};
 

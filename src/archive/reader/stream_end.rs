@@ -10,11 +10,13 @@
 //!   ([`Archive::trailing`]): zero padding silently, anything else warned about, and `test`
 //!   fails.
 //! - **A recovery section** (the header announces one) follows the footer. From a pipe it
-//!   cannot repair anything (it comes after what it protects), so its shards are not
-//!   verified here (`krypta repair --check FILE` does); but it is read through to its end,
-//!   which its first descriptor packet gives (copy A, packet 0, at the footer's end rounded
-//!   up to 4096, naming this archive's length), and its trailer must be there. Bytes after
-//!   the section's end, and a section that is cut short, damaged where it is checked, or not
+//!   cannot repair anything (it comes after what it protects), but it is read through to
+//!   its end, which its first descriptor packet gives (copy A, packet 0, at the footer's end
+//!   rounded up to 4096, naming this archive's length), and checked on the way as `test` of
+//!   the file checks it: recovery shards against their checksums, both copies of every
+//!   packet, the zero padding, the trailer ([`crate::recovery::check_stream`]; before, only
+//!   the first packet and the trailer were, and a rotten shard passed `t -`). Bytes after
+//!   the section's end, and a section that is cut short, damaged, or not
 //!   found, are reported ([`Archive::stream_section_problem`]) as reading the file reports
 //!   them: `test` exits 7 (damaged but repairable: `krypta repair` writes the archive as
 //!   written, without bytes appended), `x` warns (not of zero padding after the section).
@@ -93,27 +95,30 @@ impl Archive {
             return self.section_without_packet(at, &head[..got]);
         };
         let padding_ok = head[..head_len - PACKET_LEN].iter().all(|&b| b == 0);
-        let rest = layout.file_len - copy_a - PACKET_LEN as u64;
-        let d = self.drain(rest, false)?;
-        if d.n < rest {
+        let path = self.path.clone();
+        let input = &mut self.input;
+        let c =
+            crate::recovery::check_stream(&layout, packet, &mut |b: &mut [u8]| read_full(input, b))
+                .map_err(|e| Error::io(&path, "read", e))?;
+        if let Some(end) = c.cut_at {
             self.section_problem(format!(
                 "its recovery data is cut short: the input ends {} bytes into the {}-byte section (cut off?)",
-                layout.file_len - at - (rest - d.n),
+                end - at,
                 layout.section_len()
             ));
             return Ok(());
         }
-        let trailer_ok = d.tail.len() == TRAILER_LEN
-            && crate::recovery::parse_trailer(d.tail.as_slice().try_into().expect("80"))
-                .is_ok_and(|l| l == layout);
-        if !trailer_ok || !padding_ok {
+        let mut problems = c.problems();
+        if !padding_ok {
+            problems.insert(
+                0,
+                "the zero padding after the footer does not check out".into(),
+            );
+        }
+        if !problems.is_empty() {
             self.section_problem(format!(
-                "its recovery data is damaged (the {} does not check out)",
-                if trailer_ok {
-                    "zero padding after the footer"
-                } else {
-                    "trailer at its end"
-                }
+                "its recovery data is damaged ({})",
+                problems.join(", ")
             ));
         }
         // Bytes after the section: the file is not the one written, as `t` of the file says
