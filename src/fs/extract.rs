@@ -59,7 +59,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, symlinkat, unlinkat};
+use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use rustix::io::Errno;
 
 use super::confine::{self, Target};
@@ -68,13 +68,13 @@ use super::conflict::{ConflictLog, Outcome, decide, is_not_a_directory};
 use super::dirchain::DirChain;
 use super::notes::Notes;
 use super::owner::IdCache;
-use super::restore::{self, DirInfo, Made, On, Plan, Policy};
+use super::restore::{self, DirInfo, Made, Plan, Policy};
 pub use super::sink::FileSink;
 use super::sink::{Extracted, Temp, extracted_key};
 use super::unnamed::{self, Linker};
 
 mod link;
-use crate::format::entry::{EntryKind, EntryMeta};
+use crate::format::entry::EntryMeta;
 use crate::{Error, Result};
 
 /// Mode of a directory entry's directory until [`Extractor::finish`] sets the stored one.
@@ -433,47 +433,6 @@ impl Extractor {
             plan,
         });
         Ok(())
-    }
-
-    /// Creates a symbolic link with the stored target (not checked, never followed), owner,
-    /// attributes and mtime, under a temporary name renamed into place like a file.
-    pub fn make_symlink(&mut self, meta: &EntryMeta) -> Result<()> {
-        let Some(t) = self.target(&meta.path)? else {
-            return Ok(());
-        };
-        let path = confine::on_disk(&self.root_path, &t.rel);
-        if meta.kind != EntryKind::Symlink || meta.link.is_empty() {
-            return Err(Error::UnsafePath {
-                path,
-                reason: "symbolic link entry without a target",
-            });
-        }
-        let Some((dir, info)) = self.parent_or_keep(&t)? else {
-            return Ok(());
-        };
-        if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
-            return Ok(());
-        }
-        let plan = self
-            .policy
-            .plan(meta, info.as_ref(), &mut self.ids, Made::Symlink);
-        let (tmp, (), cleanup_id) =
-            confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &*dir, name))?;
-        let res = restore::apply(
-            On::Link(dir.as_fd(), &tmp),
-            meta,
-            &plan,
-            &self.policy,
-            &path,
-            &self.notes,
-        )
-        .and_then(|()| confine::place(dir.as_fd(), &tmp, t.name, self.policy.replace(), &path));
-        let res = self.placed(res, &t);
-        if !matches!(res, Ok(true)) {
-            confine::remove(dir.as_fd(), &tmp);
-        }
-        super::cleanup::unregister(cleanup_id);
-        res.map(|_| ())
     }
 
     /// Applies the stored metadata of every directory entry (see

@@ -1,15 +1,17 @@
-//! [`Extractor::make_hardlink`]: a hard link is made only to the file its own target entry
-//! committed in this run; a target kept, stripped away or not selected is named, not an error.
+//! Links: [`Extractor::make_hardlink`] — a hard link is made only to the file its own target
+//! entry committed in this run; a target kept, stripped away or not selected is named, not an
+//! error — and [`Extractor::make_symlink`], made under a temporary name like a file.
 
 use std::os::fd::AsFd;
 
-use rustix::fs::{AtFlags, linkat};
+use rustix::fs::{AtFlags, linkat, symlinkat};
 
 use super::super::confine;
 use super::super::conflict::Reason;
+use super::super::restore::{self, Made, On};
 use super::super::sink::extracted_key;
 use super::Extractor;
-use crate::format::entry::EntryMeta;
+use crate::format::entry::{EntryKind, EntryMeta};
 use crate::{Error, Result};
 
 impl Extractor {
@@ -74,6 +76,47 @@ impl Extractor {
             map.insert(extracted_key(&t.rel), extracted_key(&meta.path));
         }
         crate::fs::cleanup::unregister(cleanup_id);
+        res.map(|_| ())
+    }
+
+    /// Creates a symbolic link with the stored target (not checked, never followed), owner,
+    /// attributes and mtime, under a temporary name renamed into place like a file.
+    pub fn make_symlink(&mut self, meta: &EntryMeta) -> Result<()> {
+        let Some(t) = self.target(&meta.path)? else {
+            return Ok(());
+        };
+        let path = confine::on_disk(&self.root_path, &t.rel);
+        if meta.kind != EntryKind::Symlink || meta.link.is_empty() {
+            return Err(Error::UnsafePath {
+                path,
+                reason: "symbolic link entry without a target",
+            });
+        }
+        let Some((dir, info)) = self.parent_or_keep(&t)? else {
+            return Ok(());
+        };
+        if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
+            return Ok(());
+        }
+        let plan = self
+            .policy
+            .plan(meta, info.as_ref(), &mut self.ids, Made::Symlink);
+        let (tmp, (), cleanup_id) =
+            confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &*dir, name))?;
+        let res = restore::apply(
+            On::Link(dir.as_fd(), &tmp),
+            meta,
+            &plan,
+            &self.policy,
+            &path,
+            &self.notes,
+        )
+        .and_then(|()| confine::place(dir.as_fd(), &tmp, t.name, self.policy.replace(), &path));
+        let res = self.placed(res, &t);
+        if !matches!(res, Ok(true)) {
+            confine::remove(dir.as_fd(), &tmp);
+        }
+        super::super::cleanup::unregister(cleanup_id);
         res.map(|_| ())
     }
 }
