@@ -340,3 +340,53 @@ fn more_than_16_mib_after_the_footer_is_said_so() {
     let v: serde_json::Value = serde_json::from_str(&out(&j)).unwrap();
     assert_eq!(v["data_blocks"], serde_json::Value::Null, "{v}");
 }
+
+#[test]
+fn info_says_when_a_file_with_recovery_data_is_longer_or_shorter_than_it() {
+    // Regression: `info` of an archive with recovery data said nothing of bytes after its
+    // section (junk, a tape's zero padding, `cat a.kry a.kry`) or of a section cut short,
+    // while `t` of the same file exits 7; only its size line differed from the sum.
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["c", "-q", "--recovery", "10", "r.kry", "t"]);
+    let a = std::fs::read(fx.p("r.kry")).unwrap();
+    let i = fx.ok(&["info", "r.kry"]);
+    assert_eq!(err(&i), "", "a whole archive: nothing to say");
+    let n = a.len();
+    let cases: Vec<(Vec<u8>, String)> = vec![
+        (
+            [&a[..], b"junk"].concat(),
+            format!(
+                "the file holds 4 bytes more than the archive and its recovery data ({n} bytes: a bad copy, or something appended?)"
+            ),
+        ),
+        (
+            [&a[..], &vec![0u8; 8192][..]].concat(),
+            format!(
+                "the file holds 8192 bytes more than the archive and its recovery data ({n} bytes"
+            ),
+        ),
+        (
+            [&a[..], &a[..]].concat(),
+            format!(
+                "the file holds {n} bytes more than the archive and its recovery data ({n} bytes"
+            ),
+        ),
+        (
+            a[..n - 5000].to_vec(),
+            format!(
+                "the file is 5000 bytes shorter than the archive and its recovery data ({n} bytes: cut short?)"
+            ),
+        ),
+    ];
+    for (bad, said) in cases {
+        std::fs::write(fx.p("c.kry"), &bad).unwrap();
+        let i = fx.ok(&["info", "c.kry"]);
+        assert!(err(&i).contains(&said), "{said}: {}", err(&i));
+        // `t` fails the same file (exit 7), and `krypta repair` writes the archive as written.
+        let t = fx.run(&["t", "c.kry"]);
+        assert_eq!(code(&t), 7, "{}", err(&t));
+        fx.ok(&["repair", "-q", "-f", "c.kry", "-o", "fixed.kry"]);
+        assert_eq!(std::fs::read(fx.p("fixed.kry")).unwrap(), a, "{said}");
+    }
+}

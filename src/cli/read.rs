@@ -116,6 +116,11 @@ pub(crate) fn info(a: InfoArgs, term: &mut Term) -> Result<u8> {
     if let Some(w) = f.trailing.and_then(|t| krypta::trailing_warning(&name, t)) {
         krypta::Reporter::warn(term, &w);
     }
+    if let Some(r) = &f.recovery
+        && let Some(w) = recovery_length_warning(&name, &r.located)
+    {
+        krypta::Reporter::warn(term, &w);
+    }
     if f.footer_unknown {
         krypta::Reporter::warn(
             term,
@@ -131,4 +136,22 @@ pub(crate) fn info(a: InfoArgs, term: &mut Term) -> Result<u8> {
         print_info(&a.archive, &f, &Clock::new(a.utc))?;
     }
     Ok(0)
+}
+
+/// `info` of an archive with recovery data whose file is longer or shorter than the archive
+/// and its section (bytes appended, `cat a.kry a.kry`, a tape's padding; a cut): `t` fails
+/// it (exit 7) and `info` said nothing, its size line alone differing from the sum.
+fn recovery_length_warning(name: &str, l: &krypta::recovery::Located) -> Option<String> {
+    let (want, have) = (l.layout.file_len, l.source_len);
+    match have.cmp(&want) {
+        std::cmp::Ordering::Equal => None,
+        std::cmp::Ordering::Greater => Some(format!(
+            "{name}: the file holds {} more than the archive and its recovery data ({want} bytes: a bad copy, or something appended?): krypta t tells what is wrong, krypta repair writes the archive as written",
+            krypta::counted(have - want, "byte", "bytes")
+        )),
+        std::cmp::Ordering::Less => Some(format!(
+            "{name}: the file is {} shorter than the archive and its recovery data ({want} bytes: cut short?): krypta repair --check tells what its recovery data can still do",
+            krypta::counted(want - have, "byte", "bytes")
+        )),
+    }
 }
