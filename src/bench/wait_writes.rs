@@ -131,6 +131,24 @@ pub(super) fn writes(
                 fr,
                 Goal::AtMost(1.25),
             );
+            if let Some(cpu) = sr.cpu_secs {
+                // On c cores no run takes less than its CPU time / c. From the pipe that CPU
+                // time includes `cat`'s (reading the file, copying it into the pipe) and the
+                // pipe's own (a page allocated per buffer by the writer, freed by the reader):
+                // the floor under the ratio the goal asks of, from this run's own numbers.
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let floor = cpu / cores as f64;
+                rows.note(format!(
+                    "`c -s` from a pipe on {place}, {mib} MiB: krypta and `cat` used {cpu:.3} s \
+                     of CPU in {:.3} s; the same bytes from the file took {:.3} s. On {cores} \
+                     cores no run from the pipe can take less than {floor:.3} s, {:.2}× the \
+                     file's time (the goal asks at most 1.25×; measured {:.2}×).",
+                    sr.secs,
+                    fr.secs,
+                    floor / fr.secs.max(1e-9),
+                    sr.secs / fr.secs.max(1e-9)
+                ));
+            }
             peer_pipes(exe, cwd, place, mib, runs, age, rows, &none)?;
         }
         if i + 1 == sizes.write_mib.len() && place == "tmpfs" {
