@@ -485,6 +485,12 @@ pub fn bytes_follow(n: u64) -> String {
     }
 }
 
+/// The pronoun for `n` bytes just counted: "it" for one, else "them" ("1 byte follows …:
+/// read without it").
+pub fn them(n: u64) -> &'static str {
+    if n == 1 { "it" } else { "them" }
+}
+
 /// `n` and the word for it, singular for one: "1 entry", "2 entries" (the summaries and
 /// errors count entries, files, blocks).
 pub fn counted(n: u64, one: &str, many: &str) -> String {

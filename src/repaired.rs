@@ -48,12 +48,15 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
             // Between the index and the footer: no frame holds them, nothing was overwritten
             // (it said "an entry they touched is lost" of `cat a.kry a.kry`).
             format!(
-                "{name}: {what} inserted at or before byte {at}, between the index and the footer (a bad copy, or the archive appended to itself?): read without them; no entry was touched"
+                "{name}: {what} inserted at or before byte {at}, between the index and the footer (a bad copy, or the archive appended to itself?): read without {}; no entry was touched",
+                crate::them(n.unsigned_abs())
             )
         } else {
             format!(
-                "{name}: {what} {} at or before byte {at} (a bad copy?): read with them undone; the archive has no recovery data to rebuild what they overwrote, so an entry they touched is lost (named if so)",
-                if n > 0 { "inserted" } else { "removed" }
+                "{name}: {what} {} at or before byte {at} (a bad copy?): read with {them} undone; the archive has no recovery data to rebuild what {they} overwrote, so an entry {they} touched is lost (named if so)",
+                if n > 0 { "inserted" } else { "removed" },
+                them = crate::them(n.unsigned_abs()),
+                they = if n.unsigned_abs() == 1 { "it" } else { "they" }
             )
         });
     }
@@ -86,8 +89,9 @@ pub fn header_fix_warning(name: &str, f: crate::archive::reader::HeaderFix) -> S
 pub fn trailing_warning(name: &str, (at, n, zeros): (u64, u64, bool)) -> Option<String> {
     (!zeros).then(|| {
         format!(
-            "{name}: {} the archive's footer at byte {at} (a bad copy, or something appended?): read without them",
-            crate::bytes_follow(n)
+            "{name}: {} the archive's footer at byte {at} (a bad copy, or something appended?): read without {}",
+            crate::bytes_follow(n),
+            crate::them(n)
         )
     })
 }
@@ -97,9 +101,10 @@ fn report_warnings(r: &crate::store::healing::HealReport, name: &str) -> Vec<Str
     let mut out = Vec::new();
     if let Some((at, n)) = r.edit {
         out.push(format!(
-            "{name}: {} {} near byte {at} (a bad copy?): read as the archive was written, with them undone and the bytes around them rebuilt from the recovery data (krypta repair writes a repaired copy)",
+            "{name}: {} {} near byte {at} (a bad copy?): read as the archive was written, with {them} undone and the bytes around {them} rebuilt from the recovery data (krypta repair writes a repaired copy)",
             crate::counted(n.unsigned_abs(), "byte was", "bytes were"),
-            if n > 0 { "inserted" } else { "removed" }
+            if n > 0 { "inserted" } else { "removed" },
+            them = crate::them(n.unsigned_abs())
         ));
     }
     if !r.repaired_segments.is_empty() {

@@ -142,7 +142,7 @@ fn one_byte_inserted_before_the_footer_is_said_so() {
     assert_eq!(code(&t), 5, "{}", err(&t));
     assert!(
         err(&t).ends_with(&format!(
-            "krypta: c.kry: 1 byte inserted at byte {at} (after the index): every entry verified with them undone, but the archive is not as written and has no recovery data to repair it\n"
+            "krypta: c.kry: 1 byte inserted at byte {at} (after the index): every entry verified with it undone, but the archive is not as written and has no recovery data to repair it\n"
         )),
         "{}",
         err(&t)

@@ -181,56 +181,97 @@ fn a_recovery_section_cut_damaged_or_missing_is_said_from_a_pipe() {
         b[at] ^= 0x20;
         b
     };
-    let cases: Vec<(Vec<u8>, String)> = vec![
+    // (input, what is said, nothing left to rebuild from: said without "repairable").
+    let cases: Vec<(Vec<u8>, String, bool)> = vec![
         (
             a[..l].to_vec(),
             // Nothing can rebuild it: said as `t` of the file says it, not "repairable".
             "its recovery data is missing (the input ends at the footer: cut off?), so the archive is no longer protected; krypta repair cannot restore it".into(),
+            true,
         ),
         // Cut before the section's first packet ends (helper-26: it said "the 1 bytes after
-        // the footer are not the recovery data … (damaged, or replaced)").
+        // the footer are not the recovery data … (damaged, or replaced)"; helper-27: it said
+        // "damaged but repairable", where `t` of the file finds no section at all).
         (
             a[..l + 1].to_vec(),
-            "its recovery data is cut short: the input ends 1 byte after the footer, before the section's first descriptor packet ends".into(),
+            "its recovery data is cut short: the input ends 1 byte after the footer, before the section's first descriptor packet ends (cut off?), so the archive is no longer protected; krypta repair cannot restore it".into(),
+            true,
         ),
         (
             a[..copy_a + 100].to_vec(),
             format!("its recovery data is cut short: the input ends {} bytes after the footer, before the section's first descriptor packet ends", copy_a + 100 - l),
+            true,
         ),
         (
             a[..l + 100_000].to_vec(),
             format!(
-                "its recovery data is cut short: the input ends 100000 bytes into the {section}-byte section"
+                "its recovery data is cut short: the input ends 100000 bytes into the {section}-byte section (cut off?): the archive does not need it"
             ),
+            false,
+        ),
+        // Damage before a cut is said with it (helper-27: only the cut was said).
+        (
+            flipped(copy_a + 4096 + 9)[..a.len() - 5000].to_vec(),
+            format!(
+                "its recovery data is cut short: the input ends {} bytes into the {section}-byte section (cut off?), and before that: 1 descriptor packet damaged",
+                a.len() - 5000 - l
+            ),
+            false,
         ),
         (
             flipped(a.len() - 40),
             "its recovery data is damaged (the trailer at its end does not check out)".into(),
+            false,
         ),
         (
             flipped(l + 10),
             "its recovery data is damaged (the zero padding after the footer does not check out)"
                 .into(),
+            false,
         ),
         (
             flipped(copy_a + 100),
             "its recovery data is damaged (its first descriptor packet does not check out)".into(),
+            false,
         ),
+        // The first packet and the trailer gone, the other packets there: damaged, not lost
+        // (`t` of the file finds the section by a packet).
         (
             [&flipped(copy_a + 100)[..], b"junk"].concat(),
+            "its recovery data is damaged (its first descriptor packet and its trailer do not check out)".into(),
+            false,
+        ),
+        // Replaced: no packet, no trailer.
+        (
+            [&a[..l], &vec![0u8; section][..]].concat(),
             format!(
-                "the {} bytes after the footer are not the recovery data its header announces",
-                section + 4
+                "the {section} bytes after the footer are not the recovery data its header announces (damaged, or replaced), so the archive is no longer protected; krypta repair cannot restore it"
             ),
+            true,
         ),
     ];
-    for (bad, said) in cases {
-        let t_said = if said.starts_with("its recovery data is missing") {
+    for (bad, said, lost) in cases {
+        let t_said = if lost {
             said.clone()
         } else {
             format!("damaged but repairable: {said}")
         };
         check(&fx, &bad, &keys, Some(&said), 7, &t_said);
+        if lost {
+            let t = run_all_read(&fx, &["t", "-"], &bad);
+            assert!(!err(&t).contains("repairable"), "{}", err(&t));
+        }
+        // `t` of the same bytes as a file: 7 too.
+        std::fs::write(fx.p("bad.kry"), &bad).unwrap();
+        let t = fx.run(&["t", "bad.kry"]);
+        assert_eq!(code(&t), 7, "file: {}", err(&t));
+        if lost {
+            assert!(
+                err(&t).contains("krypta repair cannot restore it"),
+                "file: {}",
+                err(&t)
+            );
+        }
     }
     // As `t` of the file says it.
     std::fs::write(fx.p("cut.kry"), &a[..l]).unwrap();

@@ -265,11 +265,12 @@ pub enum Error {
     /// (`archive::reader::moved`): every entry verified, but the file is not as written.
     /// Exit 2 encrypted, 5 unencrypted.
     #[error(
-        "{}: {} {} at byte {at} ({}): every entry verified with them undone, but the archive is not as written and has no recovery data to repair it",
+        "{}: {} {} at byte {at} ({}): every entry verified with {} undone, but the archive is not as written and has no recovery data to repair it",
         shown(path),
         crate::counted(bytes.unsigned_abs(), "byte", "bytes"),
         if *bytes > 0 { "inserted" } else { "removed" },
-        frame.map_or("after the index".to_string(), |f| format!("frame {f}"))
+        frame.map_or("after the index".to_string(), |f| format!("frame {f}")),
+        crate::them(bytes.unsigned_abs())
     )]
     EditUndone {
         /// The archive path.
@@ -287,9 +288,10 @@ pub enum Error {
     /// (`store::clamped`): every entry verified, but the file is not the archive as written.
     /// Exit 2 encrypted, 5 unencrypted.
     #[error(
-        "{}: {} the footer (at byte {at}): every entry verified without them, but the file is not the archive as written",
+        "{}: {} the footer (at byte {at}): every entry verified without {}, but the file is not the archive as written",
         shown(path),
         crate::bytes_follow(*bytes),
+        crate::them(*bytes),
     )]
     Appended {
         /// The archive path.

@@ -400,6 +400,13 @@ pub fn stream_packet_a0(b: &[u8; PACKET_LEN], protected_len: u64) -> Option<Layo
     (p.copy == 0 && p.index == 0 && l.params.protected_len == protected_len).then_some(l)
 }
 
+/// Whether `b` is a descriptor packet (any copy, any index) of the section protecting
+/// `protected_len` bytes: a stream's section whose first packet is damaged is still there
+/// when another of its packets is.
+pub fn packet_of(b: &[u8; PACKET_LEN], protected_len: u64) -> bool {
+    parse_packet(b).is_ok_and(|(_, l)| l.params.protected_len == protected_len)
+}
+
 /// Builds the trailer.
 pub fn write_trailer(params: &Params) -> [u8; TRAILER_LEN] {
     let mut b = [0u8; TRAILER_LEN];

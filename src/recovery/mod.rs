@@ -109,8 +109,8 @@ mod writer;
 pub use error::{BeyondRepair, RecoveryError};
 pub use layout::{
     DEFAULT_SHARD_SIZE, DEFAULT_SHARDS_PER_SEGMENT, Layout, PACKET_LEN, PACKET_MAGIC, Params,
-    Segment, TRAILER_LEN, TRAILER_MAGIC, align_up, parse_trailer, recovery_count, stream_packet_a0,
-    xxh3,
+    Segment, TRAILER_LEN, TRAILER_MAGIC, align_up, packet_of, parse_trailer, recovery_count,
+    stream_packet_a0, xxh3,
 };
 pub use locate::{
     ByteSource, FileSource, FoundBy, Locate, Located, TABLE_PREFETCH, TableCache, locate,

@@ -55,6 +55,9 @@ struct Drained {
     zeros: bool,
     /// Stopped at the limit, the input not at its end.
     capped: bool,
+    /// A descriptor packet of the section protecting the bytes before the footer was among
+    /// them (looked for only when asked: [`Archive::drain`]'s `packets_of`).
+    packet_found: bool,
 }
 
 impl Archive {
@@ -75,17 +78,16 @@ impl Archive {
         if got == 0 {
             // Nothing to rebuild it from: said as `t` of the file says it (helper-26: the
             // hint pointed to `krypta repair --check`).
-            self.stream_section = Some(SectionProblem {
-                what: "its recovery data is missing (the input ends at the footer: cut off?), so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)".into(),
-                warn: true,
-                lost: true,
-            });
+            self.section_lost(
+                "its recovery data is missing (the input ends at the footer: cut off?)".into(),
+            );
             return Ok(());
         }
         let packet: &[u8; PACKET_LEN] = head[head_len - PACKET_LEN..].try_into().expect("len");
         if got < head_len {
-            // The input ended before the section's first packet did: cut, not replaced.
-            self.section_problem(format!(
+            // The input ended before the section's first packet did: cut, not replaced, and
+            // nothing of it is left to rebuild from (`t` of the file finds no section: helper-27).
+            self.section_lost(format!(
                 "its recovery data is cut short: the input ends {} after the footer, before the section's first descriptor packet ends (cut off?)",
                 crate::counted(got as u64, "byte", "bytes")
             ));
@@ -101,10 +103,17 @@ impl Archive {
             crate::recovery::check_stream(&layout, packet, &mut |b: &mut [u8]| read_full(input, b))
                 .map_err(|e| Error::io(&path, "read", e))?;
         if let Some(end) = c.cut_at {
+            // What was found before the cut is said too (helper-27: it was dropped).
+            let before = c.problems();
             self.section_problem(format!(
-                "its recovery data is cut short: the input ends {} bytes into the {}-byte section (cut off?)",
+                "its recovery data is cut short: the input ends {} bytes into the {}-byte section (cut off?){}",
                 end - at,
-                layout.section_len()
+                layout.section_len(),
+                if before.is_empty() {
+                    String::new()
+                } else {
+                    format!(", and before that: {}", before.join(", "))
+                }
             ));
             return Ok(());
         }
@@ -126,14 +135,15 @@ impl Archive {
         // writes the archive without them); zero padding is not worth a warning to `x`.
         if let Some((n, padding)) = self.bytes_after()? {
             let what = format!(
-                "{} its recovery data at byte {} ({}): read without them (krypta repair on the file writes the archive as it was written)",
+                "{} its recovery data at byte {} ({}): read without {} (krypta repair on the file writes the archive as it was written)",
                 crate::bytes_follow(n),
                 layout.file_len,
                 if padding {
                     "zero padding"
                 } else {
                     "a bad copy, or something appended?"
-                }
+                },
+                crate::them(n),
             );
             // After a problem in the section itself (its trailer damaged too), both are said.
             self.stream_section = Some(match self.stream_section.take() {
@@ -162,11 +172,30 @@ impl Archive {
         });
     }
 
+    /// Notes a section nothing can rebuild (nothing of it found): said as `t` of the file
+    /// says it, not "repairable".
+    fn section_lost(&mut self, problem: String) {
+        self.stream_section = Some(SectionProblem {
+            what: format!(
+                "{problem}, so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)"
+            ),
+            warn: true,
+            lost: true,
+        });
+    }
+
     /// A recovery section whose first packet did not check out (`head`: the bytes read
-    /// after the footer so far): read to the end, and judged by its trailer.
+    /// after the footer so far, ending with the 4096 where that packet belongs): read to the
+    /// end, and judged by its trailer, else by whether any packet of it is there (as `t` of
+    /// the file finds a section by its trailer or, scanning back, by a packet).
     fn section_without_packet(&mut self, at: u64, head: &[u8]) -> Result<()> {
         let limit = at.saturating_add(TRAILING_SEARCH);
-        let d = self.drain(limit, true)?;
+        let mut d = self.drain(limit, true, Some(at))?;
+        d.packet_found |= head.len() >= PACKET_LEN
+            && crate::recovery::packet_of(
+                head[head.len() - PACKET_LEN..].try_into().expect("len"),
+                at,
+            );
         let total = head.len() as u64 + d.n;
         let mut last = head.to_vec();
         last.extend_from_slice(&d.tail);
@@ -175,14 +204,19 @@ impl Archive {
             .then(|| crate::recovery::parse_trailer(last.try_into().expect("80")).ok())
             .flatten()
             .filter(|l: &Layout| l.params.protected_len == at && l.file_len == at + total);
-        self.section_problem(match trailer {
-            Some(_) => "its recovery data is damaged (its first descriptor packet does not check out)".into(),
-            None if d.capped => "the bytes after the footer (more than a recovery section of this archive could hold) are not the recovery data its header announces (damaged, or replaced)".into(),
-            None => format!(
+        match trailer {
+            Some(_) => self.section_problem(
+                "its recovery data is damaged (its first descriptor packet does not check out)".into(),
+            ),
+            None if d.packet_found => self.section_problem(
+                "its recovery data is damaged (its first descriptor packet and its trailer do not check out)".into(),
+            ),
+            None if d.capped => self.section_lost("the bytes after the footer (more than a recovery section of this archive could hold) are not the recovery data its header announces (damaged, or replaced)".into()),
+            None => self.section_lost(format!(
                 "the {} after the footer are not the recovery data its header announces (damaged, or replaced)",
                 crate::counted(total, "byte", "bytes")
-            ),
-        });
+            )),
+        }
         Ok(())
     }
 
@@ -199,7 +233,7 @@ impl Archive {
     /// limit counted as one more, said "more than": `crate::bytes_follow`) and whether they
     /// are zero padding; None when the input ends there.
     fn bytes_after(&mut self) -> Result<Option<(u64, bool)>> {
-        let d = self.drain(TRAILING_SEARCH, true)?;
+        let d = self.drain(TRAILING_SEARCH, true, None)?;
         Ok((d.n > 0).then(|| (d.n + u64::from(d.capped), d.zeros && !d.capped)))
     }
 
@@ -209,13 +243,16 @@ impl Archive {
     }
 
     /// Reads at most `limit` bytes more; with `probe`, one more when it stops at the limit,
-    /// to tell the input's end from more input (`capped`).
-    fn drain(&mut self, limit: u64, probe: bool) -> Result<Drained> {
+    /// to tell the input's end from more input (`capped`). With `packets_of` (the footer's
+    /// end, L), each 4096 bytes read (the input positioned on a multiple of 4096) is
+    /// checked for a descriptor packet of the section protecting L bytes (`packet_found`).
+    fn drain(&mut self, limit: u64, probe: bool, packets_of: Option<u64>) -> Result<Drained> {
         let mut d = Drained {
             n: 0,
             tail: Vec::with_capacity(TRAILER_LEN),
             zeros: true,
             capped: false,
+            packet_found: false,
         };
         let mut buf = vec![0u8; CHUNK];
         while d.n < limit {
@@ -225,6 +262,13 @@ impl Archive {
                 return Ok(d);
             }
             let b = &buf[..got];
+            if let Some(l) = packets_of
+                && !d.packet_found
+            {
+                d.packet_found = b
+                    .chunks_exact(PACKET_LEN)
+                    .any(|p| crate::recovery::packet_of(p.try_into().expect("len"), l));
+            }
             d.zeros &= b.iter().all(|&x| x == 0);
             d.n += got as u64;
             if got >= TRAILER_LEN {
