@@ -60,6 +60,9 @@ pub(super) fn salvage_from_pipe(
                 "{}: damaged while reading from a pipe ({e}); the entries before the damage were {verb}, none after it: the rest of the stream could not be copied to a temporary file to read past the damage",
                 archive.display()
             ));
+            if let Some(w) = ar.spool_stopped() {
+                rep.warn(&w);
+            }
             if let Some(line) = &cut {
                 rep.lost(line);
             }
@@ -113,6 +116,9 @@ pub(super) fn salvage_from_pipe(
                     "{}: {what} while reading from a pipe: the stream from that block on (byte {base}) was copied to a temporary file to read past it; no frame was lost with the pipe",
                     archive.display()
                 ));
+            }
+            if let Some(w) = ar.spool_stopped() {
+                rep.warn(&w);
             }
             if let Some(line) = &cut {
                 rep.lost(line);

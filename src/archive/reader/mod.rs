@@ -183,6 +183,10 @@ pub struct Archive {
     /// The data frame a spooled rest starts with when `replay` kept it
     /// ([`Archive::replayed_from`]).
     replayed_from: Option<u64>,
+    /// A spool of the rest of a damaged stream stopped before its file system filled: the
+    /// directory, the stream offset it stopped at, the bytes free then
+    /// ([`Archive::spool_stopped`]).
+    spool_stopped: Option<(std::path::PathBuf, u64, u64)>,
     /// Bytes read after the footer of a stream (at, count, all zero): [`Archive::trailing`].
     stream_trailing: Option<(u64, u64, bool)>,
     /// Of a stream with a recovery section: what is wrong with it, if anything

@@ -336,6 +336,7 @@ impl Archive {
             base_damage: None,
             replay,
             replayed_from: None,
+            spool_stopped: None,
             stream_trailing: None,
             stream_section: None,
         };

@@ -14,6 +14,13 @@
 //! `x --signer` from a stream spools the whole stream before opening it
 //! ([`Archive::open_spooled`]): a signature comes last, and nothing may be written before it
 //! verified.
+//!
+//! Neither copy fills its file system: a stream's length is not known, and one that never
+//! ends (`(cat damaged.kry; cat /dev/zero) | krypta t -`, helper-27: 10.6 GB of `/tmp` in 12
+//! s) would take every byte of it from everything else on the machine. The copy stops while
+//! more than [`spool_reserve`] is free (256 MiB or 2% of the file system, checked every
+//! 64 MiB): after damage, what was copied is salvaged and the rest said unread; for
+//! `--signer`, the run fails, naming the directory (nothing was written).
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::atomic::Ordering;
@@ -69,6 +76,80 @@ impl Source for SpooledTail {
     fn counters(&self) -> Option<std::sync::Arc<Counters>> {
         None
     }
+}
+
+/// The least a spool leaves free on its file system, bytes (module doc).
+const SPOOL_RESERVE_MIN: u64 = 256 << 20;
+
+/// Bytes copied between two looks at the free space.
+const SPOOL_CHECK: u64 = 64 << 20;
+
+/// What a spool leaves free on a file system of `total` bytes: 2% of it, at least 256 MiB.
+fn spool_reserve(total: u64) -> u64 {
+    (total / 50).max(SPOOL_RESERVE_MIN)
+}
+
+/// Free bytes for an unprivileged writer, and the reserve, of the file system holding `f`;
+/// None when it cannot be asked (then nothing stops the copy but the file system itself).
+fn room(f: &std::fs::File) -> Option<(u64, u64)> {
+    let v = rustix::fs::fstatvfs(f).ok()?;
+    let free = v.f_bavail.saturating_mul(v.f_frsize);
+    Some((free, spool_reserve(v.f_blocks.saturating_mul(v.f_frsize))))
+}
+
+/// How a guarded copy ended.
+#[derive(Debug, PartialEq, Eq)]
+struct Copied {
+    /// Bytes copied.
+    bytes: u64,
+    /// Stopped with this many bytes free on the file system (at most its reserve), the
+    /// input not at its end.
+    stopped: Option<u64>,
+}
+
+/// Copies `input` to `w` (writing `file`) to its end, or until the file system holding
+/// `file` has no more than `room(file)`'s reserve free, asked every `every` bytes (module
+/// doc). Errors: a read fails (`read_err`), a write fails (`write_err`).
+fn copy_guarded(
+    input: &mut dyn Read,
+    w: &mut dyn Write,
+    file: &std::fs::File,
+    every: u64,
+    room: &dyn Fn(&std::fs::File) -> Option<(u64, u64)>,
+    read_err: &dyn Fn(io::Error) -> Error,
+    write_err: &dyn Fn(io::Error) -> Error,
+) -> Result<Copied> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    let mut next = every;
+    loop {
+        if bytes >= next {
+            next = bytes + every;
+            // Written bytes still buffered are not on the file system yet: flushed first.
+            w.flush().map_err(write_err)?;
+            if let Some((free, reserve)) = room(file)
+                && free <= reserve
+            {
+                return Ok(Copied {
+                    bytes,
+                    stopped: Some(free),
+                });
+            }
+        }
+        let got = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(got) => got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(read_err(e)),
+        };
+        w.write_all(&buf[..got]).map_err(write_err)?;
+        bytes += got as u64;
+    }
+    w.flush().map_err(write_err)?;
+    Ok(Copied {
+        bytes,
+        stopped: None,
+    })
 }
 
 /// What failed when the spool file could not be written (`$TMPDIR` full or read-only).
@@ -165,29 +246,33 @@ impl Archive {
                 e,
             )
         })?;
+        let probe = file
+            .try_clone()
+            .map_err(|e| Error::io(&tmp, SPOOL_WRITE, e))?;
         let copied = {
             let mut w = crate::fs::chunked::buffered(&mut file);
+            let mut n = 0;
             if let Some((_, _, b)) = &replayed {
                 w.write_all(b)
                     .map_err(|e| Error::io(&tmp, SPOOL_WRITE, e))?;
+                n = b.len() as u64;
             }
             // Not io::copy: a full or missing $TMPDIR must be named as that, not as a read
             // of the archive.
-            let mut n = replayed.as_ref().map_or(0, |(_, _, b)| b.len() as u64);
-            let mut buf = vec![0u8; 1 << 20];
-            loop {
-                let got = match self.input.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(got) => got,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(Error::io(&self.path, "read", e)),
-                };
-                w.write_all(&buf[..got])
-                    .map_err(|e| Error::io(&tmp, SPOOL_WRITE, e))?;
-                n += got as u64;
-            }
-            w.flush().map_err(|e| Error::io(&tmp, SPOOL_WRITE, e))?;
-            n
+            let path = self.path.clone();
+            let c = copy_guarded(
+                &mut self.input,
+                &mut w,
+                &probe,
+                SPOOL_CHECK,
+                &room,
+                &|e| Error::io(&path, "read", e),
+                &|e| Error::io(&tmp, SPOOL_WRITE, e),
+            )?;
+            self.spool_stopped = c
+                .stopped
+                .map(|free| (tmp.clone(), base + n + c.bytes, free));
+            n + c.bytes
         };
         file.seek(SeekFrom::Start(0))
             .map_err(|e| Error::io(&tmp, "seek", e))?;
@@ -218,6 +303,18 @@ impl Archive {
     /// was read in. None when the spool starts where the pipe was (or nothing was spooled).
     pub fn replayed_from(&self) -> Option<u64> {
         self.replayed_from
+    }
+
+    /// A spool of the rest of a damaged stream that stopped before its file system filled
+    /// (module doc): the message saying so, naming the directory and where it stopped.
+    pub fn spool_stopped(&self) -> Option<String> {
+        self.spool_stopped.as_ref().map(|(dir, at, free)| {
+            format!(
+                "{}: the rest of the damaged stream did not fit in {} (stopped at byte {at} with {free} bytes free, which other programs need): what follows it is not read (read the archive as a file, or set TMPDIR to a larger file system)",
+                self.path.display(),
+                dir.display()
+            )
+        })
     }
 
     /// Whether bytes read from the pipe before the spooled rest are reported lost (not when
@@ -253,15 +350,29 @@ impl Archive {
         // A loop of its own rather than `io::copy`, which would give a full disk the
         // stream's name.
         let spool = |e| Error::io(&dir, "spool the archive to a temporary file in", e);
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = match input.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io(path, "read", e)),
-            };
-            file.write_all(&buf[..n]).map_err(spool)?;
+        let probe = file.try_clone().map_err(spool)?;
+        let c = copy_guarded(
+            &mut input,
+            &mut file,
+            &probe,
+            SPOOL_CHECK,
+            &room,
+            &|e| Error::io(path, "read", e),
+            &spool,
+        )?;
+        if let Some(free) = c.stopped {
+            // A signature comes last: a part of the stream proves nothing (module doc).
+            return Err(Error::io(
+                &dir,
+                "spool the archive to a temporary file in",
+                io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    format!(
+                        "the stream is larger than it can hold: stopped after {} bytes with {free} bytes free, which other programs need (set TMPDIR to a larger file system, or give the archive as a file); nothing was written",
+                        c.bytes
+                    ),
+                ),
+            ));
         }
         file.seek(SeekFrom::Start(0))
             .map_err(|e| Error::io(&dir, "seek", e))?;
@@ -269,5 +380,66 @@ impl Archive {
         // with recovery data warned "the header announces recovery data, but none was found".
         let spooled = Box::new(crate::store::local::FileSource::from_file(file));
         Archive::open_opened(spooled, path, opts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(len: usize, room: &dyn Fn(&std::fs::File) -> Option<(u64, u64)>) -> (Copied, Vec<u8>) {
+        let data: Vec<u8> = (0..len).map(|i| (i * 31 + i / 7) as u8).collect();
+        let file = tempfile::tempfile().unwrap();
+        let mut out = Vec::new();
+        let c = copy_guarded(
+            &mut std::io::Cursor::new(&data),
+            &mut out,
+            &file,
+            1 << 20,
+            room,
+            &|e| Error::io(Path::new("in"), "read", e),
+            &|e| Error::io(Path::new("out"), "write", e),
+        )
+        .unwrap();
+        assert_eq!(out, data[..out.len()], "a prefix of the input, in order");
+        (c, out)
+    }
+
+    #[test]
+    fn a_spool_stops_while_its_file_system_keeps_its_reserve() {
+        // Regression (helper-27): an endless stream after damage filled `/tmp` at 1 GB/s.
+        // At or below the reserve at the first look (after 1 MiB here): stopped there.
+        let (c, out) = copy(10 << 20, &|_| Some((200, 200)));
+        assert_eq!(
+            c,
+            Copied {
+                bytes: 1 << 20,
+                stopped: Some(200)
+            }
+        );
+        assert_eq!(out.len(), 1 << 20);
+        // Room to spare, or the free space unknown: copied to the end.
+        for room in [
+            &(|_: &std::fs::File| Some((201u64, 200u64)))
+                as &dyn Fn(&std::fs::File) -> Option<(u64, u64)>,
+            &|_| None,
+        ] {
+            let (c, out) = copy((10 << 20) + 5, room);
+            assert_eq!(
+                c,
+                Copied {
+                    bytes: (10 << 20) + 5,
+                    stopped: None
+                }
+            );
+            assert_eq!(out.len(), (10 << 20) + 5);
+        }
+        // The reserve: 2% of the file system, at least 256 MiB.
+        assert_eq!(spool_reserve(1 << 30), 256 << 20);
+        assert_eq!(spool_reserve(1_000_000_000_000), 20_000_000_000);
+        // A real file system answers.
+        let f = tempfile::tempfile().unwrap();
+        let (free, reserve) = room(&f).expect("fstatvfs of a temporary file");
+        assert!(free > 0 && reserve >= 256 << 20, "{free} {reserve}");
     }
 }
