@@ -108,18 +108,24 @@ fn report_warnings(r: &crate::store::healing::HealReport, name: &str) -> Vec<Str
         ));
     }
     if !r.repaired_segments.is_empty() {
-        let segs: Vec<String> = r.repaired_segments.iter().map(u64::to_string).collect();
+        let segs = &r.repaired_segments;
         out.push(format!(
             "{name}: damaged: rebuilt {} bytes ({}) in {} {} from the recovery data; what was read is the archive as written (krypta repair writes a repaired copy)",
             r.rebuilt_bytes(),
             plural(r.rebuilt_shards, "shard"),
             if segs.len() == 1 { "segment" } else { "segments" },
-            segs.join(", ")
+            spans(segs)
         ));
     }
-    for g in &r.unverified_segments {
+    if !r.unverified_segments.is_empty() {
+        // One line for them all (helper-27: a section whose packets were all damaged gave
+        // one identical line per segment, 763 of them).
+        let n = r.unverified_segments.len();
         out.push(format!(
-            "{name}: segment {g}: more checksums of the recovery data are lost (both descriptor copies damaged) than it can stand in for; its bytes were checked by the archive's own tags only"
+            "{name}: {} {}: more checksums of the recovery data are lost (both descriptor copies damaged) than it can stand in for; {} bytes were checked by the archive's own tags only",
+            if n == 1 { "segment" } else { "segments" },
+            spans(&r.unverified_segments),
+            if n == 1 { "its" } else { "their" }
         ));
     }
     for b in &r.beyond {
@@ -287,4 +293,35 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
 /// `n thing` or `n things`.
 pub(crate) fn plural(n: u64, thing: &str) -> String {
     crate::counted(n, thing, &format!("{thing}s"))
+}
+
+/// Segment numbers as runs: "4", "0-762", "1, 3-5, 9".
+fn spans(set: &std::collections::BTreeSet<u64>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut it = set.iter().copied().peekable();
+    while let Some(a) = it.next() {
+        let mut b = a;
+        while it.peek() == Some(&(b + 1)) {
+            b += 1;
+            it.next();
+        }
+        out.push(if a == b {
+            a.to_string()
+        } else {
+            format!("{a}-{b}")
+        });
+    }
+    out.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn segment_numbers_are_said_as_runs() {
+        let s = |v: &[u64]| super::spans(&v.iter().copied().collect());
+        assert_eq!(s(&[4]), "4");
+        assert_eq!(s(&(0..763).collect::<Vec<_>>()), "0-762");
+        assert_eq!(s(&[1, 3, 4, 5, 9]), "1, 3-5, 9");
+        assert_eq!(s(&[]), "");
+    }
 }
