@@ -13,7 +13,8 @@
 //! - **Memory** grows with the input actually read, never with what a packet claims: 9
 //!   bytes per recovery shard whose checksum a copy-A packet read so far carried (0.2% of
 //!   the recovery shards at the default 4 KiB), plus 16 per shard waiting for copy B, and
-//!   no more than [`MAX_SUMS`] shards' worth (about 150 MiB at most: a section of 32 GiB of
+//!   no more than [`MAX_SUMS`] shards' worth (about 200 MiB at most, every copy-A packet
+//!   damaged; 72 MiB when they are intact: a section of 32 GiB of
 //!   recovery shards at 4 KiB, an archive of 640 GB at 5%). Shards past that many are not
 //!   checked from a stream (`krypta repair --check FILE` checks them all); every packet,
 //!   the padding and the trailer still are. The file's check re-reads the table instead
@@ -180,24 +181,25 @@ fn check_capped(
         pending: Vec::new(),
     };
     let mut pos = layout.copy_a + PACKET_LEN as u64;
-    // Reads `buf.len()` bytes at `pos`; false (and `cut_at` set) when the input ends first.
-    let mut read = |buf: &mut [u8], pos: &mut u64, check: &mut StreamCheck| -> io::Result<bool> {
+    // Reads `buf.len()` bytes at `pos`; when the input ends first, sets `cut_at` and returns
+    // how many it did read (the shards among them are still checked: helper-28).
+    let mut read = |buf: &mut [u8], pos: &mut u64, check: &mut StreamCheck| -> io::Result<usize> {
         let mut got = 0;
         while got < buf.len() {
             let n = input(&mut buf[got..])?;
             if n == 0 {
                 check.cut_at = Some(*pos + got as u64);
-                return Ok(false);
+                break;
             }
             got += n;
         }
         *pos += got as u64;
-        Ok(true)
+        Ok(got)
     };
     sums.copy_a(0, Some(packet_a0));
     let mut pk = [0u8; PACKET_LEN];
     for i in 1..layout.packets {
-        if !read(&mut pk, &mut pos, &mut check)? {
+        if read(&mut pk, &mut pos, &mut check)? < PACKET_LEN {
             return Ok(check);
         }
         let ok = packet_valid(layout, 0, i, &pk);
@@ -211,10 +213,8 @@ fn check_capped(
     while r < layout.recovery_shards {
         let n = (layout.recovery_shards - r).min((buf.len() / s) as u64) as usize;
         let b = &mut buf[..n * s];
-        if !read(b, &mut pos, &mut check)? {
-            return Ok(check);
-        }
-        for shard in b.chunks_exact(s) {
+        let got = read(b, &mut pos, &mut check)?;
+        for shard in b[..got].chunks_exact(s) {
             let sum = layout::xxh3(shard);
             let i = r as usize;
             if r >= cap {
@@ -226,15 +226,18 @@ fn check_capped(
             }
             r += 1;
         }
+        if got < n * s {
+            return Ok(check);
+        }
     }
     let mut padding = vec![0u8; (layout.copy_b - pos) as usize];
-    if !read(&mut padding, &mut pos, &mut check)? {
+    if read(&mut padding, &mut pos, &mut check)? < padding.len() {
         return Ok(check);
     }
     check.padding_damaged = padding.iter().any(|&x| x != 0);
     let mut pending = std::mem::take(&mut sums.pending).into_iter().peekable();
     for i in 0..layout.packets {
-        if !read(&mut pk, &mut pos, &mut check)? {
+        if read(&mut pk, &mut pos, &mut check)? < PACKET_LEN {
             return Ok(check);
         }
         let ok = packet_valid(layout, 1, i, &pk);
@@ -259,7 +262,7 @@ fn check_capped(
     check.damaged_recovery_shards += pending.count() as u64;
     debug_assert_eq!(pos, layout.trailer);
     let mut t = [0u8; TRAILER_LEN];
-    if !read(&mut t, &mut pos, &mut check)? {
+    if read(&mut t, &mut pos, &mut check)? < TRAILER_LEN {
         return Ok(check);
     }
     check.trailer_damaged = !layout::parse_trailer(&t).is_ok_and(|l| l == *layout);
@@ -375,6 +378,15 @@ mod tests {
                 (c.damaged_recovery_shards, c.damaged_packets),
                 (1, 1),
                 "{c:?}"
+            );
+            // Damage before a cut inside a read of shards is still counted (helper-28: the
+            // whole shards of the last, short read were dropped).
+            let cut = l.recovery_start + 3 * s + 7;
+            let c = run(&flip(l.recovery_start + 1)[..cut as usize], &l, 1 << 20);
+            assert_eq!(
+                (c.cut_at, c.damaged_recovery_shards),
+                (Some(cut), 1),
+                "{l:?}"
             );
             // Cut anywhere: the offset where the input ended.
             for cut in [

@@ -18,9 +18,10 @@
 //! Neither copy fills its file system: a stream's length is not known, and one that never
 //! ends (`(cat damaged.kry; cat /dev/zero) | krypta t -`, helper-27: 10.6 GB of `/tmp` in 12
 //! s) would take every byte of it from everything else on the machine. The copy stops while
-//! more than [`spool_reserve`] is free (256 MiB or 2% of the file system, checked every
-//! 64 MiB): after damage, what was copied is salvaged and the rest said unread; for
-//! `--signer`, the run fails, naming the directory (nothing was written).
+//! [`spool_reserve`] is still free (2% of the file system, at least 256 MiB; at most half
+//! of what was free when the copy began), checked every 64 MiB: after damage, what was
+//! copied is salvaged and the rest said unread; for `--signer`, the run fails, naming the
+//! directory (nothing was written).
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::atomic::Ordering;
@@ -108,8 +109,12 @@ struct Copied {
 }
 
 /// Copies `input` to `w` (writing `file`) to its end, or until the file system holding
-/// `file` has no more than `room(file)`'s reserve free, asked every `every` bytes (module
-/// doc). Errors: a read fails (`read_err`), a write fails (`write_err`).
+/// `file` has no more than its reserve free, asked every `every` bytes (module doc). The
+/// reserve is `room(file)`'s, at most half of what was free at the start: a file system
+/// already near its reserve (a small `/tmp`, a nearly full disk) still takes a stream that
+/// fits in half its free space (helper-28: every spool there stopped after 64 MiB). A stream
+/// that ends right at a check is copied whole, not said cut. Errors: a read fails
+/// (`read_err`), a write fails (`write_err`).
 fn copy_guarded(
     input: &mut dyn Read,
     w: &mut dyn Write,
@@ -119,21 +124,21 @@ fn copy_guarded(
     read_err: &dyn Fn(io::Error) -> Error,
     write_err: &dyn Fn(io::Error) -> Error,
 ) -> Result<Copied> {
+    let keep = room(file).map(|(free, reserve)| reserve.min(free / 2));
     let mut buf = vec![0u8; 1 << 20];
     let mut bytes = 0u64;
     let mut next = every;
+    let mut stopping = None;
     loop {
-        if bytes >= next {
+        if bytes >= next && stopping.is_none() {
             next = bytes + every;
             // Written bytes still buffered are not on the file system yet: flushed first.
             w.flush().map_err(write_err)?;
-            if let Some((free, reserve)) = room(file)
-                && free <= reserve
+            if let (Some(keep), Some((free, _))) = (keep, room(file))
+                && free <= keep
             {
-                return Ok(Copied {
-                    bytes,
-                    stopped: Some(free),
-                });
+                // One more read tells a stream that ends here from one that goes on.
+                stopping = Some(free);
             }
         }
         let got = match input.read(&mut buf) {
@@ -144,6 +149,13 @@ fn copy_guarded(
         };
         w.write_all(&buf[..got]).map_err(write_err)?;
         bytes += got as u64;
+        if stopping.is_some() {
+            w.flush().map_err(write_err)?;
+            return Ok(Copied {
+                bytes,
+                stopped: stopping,
+            });
+        }
     }
     w.flush().map_err(write_err)?;
     Ok(Copied {
@@ -408,19 +420,57 @@ mod tests {
     #[test]
     fn a_spool_stops_while_its_file_system_keeps_its_reserve() {
         // Regression (helper-27): an endless stream after damage filled `/tmp` at 1 GB/s.
-        // At or below the reserve at the first look (after 1 MiB here): stopped there.
-        let (c, out) = copy(10 << 20, &|_| Some((200, 200)));
+        // Free space falling to the reserve (100 free at the start, a reserve of 40): at the
+        // first look at or below it, one more read, and stopped.
+        let free = std::cell::Cell::new(100u64);
+        let falling = |_: &std::fs::File| {
+            let f = free.get();
+            free.set(f.saturating_sub(30));
+            Some((f, 40))
+        };
+        let (c, out) = copy(10 << 20, &falling);
+        // Looks: at the start (100), after 1 MiB (70), 2 MiB (40: one more read, stop).
         assert_eq!(
             c,
             Copied {
-                bytes: 1 << 20,
-                stopped: Some(200)
+                bytes: 3 << 20,
+                stopped: Some(40)
             }
         );
-        assert_eq!(out.len(), 1 << 20);
+        assert_eq!(out.len(), 3 << 20);
+        // The same where the stream ends right there: copied whole, not said cut
+        // (helper-28: it was said stopped).
+        free.set(100);
+        let (c, out) = copy(2 << 20, &falling);
+        assert_eq!(
+            c,
+            Copied {
+                bytes: 2 << 20,
+                stopped: None
+            }
+        );
+        assert_eq!(out.len(), 2 << 20);
+        // A file system already at its reserve keeps half of what it had free: with 100
+        // free and a reserve of 500, the copy goes on while more than 50 is free
+        // (helper-28: it stopped at the first look).
+        free.set(100);
+        let below = |_: &std::fs::File| {
+            let f = free.get();
+            free.set(f.saturating_sub(20));
+            Some((f, 500))
+        };
+        let (c, _) = copy(10 << 20, &below);
+        // Looks: 100 at the start; 80, 60 go on; 40 <= 50: one more read, stop.
+        assert_eq!(
+            c,
+            Copied {
+                bytes: 4 << 20,
+                stopped: Some(40)
+            }
+        );
         // Room to spare, or the free space unknown: copied to the end.
         for room in [
-            &(|_: &std::fs::File| Some((201u64, 200u64)))
+            &(|_: &std::fs::File| Some((1u64 << 40, 200u64)))
                 as &dyn Fn(&std::fs::File) -> Option<(u64, u64)>,
             &|_| None,
         ] {
