@@ -238,7 +238,9 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
             // nightly check must notice (exit 7 too).
             return Err(Error::Repairable {
                 path: archive.into(),
-                what: "its recovery data is missing (cut off or overwritten), so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)".into(),
+                what: format!(
+                    "its recovery data is missing (cut off or overwritten), {SECTION_LOST}"
+                ),
                 summary: Box::new(s),
             });
         }
@@ -251,18 +253,10 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
             heal.rebuilt_bytes()
         ));
     }
-    if section.damaged_recovery_shards > 0 {
-        what.push(format!(
-            "{} damaged or unverifiable (checksum lost)",
-            plural(section.damaged_recovery_shards, "recovery shard")
-        ));
-    }
-    if section.damaged_packets > 0 {
-        what.push(format!(
-            "{} damaged",
-            plural(section.damaged_packets, "descriptor packet")
-        ));
-    }
+    what.extend(crate::recovery::damage_items(
+        section.damaged_recovery_shards,
+        section.damaged_packets,
+    ));
     if section.trailer_damaged {
         what.push("the recovery trailer is damaged or not at the end of the file".into());
     }
@@ -289,6 +283,10 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
         summary: Box::new(s),
     })
 }
+
+/// What `t` says of recovery data nothing can rebuild, after what happened to it (the file's
+/// and the pipe's reader say it alike).
+pub(crate) const SECTION_LOST: &str = "so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)";
 
 /// `n thing` or `n things`.
 pub(crate) fn plural(n: u64, thing: &str) -> String {

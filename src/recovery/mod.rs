@@ -120,7 +120,7 @@ pub use realign::{Realigned, missing_beyond_recovery, realign, rebuildable, shif
 pub use repair::{
     RepairOptions, RepairSummary, RepairedSegment, repair_range, repair_segment, repair_to,
 };
-pub use stream_check::{StreamCheck, check_stream};
+pub use stream_check::{StreamCheck, check_stream, damage_items};
 pub use verify::{MAX_RANGES, SegmentReport, SegmentState, VerifyReport, padding_ok, verify};
 pub use writer::{RecoveryOptions, RecoveryWriter, SectionSummary};
 

@@ -52,27 +52,7 @@ pub struct StreamCheck {
 impl StreamCheck {
     /// What is wrong, as items of a list (empty when nothing is).
     pub fn problems(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        if self.damaged_recovery_shards > 0 {
-            v.push(format!(
-                "{} damaged or unverifiable (checksum lost)",
-                crate::counted(
-                    self.damaged_recovery_shards,
-                    "recovery shard",
-                    "recovery shards"
-                )
-            ));
-        }
-        if self.damaged_packets > 0 {
-            v.push(format!(
-                "{} damaged",
-                crate::counted(
-                    self.damaged_packets,
-                    "descriptor packet",
-                    "descriptor packets"
-                )
-            ));
-        }
+        let mut v = damage_items(self.damaged_recovery_shards, self.damaged_packets);
         if self.padding_damaged {
             v.push("the zero padding after its recovery shards does not check out".into());
         }
@@ -81,6 +61,25 @@ impl StreamCheck {
         }
         v
     }
+}
+
+/// Damaged recovery shards and descriptor packets as items of a list, as `test` says them
+/// of a file (`crate::repaired`) and of a stream ([`StreamCheck::problems`]).
+pub fn damage_items(shards: u64, packets: u64) -> Vec<String> {
+    let mut v = Vec::new();
+    if shards > 0 {
+        v.push(format!(
+            "{} damaged or unverifiable (checksum lost)",
+            crate::counted(shards, "recovery shard", "recovery shards")
+        ));
+    }
+    if packets > 0 {
+        v.push(format!(
+            "{} damaged",
+            crate::counted(packets, "descriptor packet", "descriptor packets")
+        ));
+    }
+    v
 }
 
 /// The recovery checksums the copy-A packets read so far carried, by recovery shard number

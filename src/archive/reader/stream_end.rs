@@ -176,9 +176,7 @@ impl Archive {
     /// says it, not "repairable".
     fn section_lost(&mut self, problem: String) {
         self.stream_section = Some(SectionProblem {
-            what: format!(
-                "{problem}, so the archive is no longer protected; krypta repair cannot restore it (copy the archive again from a good copy, or re-create it)"
-            ),
+            what: format!("{problem}, {}", crate::repaired::SECTION_LOST),
             warn: true,
             lost: true,
         });
@@ -190,7 +188,7 @@ impl Archive {
     /// the file finds a section by its trailer or, scanning back, by a packet).
     fn section_without_packet(&mut self, at: u64, head: &[u8]) -> Result<()> {
         let limit = at.saturating_add(TRAILING_SEARCH);
-        let mut d = self.drain(limit, true, Some(at))?;
+        let mut d = self.drain(limit, Some(at))?;
         d.packet_found |= head.len() >= PACKET_LEN
             && crate::recovery::packet_of(
                 head[head.len() - PACKET_LEN..].try_into().expect("len"),
@@ -233,7 +231,7 @@ impl Archive {
     /// limit counted as one more, said "more than": `crate::bytes_follow`) and whether they
     /// are zero padding; None when the input ends there.
     fn bytes_after(&mut self) -> Result<Option<(u64, bool)>> {
-        let d = self.drain(TRAILING_SEARCH, true, None)?;
+        let d = self.drain(TRAILING_SEARCH, None)?;
         Ok((d.n > 0).then(|| (d.n + u64::from(d.capped), d.zeros && !d.capped)))
     }
 
@@ -242,11 +240,11 @@ impl Archive {
         read_full(&mut self.input, buf).map_err(|e| Error::io(&self.path, "read", e))
     }
 
-    /// Reads at most `limit` bytes more; with `probe`, one more when it stops at the limit,
-    /// to tell the input's end from more input (`capped`). With `packets_of` (the footer's
+    /// Reads at most `limit` bytes more, and one more when it stops at the limit, to tell
+    /// the input's end from more input (`capped`). With `packets_of` (the footer's
     /// end, L), each 4096 bytes read (the input positioned on a multiple of 4096) is
     /// checked for a descriptor packet of the section protecting L bytes (`packet_found`).
-    fn drain(&mut self, limit: u64, probe: bool, packets_of: Option<u64>) -> Result<Drained> {
+    fn drain(&mut self, limit: u64, packets_of: Option<u64>) -> Result<Drained> {
         let mut d = Drained {
             n: 0,
             tail: Vec::with_capacity(TRAILER_LEN),
@@ -279,9 +277,6 @@ impl Archive {
                 let cut = d.tail.len().saturating_sub(TRAILER_LEN);
                 d.tail.drain(..cut);
             }
-        }
-        if !probe {
-            return Ok(d);
         }
         let mut one = [0u8; 1];
         d.capped = self.read_more(&mut one)? == 1;
