@@ -39,6 +39,30 @@ fn an_archive_to_stdout_that_its_reader_cut_short_is_a_failed_write() {
 }
 
 #[test]
+fn a_many_block_archive_to_a_full_stdout_fails_at_once_naming_stdout() {
+    // The frames are written on a thread of their own (`archive::write_behind`): its first
+    // failed write must end the run with that error, whatever the level and the workers,
+    // not a hang, a panic or a later error that hides it.
+    let fx = Fx::new();
+    fx.file("in/f", &bytes(3 << 20, 11, false));
+    fx.ok(&["keygen", "-o", "k"]);
+    for args in [
+        &["c", "-q", "-s", "-b", "64K", "-", "in"][..],
+        &["c", "-q", "-s", "-b", "64K", "-j", "1", "-", "in"],
+        &["c", "-q", "-l", "1", "-b", "64K", "-j", "2", "-", "in"],
+        &["c", "-q", "-b", "64K", "--keyfile", "k", "-", "in"],
+    ] {
+        let e = fails_on_full_stdout(&fx, args);
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+        assert_eq!(
+            e.matches("No space left on device").count(),
+            1,
+            "{args:?}: {e}"
+        );
+    }
+}
+
+#[test]
 fn extracted_content_to_stdout_may_be_cut_short_quietly() {
     let fx = Fx::new();
     fx.file("in/f", &bytes(8 << 20, 7, false));

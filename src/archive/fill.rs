@@ -60,12 +60,16 @@ impl<W: Write> ArchiveWriter<W> {
             // frame k's.
             t.frame_tag(frame[frame.len() - TAG_LEN..].try_into().expect("32"));
         }
-        self.write_out(&frame)?;
-        if in_block {
-            self.buffers.blocks.give(frame);
+        let len = frame.len() as u64;
+        let back = if in_block {
+            &self.buffers.blocks
         } else {
-            self.buffers.frames.give(frame);
-        }
+            &self.buffers.frames
+        };
+        self.out
+            .write_owned(frame, back)
+            .map_err(|e| Error::io(&self.out_name, "write", e))?;
+        self.offset += len;
         Ok(())
     }
 

@@ -70,7 +70,7 @@ const READ_STEP: usize = 1 << 20;
 
 /// Writes one archive. See the module documentation.
 pub struct ArchiveWriter<W: Write> {
-    pub(super) out: super::output::Output<W>,
+    pub(super) out: super::write_behind::Out<W>,
     pub(super) out_name: PathBuf,
     pub(super) offset: u64,
     pub(super) archive_id: ArchiveId,
@@ -124,6 +124,30 @@ pub(super) struct RefState {
     pub group_tail: Vec<u8>,
     /// The previous block's raw bytes.
     pub previous: Vec<u8>,
+}
+
+impl<W: Write + Send + 'static> ArchiveWriter<W> {
+    /// Writes the frames from here on on a thread of their own ([`super::write_behind`]),
+    /// off the thread that reads, hashes and fills; the bytes written are the same. Blocks
+    /// over [`super::write_behind::MAX_BEHIND_BLOCK`] stay written inline (module doc).
+    /// Errors: Io when the OS refuses the thread (then the writer is unchanged).
+    pub fn write_behind(&mut self) -> Result<()> {
+        use super::write_behind::{Behind, MAX_BEHIND_BLOCK, Out};
+        if self.block_size > MAX_BEHIND_BLOCK {
+            return Ok(());
+        }
+        match std::mem::replace(&mut self.out, Out::Moving) {
+            Out::Inline(out) => match Behind::start(out) {
+                Ok(b) => self.out = Out::Behind(b),
+                Err((out, e)) => {
+                    self.out = Out::Inline(out);
+                    return Err(Error::io(&self.out_name, "start a writer thread", e));
+                }
+            },
+            other => self.out = other,
+        }
+        Ok(())
+    }
 }
 
 impl<W: Write> ArchiveWriter<W> {
@@ -219,7 +243,7 @@ impl<W: Write> ArchiveWriter<W> {
             extensions,
         };
         header.check().map_err(unwritable)?;
-        let out = match &opts.recovery {
+        let out = super::write_behind::Out::Inline(match &opts.recovery {
             None => super::output::Output::Plain(out),
             Some(r) => super::output::Output::Recovery(Box::new(
                 crate::recovery::RecoveryWriter::new(out, r).map_err(|source| Error::Recovery {
@@ -227,7 +251,7 @@ impl<W: Write> ArchiveWriter<W> {
                     source,
                 })?,
             )),
-        };
+        });
         let mut bytes = header.write_untagged();
         let tag = protection.header_tag(&bytes);
         bytes.extend_from_slice(&tag);
