@@ -112,6 +112,9 @@ impl<W: Write> ArchiveWriter<W> {
     }
 
     pub(super) fn submit(&mut self, job: Job) -> Result<()> {
+        self.out
+            .check()
+            .map_err(|e| Error::io(&self.out_name, "write", e))?;
         self.wait_for_capacity()?;
         self.pool
             .submit(job)

@@ -12,12 +12,18 @@
 //!
 //! **Order and errors.** Frames go through one FIFO channel to one thread, so they are
 //! written in the order sent, which is the order `emit` produced before. The first write
-//! error ends the thread, which drops the output (a `store::Sink` dropped unfinished removes
-//! its temporary file); the next send then fails and the filling thread joins the writer
-//! and returns that error, named as before (`Error::io(out_name, "write", …)`). `finish`
-//! joins the thread to take the output back before the recovery section and the sink's own
-//! finish (fsync, rename). Dropping the writer unfinished joins the thread too, so the
-//! output is dropped (and a temporary file removed) before the drop returns.
+//! error ends the thread, which raises a flag and drops the output (a `store::Sink` dropped
+//! unfinished removes its temporary file). The filling thread looks at the flag after every
+//! read of input (at most 1 MiB) and every block it submits ([`Out::check`]), and at every
+//! send: then it joins the writer and returns that error, named as before
+//! (`Error::io(out_name, "write", …)`). So a dead output stops the run within one read, as
+//! it did when the filling thread wrote (without the flag, a slow input kept being read into
+//! a dead output until a whole block more had arrived). `finish` joins the thread to take
+//! the output back before the recovery section and the sink's own finish (fsync, rename).
+//! Dropping the writer unfinished (the run failed) tells the thread to write nothing more,
+//! and joins it, so the output is dropped (a temporary file removed, an upload aborted)
+//! before the drop returns. A thread the OS refuses leaves the writes inline: the thread is
+//! a speed-up, never a reason to fail.
 //!
 //! **Memory.** At most [`QUEUED`] frames wait in the channel and one is being written:
 //! `(QUEUED + 1) × block` bytes on top of the pipeline's bound (12 MiB at the default
@@ -26,6 +32,8 @@
 //! hundreds of MiB to the peak.
 
 use std::io::{self, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -53,6 +61,10 @@ pub(crate) enum Out<W: Write> {
 pub(crate) struct Behind<W: Write> {
     tx: Option<SyncSender<Piece>>,
     thread: Option<JoinHandle<io::Result<Output<W>>>>,
+    /// Raised by the thread when a write failed (it has ended).
+    failed: Arc<AtomicBool>,
+    /// Raised by the drop of an unfinished writer: write nothing more.
+    discard: Arc<AtomicBool>,
 }
 
 impl<W: Write + Send + 'static> Behind<W> {
@@ -62,12 +74,21 @@ impl<W: Write + Send + 'static> Behind<W> {
         // The output goes to the thread only once it runs, so a refused thread loses nothing.
         let (give, take) = sync_channel::<Output<W>>(1);
         let (tx, rx) = sync_channel::<Piece>(QUEUED);
+        let failed = Arc::new(AtomicBool::new(false));
+        let discard = Arc::new(AtomicBool::new(false));
+        let (f, d) = (Arc::clone(&failed), Arc::clone(&discard));
         let spawned = std::thread::Builder::new()
             .name("krypta-write".into())
             .spawn(move || {
                 let mut out = take.recv().map_err(io::Error::other)?;
                 for (bytes, back) in rx {
-                    out.write_all(&bytes)?;
+                    if d.load(Ordering::Acquire) {
+                        break;
+                    }
+                    if let Err(e) = out.write_all(&bytes) {
+                        f.store(true, Ordering::Release);
+                        return Err(e);
+                    }
                     if let Some(list) = back {
                         list.give(bytes);
                     }
@@ -81,6 +102,8 @@ impl<W: Write + Send + 'static> Behind<W> {
                 Ok(Behind {
                     tx: Some(tx),
                     thread: Some(thread),
+                    failed,
+                    discard,
                 })
             }
             Err(e) => Err((out, e)),
@@ -123,6 +146,7 @@ impl<W: Write> Behind<W> {
 
 impl<W: Write> Drop for Behind<W> {
     fn drop(&mut self) {
+        self.discard.store(true, Ordering::Release);
         drop(self.tx.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -131,6 +155,20 @@ impl<W: Write> Drop for Behind<W> {
 }
 
 impl<W: Write> Out<W> {
+    /// The writer thread's error, once a write failed (then the thread has ended); `Ok`
+    /// while it writes, and always when writing inline.
+    pub(crate) fn check(&mut self) -> io::Result<()> {
+        match self {
+            Out::Behind(b) if b.failed.load(Ordering::Acquire) => match b.join() {
+                Err(e) => Err(e),
+                Ok(_) => Err(io::Error::other(
+                    "internal error: the archive's writing thread stopped early",
+                )),
+            },
+            _ => Ok(()),
+        }
+    }
+
     /// Writes `bytes` (or queues them); the buffer goes back to `back` once written.
     pub(crate) fn write_owned(&mut self, bytes: Vec<u8>, back: &Buffers) -> io::Result<()> {
         match self {
@@ -221,6 +259,68 @@ mod tests {
             back += 1;
         }
         assert_eq!(back, 8);
+    }
+
+    #[test]
+    fn a_failed_write_shows_in_check_without_another_send() {
+        // Regression (review of the writer thread): the failure showed only at the next
+        // send, a whole block of input later, so a slow input kept being read into a dead
+        // output. `check`, called after every read, sees it.
+        let list = Buffers::new(2);
+        let mut out = Out::Behind(
+            Behind::start(Output::Plain(Full {
+                got: Vec::new(),
+                room: 10,
+            }))
+            .map_err(|(_, e)| e)
+            .unwrap(),
+        );
+        assert!(out.check().is_ok());
+        out.write_owned(vec![1u8; 100], &list).unwrap();
+        let mut seen = None;
+        for _ in 0..10_000 {
+            if let Err(e) = out.check() {
+                seen = Some(e);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let e = seen.expect("the failed write shows in check");
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        // Nothing of the failed frame was taken.
+        assert!(matches!(out, Out::Behind(_)));
+    }
+
+    #[test]
+    fn dropping_an_unfinished_writer_writes_nothing_more() {
+        // A writer dropped unfinished (the run failed) must not go on writing the queued
+        // frames into an output about to be discarded (an upload would send them).
+        use std::sync::Mutex;
+        struct Slow(Arc<Mutex<usize>>);
+        impl Write for Slow {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                *self.0.lock().unwrap() += b.len();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let written = Arc::new(Mutex::new(0));
+        let list = Buffers::new(2);
+        let mut out = Out::Behind(
+            Behind::start(Output::Plain(Slow(Arc::clone(&written))))
+                .map_err(|(_, e)| e)
+                .unwrap(),
+        );
+        // One frame being written, two queued.
+        for _ in 0..3 {
+            out.write_owned(vec![0u8; 1000], &list).unwrap();
+        }
+        drop(out);
+        let n = *written.lock().unwrap();
+        assert!(n <= 1000, "{n} bytes written after the drop began");
     }
 
     #[test]

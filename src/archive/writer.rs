@@ -129,24 +129,20 @@ pub(super) struct RefState {
 impl<W: Write + Send + 'static> ArchiveWriter<W> {
     /// Writes the frames from here on on a thread of their own ([`super::write_behind`]),
     /// off the thread that reads, hashes and fills; the bytes written are the same. Blocks
-    /// over [`super::write_behind::MAX_BEHIND_BLOCK`] stay written inline (module doc).
-    /// Errors: Io when the OS refuses the thread (then the writer is unchanged).
-    pub fn write_behind(&mut self) -> Result<()> {
+    /// over [`super::write_behind::MAX_BEHIND_BLOCK`] stay written inline (module doc), and
+    /// so do all when the OS refuses the thread.
+    pub fn write_behind(&mut self) {
         use super::write_behind::{Behind, MAX_BEHIND_BLOCK, Out};
         if self.block_size > MAX_BEHIND_BLOCK {
-            return Ok(());
+            return;
         }
-        match std::mem::replace(&mut self.out, Out::Moving) {
+        self.out = match std::mem::replace(&mut self.out, Out::Moving) {
             Out::Inline(out) => match Behind::start(out) {
-                Ok(b) => self.out = Out::Behind(b),
-                Err((out, e)) => {
-                    self.out = Out::Inline(out);
-                    return Err(Error::io(&self.out_name, "start a writer thread", e));
-                }
+                Ok(b) => Out::Behind(b),
+                Err((out, _)) => Out::Inline(out),
             },
-            other => self.out = other,
-        }
-        Ok(())
+            other => other,
+        };
     }
 }
 
@@ -482,7 +478,12 @@ impl<W: Write> ArchiveWriter<W> {
             } else {
                 let max = room.min(READ_STEP).min(MAX_SEGMENT as usize);
                 self.ensure_init(data_at + max);
-                match src.read_extent(&mut self.block[data_at..data_at + max])? {
+                let read = src.read_extent(&mut self.block[data_at..data_at + max])?;
+                // A dead output ends the run now, not a block of input later.
+                self.out
+                    .check()
+                    .map_err(|e| Error::io(&self.out_name, "write", e))?;
+                match read {
                     Some(piece) => piece,
                     None => break,
                 }
