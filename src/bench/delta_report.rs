@@ -81,6 +81,8 @@ pub struct Timed {
     pub write_secs: f64,
     /// Seconds to restore the new version from it (krypta `x`, peer decode).
     pub read_secs: f64,
+    /// CPU seconds (user + system, every thread) of that restore; 0 when not measured.
+    pub read_cpu_secs: f64,
 }
 
 /// What one measurement gave.
@@ -168,6 +170,8 @@ pub struct Measured {
     pub runs: usize,
     /// Whether the binary has `c --base`.
     pub delta_built: bool,
+    /// The machine's cores, for the CPU floor of a read (0: not stated).
+    pub cores: usize,
 }
 
 fn mbs(bytes: u64, secs: f64) -> Cell {
@@ -345,10 +349,30 @@ fn reading(m: &Measured) -> Vec<String> {
                 )
             })
             .unwrap_or_default();
+        // A delta read decodes the base's frames as well as the delta's: on c cores no read
+        // can take less than its CPU time / c, whatever the threads do. That floor, from
+        // this run's own numbers, says whether a read above the goal lost time to CPU or to
+        // waiting.
+        let floor = if m.cores > 0 && d.read_cpu_secs > 0.0 && w.read_cpu_secs > 0.0 {
+            let f = d.read_cpu_secs / m.cores as f64;
+            format!(
+                " Its read used {:.0} ms of CPU against the whole-file extract's {:.0} ms \
+                 ({:.2}x): on {} cores no read can take less than {:.0} ms, {:.2}x the \
+                 whole-file extract's time.",
+                d.read_cpu_secs * 1e3,
+                w.read_cpu_secs * 1e3,
+                d.read_cpu_secs / w.read_cpu_secs,
+                m.cores,
+                f * 1e3,
+                f / w.read_secs.max(1e-9)
+            )
+        } else {
+            String::new()
+        };
         out.push(format!(
             "{name}, one thread: delta writes {write:.0} MB/s (goal ≥ {GOAL_WRITE_MBS:.0}: {}); \
              {size_text}; restores in {read:.2}x a whole-file extract's time (goal ≤ \
-             {GOAL_READ_VS_WHOLE}x: {}){tax}.",
+             {GOAL_READ_VS_WHOLE}x: {}){tax}.{floor}",
             verdict(write >= GOAL_WRITE_MBS),
             verdict(read <= GOAL_READ_VS_WHOLE),
         ));
@@ -371,6 +395,7 @@ mod tests {
                     size,
                     write_secs: w,
                     read_secs: r,
+                    read_cpu_secs: r * 1.6,
                 })
             } else {
                 Outcome::NotBuilt
@@ -388,6 +413,7 @@ mod tests {
                 size,
                 write_secs: w,
                 read_secs: r,
+                read_cpu_secs: r * 0.9,
             })
         };
         Measured {
@@ -425,6 +451,7 @@ mod tests {
             missing_tools: vec![],
             runs: 3,
             delta_built,
+            cores: 2,
         }
     }
 
@@ -467,7 +494,9 @@ mod tests {
                 "ruff, one thread: delta writes 123 MB/s (goal ≥ 90: met); size 1.12x zstd \
                  --patch-from --long=31 -19 (goal ≤ 1.2x: met); restores in 1.20x a whole-file \
                  extract's time (goal ≤ 1.25x: met); the delta write runs at 50% of \
-                 passthrough's speed (DeltaGlider: 8%)."
+                 passthrough's speed (DeltaGlider: 8%). Its read used 192 ms of CPU against \
+                 the whole-file extract's 90 ms (2.13x): on 2 cores no read can take less \
+                 than 96 ms, 0.96x the whole-file extract's time."
                     .to_string(),
             ]
         );

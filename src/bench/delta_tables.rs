@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 
 use super::Plan;
 use super::delta_report::{Measured, Mode, ModeRow, Outcome, PeerRow, Timed, render};
-use super::measure::{SLOW_RUN_SECS, have, median};
+use super::measure::{SLOW_RUN_SECS, child_cpu_secs, have, median};
 use super::pairs::{self, Pair};
 use super::report::Table;
 
@@ -71,6 +71,7 @@ struct Runs {
     job: Job,
     writes: Vec<f64>,
     reads: Vec<f64>,
+    read_cpu: Vec<f64>,
     size: u64,
     error: Option<String>,
     slow: bool,
@@ -116,6 +117,7 @@ pub fn table14(
         missing_tools: missing_tools.clone(),
         runs: rounds,
         delta_built,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         ..Default::default()
     };
     let mut threads = vec![1];
@@ -159,6 +161,7 @@ pub fn table14(
                 job,
                 writes: Vec::new(),
                 reads: Vec::new(),
+                read_cpu: Vec::new(),
                 size: 0,
                 error: None,
                 slow: false,
@@ -188,10 +191,11 @@ pub fn table14(
                     &r.job,
                     (round == 0).then_some(&expected),
                 ) {
-                    Ok((size, w, rd)) => {
+                    Ok((size, w, rd, cpu)) => {
                         r.size = size;
                         r.writes.push(w);
                         r.reads.push(rd);
+                        r.read_cpu.push(cpu);
                         r.slow = round == 0 && w + rd > SLOW_RUN_SECS;
                     }
                     Err(e) => r.error = Some(e),
@@ -208,6 +212,7 @@ pub fn table14(
                     size: r.size,
                     write_secs: median(&mut r.writes.clone()),
                     read_secs: median(&mut r.reads.clone()),
+                    read_cpu_secs: median(&mut r.read_cpu.clone()),
                 }),
             };
             match r.job {
@@ -269,8 +274,8 @@ fn stage(pair: &Pair, t: &Path, len: usize) -> Result<(u64, u64)> {
     Ok((sizes[0], sizes[1]))
 }
 
-/// One write and one read of `job`: (output bytes, write secs, read secs). When `expected`
-/// is given, the restored file is compared with it.
+/// One write and one read of `job`: (output bytes, write secs, read secs, read CPU secs).
+/// When `expected` is given, the restored file is compared with it.
 fn one_run(
     exe: &Path,
     t: &Path,
@@ -278,18 +283,19 @@ fn one_run(
     key: &Path,
     job: &Job,
     expected: Option<&Vec<u8>>,
-) -> std::result::Result<(u64, f64, f64), String> {
+) -> std::result::Result<(u64, f64, f64, f64), String> {
     let out = t.join("out.bin");
     let restored_dir = t.join("restored");
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_dir_all(&restored_dir);
     std::fs::create_dir_all(&restored_dir).map_err(|e| e.to_string())?;
-    let (w, r, restored) = match job {
+    let (w, r, cpu, restored) = match job {
         Job::Krypta(mode, n) => {
             let (create, extract) = krypta_args(*mode, *n, t, key, &out, &restored_dir, name);
             let w = timed(|| krypta(exe, &t.join("new"), create).map_err(|e| e.to_string()))?;
+            let c0 = child_cpu_secs();
             let r = timed(|| krypta(exe, t, extract).map_err(|e| e.to_string()))?;
-            (w, r, restored_dir.join(name))
+            (w, r, child_cpu_secs() - c0, restored_dir.join(name))
         }
         Job::Peer(p) => {
             let restored = restored_dir.join(name);
@@ -300,8 +306,9 @@ fn one_run(
                 restored.clone(),
             ];
             let w = timed(|| sh(p.encode, &args))?;
+            let c0 = child_cpu_secs();
             let r = timed(|| sh(p.decode, &args))?;
-            (w, r, restored)
+            (w, r, child_cpu_secs() - c0, restored)
         }
     };
     let size = std::fs::metadata(&out).map_err(|e| e.to_string())?.len();
@@ -314,7 +321,7 @@ fn one_run(
             ));
         }
     }
-    Ok((size, w, r))
+    Ok((size, w, r, cpu))
 }
 
 /// `c` and `x` arguments of a mode (run in `t/new` and `t`).

@@ -163,6 +163,16 @@ pub fn have(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// CPU seconds (user + system) of this process's waited-for children so far
+/// (`getrusage(RUSAGE_CHILDREN)`, microseconds); 0 where it cannot be read.
+pub(super) fn child_cpu_secs() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0.0, |u| {
+        let t = |v: nix::sys::time::TimeVal| v.tv_sec() as f64 + v.tv_usec() as f64 / 1e6;
+        t(u.user_time()) + t(u.system_time())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

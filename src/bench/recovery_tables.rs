@@ -169,7 +169,7 @@ fn write_tree(dir: &Path, files: &[(&str, &[u8])]) -> Result<std::path::PathBuf>
 /// system) of the child. Fails unless it exits 0 (or `allowed`).
 fn krypta_cli(dir: &Path, args: &[&str], allowed: &[i32]) -> Result<(i32, f64, f64)> {
     let exe = std::env::current_exe().map_err(|e| Error::io("krypta", "locate", e))?;
-    let c0 = child_cpu_secs();
+    let c0 = super::measure::child_cpu_secs();
     let t = std::time::Instant::now();
     let st = Command::new(exe)
         .args(args)
@@ -188,7 +188,7 @@ fn krypta_cli(dir: &Path, args: &[&str], allowed: &[i32]) -> Result<(i32, f64, f
             args.join(" ")
         )));
     }
-    Ok((code, wall, child_cpu_secs() - c0))
+    Ok((code, wall, super::measure::child_cpu_secs() - c0))
 }
 
 /// Names of the fixtures repeated (as separate files) until they reach `mb` MB.
@@ -294,17 +294,6 @@ pub fn table10(
         ));
     }
     Ok(t)
-}
-
-/// CPU seconds (user + system) of this process's waited-for children so far, from
-/// /proc/self/stat (cutime + cstime, clock ticks of 1/100 s); 0 where it cannot be read.
-fn child_cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // After the parenthesised command name, cutime and cstime are the 14th and 15th fields.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (tick(13) + tick(14)) / 100.0
 }
 
 /// The damages of table 11, applied to the archive's own bytes (length `l`), with their names.
