@@ -113,7 +113,6 @@ fn compress_into(
     };
     let out = sink;
     let mut w = ArchiveWriter::new(out, &out_name, req.options)?;
-    w.write_behind();
     let mut changed = 0usize;
     let mut skipped = 0usize;
     // Entries the walk left out by design, each named (`WalkEvent::Omitted`).

@@ -40,9 +40,9 @@ fn an_archive_to_stdout_that_its_reader_cut_short_is_a_failed_write() {
 
 #[test]
 fn a_many_block_archive_to_a_full_stdout_fails_at_once_naming_stdout() {
-    // The frames are written on a thread of their own (`archive::write_behind`): its first
-    // failed write must end the run with that error, whatever the level and the workers,
-    // not a hang, a panic or a later error that hides it.
+    // The first failed write of a frame must end the run with that error, whatever the
+    // level and the workers: not a hang, a panic or a later error that hides it. (Kept from
+    // a writer thread that was tried and taken out again: it guards the inline path too.)
     let fx = Fx::new();
     fx.file("in/f", &bytes(3 << 20, 11, false));
     fx.ok(&["keygen", "-o", "k"]);

@@ -60,16 +60,12 @@ impl<W: Write> ArchiveWriter<W> {
             // frame k's.
             t.frame_tag(frame[frame.len() - TAG_LEN..].try_into().expect("32"));
         }
-        let len = frame.len() as u64;
-        let back = if in_block {
-            &self.buffers.blocks
+        self.write_out(&frame)?;
+        if in_block {
+            self.buffers.blocks.give(frame);
         } else {
-            &self.buffers.frames
-        };
-        self.out
-            .write_owned(frame, back)
-            .map_err(|e| Error::io(&self.out_name, "write", e))?;
-        self.offset += len;
+            self.buffers.frames.give(frame);
+        }
         Ok(())
     }
 
@@ -112,9 +108,6 @@ impl<W: Write> ArchiveWriter<W> {
     }
 
     pub(super) fn submit(&mut self, job: Job) -> Result<()> {
-        self.out
-            .check()
-            .map_err(|e| Error::io(&self.out_name, "write", e))?;
         self.wait_for_capacity()?;
         self.pool
             .submit(job)

@@ -101,14 +101,11 @@ impl<W: Write> ArchiveWriter<W> {
             self.write_out(&bytes)?;
         }
         self.write_out(&fb)?;
-        let mut out = self
-            .out
-            .into_inline()
-            .map_err(|e| Error::io(&self.out_name, "write", e))?;
-        out.flush()
+        self.out
+            .flush()
             .map_err(|e| Error::io(&self.out_name, "write", e))?;
         let out_name = self.out_name.clone();
-        let (out, section) = out.finish().map_err(|source| Error::Recovery {
+        let (out, section) = self.out.finish().map_err(|source| Error::Recovery {
             path: out_name,
             source,
         })?;

@@ -14,7 +14,6 @@ pub mod pipeline;
 pub mod reader;
 mod seal;
 pub mod visit;
-mod write_behind;
 pub mod write_opts;
 pub mod writer;
 

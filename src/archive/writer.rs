@@ -70,7 +70,7 @@ const READ_STEP: usize = 1 << 20;
 
 /// Writes one archive. See the module documentation.
 pub struct ArchiveWriter<W: Write> {
-    pub(super) out: super::write_behind::Out<W>,
+    pub(super) out: super::output::Output<W>,
     pub(super) out_name: PathBuf,
     pub(super) offset: u64,
     pub(super) archive_id: ArchiveId,
@@ -124,26 +124,6 @@ pub(super) struct RefState {
     pub group_tail: Vec<u8>,
     /// The previous block's raw bytes.
     pub previous: Vec<u8>,
-}
-
-impl<W: Write + Send + 'static> ArchiveWriter<W> {
-    /// Writes the frames from here on on a thread of their own ([`super::write_behind`]),
-    /// off the thread that reads, hashes and fills; the bytes written are the same. Blocks
-    /// over [`super::write_behind::MAX_BEHIND_BLOCK`] stay written inline (module doc), and
-    /// so do all when the OS refuses the thread.
-    pub fn write_behind(&mut self) {
-        use super::write_behind::{Behind, MAX_BEHIND_BLOCK, Out};
-        if self.block_size > MAX_BEHIND_BLOCK {
-            return;
-        }
-        self.out = match std::mem::replace(&mut self.out, Out::Moving) {
-            Out::Inline(out) => match Behind::start(out) {
-                Ok(b) => Out::Behind(b),
-                Err((out, _)) => Out::Inline(out),
-            },
-            other => other,
-        };
-    }
 }
 
 impl<W: Write> ArchiveWriter<W> {
@@ -239,7 +219,7 @@ impl<W: Write> ArchiveWriter<W> {
             extensions,
         };
         header.check().map_err(unwritable)?;
-        let out = super::write_behind::Out::Inline(match &opts.recovery {
+        let out = match &opts.recovery {
             None => super::output::Output::Plain(out),
             Some(r) => super::output::Output::Recovery(Box::new(
                 crate::recovery::RecoveryWriter::new(out, r).map_err(|source| Error::Recovery {
@@ -247,7 +227,7 @@ impl<W: Write> ArchiveWriter<W> {
                     source,
                 })?,
             )),
-        });
+        };
         let mut bytes = header.write_untagged();
         let tag = protection.header_tag(&bytes);
         bytes.extend_from_slice(&tag);
@@ -478,12 +458,7 @@ impl<W: Write> ArchiveWriter<W> {
             } else {
                 let max = room.min(READ_STEP).min(MAX_SEGMENT as usize);
                 self.ensure_init(data_at + max);
-                let read = src.read_extent(&mut self.block[data_at..data_at + max])?;
-                // A dead output ends the run now, not a block of input later.
-                self.out
-                    .check()
-                    .map_err(|e| Error::io(&self.out_name, "write", e))?;
-                match read {
+                match src.read_extent(&mut self.block[data_at..data_at + max])? {
                     Some(piece) => piece,
                     None => break,
                 }
