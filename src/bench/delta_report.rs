@@ -190,8 +190,8 @@ pub fn render(m: &Measured) -> Table {
          shown); delta modes write against an archive of the old version (made once, untimed; \
          the encrypted one with the same key file) so their write time includes reading the \
          base. Peers run one thread, encode file to file and decode to a file. Every restore \
-         is compared with the new version once. Each mode and peer ran once per round, rounds \
-         interleaved; median of {} round(s) (a run over 1.5 s is timed once). Sizes ÷ `{}` \
+         is compared with the new version once. Each mode and peer ran once per round, in reverse \
+         order every other round; median of {} round(s) (a run over 1.5 s is timed once). Sizes ÷ `{}` \
          on the same pair; read time ÷ krypta's whole-file extract at the same thread count. \
          DeltaGlider rows are its published figures (8 vCPU, consecutive ~60 MB Alpine ISOs), \
          quoted, not measured.",

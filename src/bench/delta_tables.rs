@@ -170,7 +170,10 @@ pub fn table14(
         let expected = std::fs::read(t.join("new").join(&pair.name))
             .map_err(|e| Error::io(t.join("new"), "read", e))?;
         for round in 0..rounds {
-            for r in runs.iter_mut() {
+            // Every mode and peer once per round, in reverse order every other round
+            // (`measure::round_order`: the first place has an edge).
+            for i in super::measure::round_order(round, runs.len()) {
+                let r = &mut runs[i];
                 let skip = r.error.is_some()
                     || r.slow
                     || matches!(r.job, Job::Krypta(mode, _) if mode.is_delta() && !delta_built);

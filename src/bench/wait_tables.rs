@@ -21,7 +21,7 @@
 //! Method (keep it: the machines are shared and noisy): krypta runs as the real binary (this
 //! process's executable) and every peer as a child process (`sh -c`), timed the same way
 //! (wall clock around the child; peak memory from `/usr/bin/time -f %M` when it exists). The
-//! two sides of a comparison alternate (A B A B …) and the medians are compared. Writes and
+//! two sides of a comparison alternate, each first in every other round (A B, B A …) and the medians are compared. Writes and
 //! small files run on tmpfs (`/dev/shm`) and, when the temporary directory is on another
 //! file system, on disk too; everything else on tmpfs. Before every run the previous run's
 //! output is removed and the file systems are synced (untimed), so no run pays for another's
@@ -205,7 +205,7 @@ fn parse_time_line(line: &str) -> (Option<u64>, Option<f64>) {
     (rss, user.zip(sys).map(|(u, s)| u + s))
 }
 
-/// Medians of `runs` alternating runs of `a` and `b` (A B A B …); `prepare` runs before
+/// Medians of `runs` alternating runs of `a` and `b` (A B, B A, A B …); `prepare` runs before
 /// each, untimed (it removes what the previous run wrote), then `sync`, so no run pays for
 /// writing back what an earlier one left dirty (on a disk that was up to seconds, and it fell
 /// on whichever run came next).
@@ -217,15 +217,16 @@ pub(super) fn pair(
     b: &str,
     prepare: &dyn Fn() -> Result<()>,
 ) -> Result<(Run, Run)> {
-    let mut got: (Vec<Run>, Vec<Run>) = (Vec::new(), Vec::new());
-    for _ in 0..runs.max(1) {
-        for (script, runs) in [(a, &mut got.0), (b, &mut got.1)] {
+    let mut got: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..runs.max(1) {
+        // A B, then B A: neither gets the first place's edge (`measure::round_order`).
+        for i in super::measure::round_order(round, 2) {
             prepare()?;
             rustix::fs::sync();
-            runs.push(run_sh(exe, cwd, script)?);
+            got[i].push(run_sh(exe, cwd, [a, b][i])?);
         }
     }
-    Ok((Run::median_of(&got.0), Run::median_of(&got.1)))
+    Ok((Run::median_of(&got[0]), Run::median_of(&got[1])))
 }
 
 /// Rounds of the rows whose runs are short (0.1–1.2 s: the encrypted writes, the
@@ -391,7 +392,7 @@ pub fn table15(
             format!(
                 "each row one comparison of issue 13, krypta (this binary, its defaults \
                  unless the row says) and the peer as child processes timed alike, \
-                 alternating A B A B, medians of {runs} run(s) each ({} for the encrypted \
+                 alternating A B, B A (each first in every other round), medians of {runs} run(s) each ({} for the encrypted \
                  writes and the extractions of a tree and of one large file; level 9 \
                  compression: one run each); ratio = krypta / peer (time, size or peak \
                  memory: below 1 is krypta ahead), except the rows marked \"context\", \
