@@ -244,34 +244,34 @@ pub fn table10(
         let (mut plain, mut rec) = (Vec::new(), Vec::new());
         let (mut plain_cpu, mut rec_cpu) = (Vec::new(), Vec::new());
         let mut size = 0;
-        for _ in 0..runs {
-            let (_, w, c) = krypta_cli(
-                d,
-                &["c", "-q", "-f", "-l", "3", "-j", &js, "r.kry", "src"],
-                &[],
-            )?;
-            plain.push(w);
-            plain_cpu.push(c);
-            let (_, w, c) = krypta_cli(
-                d,
-                &[
-                    "c",
-                    "-q",
-                    "-f",
-                    "-l",
-                    "3",
-                    "-j",
-                    &js,
-                    "--recovery",
-                    "5",
-                    "r.kry",
-                    "src",
-                ],
-                &[],
-            )?;
-            rec.push(w);
-            rec_cpu.push(c);
-            size = std::fs::metadata(d.join("r.kry")).map_or(0, |m| m.len());
+        let with_rec = [
+            "c",
+            "-q",
+            "-f",
+            "-l",
+            "3",
+            "-j",
+            &js,
+            "--recovery",
+            "5",
+            "r.kry",
+            "src",
+        ];
+        let without: [&str; 9] = ["c", "-q", "-f", "-l", "3", "-j", &js, "r.kry", "src"];
+        // Each first in every other round (`measure::round_order`).
+        for round in 0..runs {
+            for k in super::measure::round_order(round, 2) {
+                if k == 0 {
+                    let (_, w, c) = krypta_cli(d, &without, &[])?;
+                    plain.push(w);
+                    plain_cpu.push(c);
+                } else {
+                    let (_, w, c) = krypta_cli(d, &with_rec, &[])?;
+                    rec.push(w);
+                    rec_cpu.push(c);
+                    size = std::fs::metadata(d.join("r.kry")).map_or(0, |m| m.len());
+                }
+            }
         }
         let (a, b) = (median(&mut plain), median(&mut rec));
         let (ac, bc) = (median(&mut plain_cpu), median(&mut rec_cpu));
@@ -375,26 +375,26 @@ pub fn table11(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str)
     progress("table 11: create");
     let runs = plan.runs.max(1);
     let (mut kc, mut plain) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
-        plain.push(krypta_cli(d, &["c", "-q", "-f", "-l", "3", "a.kry", "src"], &[])?.1);
-        kc.push(
-            krypta_cli(
-                d,
-                &[
-                    "c",
-                    "-q",
-                    "-f",
-                    "-l",
-                    "3",
-                    "--recovery",
-                    "5",
-                    "p.kry",
-                    "src",
-                ],
-                &[],
-            )?
-            .1,
-        );
+    let with_rec = [
+        "c",
+        "-q",
+        "-f",
+        "-l",
+        "3",
+        "--recovery",
+        "5",
+        "p.kry",
+        "src",
+    ];
+    // Each first in every other round (`measure::round_order`).
+    for round in 0..runs {
+        for k in super::measure::round_order(round, 2) {
+            if k == 0 {
+                plain.push(krypta_cli(d, &["c", "-q", "-f", "-l", "3", "a.kry", "src"], &[])?.1);
+            } else {
+                kc.push(krypta_cli(d, &with_rec, &[])?.1);
+            }
+        }
     }
     let (plain, kc) = (median(&mut plain), median(&mut kc));
     let p = std::fs::read(&arch).map_err(|e| Error::io(&arch, "read", e))?;

@@ -289,7 +289,9 @@ pub fn tables(plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Vec<Table>>
     let mut rss: Vec<[Vec<f64>; 2]> =
         vec![Default::default(), Default::default(), Default::default()];
     for r in 0..plan.runs.max(1) {
-        for (i, name) in names.iter().enumerate() {
+        // Each first in every other round (`measure::round_order`).
+        for i in super::measure::round_order(r, names.len()) {
+            let name = names[i];
             if i == 1 && !aws {
                 continue;
             }
