@@ -320,13 +320,17 @@ fn an_object_created_during_the_upload_is_not_replaced() {
     let Some((w, d)) = setup("race") else { return };
     let s3 = w.client();
     let mut child = k(w, d.path())
-        .args(["c", "-s", "s3://race/r.kry", "-"])
+        .args(["c", "-s", "-j", "1", "s3://race/r.kry", "-"])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&common::bytes(12 << 20, 3, false)).unwrap();
+    // Enough input that two frames (one 8 MiB part) must reach the upload before krypta
+    // waits for more: with -j 1 at most 4 blocks are in flight, so the 6th 4 MiB block forces
+    // out the 2nd frame. With less, a slow worker left the sealed frames in memory while
+    // krypta waited on its still-open stdin, and no upload ever started (flaky under load).
+    stdin.write_all(&common::bytes(26 << 20, 3, false)).unwrap();
     // The upload has begun (its first part is in flight or done): another writer takes the key.
     wait_for_upload(&s3, "race", &mut child);
     s3.put("race", "r.kry", b"the other writer's object");
@@ -356,13 +360,17 @@ fn a_failed_run_aborts_its_upload() {
     let mut feeder = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (sock, _) = l.accept().unwrap();
     let mut child = k(w, d.path())
-        .args(["c", "-s", "s3://abort-err/a.kry", "-"])
+        .args(["c", "-s", "-j", "1", "s3://abort-err/a.kry", "-"])
         .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(sock)))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Enough input that two frames (one 8 MiB part) must reach the upload before krypta
+    // waits for more: with -j 1 at most 4 blocks are in flight, so the 6th 4 MiB block forces
+    // out the 2nd frame. With less, a slow worker left the sealed frames in memory while
+    // krypta waited on its still-open stdin, and no upload ever started (flaky under load).
     feeder
-        .write_all(&common::bytes(20 << 20, 4, false))
+        .write_all(&common::bytes(26 << 20, 4, false))
         .unwrap();
     wait_for_upload(&s3, "abort-err", &mut child);
     rustix::net::sockopt::set_socket_linger(&feeder, Some(std::time::Duration::ZERO)).unwrap();
@@ -381,13 +389,17 @@ fn sigterm_aborts_the_upload() {
     };
     let s3 = w.client();
     let mut child = k(w, d.path())
-        .args(["c", "-s", "s3://abort-sig/a.kry", "-"])
+        .args(["c", "-s", "-j", "1", "s3://abort-sig/a.kry", "-"])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&common::bytes(20 << 20, 5, false)).unwrap();
+    // Enough input that two frames (one 8 MiB part) must reach the upload before krypta
+    // waits for more: with -j 1 at most 4 blocks are in flight, so the 6th 4 MiB block forces
+    // out the 2nd frame. With less, a slow worker left the sealed frames in memory while
+    // krypta waited on its still-open stdin, and no upload ever started (flaky under load).
+    stdin.write_all(&common::bytes(26 << 20, 5, false)).unwrap();
     wait_for_upload(&s3, "abort-sig", &mut child);
     rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
