@@ -296,9 +296,8 @@ fn one_run(
         Job::Krypta(mode, n) => {
             let (create, extract) = krypta_args(*mode, *n, t, key, &out, &restored_dir, name);
             let w = timed(|| krypta(exe, &t.join("new"), create).map_err(|e| e.to_string()))?;
-            let c0 = child_cpu_secs();
-            let r = timed(|| krypta(exe, t, extract).map_err(|e| e.to_string()))?;
-            (w, r, child_cpu_secs() - c0, restored_dir.join(name))
+            let (r, cpu) = timed_cpu(|| krypta(exe, t, extract).map_err(|e| e.to_string()))?;
+            (w, r, cpu, restored_dir.join(name))
         }
         Job::Peer(p) => {
             let restored = restored_dir.join(name);
@@ -309,9 +308,8 @@ fn one_run(
                 restored.clone(),
             ];
             let w = timed(|| sh(p.encode, &args))?;
-            let c0 = child_cpu_secs();
-            let r = timed(|| sh(p.decode, &args))?;
-            (w, r, child_cpu_secs() - c0, restored)
+            let (r, cpu) = timed_cpu(|| sh(p.decode, &args))?;
+            (w, r, cpu, restored)
         }
     };
     let size = std::fs::metadata(&out).map_err(|e| e.to_string())?.len();
@@ -371,6 +369,15 @@ fn krypta_args(
     c.push(name.into());
     x.push(out.into());
     (c, x)
+}
+
+/// [`timed`], and the CPU seconds of the children it waited for.
+fn timed_cpu(
+    f: impl FnOnce() -> std::result::Result<(), String>,
+) -> std::result::Result<(f64, f64), String> {
+    let c0 = child_cpu_secs();
+    let wall = timed(f)?;
+    Ok((wall, child_cpu_secs() - c0))
 }
 
 fn timed(f: impl FnOnce() -> std::result::Result<(), String>) -> std::result::Result<f64, String> {

@@ -188,19 +188,17 @@ pub(super) fn child_cpu_secs() -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn rounds_alternate_the_order_so_each_runs_first_as_often_as_last() {
-        assert_eq!(super::round_order(0, 3), [0, 1, 2]);
-        assert_eq!(super::round_order(1, 3), [2, 1, 0]);
-        assert_eq!(super::round_order(2, 2), [0, 1]);
-        assert_eq!(super::round_order(3, 2), [1, 0]);
-        let firsts = (0..10)
-            .filter(|&r| super::round_order(r, 2)[0] == 0)
-            .count();
+        assert_eq!(round_order(0, 3), [0, 1, 2]);
+        assert_eq!(round_order(1, 3), [2, 1, 0]);
+        assert_eq!(round_order(2, 2), [0, 1]);
+        assert_eq!(round_order(3, 2), [1, 0]);
+        let firsts = (0..10).filter(|&r| round_order(r, 2)[0] == 0).count();
         assert_eq!(firsts, 5);
     }
-
-    use super::*;
 
     #[test]
     fn median_of_odd_and_even_counts() {

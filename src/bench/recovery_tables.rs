@@ -165,6 +165,15 @@ fn write_tree(dir: &Path, files: &[(&str, &[u8])]) -> Result<std::path::PathBuf>
     Ok(src)
 }
 
+/// `krypta c -q -f -l 3 EXTRA… OUT src`: the archive of the tables' tree, as the CLI rows
+/// write it.
+fn c_l3<'a>(extra: &[&'a str], out: &'a str) -> Vec<&'a str> {
+    let mut a = vec!["c", "-q", "-f", "-l", "3"];
+    a.extend_from_slice(extra);
+    a.extend([out, "src"]);
+    a
+}
+
 /// Runs this krypta binary with `args` in `dir`; wall seconds and the CPU seconds (user +
 /// system) of the child. Fails unless it exits 0 (or `allowed`).
 fn krypta_cli(dir: &Path, args: &[&str], allowed: &[i32]) -> Result<(i32, f64, f64)> {
@@ -244,20 +253,8 @@ pub fn table10(
         let (mut plain, mut rec) = (Vec::new(), Vec::new());
         let (mut plain_cpu, mut rec_cpu) = (Vec::new(), Vec::new());
         let mut size = 0;
-        let with_rec = [
-            "c",
-            "-q",
-            "-f",
-            "-l",
-            "3",
-            "-j",
-            &js,
-            "--recovery",
-            "5",
-            "r.kry",
-            "src",
-        ];
-        let without: [&str; 9] = ["c", "-q", "-f", "-l", "3", "-j", &js, "r.kry", "src"];
+        let without = c_l3(&["-j", &js], "r.kry");
+        let with_rec = c_l3(&["-j", &js, "--recovery", "5"], "r.kry");
         // Each first in every other round (`measure::round_order`).
         for round in 0..runs {
             for k in super::measure::round_order(round, 2) {
@@ -375,22 +372,13 @@ pub fn table11(fixtures: &[Fixture], plan: &Plan, progress: &mut dyn FnMut(&str)
     progress("table 11: create");
     let runs = plan.runs.max(1);
     let (mut kc, mut plain) = (Vec::new(), Vec::new());
-    let with_rec = [
-        "c",
-        "-q",
-        "-f",
-        "-l",
-        "3",
-        "--recovery",
-        "5",
-        "p.kry",
-        "src",
-    ];
+    let without = c_l3(&[], "a.kry");
+    let with_rec = c_l3(&["--recovery", "5"], "p.kry");
     // Each first in every other round (`measure::round_order`).
     for round in 0..runs {
         for k in super::measure::round_order(round, 2) {
             if k == 0 {
-                plain.push(krypta_cli(d, &["c", "-q", "-f", "-l", "3", "a.kry", "src"], &[])?.1);
+                plain.push(krypta_cli(d, &without, &[])?.1);
             } else {
                 kc.push(krypta_cli(d, &with_rec, &[])?.1);
             }
