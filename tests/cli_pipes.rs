@@ -226,3 +226,84 @@ fn a_verbose_listing_to_a_full_stdout_fails_the_run_after_the_work_is_done() {
     );
     assert_eq!(std::fs::read(fx.p("out/in/g")).unwrap(), b"g");
 }
+
+#[test]
+fn while_the_producer_pauses_every_sealed_frame_reaches_the_reader() {
+    // `pg_dump | krypta c - - | ssh …` with a pause in the dump: the frames sealed so far
+    // must come out, not wait in memory for the next block's hand-over (up to the 4 blocks
+    // in flight at -j 1, plus a buffer, did). 8 MiB in 1 MiB blocks fill 8 blocks, whose
+    // frames are more than 8 MiB of archive; the input is held open meanwhile.
+    use std::io::Write;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    let data = bytes(9 << 20, 5, false);
+    let sealed = 8usize << 20;
+    for args in [
+        &[
+            "c",
+            "-q",
+            "-s",
+            "-b",
+            "1M",
+            "-j",
+            "1",
+            "--keyfile",
+            "k",
+            "-",
+            "-",
+        ][..],
+        &["c", "-q", "-l", "1", "-b", "1M", "--keyfile", "k", "-", "-"],
+    ] {
+        let mut child = krypta()
+            .current_dir(fx.p(""))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = stdout.read(&mut buf).unwrap();
+                if n == 0 {
+                    return all;
+                }
+                all.extend_from_slice(&buf[..n]);
+                let _ = tx.send(all.len());
+            }
+        });
+        stdin.write_all(&data[..sealed]).unwrap();
+        // A generous deadline, not a timing claim: the frames come out about 50 ms after
+        // the pause begins.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut seen = 0;
+        while seen <= sealed {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(n) => seen = n,
+                Err(_) => break,
+            }
+        }
+        assert!(
+            seen > sealed,
+            "{args:?}: {seen} bytes of the archive came out while the input paused, want \
+             more than {sealed}"
+        );
+        stdin.write_all(&data[sealed..]).unwrap();
+        drop(stdin);
+        let archive = reader.join().unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 0, "{args:?}: {}", err(&o));
+        std::fs::write(fx.p("paused.kry"), &archive).unwrap();
+        let restored = fx
+            .ok(&["x", "--keyfile", "k", "--stdout", "paused.kry", "stdin"])
+            .stdout;
+        assert!(restored == data, "{args:?}: the restored bytes differ");
+    }
+}

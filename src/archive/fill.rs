@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use super::chain::Prefix;
 use super::seal::{Job, PREFIX, Sealed, new_block};
+use super::write_opts::{ContentSource, STREAM_STALL};
 use super::writer::ArchiveWriter;
 use crate::codec::Filter;
 use crate::error::{Error, Result};
@@ -125,6 +126,41 @@ impl<W: Write> ArchiveWriter<W> {
             .map_err(|e| Error::Crypto(e.to_string()))?
         {
             self.emit(r)?;
+        }
+        Ok(())
+    }
+
+    /// Before a read of `src` that would wait (a stream whose producer paused for
+    /// [`STREAM_STALL`]), writes the frames sealed meanwhile, as they come, and flushes the
+    /// output, until the input has bytes again or no block is in flight. Without this, sealed
+    /// frames waited in memory for the next block's hand-over: a paused `pg_dump | krypta c -
+    /// -` held up to the blocks in flight (4 at `-j 1`) from its reader, and a failed output
+    /// went unnoticed, until more input came. (An `s3://` output still holds what is short of
+    /// a part.) A file never waits: no `poll` at all.
+    pub(super) fn write_sealed_while_input_waits(
+        &mut self,
+        src: &mut dyn ContentSource,
+    ) -> Result<()> {
+        let mut flushed = false;
+        while !src.wait_readable(STREAM_STALL) {
+            while let Some(r) = self
+                .pool
+                .try_next()
+                .map_err(|e| Error::Crypto(e.to_string()))?
+            {
+                self.emit(r)?;
+                flushed = false;
+            }
+            if !flushed {
+                // The output's buffer too: a stalled `c - -` passes on all it has.
+                self.out
+                    .flush()
+                    .map_err(|e| Error::io(&self.out_name, "write", e))?;
+                flushed = true;
+            }
+            if self.pool.in_flight() == 0 {
+                break;
+            }
         }
         Ok(())
     }

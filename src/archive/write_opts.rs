@@ -124,6 +124,14 @@ pub trait ContentSource {
             "this content source cannot be read twice".into(),
         ))
     }
+    /// Waits up to `timeout` for the next bytes (or the end) to be there to read, and says
+    /// whether they are; a source whose reads never wait on a producer (a file) says yes at
+    /// once. The writer asks before it reads a stream, so that while its producer pauses
+    /// it writes the frames sealed meanwhile instead of holding them (see
+    /// `ArchiveWriter::write_sealed_while_input_waits`). Default: yes.
+    fn wait_readable(&mut self, _timeout: std::time::Duration) -> bool {
+        true
+    }
 }
 
 impl ContentSource for crate::fs::source::FileSource {
@@ -142,11 +150,19 @@ impl ContentSource for crate::fs::source::FileSource {
     }
 }
 
+/// How long a stream may keep the writer waiting before it writes out what it has: a
+/// stream's extent ends early, and the frames sealed meanwhile are written, when no byte
+/// comes for this long (a paused `pg_dump`, a slow network).
+pub const STREAM_STALL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Content from any reader (stdin), read front to back with no holes.
 pub struct ReaderSource<R> {
     inner: R,
     pos: u64,
     name: PathBuf,
+    /// The descriptor `inner` reads (a pipe, a FIFO, a socket), polled to notice a producer
+    /// that pauses ([`ReaderSource::with_poll_fd`]); `None`: reads are taken to never wait.
+    poll_fd: Option<std::os::fd::OwnedFd>,
 }
 
 impl<R: std::io::Read> ReaderSource<R> {
@@ -156,6 +172,36 @@ impl<R: std::io::Read> ReaderSource<R> {
             inner,
             pos: 0,
             name: name.into(),
+            poll_fd: None,
+        }
+    }
+
+    /// Polls `fd` (a duplicate of the descriptor the reader reads) to tell a paused producer:
+    /// an extent then ends with the bytes that came before the pause
+    /// ([`STREAM_STALL`]), and [`ContentSource::wait_readable`] answers from `poll`.
+    pub fn with_poll_fd(mut self, fd: Option<std::os::fd::OwnedFd>) -> Self {
+        self.poll_fd = fd;
+        self
+    }
+
+    /// Whether `poll` says a read would not wait (bytes, the end, or an error to report),
+    /// within `timeout`. Without a descriptor, or if `poll` itself fails: yes.
+    fn readable_within(&self, timeout: std::time::Duration) -> bool {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let Some(fd) = self.poll_fd.as_ref() else {
+            return true;
+        };
+        let t = Timespec {
+            tv_sec: timeout.as_secs() as _,
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        loop {
+            match poll(&mut fds, Some(&t)) {
+                Ok(n) => return n > 0,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return true,
+            }
         }
     }
 }
@@ -164,6 +210,10 @@ impl<R: std::io::Read> ContentSource for ReaderSource<R> {
     fn read_extent(&mut self, buf: &mut [u8]) -> Result<Option<(u64, usize)>> {
         let mut got = 0;
         while got < buf.len() {
+            // A producer that pauses ends the extent with what came before the pause.
+            if got > 0 && !self.readable_within(STREAM_STALL) {
+                break;
+            }
             match self.inner.read(&mut buf[got..]) {
                 Ok(0) => break,
                 Ok(n) => got += n,
@@ -180,6 +230,9 @@ impl<R: std::io::Read> ContentSource for ReaderSource<R> {
     }
     fn final_size(&self) -> u64 {
         self.pos
+    }
+    fn wait_readable(&mut self, timeout: std::time::Duration) -> bool {
+        self.readable_within(timeout)
     }
 }
 
@@ -299,5 +352,44 @@ mod tests {
         assert_eq!(sealing_workers(cores + 3, l3), cores);
         assert_eq!(sealing_workers(100_000, l3), cores);
         assert_eq!(sealing_workers(0, l3), 1);
+    }
+
+    #[test]
+    fn a_stream_whose_producer_pauses_ends_its_extent_and_says_it_would_wait() {
+        use std::io::Write;
+        use std::time::Duration;
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let poll = r.try_clone().ok();
+        let mut src = ReaderSource::new(std::fs::File::from(r), "pipe").with_poll_fd(poll);
+        let mut w = std::fs::File::from(w);
+        // Nothing written yet, the write end open: a read would wait.
+        assert!(!src.wait_readable(Duration::from_millis(1)));
+        w.write_all(&[1u8; 3000]).unwrap();
+        assert!(src.wait_readable(Duration::from_millis(1)));
+        // A buffer larger than what came: the extent ends with the 3000 bytes instead of
+        // waiting for a producer that paused (it blocked here for good before).
+        let mut buf = vec![0u8; 1 << 20];
+        assert_eq!(src.read_extent(&mut buf).unwrap(), Some((0, 3000)));
+        assert!(buf[..3000].iter().all(|&b| b == 1));
+        w.write_all(&[2u8; 10]).unwrap();
+        drop(w);
+        // The end is "readable" too: the read that follows returns it at once.
+        assert!(src.wait_readable(Duration::from_millis(1)));
+        assert_eq!(src.read_extent(&mut buf).unwrap(), Some((3000, 10)));
+        assert_eq!(&buf[..10], &[2u8; 10]);
+        assert_eq!(src.read_extent(&mut buf).unwrap(), None);
+        assert_eq!(src.final_size(), 3010);
+    }
+
+    #[test]
+    fn a_source_without_a_descriptor_to_poll_reads_to_fill_and_never_says_wait() {
+        let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        let mut src = ReaderSource::new(std::io::Cursor::new(data.clone()), "mem");
+        assert!(src.wait_readable(std::time::Duration::ZERO));
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(src.read_extent(&mut buf).unwrap(), Some((0, 4096)));
+        assert_eq!(src.read_extent(&mut buf).unwrap(), Some((4096, 904)));
+        assert_eq!(&buf[..904], &data[4096..]);
+        assert_eq!(src.read_extent(&mut buf).unwrap(), None);
     }
 }

@@ -414,6 +414,7 @@ impl<W: Write> ArchiveWriter<W> {
         // straight into the block.
         let mut first = std::mem::take(&mut self.first);
         first.resize(FIRST_READ.min(self.block_size), 0);
+        self.write_sealed_while_input_waits(src)?;
         let got = src.read_extent(&mut first)?;
         let filter = match (self.bcj, got) {
             (BcjMode::Off, _) => Filter::None,
@@ -458,6 +459,7 @@ impl<W: Write> ArchiveWriter<W> {
             } else {
                 let max = room.min(READ_STEP).min(MAX_SEGMENT as usize);
                 self.ensure_init(data_at + max);
+                self.write_sealed_while_input_waits(src)?;
                 match src.read_extent(&mut self.block[data_at..data_at + max])? {
                     Some(piece) => piece,
                     None => break,

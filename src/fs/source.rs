@@ -126,7 +126,8 @@ pub fn names_stdin(path: &Path) -> bool {
 /// end: stdin itself for `-` and for a link to the pipe or socket stdin is (a socket cannot
 /// be opened through `/proc`: `ENXIO`), else `path` opened through its link (a named FIFO
 /// waits for a writer, as `cat` does). A pipe is asked for a wider buffer
-/// ([`crate::store::local::widen_pipe`]). Errors: Io (open) naming `path`.
+/// ([`crate::store::local::widen_pipe`]), and polled so that a producer's pause lets the
+/// writer write what it has sealed ([`ReaderSource::with_poll_fd`]). Errors: Io (open) naming `path`.
 pub fn open_stream(path: &Path) -> Result<ReaderSource<Box<dyn io::Read>>> {
     use std::os::fd::AsFd;
     if names_stdin(path) {
@@ -137,11 +138,26 @@ pub fn open_stream(path: &Path) -> Result<ReaderSource<Box<dyn io::Read>>> {
         } else {
             path
         };
-        return Ok(ReaderSource::new(Box::new(stdin.lock()), name));
+        // Through a duplicate of descriptor 0, not `Stdin`'s buffer: a byte that buffer held
+        // would be invisible to the `poll` that tells a paused producer.
+        let fd = stdin
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::io(name, "open", e))?;
+        return Ok(polled(File::from(fd), name));
     }
     let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
     crate::store::local::widen_pipe(f.as_fd());
-    Ok(ReaderSource::new(Box::new(f), path))
+    Ok(polled(f, path))
+}
+
+/// `f` as a stream source named `name`, polled through a duplicate of its descriptor
+/// ([`ReaderSource::with_poll_fd`]; without one if the duplicate is refused).
+fn polled(f: File, name: &Path) -> ReaderSource<Box<dyn io::Read>> {
+    use std::os::fd::AsFd;
+    let poll = f.as_fd().try_clone_to_owned().ok();
+    let reader: Box<dyn io::Read> = Box::new(f);
+    ReaderSource::new(reader, name).with_poll_fd(poll)
 }
 
 impl FileSource {
