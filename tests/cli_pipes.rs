@@ -307,3 +307,57 @@ fn while_the_producer_pauses_every_sealed_frame_reaches_the_reader() {
         assert!(restored == data, "{args:?}: the restored bytes differ");
     }
 }
+
+#[test]
+fn a_stream_archived_with_pauses_is_byte_for_byte_the_one_archived_without() {
+    // Reproducible archives (README) of a stream must not depend on when its producer
+    // paused: a pause once ended a DATA record early, and one inside the first bytes made
+    // `--bcj auto` see a cut-off ELF header and choose no filter. The input is the start of
+    // krypta's own executable (an ELF file, so auto BCJ filters it when it sees the header).
+    use std::io::Write;
+    use std::time::Duration;
+    let fx = Fx::new();
+    let exe = std::fs::read(env!("CARGO_BIN_EXE_krypta")).unwrap();
+    let data = &exe[..exe.len().min(3 << 20)];
+    let archive_with = |bcj: &str, pauses: &[usize]| -> Vec<u8> {
+        let mut child = krypta()
+            .current_dir(fx.p(""))
+            .env("SOURCE_DATE_EPOCH", "1700000000")
+            .args(["c", "-q", "-l", "1", "-b", "1M", "--bcj", bcj, "-", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut at = 0;
+        for &p in pauses {
+            stdin.write_all(&data[at..p]).unwrap();
+            stdin.flush().unwrap();
+            // Four times the 50 ms after which krypta treats its input as paused.
+            std::thread::sleep(Duration::from_millis(200));
+            at = p;
+        }
+        stdin.write_all(&data[at..]).unwrap();
+        drop(stdin);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 0, "{pauses:?}: {}", err(&o));
+        o.stdout
+    };
+    let archive = |pauses: &[usize]| archive_with("auto", pauses);
+    let straight = archive(&[]);
+    // The filter was chosen: the archive differs from one written with `--bcj off`.
+    assert!(
+        straight != archive_with("off", &[]),
+        "auto BCJ chose no filter"
+    );
+    for pauses in [&[10][..], &[5000, 105_000], &[1 << 20, (1 << 20) + 1]] {
+        let paused = archive(pauses);
+        assert!(
+            paused == straight,
+            "pauses after bytes {pauses:?}: {} bytes against {} without pauses",
+            paused.len(),
+            straight.len()
+        );
+    }
+}

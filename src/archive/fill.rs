@@ -36,6 +36,37 @@ pub(crate) fn grid_pad(head_off: usize, offset: u64, align: usize) -> usize {
     (offset.wrapping_sub((head_off + DATA_HEAD_LEN) as u64) & mask) as usize
 }
 
+/// Where to read on after `got`, an extent read into a buffer of `cap` bytes: right after
+/// its bytes, when the source ended it at a producer's pause with room left
+/// ([`ContentSource::paused`]); `None` when it is complete (the buffer full, the stream's
+/// end, or not a stream). The writer reads a stream's extents whole, pauses or not, so the
+/// archive's bytes (its DATA records, the BCJ filter chosen from the first extent) never
+/// depend on timing: README, "Reproducible archives".
+pub(super) fn read_on_at(
+    got: Option<(u64, usize)>,
+    cap: usize,
+    src: &dyn ContentSource,
+) -> Option<usize> {
+    match got {
+        Some((_, n)) if n < cap && src.paused() => Some(n),
+        _ => None,
+    }
+}
+
+/// `got` with `more`, read right after it, appended (a stream's offsets follow on).
+pub(super) fn joined(
+    got: Option<(u64, usize)>,
+    more: Option<(u64, usize)>,
+) -> Option<(u64, usize)> {
+    match (got, more) {
+        (Some((offset, n)), Some((next, m))) => {
+            debug_assert_eq!(next, offset + n as u64, "a stream's extents follow on");
+            Some((offset, n + m))
+        }
+        (got, _) => got,
+    }
+}
+
 impl<W: Write> ArchiveWriter<W> {
     pub(super) fn write_out(&mut self, b: &[u8]) -> Result<()> {
         self.out

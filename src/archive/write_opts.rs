@@ -132,6 +132,12 @@ pub trait ContentSource {
     fn wait_readable(&mut self, _timeout: std::time::Duration) -> bool {
         true
     }
+    /// Whether the last extent ended early because the producer paused (a stream: more may
+    /// follow, at the next offset). The writer then reads on into the same buffer, so that
+    /// where a stream's extents end never depends on timing. Default: no.
+    fn paused(&self) -> bool {
+        false
+    }
 }
 
 impl ContentSource for crate::fs::source::FileSource {
@@ -163,6 +169,8 @@ pub struct ReaderSource<R> {
     /// The descriptor `inner` reads (a pipe, a FIFO, a socket), polled to notice a producer
     /// that pauses ([`ReaderSource::with_poll_fd`]); `None`: reads are taken to never wait.
     poll_fd: Option<std::os::fd::OwnedFd>,
+    /// The last extent ended at a pause ([`ContentSource::paused`]).
+    paused: bool,
 }
 
 impl<R: std::io::Read> ReaderSource<R> {
@@ -173,12 +181,14 @@ impl<R: std::io::Read> ReaderSource<R> {
             pos: 0,
             name: name.into(),
             poll_fd: None,
+            paused: false,
         }
     }
 
     /// Polls `fd` (a duplicate of the descriptor the reader reads) to tell a paused producer:
-    /// an extent then ends with the bytes that came before the pause
-    /// ([`STREAM_STALL`]), and [`ContentSource::wait_readable`] answers from `poll`.
+    /// an extent then ends with the bytes that came before the pause ([`STREAM_STALL`]) and
+    /// says so ([`ContentSource::paused`]), and [`ContentSource::wait_readable`] answers
+    /// from `poll`.
     pub fn with_poll_fd(mut self, fd: Option<std::os::fd::OwnedFd>) -> Self {
         self.poll_fd = fd;
         self
@@ -209,9 +219,11 @@ impl<R: std::io::Read> ReaderSource<R> {
 impl<R: std::io::Read> ContentSource for ReaderSource<R> {
     fn read_extent(&mut self, buf: &mut [u8]) -> Result<Option<(u64, usize)>> {
         let mut got = 0;
+        self.paused = false;
         while got < buf.len() {
             // A producer that pauses ends the extent with what came before the pause.
             if got > 0 && !self.readable_within(STREAM_STALL) {
+                self.paused = true;
                 break;
             }
             match self.inner.read(&mut buf[got..]) {
@@ -233,6 +245,9 @@ impl<R: std::io::Read> ContentSource for ReaderSource<R> {
     }
     fn wait_readable(&mut self, timeout: std::time::Duration) -> bool {
         self.readable_within(timeout)
+    }
+    fn paused(&self) -> bool {
+        self.paused
     }
 }
 
@@ -366,18 +381,33 @@ mod tests {
         assert!(!src.wait_readable(Duration::from_millis(1)));
         w.write_all(&[1u8; 3000]).unwrap();
         assert!(src.wait_readable(Duration::from_millis(1)));
-        // A buffer larger than what came: the extent ends with the 3000 bytes instead of
-        // waiting for a producer that paused (it blocked here for good before).
-        let mut buf = vec![0u8; 1 << 20];
-        assert_eq!(src.read_extent(&mut buf).unwrap(), Some((0, 3000)));
-        assert!(buf[..3000].iter().all(|&b| b == 1));
+        // A buffer larger than what came: the extent ends with the 3000 bytes and says it
+        // ended at a pause, instead of waiting for more (it blocked here for good before).
+        // On another thread, so that a regression fails the test instead of hanging it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reading = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 20];
+            let got = src.read_extent(&mut buf).unwrap();
+            let _ = tx.send((got, src.paused(), buf[..3000].iter().all(|&b| b == 1)));
+            src
+        });
+        let first = rx.recv_timeout(Duration::from_secs(60));
         w.write_all(&[2u8; 10]).unwrap();
         drop(w);
-        // The end is "readable" too: the read that follows returns it at once.
+        let mut src = reading.join().unwrap();
+        assert_eq!(
+            first.expect("the read waited for more"),
+            (Some((0, 3000)), true, true)
+        );
+        // The end is "readable" too: the read that follows returns it at once, and the last
+        // extent, cut by the end and not a pause, says so.
         assert!(src.wait_readable(Duration::from_millis(1)));
+        let mut buf = vec![0u8; 1 << 20];
         assert_eq!(src.read_extent(&mut buf).unwrap(), Some((3000, 10)));
+        assert!(!src.paused());
         assert_eq!(&buf[..10], &[2u8; 10]);
         assert_eq!(src.read_extent(&mut buf).unwrap(), None);
+        assert!(!src.paused());
         assert_eq!(src.final_size(), 3010);
     }
 
@@ -388,6 +418,7 @@ mod tests {
         assert!(src.wait_readable(std::time::Duration::ZERO));
         let mut buf = vec![0u8; 4096];
         assert_eq!(src.read_extent(&mut buf).unwrap(), Some((0, 4096)));
+        assert!(!src.paused());
         assert_eq!(src.read_extent(&mut buf).unwrap(), Some((4096, 904)));
         assert_eq!(&buf[..904], &data[4096..]);
         assert_eq!(src.read_extent(&mut buf).unwrap(), None);

@@ -415,7 +415,11 @@ impl<W: Write> ArchiveWriter<W> {
         let mut first = std::mem::take(&mut self.first);
         first.resize(FIRST_READ.min(self.block_size), 0);
         self.write_sealed_while_input_waits(src)?;
-        let got = src.read_extent(&mut first)?;
+        let mut got = src.read_extent(&mut first)?;
+        while let Some(at) = super::fill::read_on_at(got, first.len(), src) {
+            self.write_sealed_while_input_waits(src)?;
+            got = super::fill::joined(got, src.read_extent(&mut first[at..])?);
+        }
         let filter = match (self.bcj, got) {
             (BcjMode::Off, _) => Filter::None,
             (BcjMode::Force(f), _) => f,
@@ -460,7 +464,13 @@ impl<W: Write> ArchiveWriter<W> {
                 let max = room.min(READ_STEP).min(MAX_SEGMENT as usize);
                 self.ensure_init(data_at + max);
                 self.write_sealed_while_input_waits(src)?;
-                match src.read_extent(&mut self.block[data_at..data_at + max])? {
+                let mut got = src.read_extent(&mut self.block[data_at..data_at + max])?;
+                while let Some(at) = super::fill::read_on_at(got, max, src) {
+                    self.write_sealed_while_input_waits(src)?;
+                    let rest = &mut self.block[data_at + at..data_at + max];
+                    got = super::fill::joined(got, src.read_extent(rest)?);
+                }
+                match got {
                     Some(piece) => piece,
                     None => break,
                 }
