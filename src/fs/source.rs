@@ -127,7 +127,8 @@ pub fn names_stdin(path: &Path) -> bool {
 /// be opened through `/proc`: `ENXIO`), else `path` opened through its link (a named FIFO
 /// waits for a writer, as `cat` does). A pipe is asked for a wider buffer
 /// ([`crate::store::local::widen_pipe`]), and polled so that a producer's pause lets the
-/// writer write what it has sealed ([`ReaderSource::with_poll_fd`]). Errors: Io (open) naming `path`.
+/// writer write what it has sealed ([`ReaderSource::with_poll_fd`]). Errors: Io (open)
+/// naming `path`.
 pub fn open_stream(path: &Path) -> Result<ReaderSource<Box<dyn io::Read>>> {
     use std::os::fd::AsFd;
     if names_stdin(path) {
