@@ -124,7 +124,18 @@ fn extract_opened(
         v.out
             .flush()
             .map_err(|e| Error::io("<stdout>", "write", e))?;
-        s
+        // A hard link named whose target was not: its content was not written (exit 6, as
+        // without --stdout), never an empty output reported as a success.
+        for w in &v.warnings {
+            rep.warn(w);
+        }
+        match s {
+            Ok(s) if !v.warnings.is_empty() => Err(Error::NotMade {
+                count: v.warnings.len(),
+                summary: Box::new(s),
+            }),
+            s => s,
+        }
     } else {
         let ex = fs::extract::Extractor::new(&req.output, req.fs)?;
         let mut no_progress = |_: u64| {};

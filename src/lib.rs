@@ -225,7 +225,8 @@ impl KeptCount for ExtractVisitor<'_> {
 
 impl<W: Write> KeptCount for StdoutVisitor<'_, W> {
     fn kept(&self) -> usize {
-        0
+        // Hard links whose content was not written (their target was not selected).
+        self.warnings.len()
     }
 }
 

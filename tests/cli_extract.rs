@@ -373,6 +373,40 @@ fn a_hard_link_selected_without_its_target_is_named_and_exits_6() {
 }
 
 #[test]
+fn a_hard_link_selected_for_stdout_without_its_target_is_named_not_an_empty_success() {
+    // Regression: `x --stdout x.kry a/h > h` wrote nothing and exited 0 ("0 entries
+    // extracted"): an empty file taken for a restore.
+    let fx = Fx::new();
+    link_to_b_f(&fx);
+    fx.ok(&["c", "-q", "x.kry", "b", "a"]);
+    let o = fx.run(&["x", "--stdout", "x.kry", "a/h"]);
+    let e = err(&o);
+    assert_eq!((code(&o), o.stdout.len()), (6, 0), "{e}");
+    assert!(
+        e.starts_with(
+            "krypta: warning: a/h: not written: hard link to b/f, which was not selected \
+             (name it for the content)\nkrypta: x.kry: 0 entries extracted,"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("krypta: extracted, but 1 entry could not be made (see warnings)\n"),
+        "{e}"
+    );
+    // With its target named too, the content is written once, as the target's: exit 0.
+    for args in [&["b/f", "a/h"][..], &["a/h", "b/f"], &[]] {
+        let mut all = vec!["x", "-q", "--stdout", "x.kry"];
+        all.extend_from_slice(args);
+        let o = fx.run(&all);
+        assert_eq!(
+            (code(&o), o.stdout.as_slice(), err(&o)),
+            (0, &b"two"[..], String::new()),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
 fn with_f_a_refusal_does_not_suggest_f() {
     let fx = Fx::new();
     archive(&fx);

@@ -273,13 +273,18 @@ impl Visitor for ExtractVisitor<'_> {
 }
 
 /// Writes the content of the selected files to a writer (stdout), holes as zeros, and
-/// nothing else.
+/// nothing else. A selected hard link whose target was not selected is not silently nothing:
+/// it is named in [`StdoutVisitor::warnings`] (its content is its target's, which was not
+/// written), as `x` without `--stdout` names it; one whose target was selected wrote its
+/// content there.
 pub struct StdoutVisitor<'a, W: Write> {
     /// Destination.
     pub out: W,
     /// The entries asked for.
     pub select: &'a mut Selection,
     pos: u64,
+    /// Hard links selected whose content was not written (their target was not selected).
+    pub warnings: Vec<String>,
 }
 
 impl<'a, W: Write> StdoutVisitor<'a, W> {
@@ -289,6 +294,7 @@ impl<'a, W: Write> StdoutVisitor<'a, W> {
             out,
             select,
             pos: 0,
+            warnings: Vec::new(),
         }
     }
 
@@ -307,10 +313,19 @@ impl<'a, W: Write> StdoutVisitor<'a, W> {
 
 impl<W: Write> Visitor for StdoutVisitor<'_, W> {
     fn wants(&mut self, meta: &EntryMeta) -> bool {
-        self.select.matches(&meta.path) && meta.kind == EntryKind::File
+        matches!(meta.kind, EntryKind::File | EntryKind::Hardlink)
+            && self.select.matches(&meta.path)
     }
-    fn entry(&mut self, _meta: &EntryMeta) -> Result<()> {
+    fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
         self.pos = 0;
+        if meta.kind == EntryKind::Hardlink && !self.select.covers(&meta.link) {
+            self.warnings.push(format!(
+                "{}: not written: hard link to {}, which was not selected (name it for the \
+                 content)",
+                crate::fs::escape_path(&meta.path),
+                crate::fs::escape_path(&meta.link)
+            ));
+        }
         Ok(())
     }
     fn data(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
