@@ -326,7 +326,9 @@ fn finish<S: ByteSource + ?Sized>(
         store::Location::parse(target)?,
         store::Location::parse(archive)?,
     ) {
-        (store::Location::Local(t), store::Location::Local(a)) => {
+        (store::Location::Local(t), store::Location::Local(a))
+            if store::local::special_output(&t).is_none() =>
+        {
             let s = store::local::FileSink::create(&t, force, true)?;
             if let Ok(m) = std::fs::metadata(&a) {
                 s.keep_mode_and_owner(&m)?;

@@ -409,3 +409,94 @@ fn c_f_and_rekey_f_through_a_symbolic_link_replace_the_file_it_names_and_keep_th
     );
     assert!(!fx.p("nas/missing.kry").exists());
 }
+
+#[test]
+fn a_named_pipe_or_character_device_as_output_is_written_into_never_replaced() {
+    // Regression (helper-31): `c -f` over a FIFO or a device node replaced it with a regular
+    // file: as root, `krypta c -f /dev/null dir` turned /dev/null into a 600-byte file, and a
+    // reader waiting on a FIFO waited for good. They are written into, as `tar cf /dev/null`.
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let fx = Fx::new();
+    fx.file("in/a", b"alpha");
+    for force in [false, true] {
+        let fifo = fx.p("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                std::fs::File::open(fifo)
+                    .unwrap()
+                    .read_to_end(&mut got)
+                    .unwrap();
+                got
+            })
+        };
+        let args: &[&str] = if force {
+            &["c", "-q", "-f", "fifo", "in"]
+        } else {
+            &["c", "-q", "fifo", "in"]
+        };
+        let o = fx.run(args);
+        // Let the reader go if krypta never opened the FIFO (a failure, not a hang): a
+        // writer that opens and closes adds nothing.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&fifo);
+        assert_eq!((code(&o), err(&o)), (0, String::new()), "{args:?}");
+        let archive = reader.join().unwrap();
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        std::fs::write(fx.p("from-fifo.kry"), &archive).unwrap();
+        assert_eq!(
+            fx.ok(&["x", "--stdout", "from-fifo.kry", "in/a"]).stdout,
+            b"alpha"
+        );
+    }
+    // /dev/null, without -f (with -f the same path is taken; a regression there as root
+    // would replace the machine's /dev/null, so the FIFO above covers it).
+    let o = fx.run(&["c", "-q", "/dev/null", "in"]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    assert!(
+        std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+}
+
+#[test]
+fn a_socket_as_output_is_refused_and_left_as_it_is() {
+    use std::os::unix::fs::FileTypeExt;
+    let fx = Fx::new();
+    fx.file("in/a", b"alpha");
+    let _listener = std::os::unix::net::UnixListener::bind(fx.p("sock")).unwrap();
+    for args in [&["c", "sock", "in"][..], &["c", "-f", "sock", "in"]] {
+        let o = fx.run(args);
+        assert_eq!(
+            (code(&o), err(&o)),
+            (
+                1,
+                "krypta: sock: is a socket, not a regular file: an archive is written to a \
+                 file, to stdout (-) or to s3://; nothing was replaced\n"
+                    .to_string()
+            ),
+            "{args:?}"
+        );
+        assert!(
+            std::fs::metadata(fx.p("sock"))
+                .unwrap()
+                .file_type()
+                .is_socket()
+        );
+    }
+}

@@ -97,9 +97,19 @@ impl FileSink {
     /// Creates the file to be named `path`, in its directory; `sync` = the module's fsync
     /// policy (false: `--no-fsync`). With `force`, an existing regular file at `path` lends
     /// the new file its mode and, where permitted, its owner and group (module doc). Errors:
-    /// IsDirectory ([`refuse_directory`]), Exists (unless `force`), Io.
+    /// IsDirectory ([`refuse_directory`]), Usage (a device, pipe or socket: never replaced),
+    /// Exists (unless `force`), Io.
     pub fn create(path: &Path, force: bool, sync: bool) -> Result<FileSink> {
         refuse_directory(path)?;
+        // A device, pipe or socket is never replaced by a regular file, `-f` or not
+        // (`super::create_sink` writes into a pipe or character device instead).
+        if let Some((what, _)) = super::local::special_output(path) {
+            return Err(Error::Usage(format!(
+                "{}: is {what}, not a regular file: an archive is written to a file, to stdout \
+                 (-) or to s3://; nothing was replaced",
+                path.display()
+            )));
+        }
         if !force && std::fs::symlink_metadata(path).is_ok() {
             return Err(Error::Exists { path: path.into() });
         }

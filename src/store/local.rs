@@ -4,8 +4,9 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use super::file_sink::FileSink;
 use super::{Sink, Source};
@@ -208,6 +209,78 @@ pub fn refuse_directory(path: &Path) -> Result<()> {
         return Err(Error::IsDirectory { path: path.into() });
     }
     Ok(())
+}
+
+/// What an existing output path is when it is not a regular file or a directory (followed
+/// through a symbolic link): `Some(("a named pipe", true))`, the bool saying whether an
+/// archive may be written into it as a stream ([`DeviceSink`]: a FIFO, a character device
+/// such as `/dev/null` or a tape); a block device or a socket cannot (`false`). `None` for a
+/// regular file, a directory, or no such path.
+pub fn special_output(path: &Path) -> Option<(&'static str, bool)> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(path).ok()?.file_type();
+    if t.is_fifo() {
+        Some(("a named pipe", true))
+    } else if t.is_char_device() {
+        Some(("a character device", true))
+    } else if t.is_block_device() {
+        Some(("a block device", false))
+    } else if t.is_socket() {
+        Some(("a socket", false))
+    } else {
+        None
+    }
+}
+
+/// An archive written into an existing named pipe or character device (`krypta c /dev/null
+/// dir`, as `tar cf /dev/null dir` tests a backup; a FIFO a reader waits on), front to back
+/// as to stdout. Such a path is never replaced by a regular file: `c -f /dev/null` as root
+/// turned the device into a 600-byte file (found by helper-31), and `-f` over a FIFO left
+/// its reader waiting for good. Nothing is replaced, so no `-f` is needed.
+pub struct DeviceSink {
+    out: BufWriter<Chunked<File>>,
+    path: PathBuf,
+}
+
+impl DeviceSink {
+    /// Opens `path` (a FIFO or character device: [`special_output`]) for writing; a FIFO
+    /// waits for a reader, as `cat > fifo` does. Errors: Io (open) naming `path`.
+    pub fn open(path: &Path) -> Result<DeviceSink> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc_noctty())
+            .open(path)
+            .map_err(|e| Error::io(path, "open", e))?;
+        widen_pipe(f.as_fd());
+        Ok(DeviceSink {
+            out: chunked::buffered(f),
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// `O_NOCTTY`: opening a terminal device as the output does not make it the controlling one.
+fn libc_noctty() -> i32 {
+    rustix::fs::OFlags::NOCTTY.bits() as i32
+}
+
+impl Write for DeviceSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Sink for DeviceSink {
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        self.out
+            .flush()
+            .map_err(|e| Error::io(&self.path, "write", e))
+    }
+    fn abort(self: Box<Self>) {}
 }
 
 /// Standard output as an archive sink (written as it goes; `abort` cannot take bytes back).

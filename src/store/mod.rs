@@ -312,13 +312,17 @@ pub fn open_seekable(path: &Path, needs: &'static str) -> Result<Box<dyn Source>
 }
 
 /// Creates a sink for a new archive at `path`: `-` is stdout, `s3://BUCKET/KEY` an object,
-/// anything else a local file. Unless `force`, an existing file or object is an Exists error
+/// an existing named pipe or character device is written into as a stream
+/// ([`local::DeviceSink`], never replaced), anything else a local file. Unless `force`, an existing file or object is an Exists error
 /// now, and is never replaced later (noclobber rename; conditional write on the store).
 /// `sync`: a local file is `fsync`ed, and its directory after the rename (`local`'s fsync
 /// policy; false for `--no-fsync`); stdout and objects are not files krypta can sync.
 pub fn create_sink(path: &Path, force: bool, sync: bool) -> Result<Box<dyn Sink>> {
     match Location::parse(path)? {
         Location::Stdio => Ok(Box::new(local::StdoutSink::new())),
+        Location::Local(p) if matches!(local::special_output(&p), Some((_, true))) => {
+            Ok(Box::new(local::DeviceSink::open(&p)?))
+        }
         Location::Local(p) => Ok(Box::new(local::FileSink::create(&p, force, sync)?)),
         Location::S3(url) => Ok(Box::new(s3::S3Sink::create(&url, &settings(), force)?)),
     }
