@@ -289,3 +289,31 @@ fn links_to_a_device_and_links_to_a_fifo_below_a_directory_stay_links() {
         [("null", "symlink"), ("d", "dir"), ("d/l", "symlink")]
     );
 }
+
+#[test]
+fn stdin_redirected_from_the_output_is_refused_as_dev_stdin_is() {
+    // Regression (helper-31): `c -f x.kry - < x.kry` archived the old archive into the new
+    // one, while `c -f x.kry /dev/stdin < x.kry` was refused; both are now, nothing written.
+    let fx = Fx::new();
+    fx.file("small.txt", b"hello\n");
+    fx.ok(&["c", "-q", "x.kry", "small.txt"]);
+    let before = std::fs::read(fx.p("x.kry")).unwrap();
+    for (input, shown) in [("-", "<stdin>"), ("/dev/stdin", "/dev/stdin")] {
+        let o = bash(&fx, &format!("$K c -f x.kry {input} < x.kry"), &[]);
+        assert_eq!(
+            (code(&o), String::from_utf8_lossy(&o.stderr).into_owned()),
+            (
+                1,
+                format!(
+                    "krypta: {shown}: the output is also an input: replacing it would destroy \
+                     it (nothing was written; write the archive elsewhere or exclude it)\n"
+                )
+            ),
+            "{input}"
+        );
+        assert!(std::fs::read(fx.p("x.kry")).unwrap() == before, "{input}");
+    }
+    // Another output from the same stdin is fine.
+    let o = bash(&fx, "$K c -q y.kry - < x.kry", &[]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -36,7 +36,8 @@ use super::pattern::Patterns;
 
 /// Where the walk of `inputs` would read the existing file `output` (the file `krypta c -f`
 /// would replace), as the walk names it: `output` given as an input itself, or a file below
-/// an input directory whose stored name `select` does not leave out by pattern. `None` when
+/// an input directory whose stored name `select` does not leave out by pattern, or
+/// `<stdin>` for the input `-` when stdin is that file. `None` when
 /// `output` does not exist or no input reaches it. Compared by real location
 /// (`canonicalize`), so `./t/x`, `t/../t/x` and an absolute path are the same file; an input
 /// that is a symbolic link is not followed into (the walk stores the link). This is the check
@@ -51,6 +52,15 @@ pub fn output_among_inputs(
     let real_out = std::fs::canonicalize(output).ok()?;
     for input in inputs {
         if input.as_os_str() == "-" {
+            // Stdin redirected from the output (`krypta c -f x.kry - < x.kry`), refused as
+            // `/dev/stdin` is (it read the old archive into the new one).
+            use std::os::unix::fs::MetadataExt;
+            let out = std::fs::metadata(&real_out).ok()?;
+            if rustix::fs::fstat(std::io::stdin())
+                .is_ok_and(|st| (st.st_dev, st.st_ino) == (out.dev(), out.ino()))
+            {
+                return Some(std::path::PathBuf::from("<stdin>"));
+            }
             continue;
         }
         let Ok(lmeta) = std::fs::symlink_metadata(input) else {
