@@ -372,73 +372,101 @@ fn a_flipped_byte_in_an_encrypted_stream_never_reaches_stdout() {
     // are (tests/salvage_truncated): the rest of the stream is spooled (here the footer
     // and index, or the footer alone: how far the read-ahead went depends on the number of
     // cores; END is checked below to be a frame's start after the damage), the entry is
-    // named, exit 2.
-    let end = "END";
-    let mid = |k: usize| {
-        let s = starts[k];
-        format!(
-            "krypta: warning: -: damaged while reading from a pipe: the rest of the stream (from byte {end}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe\n\
-             krypta: warning: stdin: not restored: -: archive damaged or modified at byte {s} (frame {k})\n\
-             krypta: warning: -: reading the rest front to back without the index\n\
-             krypta: warning: -: archive damaged or modified at byte {s} (frame {k}): bytes {s}..{end} lost (read from the pipe before the damage was found)\n\
-             krypta: warning: -: without the index, entries wholly inside lost bytes cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only\n\
-             krypta: -: restored 0 of 1 entry, 1 damaged\n"
-        )
+    // named, exit 2. With the index in the spooled rest, every data frame read ahead and
+    // lost with the pipe is named, and the entry counted (it said "nothing restored: the
+    // damage is before the first entry could be read" of damage in frame 0); without it
+    // (the index frame was read ahead too), the rest is read front to back.
+    let lost = |k: usize, from: usize| -> String {
+        (k..5)
+            .filter(|&j| starts[j] < from)
+            .map(|j| {
+                format!(
+                    "krypta: warning: -: archive damaged or modified at byte {} (frame {j}): bytes {}..{from} lost (read from the pipe before the damage was found)\n",
+                    starts[j], starts[k]
+                )
+            })
+            .collect()
     };
-    let first = format!(
-        "krypta: warning: -: damaged while reading from a pipe: the rest of the stream (from byte {end}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe\n\
-         krypta: warning: -: reading the rest front to back without the index\n\
-         krypta: warning: -: archive damaged or modified at byte {s} (frame 0): bytes {s}..{end} lost (read from the pipe before the damage was found)\n\
-         krypta: warning: -: without the index, entries wholly inside lost bytes cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only\n\
-         krypta: -: nothing restored: the damage is before the first entry could be read\n",
-        s = starts[0]
-    );
+    let with_index = "krypta: warning: -: damaged while reading from a pipe: the rest of the stream (from byte END) was copied to a temporary file and read past the damage with its index; the frames read ahead of it were lost with the pipe, and the index names each entry they held\n";
+    let without_index = "krypta: warning: -: damaged while reading from a pipe: the rest of the stream (from byte END) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe\n";
+    let no_index_note = "krypta: warning: -: without the index, entries wholly inside lost bytes cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only\n";
+    // What a damaged data frame k gives when the spooled rest starts at `from`.
+    let salvaged = |k: usize, from: usize| -> String {
+        let s = starts[k];
+        let cut = format!(
+            "krypta: warning: stdin: not restored: -: archive damaged or modified at byte {s} (frame {k})\n"
+        );
+        let region = |from: usize| {
+            format!(
+                "krypta: warning: -: archive damaged or modified at byte {s} (frame {k}): bytes {s}..{from} lost (read from the pipe before the damage was found)\n"
+            )
+        };
+        match (k, from <= starts[5]) {
+            (0, true) => format!(
+                "{with_index}{}krypta: warning: stdin: not restored: frame 0 at byte {s}: bytes {s}..{from} lost (read from the pipe before the damage was found)\nkrypta: -: restored 0 of 1 entry, 1 damaged\n",
+                lost(0, from)
+            ),
+            (0, false) => format!(
+                "{without_index}krypta: warning: -: reading the rest front to back without the index\n{}{no_index_note}krypta: -: nothing restored: the damage is before the first entry could be read\n",
+                region(from)
+            ),
+            (_, true) => format!(
+                "{with_index}{cut}{}krypta: -: restored 0 of 1 entry, 1 damaged\n",
+                lost(k, from)
+            ),
+            (_, false) => format!(
+                "{without_index}{cut}krypta: warning: -: reading the rest front to back without the index\n{}{no_index_note}krypta: -: restored 0 of 1 entry, 1 damaged\n",
+                region(from)
+            ),
+        }
+    };
     for (at, what, want) in [
         // Before the stdin entry's record was read: nothing to restore, but damage all the
         // same, read past as from a file (this said "salvage past the damage needs a
         // seekable archive", exit 2 with the bare error).
-        (starts[0] + 16 + 5, "first frame's body", first),
-        (starts[2] + 16 + 40_000, "third frame's body", mid(2)),
-        (starts[3] - 1, "third frame's tag", mid(2)),
+        (starts[0] + 16 + 5, "first frame's body", Ok(0)),
+        (starts[2] + 16 + 40_000, "third frame's body", Ok(2)),
+        (starts[3] - 1, "third frame's tag", Ok(2)),
         // A flipped bit in a head breaks the tag, which covers the head: damage too (this
         // test said "wrong key or password" here; a sequence number that breaks the rules
         // under a valid tag, frames moved, is encryption_tamper's).
-        (starts[4] + 8, "fifth frame's sequence number", mid(4)),
+        (starts[4] + 8, "fifth frame's sequence number", Ok(4)),
         // Damage in the index or footer alone, all data read and verified: said as from a
         // file, nothing lost with the pipe.
         (
             starts[5] + 20,
             "index frame",
-            format!(
+            Err(format!(
                 "{whole}krypta: -: archive damaged or modified at byte {} (frame 5)\n",
                 starts[5]
-            ),
+            )),
         ),
         // The header verified with this key: a footer whose MAC fails is damage, never
         // "wrong key or password" (issue 11 §1).
         (
             a.len() - 1,
             "footer tag",
-            format!(
+            Err(format!(
                 "{whole}krypta: -: archive damaged or modified at byte {} (the footer: its MAC does not verify)\n",
                 a.len() - 64
-            ),
+            )),
         ),
     ] {
         let mut b = a.clone();
         b[at] ^= 0x04;
         let o = extract_stream(&["--pass-file", "pw"], &b, dir);
         let err = stderr(&o);
-        let want = match err.split_once("(from byte ") {
-            Some((_, rest)) if want.contains("END") => {
+        let want = match (want, err.split_once("(from byte ")) {
+            (Ok(k), Some((_, rest))) => {
                 let from: usize = rest.split(')').next().unwrap().parse().unwrap();
                 assert!(
                     starts.contains(&from) && from > at || from == a.len() - 64,
                     "{what}: the spooled rest starts at {from}, not at a frame after {at}"
                 );
-                want.replace("END", &from.to_string())
+                salvaged(k, from).replace("END", &from.to_string())
             }
-            _ => want,
+            (Ok(k), None) => format!("a salvage of frame {k}'s damage"),
+            (Err(fixed), _) => fixed,
         };
         assert_eq!((code(&o), err), (2, want), "{what} (byte {at})");
         assert!(

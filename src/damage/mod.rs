@@ -261,12 +261,20 @@ fn salvage_after_from(
                 || cut_path.is_some_and(|p| p == crate::fs::escape_path(&e.meta.path))
         })
         .collect();
-    let cut = cut_path.is_some_and(|p| {
+    let cut_entry = cut_path.and_then(|p| {
         wanted
             .iter()
-            .any(|&i| p == crate::fs::escape_path(&index.entries[i].meta.path))
+            .copied()
+            .find(|&i| p == crate::fs::escape_path(&index.entries[i].meta.path))
     });
-    let s = ar.salvage_selected(index, &wanted, &skip, &mut WantAll(tracker.inner))?;
+    let cut = cut_entry.is_some();
+    let s = ar.salvage_selected(
+        index,
+        &wanted,
+        &skip,
+        cut_entry,
+        &mut WantAll(tracker.inner),
+    )?;
     // No frame failed on its own, nor a reference on its base: the scan broke a rule across
     // verified frames (a crafted or miswritten archive, not damage), refused as before.
     if (s.damaged.is_empty() && !cut)

@@ -87,7 +87,16 @@ impl Archive {
             let at = off;
             off += frame_len;
             if self.spooled() && at < self.walk_from {
-                // Read from a pipe before its rest was spooled, and verified then (`spool`).
+                // Read from a pipe before its rest was spooled: verified then (`spool`), or,
+                // from the damaged frame on, read ahead and lost with the pipe: each such
+                // frame is lost, so the index names every entry it held.
+                if let Some(b) = self.lost_before_walk.as_ref().filter(|b| seq >= b.seq) {
+                    bad.push(BadFrame {
+                        seq,
+                        offset: at,
+                        what: b.what.clone(),
+                    });
+                }
                 continue;
             }
             if let Some(len) = len
@@ -150,12 +159,15 @@ impl Archive {
     /// ordinary scan failed: the entries touched by a failed frame (see the module doc) are
     /// reported, never passed to the visitor; the others are scanned as in
     /// [`Archive::scan_selected`]. `skip` holds the positions already restored by the
-    /// failed scan (they are neither read again nor counted as damaged).
+    /// failed scan (they are neither read again nor counted as damaged); `cut`, one of them,
+    /// the entry that scan was cut in, which is lost: a hard link to it is named with its
+    /// loss, as one to a damaged entry is.
     pub fn salvage_selected(
         &mut self,
         index: &Index,
         wanted: &[usize],
         skip: &std::collections::HashSet<usize>,
+        cut: Option<usize>,
         visitor: &mut dyn Visitor,
     ) -> Result<Salvage> {
         let bad_frames = self.verify_frames(index)?;
@@ -192,7 +204,9 @@ impl Archive {
         // link "to a target not extracted", and `t` counted it as verified).
         let lost: std::collections::HashSet<&[u8]> = damaged
             .iter()
-            .map(|d: &DamagedEntry| index.entries[d.index].meta.path.as_slice())
+            .map(|d: &DamagedEntry| d.index)
+            .chain(cut)
+            .map(|i| index.entries[i].meta.path.as_slice())
             .collect();
         intact.retain(|&i| {
             let m = &index.entries[i].meta;

@@ -335,6 +335,12 @@ impl Archive {
         self.lost_before_walk.is_some()
     }
 
+    /// The first data frame whose bytes were lost with the pipe (the damaged one), when
+    /// [`Archive::lost_with_pipe`].
+    pub fn lost_from_frame(&self) -> Option<u64> {
+        self.lost_before_walk.as_ref().map(|b| b.seq)
+    }
+
     /// Whether the rest of this archive was spooled from a pipe after damage
     /// ([`Archive::spool_rest`]): the frames before the spooled rest were read once and
     /// are gone.
