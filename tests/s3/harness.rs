@@ -124,11 +124,33 @@ impl Weed {
         }
     }
 
-    /// Starts the server again on the same directory and ports (after [`Weed::kill`]).
+    /// Starts the server again on the same directory and ports (after [`Weed::kill`]). A
+    /// port other than S3's that another test's server took while this one was down (they
+    /// run in parallel and pick free ports) is replaced by a new one: the clients know only
+    /// the S3 port. (A restart failed so under load: "Port allocation failed: port N for
+    /// Volume ... is not available".)
     pub fn restart(&mut self) {
-        self.child = spawn(self.dir.path(), &self.ports, &self.extra);
-        if let Err(log) = self.wait_ready() {
-            panic!("weed exited early on restart; log: {log}");
+        let mut tries = 0;
+        loop {
+            self.child = spawn(self.dir.path(), &self.ports, &self.extra);
+            match self.wait_ready() {
+                Ok(()) => return,
+                Err(log)
+                    if tries < 4
+                        && (log.contains("is not available")
+                            || log.contains("address already in use")) =>
+                {
+                    tries += 1;
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    for (i, p) in self.ports.iter_mut().enumerate() {
+                        if i != 6 {
+                            *p = free_port();
+                        }
+                    }
+                }
+                Err(log) => panic!("weed exited early on restart; log: {log}"),
+            }
         }
     }
 
