@@ -202,27 +202,8 @@ fn repair_or_check(
                 rebuildable: crate::recovery::rebuildable(&lay),
             }))
         }
-        // Written with recovery data, of which not even a trailer is left (the archive's end
-        // cut off or overwritten): beyond repair, exit 5 as `repair --check` promises, not
-        // "no recovery data" (exit 3). A trailer that checks but does not fit stays
-        // "none found": that is not a cut.
-        Err(RecoveryError::NotFound { len })
-            if announces_recovery(&whole)
-                && matches!(crate::recovery::intact_trailer(&whole), Ok(None)) =>
-        {
-            Err(wrap(RecoveryError::AnnouncedMissing { len }))
-        }
         Err(e) => Err(wrap(e)),
     }
-}
-
-/// Whether `src` starts with a header prefix whose flags announce a recovery section
-/// (docs/FORMAT.md §2, flag bit 1). The prefix is not covered by a check of its own here: a
-/// damaged one reads as "no recovery data", as before.
-fn announces_recovery<S: ByteSource + ?Sized>(src: &S) -> bool {
-    use crate::format::header::{FLAG_RECOVERY, PREFIX_LEN, Prefix};
-    let mut b = [0u8; PREFIX_LEN];
-    src.read_at(0, &mut b).is_ok() && Prefix::parse(&b).is_ok_and(|p| p.flags & FLAG_RECOVERY != 0)
 }
 
 /// Refuses an in-place repair that would drop `shift` bytes inserted at `split` (or

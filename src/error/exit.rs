@@ -68,7 +68,6 @@ impl Error {
             Error::Recovery { source, .. } => match source {
                 RecoveryError::BeyondRepair { .. }
                 | RecoveryError::TooMuchMissing { .. }
-                | RecoveryError::AnnouncedMissing { .. }
                 | RecoveryError::Inconsistent { .. } => 5,
                 RecoveryError::NotFound { .. }
                 | RecoveryError::BadParameter { .. }

@@ -99,16 +99,6 @@ pub enum RecoveryError {
         /// Bytes the recovery data can rebuild at most.
         rebuildable: u64,
     },
-    /// The archive's header announces recovery data, but none was found: the end of the
-    /// archive was cut off or overwritten, recovery data and all. Beyond repair (the data to
-    /// repair with is what is gone), not an archive written without recovery data.
-    #[error(
-        "damaged beyond the recovery data: the header announces recovery data, but none was found in {len} bytes (the end of the archive is cut off or overwritten)"
-    )]
-    AnnouncedMissing {
-        /// Length of the source searched, bytes.
-        len: u64,
-    },
     /// A shard rebuilt by Reed–Solomon does not match its stored checksum: the surviving
     /// shards or the descriptor are inconsistent (crafted, or damage that passed a checksum).
     /// Nothing rebuilt is returned.

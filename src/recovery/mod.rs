@@ -116,9 +116,7 @@ pub use locate::{
     ByteSource, FileSource, FoundBy, Locate, Located, TABLE_PREFETCH, TableCache, locate,
     packet_valid,
 };
-pub use realign::{
-    Realigned, intact_trailer, missing_beyond_recovery, realign, rebuildable, shifted_trailer,
-};
+pub use realign::{Realigned, missing_beyond_recovery, realign, rebuildable, shifted_trailer};
 pub use repair::{
     RepairOptions, RepairSummary, RepairedSegment, repair_range, repair_segment, repair_to,
 };

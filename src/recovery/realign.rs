@@ -74,7 +74,7 @@ impl<S: ByteSource + ?Sized> ByteSource for Realigned<'_, S> {
 }
 
 /// The layout of the intact trailer the last bytes of `src` are, if they are one (one read).
-pub fn intact_trailer<S: ByteSource + ?Sized>(src: &S) -> Result<Option<Layout>, RecoveryError> {
+fn intact_trailer<S: ByteSource + ?Sized>(src: &S) -> Result<Option<Layout>, RecoveryError> {
     let len = src.len();
     if len < TRAILER_LEN as u64 {
         return Ok(None);
