@@ -226,13 +226,26 @@ pub(crate) fn salvage_after(
     first: Error,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    salvage_after_from(ar, archive, index, tracker, verb, first, rep, (0, None))
+    salvage_after_from(
+        ar,
+        archive,
+        index,
+        tracker,
+        verb,
+        first,
+        rep,
+        (0, None, false),
+    )
 }
 
 /// [`salvage_after`] of a pipe's rest spooled from data frame `from.0` on (the frames before
 /// it were read once and are gone: the entries they hold were restored by the scan), but for
 /// the entry the scan was cut in, `from.1` (its escaped path), which the caller names and
-/// which counts as damaged.
+/// which counts as damaged. `from.2`: frames from `from.0` up to the spool were read ahead
+/// and lost with the pipe (`Archive::lost_from_frame`); then only the entries the scan
+/// finished (and the cut one) are skipped, and every other is checked against the lost
+/// frames, which name it — an entry whose head record began in the frame before the
+/// damaged one, or a level-9 group that began before it, is lost, not restored.
 #[allow(clippy::too_many_arguments)]
 fn salvage_after_from(
     ar: &mut Archive,
@@ -242,7 +255,7 @@ fn salvage_after_from(
     verb: &'static str,
     first: Error,
     rep: &mut dyn Reporter,
-    (from, cut_path): (u64, Option<&str>),
+    (from, cut_path, lost): (u64, Option<&str>, bool),
 ) -> Result<ScanSummary> {
     let wanted: Vec<usize> = index
         .entries
@@ -257,7 +270,7 @@ fn salvage_after_from(
         .filter(|&i| {
             let e = &index.entries[i];
             tracker.done.contains(&e.meta.path)
-                || crate::format::index_v2::group_start(index, e.first_seq) < from
+                || (!lost && crate::format::index_v2::group_start(index, e.first_seq) < from)
                 || cut_path.is_some_and(|p| p == crate::fs::escape_path(&e.meta.path))
         })
         .collect();

@@ -83,7 +83,7 @@ pub(super) fn salvage_from_pipe(
     if let Some((seq, ix)) = spooled_index {
         let mut sw = crate::Collect::default();
         let cut_path = cut_entry.as_ref().map(|(p, _)| p.as_str());
-        let r = salvage_after_from(ar, archive, &ix, t, verb, e, &mut sw, (seq, cut_path));
+        let r = salvage_after_from(ar, archive, &ix, t, verb, e, &mut sw, (seq, cut_path, lost));
         rep.warn(&if lost {
             format!(
                 "{}: damaged while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file and read past the damage with its index; the frames read ahead of it were lost with the pipe, and the index names each entry they held",
