@@ -103,6 +103,7 @@ fn compress_into(
     let own_files = sink.own_files();
     let replaced: Option<(u64, u64)> = if req.output == Path::new("-")
         || store::Location::parse(&req.output).is_ok_and(|l| l.is_remote())
+        || store::local::special_output(&req.output).is_some()
     {
         None
     } else {

@@ -323,7 +323,9 @@ fn finish<S: ByteSource + ?Sized>(
         jobs: jobs.max(1),
         encoder: {
             let mut e = crate::recovery::RecoveryOptions::new(located.layout.params.percent);
-            if !store::Location::parse(target).is_ok_and(|l| l.is_remote()) {
+            if !store::Location::parse(target).is_ok_and(|l| l.is_remote())
+                && store::local::special_output(target).is_none()
+            {
                 e.spill_dir = target.parent().map(|p| {
                     if p.as_os_str().is_empty() {
                         PathBuf::from(".")

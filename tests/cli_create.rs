@@ -466,6 +466,24 @@ fn a_named_pipe_or_character_device_as_output_is_written_into_never_replaced() {
     // would replace the machine's /dev/null, so the FIFO above covers it).
     let o = fx.run(&["c", "-q", "/dev/null", "in"]);
     assert_eq!((code(&o), err(&o)), (0, String::new()));
+    // Stdin from /dev/null with /dev/null as OUTPUT is not "the output is also an input":
+    // nothing is replaced (helper-33 found `c -f /dev/null - < /dev/null` refused so). The
+    // OUTPUT is a link to /dev/null, so that a regression replaces the link, never the
+    // machine's /dev/null.
+    std::os::unix::fs::symlink("/dev/null", fx.p("null-link")).unwrap();
+    let o = common::krypta()
+        .current_dir(fx.p(""))
+        .args(["c", "-q", "-f", "null-link", "-"])
+        .stdin(std::fs::File::open("/dev/null").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    assert!(
+        std::fs::symlink_metadata(fx.p("null-link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert!(
         std::fs::metadata("/dev/null")
             .unwrap()

@@ -316,11 +316,13 @@ pub(crate) fn check_recipients(recipients: &[Recipient]) -> Result<()> {
 /// outgrows its memory budget (64 MiB of recovery shards, the section of about a 1.3 GB
 /// archive at 5%) spills to an unnamed temporary file next to a local output, which has room
 /// for the section anyway (the system temporary directory may be a small tmpfs); for stdout
-/// (`-`) and `s3://`, to the system temporary directory. `c --recovery` and `rekey` use it.
+/// (`-`), `s3://` and a device or FIFO written into (its directory is `/dev`, say), to the
+/// system temporary directory. `c --recovery` and `rekey` use it.
 pub fn recovery_options_for(percent: u8, output: &Path) -> crate::recovery::RecoveryOptions {
     let mut o = crate::recovery::RecoveryOptions::new(percent);
     if output != Path::new("-")
         && !crate::store::Location::parse(output).is_ok_and(|l| l.is_remote())
+        && crate::store::local::special_output(output).is_none()
     {
         o.spill_dir = Some(match output.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

@@ -50,6 +50,10 @@ pub fn output_among_inputs(
 ) -> Option<std::path::PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let real_out = std::fs::canonicalize(output).ok()?;
+    // A device or FIFO output is written into, never replaced (`store::create_sink`).
+    if crate::store::local::special_output(&real_out).is_some() {
+        return None;
+    }
     for input in inputs {
         if input.as_os_str() == "-" {
             // Stdin redirected from the output (`krypta c -f x.kry - < x.kry`), refused as

@@ -252,6 +252,20 @@ impl DeviceSink {
             .custom_flags(libc_noctty())
             .open(path)
             .map_err(|e| Error::io(path, "open", e))?;
+        // What was opened, not what the path was when checked: a FIFO swapped for a link to
+        // a regular file in between must not be written over (no O_TRUNC, no noclobber).
+        use std::os::unix::fs::FileTypeExt;
+        let t = f
+            .metadata()
+            .map_err(|e| Error::io(path, "stat", e))?
+            .file_type();
+        if !t.is_fifo() && !t.is_char_device() {
+            return Err(Error::Usage(format!(
+                "{}: changed while it was opened (no longer a named pipe or character device); \
+                 nothing was written",
+                path.display()
+            )));
+        }
         widen_pipe(f.as_fd());
         Ok(DeviceSink {
             out: chunked::buffered(f),
