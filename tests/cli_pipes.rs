@@ -227,19 +227,6 @@ fn a_verbose_listing_to_a_full_stdout_fails_the_run_after_the_work_is_done() {
     assert_eq!(std::fs::read(fx.p("out/in/g")).unwrap(), b"g");
 }
 
-/// krypta with `args` and `env` in `fx`'s directory, stdin, stdout and stderr all pipes.
-fn spawn_piped(fx: &Fx, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
-    krypta()
-        .current_dir(fx.p(""))
-        .envs(env.iter().copied())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
 #[test]
 fn while_the_producer_pauses_every_sealed_frame_reaches_the_reader() {
     // `pg_dump | krypta c - - | ssh …` with a pause in the dump: the frames sealed so far
@@ -269,7 +256,7 @@ fn while_the_producer_pauses_every_sealed_frame_reaches_the_reader() {
         ][..],
         &["c", "-q", "-l", "1", "-b", "1M", "--keyfile", "k", "-", "-"],
     ] {
-        let mut child = spawn_piped(&fx, args, &[]);
+        let mut child = fx.spawn_piped(args, &[]);
         let mut stdin = child.stdin.take().unwrap();
         let mut stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
@@ -327,7 +314,7 @@ fn a_stream_archived_with_pauses_is_byte_for_byte_the_one_archived_without() {
     let data = &exe[..exe.len().min(3 << 20)];
     let archive_with = |bcj: &str, pauses: &[usize]| -> Vec<u8> {
         let args = ["c", "-q", "-l", "1", "-b", "1M", "--bcj", bcj, "-", "-"];
-        let mut child = spawn_piped(&fx, &args, &[("SOURCE_DATE_EPOCH", "1700000000")]);
+        let mut child = fx.spawn_piped(&args, &[("SOURCE_DATE_EPOCH", "1700000000")]);
         let mut stdin = child.stdin.take().unwrap();
         let mut at = 0;
         for &p in pauses {

@@ -11,7 +11,7 @@ mod cli_common;
 mod common;
 
 use std::io::Write;
-use std::process::{Child, Output, Stdio};
+use std::process::Output;
 
 use cli_common::*;
 use common::{bytes, code};
@@ -19,7 +19,7 @@ use common::{bytes, code};
 /// Runs krypta in `fx`'s directory with `input` on stdin; asserts every byte of it was
 /// taken (the writer was not cut off by krypta exiting before the end of its input).
 fn run_all_read(fx: &Fx, args: &[&str], input: &[u8]) -> Output {
-    let mut c = spawn(fx, args);
+    let mut c = fx.spawn_piped(args, &[]);
     let mut stdin = c.stdin.take().unwrap();
     let data = input.to_vec();
     let feeder = std::thread::spawn(move || stdin.write_all(&data));
@@ -31,18 +31,6 @@ fn run_all_read(fx: &Fx, args: &[&str], input: &[u8]) -> Output {
         err(&o)
     );
     o
-}
-
-/// krypta started in `fx`'s directory, every stream piped.
-fn spawn(fx: &Fx, args: &[&str]) -> Child {
-    common::krypta()
-        .current_dir(fx.p(""))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
 }
 
 /// A tree of 6 MiB (incompressible), archived with `--recovery 30` plain and with a key
@@ -288,7 +276,7 @@ fn a_recovery_section_cut_damaged_or_missing_is_said_from_a_pipe() {
 fn endless_bytes_after_the_recovery_data_are_read_at_most_16_mib() {
     let fx = Fx::new();
     let [(a, _), _] = setup(&fx);
-    let mut c = spawn(&fx, &["t", "-"]);
+    let mut c = fx.spawn_piped(&["t", "-"], &[]);
     let mut stdin = c.stdin.take().unwrap();
     // An input that never ends: the run must end anyway, having read at most 16 MiB of it.
     let feeder = std::thread::spawn(move || {

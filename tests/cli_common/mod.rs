@@ -53,6 +53,20 @@ impl Fx {
         }
         c.output().expect("run krypta")
     }
+    /// krypta with `args` and `env` in the fixture's directory, stdin, stdout and stderr all
+    /// pipes, not waited for.
+    pub fn spawn_piped(&self, args: &[&str], env: &[(&str, &str)]) -> Child {
+        krypta()
+            .current_dir(self.p(""))
+            .envs(env.iter().copied())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// Runs krypta with `input` on stdin.
     pub fn run_stdin(&self, args: &[&str], input: &[u8]) -> Output {
         crate::common::run_stdin_in(self.dir.path(), args, input)
