@@ -303,13 +303,13 @@ fn finish<S: ByteSource + ?Sized>(
     // A local output keeps a local archive's permission bits (an archive kept 0600 is not
     // rewritten 0644 by a repair in place; `FileSink::create` does the same for the file a
     // `-o OUT -f` replaces, then the archive's bits win).
+    // A device or FIFO is written into (`store::create_sink`), with no directory of its own.
+    let device = store::local::special_output(target).is_some();
     let sink: Box<dyn store::Sink> = match (
         store::Location::parse(target)?,
         store::Location::parse(archive)?,
     ) {
-        (store::Location::Local(t), store::Location::Local(a))
-            if store::local::special_output(&t).is_none() =>
-        {
+        (store::Location::Local(t), store::Location::Local(a)) if !device => {
             let s = store::local::FileSink::create(&t, force, true)?;
             if let Ok(m) = std::fs::metadata(&a) {
                 s.keep_mode_and_owner(&m)?;
@@ -323,9 +323,7 @@ fn finish<S: ByteSource + ?Sized>(
         jobs: jobs.max(1),
         encoder: {
             let mut e = crate::recovery::RecoveryOptions::new(located.layout.params.percent);
-            if !store::Location::parse(target).is_ok_and(|l| l.is_remote())
-                && store::local::special_output(target).is_none()
-            {
+            if !store::Location::parse(target).is_ok_and(|l| l.is_remote()) && !device {
                 e.spill_dir = target.parent().map(|p| {
                     if p.as_os_str().is_empty() {
                         PathBuf::from(".")

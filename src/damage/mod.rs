@@ -226,23 +226,14 @@ pub(crate) fn salvage_after(
     first: Error,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    salvage_after_from(
-        ar,
-        archive,
-        index,
-        tracker,
-        verb,
-        first,
-        rep,
-        (0, None, false),
-    )
+    salvage_after_from(ar, archive, index, tracker, verb, first, rep, (0, None))
 }
 
 /// [`salvage_after`] of a pipe's rest spooled from data frame `from.0` on (the frames before
 /// it were read once and are gone: the entries they hold were restored by the scan), but for
 /// the entry the scan was cut in, `from.1` (its escaped path), which the caller names and
-/// which counts as damaged. `from.2`: frames from `from.0` up to the spool were read ahead
-/// and lost with the pipe (`Archive::lost_from_frame`); then only the entries the scan
+/// which counts as damaged. When frames from `from.0` up to the spool were read ahead and
+/// lost with the pipe (`Archive::lost_from_frame`), only the entries the scan
 /// finished (and the cut one) are skipped, and every other is checked against the lost
 /// frames, which name it — an entry whose head record began in the frame before the
 /// damaged one, or a level-9 group that began before it, is lost, not restored.
@@ -255,8 +246,9 @@ fn salvage_after_from(
     verb: &'static str,
     first: Error,
     rep: &mut dyn Reporter,
-    (from, cut_path, lost): (u64, Option<&str>, bool),
+    (from, cut_path): (u64, Option<&str>),
 ) -> Result<ScanSummary> {
+    let lost = ar.lost_with_pipe();
     let wanted: Vec<usize> = index
         .entries
         .iter()

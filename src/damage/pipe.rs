@@ -73,17 +73,16 @@ pub(super) fn salvage_from_pipe(
     // A delta frame stopped on its base: it and every frame after it were kept
     // (`replay`), so the spooled rest holds the index, which names each entry the
     // base's damage costs and counts them all, as salvage of the file does.
-    let spooled_index = match (ar.replayed_from(), ar.lost_from_frame()) {
-        (Some(seq), _) if !lost => ar.read_index().ok().map(|(_, ix)| (seq, ix)),
-        // Frames read ahead were lost with the pipe; the index at the spooled end still
-        // names every entry they held, and counts them all.
-        (None, Some(seq)) => ar.read_index().ok().map(|(_, ix)| (seq, ix)),
-        _ => None,
-    };
+    // Or frames read ahead were lost with the pipe (never both: `spool_rest`): the index at
+    // the spooled end still names every entry they held, and counts them all.
+    let spooled_index = ar
+        .replayed_from()
+        .or(ar.lost_from_frame())
+        .and_then(|seq| ar.read_index().ok().map(|(_, ix)| (seq, ix)));
     if let Some((seq, ix)) = spooled_index {
         let mut sw = crate::Collect::default();
         let cut_path = cut_entry.as_ref().map(|(p, _)| p.as_str());
-        let r = salvage_after_from(ar, archive, &ix, t, verb, e, &mut sw, (seq, cut_path, lost));
+        let r = salvage_after_from(ar, archive, &ix, t, verb, e, &mut sw, (seq, cut_path));
         rep.warn(&if lost {
             format!(
                 "{}: damaged while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file and read past the damage with its index; the frames read ahead of it were lost with the pipe, and the index names each entry they held",

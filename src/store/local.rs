@@ -243,13 +243,14 @@ pub struct DeviceSink {
 }
 
 impl DeviceSink {
-    /// Opens `path` (a FIFO or character device: [`special_output`]) for writing; a FIFO
-    /// waits for a reader, as `cat > fifo` does. Errors: Io (open) naming `path`.
+    /// Opens `path` (a FIFO or character device: [`special_output`]) for writing (not as a
+    /// controlling terminal); a FIFO waits for a reader, as `cat > fifo` does. Errors: Io
+    /// (open) naming `path`; Usage when what was opened is no longer one.
     pub fn open(path: &Path) -> Result<DeviceSink> {
         use std::os::unix::fs::OpenOptionsExt;
         let f = std::fs::OpenOptions::new()
             .write(true)
-            .custom_flags(libc_noctty())
+            .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
             .open(path)
             .map_err(|e| Error::io(path, "open", e))?;
         // What was opened, not what the path was when checked: a FIFO swapped for a link to
@@ -272,11 +273,6 @@ impl DeviceSink {
             path: path.to_path_buf(),
         })
     }
-}
-
-/// `O_NOCTTY`: opening a terminal device as the output does not make it the controlling one.
-fn libc_noctty() -> i32 {
-    rustix::fs::OFlags::NOCTTY.bits() as i32
 }
 
 impl Write for DeviceSink {
