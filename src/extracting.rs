@@ -60,7 +60,7 @@ pub fn extract(
     };
     ar.require_base()?;
     if let Some(w) = ar.base_damage() {
-        rep.warn(w);
+        rep.warn(&w);
     }
     report_source(&ar, rep);
     let r = extract_opened(&mut ar, archive, req, rep);

@@ -311,7 +311,7 @@ pub fn test_salvaging(
     let mut ar = open_warning(archive, open, rep)?;
     ar.require_base()?;
     if let Some(w) = ar.base_damage() {
-        rep.warn(w);
+        rep.warn(&w);
     }
     report_source(&ar, rep);
     let r = test_opened(&mut ar, archive, salvage, rep);

@@ -417,3 +417,50 @@ fn a_bad_signature_is_refused_without_signer_too() {
         "{info}"
     );
 }
+
+/// A changed byte in a data frame read from a pipe with `--signer`: `l` (which passes over
+/// data frames without decoding them) and `t` refuse the archive with exit 8, as they do
+/// from the file. `l` listed it and exited 0, `t` salvaged past it (exit 5, 2 encrypted).
+#[test]
+fn from_a_pipe_a_changed_data_frame_is_refused_with_signer() {
+    let fx = Fx::new();
+    keys(&fx);
+    // Incompressible content, so the changed byte lies in a data frame's body.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..400_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    fx.file("t/noise.bin", &noise);
+    for (name, keys) in [("plain", &[][..]), ("boxed", &["-r", "bob.pub"][..])] {
+        let archive = format!("{name}.kry");
+        fx.ok(&[&["c", "-q", "--sign", "alice"][..], keys, &[&archive, "t"]].concat());
+        let mut b = fx.read(&archive);
+        let h = header_len(&b);
+        b[h + 1000] ^= 0x10;
+        let open: &[&str] = if keys.is_empty() { &[] } else { &["-i", "bob"] };
+        let want = format!("refused: frame 0 at byte {h} is not what was signed");
+        for cmd in ["l", "t"] {
+            let o = fx.run_stdin(
+                &[&[cmd][..], open, &["--signer", "alice.pub", "-"]].concat(),
+                &b,
+            );
+            assert_eq!(code(&o), 8, "{name} {cmd}: {}", err(&o));
+            assert!(err(&o).contains(&want), "{name} {cmd}: {}", err(&o));
+            assert!(out(&o).is_empty(), "{name} {cmd}: listed {}", out(&o));
+        }
+        // The intact archive passes both ways.
+        let good = fx.read(&archive);
+        for cmd in ["l", "t"] {
+            let o = fx.run_stdin(
+                &[&[cmd][..], open, &["--signer", "alice.pub", "-"]].concat(),
+                &good,
+            );
+            assert_eq!(code(&o), 0, "{name} {cmd}: {}", err(&o));
+        }
+    }
+}

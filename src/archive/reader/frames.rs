@@ -143,6 +143,12 @@ impl Archive {
             self.last_fault[1].store(seq, Relaxed);
         }
         match f {
+            // With `--signer`, a frame that is not what was signed refuses the archive (from a
+            // file this is found before the scan: `Archive::verify_signed_frames`).
+            FrameFault::Tag if self.strict_signer && self.signature.is_some() => Error::Signature {
+                path: self.path.clone(),
+                problem: crate::error::SignatureProblem::Changed { frame: seq, offset },
+            },
             // Once the header verified, a frame tag that fails is damage, not a wrong key.
             FrameFault::Tag if self.protection.is_sealed() => Error::Damaged {
                 path: self.path.clone(),

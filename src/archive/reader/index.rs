@@ -60,6 +60,7 @@ impl Archive {
             if check_last {
                 self.check_last_flag(&job)?;
             }
+            self.check_signed_body(job)?;
             seq += 1;
         }
     }

@@ -152,6 +152,10 @@ pub struct Archive {
     in_flight_base: u64,
     /// A signed archive's signature: verified first, or being gathered (`signed`).
     signature: Option<signed::SigState>,
+    /// Read with `--signer`: every frame must be what was signed, so a frame whose tag does
+    /// not verify its body is a refused signature (exit 8), not damage to salvage past — from
+    /// a stream as from a file (`signed`, "strict").
+    strict_signer: bool,
     /// The file key the stanzas gave (encrypted archives), for `rekey` (zeroized on drop).
     file_key: Option<crate::crypto::keys::FileKey>,
     /// Where a salvage without the index starts walking: the first frame, or, once the rest

@@ -325,6 +325,7 @@ impl Archive {
                 .in_flight_budget
                 .unwrap_or(crate::archive::pipeline::IN_FLIGHT_BUDGET as u64),
             signature,
+            strict_signer: !opts.signers.is_empty(),
             file_key,
             walk_from: header_len,
             lost_before_walk: None,
@@ -400,21 +401,26 @@ impl Archive {
                 why: why.clone(),
             });
         }
-        self.base_damage = damage.map(|d| {
-            format!(
-                "{}: its base {} (id {}) is damaged ({d}): its binding to this archive cannot be checked, so its intact frames are used, every file read from it is checked by its digest, and what needs its damaged parts is named and not restored",
-                self.path.display(),
-                base.path().display(),
-                base::hex(&want_id)
-            )
-        });
+        self.base_damage = damage;
         self.base = Some(base);
         Ok(())
     }
 
     /// Of a delta archive given a damaged base ([`Archive::set_base`]): the warning that says
     /// so and why its binding could not be checked.
-    pub fn base_damage(&self) -> Option<&str> {
+    pub fn base_damage(&self) -> Option<String> {
+        let (d, base) = (self.base_damage.as_ref()?, self.base.as_ref()?);
+        Some(format!(
+            "{}: its base {} (id {}) is damaged ({d}): its binding to this archive cannot be checked, so its intact frames are used, every file read from it is checked by its digest, and what needs its damaged parts is named and not restored",
+            self.path.display(),
+            base.path().display(),
+            base::hex(&base.id())
+        ))
+    }
+
+    /// Of a delta archive given a damaged base: what is damaged (the words in parentheses
+    /// of [`Archive::base_damage`]'s warning).
+    pub fn base_damage_reason(&self) -> Option<&str> {
         self.base_damage.as_deref()
     }
 

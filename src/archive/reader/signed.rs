@@ -277,6 +277,44 @@ impl Archive {
         Ok(())
     }
 
+    /// A data frame passed over without decoding it (`l` of a stream): with `--signer` its
+    /// tag must still verify its body, as every frame of a file is checked before use
+    /// ([`Archive::verify_signed_frames`]), or a changed byte would be listed as signed.
+    /// Without `--signer` the frame is only skipped (a listing reads the index).
+    pub(super) fn check_signed_body(&mut self, job: FrameJob) -> Result<()> {
+        let FrameJob {
+            header,
+            header_bytes,
+            mut body,
+            tag,
+            offset,
+            ..
+        } = job;
+        let changed = self.strict_signer
+            && self.signature.is_some()
+            && self
+                .protection
+                .open_frame(
+                    &self.header.archive_id,
+                    &header_bytes,
+                    header.seq,
+                    &mut body,
+                    &tag,
+                )
+                .is_err();
+        self.buffers.bodies.give(body);
+        if changed {
+            return Err(refuse(
+                &self.path,
+                SignatureProblem::Changed {
+                    frame: header.seq,
+                    offset,
+                },
+            ));
+        }
+        Ok(())
+    }
+
     /// Every frame read: its tag must be the signed one (verified first), or it joins the
     /// transcript (a stream).
     pub(super) fn signature_frame_read(
