@@ -185,6 +185,16 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
             sealed: base.encrypted(),
         });
     }
+    if let (Some(base), Some(why)) = (ar.base(), ar.base_damage_reason()) {
+        // Every entry verified without the base's damaged parts (its index, or frames no
+        // block needed): the base still needs a good copy before a delta needs those parts.
+        return Err(Error::BaseNotAsWritten {
+            path: archive.into(),
+            base: base.path().to_path_buf(),
+            why: why.to_string(),
+            sealed: base.encrypted(),
+        });
+    }
     if let Some((at, bytes, false)) = ar.trailing() {
         return Err(Error::Appended {
             path: archive.into(),

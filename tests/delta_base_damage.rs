@@ -159,7 +159,10 @@ fn both_ways(kind: &str, summary: &str, lost: &[&str]) {
 }
 
 /// `x` (file and pipe) and `t` after `kind` of damage that costs nothing: every file
-/// restored bit for bit, exit 0, and the warning that the base is damaged.
+/// restored bit for bit, exit 0, and the warning that the base is damaged; `t` ends by
+/// saying the base is not as written, exit 5 (changed from 0 on 2026-12-06: `t --base` of a
+/// base with bytes appended or a header bit undone already exited 5, so a base cut short or
+/// with its index zeroed — worse damage — passed a nightly check its milder kin failed).
 fn nothing_lost(kind: &str) {
     let fx = Fx::new();
     archives(&fx);
@@ -169,12 +172,19 @@ fn nothing_lost(kind: &str) {
         assert_eq!((c, lost), (0, vec![]), "{kind}, pipe {pipe}: {last}");
     }
     let o = fx.run(&["t", "--base", "base.kry", "new.kry"]);
-    assert_eq!(code(&o), 0, "{kind}: t: {}", err(&o));
+    assert_eq!(code(&o), 5, "{kind}: t: {}", err(&o));
     assert!(
         err(&o).contains("its index cannot be read")
             && err(&o).contains("its binding to this archive cannot be checked"),
         "{kind}: {}",
         err(&o)
+    );
+    let last = err(&o).lines().last().unwrap_or_default().to_string();
+    assert!(
+        last.starts_with(
+            "krypta: new.kry: every entry verified, but its base base.kry is damaged (its index cannot be read: "
+        ) && last.ends_with("): the base is not the archive as written; keep a good copy of it"),
+        "{kind}: {last}"
     );
 }
 
@@ -295,4 +305,42 @@ fn a_damaged_reproducible_base_is_refused() {
     let o = fx.run(&["x", "-o", "o2", "--base", "base.kry", "new.kry"]);
     assert!(!err(&o).contains("reproducible"), "{}", err(&o));
     assert_eq!(fx.read("o2/v2/small.txt"), fx.read("v2/small.txt"));
+}
+
+#[test]
+fn t_with_an_encrypted_base_cut_short_that_costs_nothing_exits_2() {
+    // As `nothing_lost`, with the base and the delta encrypted: the base's damage is reported
+    // as an encrypted archive's damage is (2), after every entry of the delta verified.
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.file("v1/d/a.bin", &bytes(300_000, 1, false));
+    let mut b = bytes(300_000, 1, false);
+    b[1000] ^= 1;
+    fx.file("v2/d/a.bin", &b);
+    fx.ok(&["c", "-q", "-b", "64K", "--keyfile", "k", "base.kry", "v1"]);
+    let delta = [
+        "--base",
+        "base.kry",
+        "--base-keyfile",
+        "k",
+        "--keyfile",
+        "k",
+        "new.kry",
+    ];
+    fx.ok(&[&["c", "-q", "-b", "64K"][..], &delta, &["v2"]].concat());
+    let o = fx.run(&[&["t"][..], &delta].concat());
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    edit(&fx, "base.kry", |d| d.truncate(d.len() - 30));
+    let o = fx.run(&[&["t"][..], &delta].concat());
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert!(
+        err(&o).lines().last().unwrap_or_default().starts_with(
+            "krypta: new.kry: every entry verified, but its base base.kry is damaged (its index cannot be read"
+        ),
+        "{}",
+        err(&o)
+    );
+    let o = fx.run(&[&["x", "-q", "-o", "out"][..], &delta].concat());
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.read("out/v2/d/a.bin"), b);
 }

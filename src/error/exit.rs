@@ -50,6 +50,7 @@ impl Error {
             Error::Integrity { .. } => 5,
             Error::EditUndone { sealed, .. }
             | Error::HeaderFixed { sealed, .. }
+            | Error::BaseNotAsWritten { sealed, .. }
             | Error::Appended { sealed, .. } => {
                 if *sealed {
                     2

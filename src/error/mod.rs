@@ -331,6 +331,26 @@ pub enum Error {
         /// The archive is encrypted (exit 2, else 5).
         sealed: bool,
     },
+    /// `test` of a delta archive whose base is damaged where nothing the test read needed
+    /// it (the base's index or footer cannot be read, or frames no delta block uses fail):
+    /// every entry verified, but the base is not the archive as written, and the next
+    /// delta read may need its damaged part. Exit 2 when the base is encrypted, else 5, as
+    /// for bytes appended to the base ([`Error::Appended`]).
+    #[error(
+        "{}: every entry verified, but its base {} is damaged ({why}): the base is not the archive as written; keep a good copy of it",
+        shown(path),
+        shown(base)
+    )]
+    BaseNotAsWritten {
+        /// The delta archive.
+        path: PathBuf,
+        /// The base given.
+        base: PathBuf,
+        /// What is damaged.
+        why: String,
+        /// The base is encrypted (exit 2, else 5).
+        sealed: bool,
+    },
     /// As [`Error::Damaged`], for the footer of an encrypted archive whose MAC failed after
     /// the header verified (the key is right: not "wrong password or key").
     #[error(
