@@ -518,3 +518,29 @@ fn a_socket_as_output_is_refused_and_left_as_it_is() {
         );
     }
 }
+
+#[test]
+fn a_link_of_a_later_input_where_an_earlier_input_implied_a_directory_is_left_out() {
+    // `c a.kry d/file ../b/.` where b holds a link `d`: the link would have `d/file` below
+    // it, which the entry set refuses, and the whole run failed ("entries lie below d,
+    // which is not a directory", exit 1, no archive). The link is now left out and named,
+    // as in the other order (`../b/. d/file`), exit 6, and d/file is stored.
+    let fx = Fx::new();
+    fx.file("a/d/file", b"kept\n");
+    fx.mkdir("b");
+    std::os::unix::fs::symlink("/tmp", fx.p("b/d")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_krypta"))
+        .current_dir(fx.p("a"))
+        .args(["c", "../x.kry", "d/file", "../b/."])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert!(
+        err(&o).contains(
+            "krypta: warning: ../b/./d: skipped with what is below it: its name d holds d already (another kind of entry from an earlier input)"
+        ),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(fx.names("x.kry"), [".", "d/file"]);
+}

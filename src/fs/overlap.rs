@@ -81,6 +81,8 @@ pub(crate) struct Overlap {
     check: Vec<bool>,
     /// Key of each kept path → what was stored there.
     seen: HashMap<[u8; 16], Seen>,
+    /// The archive path of each input (its root entry's), as given to [`Overlap::new`].
+    roots: Vec<Option<Vec<u8>>>,
 }
 
 impl Overlap {
@@ -104,6 +106,7 @@ impl Overlap {
             record,
             check,
             seen: HashMap::new(),
+            roots: roots.to_vec(),
         }
     }
 
@@ -135,17 +138,37 @@ impl Overlap {
             };
         }
         if record {
-            let source = source.to_path_buf();
             self.seen.insert(
                 k,
                 Seen {
                     dir: is_dir,
                     id,
-                    source,
+                    source: source.to_path_buf(),
                 },
             );
+            if self.roots.get(input).and_then(Option::as_deref) == Some(path) {
+                self.implied_parents(path, source);
+            }
         }
         Verdict::New
+    }
+
+    /// An input stored below the archive root (`d/file`) implies its parent directories
+    /// (`d`): the archive holds no entry for them, but nothing else may be stored under their
+    /// names, or `d/file` would lie below a file or link `d` of a later input (`d/file b/.`
+    /// with a link `b/d`), which the entry set refuses: the whole run failed (exit 1).
+    /// Each is kept as a directory read from the input's own parent, so a later directory
+    /// of that name merges and anything else is [`Verdict::Taken`].
+    fn implied_parents(&mut self, path: &[u8], source: &Path) {
+        let mut from = source.ancestors().skip(1);
+        for i in (0..path.len()).rev().filter(|&i| path[i] == b'/') {
+            let source = from.next().map_or_else(PathBuf::new, Path::to_path_buf);
+            self.seen.entry(key(&path[..i])).or_insert(Seen {
+                dir: true,
+                id: (u64::MAX, u64::MAX),
+                source,
+            });
+        }
     }
 
     /// The ancestor of `path` stored as a non-directory by an earlier input, if any, and
@@ -220,6 +243,27 @@ mod tests {
         assert_eq!(
             at(&mut o, 2, b"src/README.md", true, 2, "d"),
             taken("src/R", true)
+        );
+    }
+
+    #[test]
+    fn an_input_below_the_root_keeps_its_parents_as_directories() {
+        // `d/file b/.` where b holds a link `d`: the link is taken (d/file would lie below
+        // it), a directory `d` of b merges, and the walk of `d/file` itself is unaffected.
+        let mut o = Overlap::new(&roots(&["d/e/file", "", ""]));
+        assert_eq!(
+            at(&mut o, 0, b"d/e/file", false, 1, "x/d/e/file"),
+            Verdict::New
+        );
+        assert_eq!(at(&mut o, 1, b"d", false, 2, "b/./d"), taken("x/d", true));
+        assert_eq!(at(&mut o, 2, b"d", true, 3, "c/./d"), Verdict::SameDir);
+        assert_eq!(
+            at(&mut o, 2, b"d/e", false, 4, "c/./d/e"),
+            taken("x/d/e", true)
+        );
+        assert_eq!(
+            at(&mut o, 2, b"d/e/file", false, 1, "c/./d/e/file"),
+            Verdict::Duplicate
         );
     }
 
