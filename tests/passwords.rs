@@ -466,3 +466,77 @@ fn a_password_from_fd_0_is_refused_whatever_else_reads_stdin_and_however_it_is_s
     );
     assert_eq!((code(&o), stderr(&o)), (0, String::new()));
 }
+
+#[test]
+fn rekey_and_keygen_refuse_kdf_options_as_c_does() {
+    // Regression: `rekey --kdf pbkdf2 --kdf-memory 64` wrote the archive and ignored the
+    // memory (c refuses it), and a memory above the range was shown capped ("argon2id
+    // memory KiB = 4294967295 exceeds the limit 4194304" for 5000G) by rekey and keygen.
+    let fx = Fx::new();
+    let o = fx.run(&[
+        "c",
+        "-q",
+        "--pass-file",
+        "pw",
+        "--kdf-memory",
+        "8",
+        "--kdf-iterations",
+        "1",
+        "e.kry",
+        "src",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let rekey = |extra: &[&str]| {
+        let o = fx.run(
+            &[
+                &[
+                    "rekey",
+                    "--pass-file",
+                    "pw",
+                    "e.kry",
+                    "-o",
+                    "n.kry",
+                    "--new-pass-file",
+                    "pw",
+                ][..],
+                extra,
+            ]
+            .concat(),
+        );
+        (code(&o), stderr(&o))
+    };
+    for (extra, msg) in [
+        (
+            &["--kdf", "pbkdf2", "--kdf-memory", "64"][..],
+            "krypta: --kdf-memory applies to argon2id only\n",
+        ),
+        (
+            &["--kdf-memory", "5000G"],
+            "krypta: --kdf-memory 5000G is outside 8..=4096 MiB\n",
+        ),
+        (
+            &["--kdf-memory", "4"],
+            "krypta: --kdf-memory 4 MiB is outside 8..=4096 MiB\n",
+        ),
+    ] {
+        assert_eq!(rekey(extra), (1, msg.to_string()), "{extra:?}");
+        assert!(!fx.dir.path().join("n.kry").exists(), "{extra:?}");
+    }
+    let o = fx.run(&[
+        "keygen",
+        "--box",
+        "--protect",
+        "--kdf-memory",
+        "5000G",
+        "-o",
+        "k",
+    ]);
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            1,
+            "krypta: --kdf-memory 5000G is outside 8..=4096 MiB\n".to_string()
+        )
+    );
+    assert!(!fx.dir.path().join("k").exists());
+}

@@ -27,9 +27,8 @@ use super::size::*;
 use crate::Term;
 use krypta::archive::writer::{BcjMode, WriteOptions};
 use krypta::codec::{DEFAULT_BLOCK_SIZE, Filter, Level, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
-use krypta::crypto::kdf;
 use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
-use krypta::crypto::stanza::{Kdf, Recipient};
+use krypta::crypto::stanza::Recipient;
 use krypta::{Error, Result};
 
 pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Result<u8> {
@@ -90,18 +89,6 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     if let Ok(krypta::store::Location::Local(p)) = krypta::store::Location::parse(&a.output) {
         krypta::store::local::refuse_directory(&p)?;
     }
-    let kdf_memory_kib = match &a.kdf_memory {
-        None => None,
-        Some(m) => {
-            let bytes = parse_size_in(m, 1 << 20)?;
-            if bytes % 1024 != 0 {
-                return Err(Error::Usage(format!(
-                    "--kdf-memory {m} is not a whole number of KiB"
-                )));
-            }
-            Some(u32::try_from(bytes / 1024).unwrap_or(u32::MAX))
-        }
-    };
     // KRYPTA_PASSWORD is used for a new archive only when no key option was given, so a
     // variable left in the environment never adds a password to a key-file or box archive.
     let explicit_keys =
@@ -131,39 +118,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         None => None,
     };
     if let Some(src) = src {
-        if let Some(kib) = kdf_memory_kib
-            && !(kdf::ARGON2ID_MIN_M_KIB..=kdf::ARGON2ID_MAX_M_KIB).contains(&kib)
-        {
-            // Shown in the unit the user typed (a plain number is MiB).
-            let typed = a.kdf_memory.as_deref().unwrap_or_default().trim();
-            let typed = if typed.bytes().all(|b| b.is_ascii_digit()) {
-                format!("{typed} MiB")
-            } else {
-                typed.to_string()
-            };
-            return Err(Error::Usage(format!(
-                "--kdf-memory {typed} is outside {}..={} MiB",
-                kdf::ARGON2ID_MIN_M_KIB / 1024,
-                kdf::ARGON2ID_MAX_M_KIB / 1024
-            )));
-        }
-        let kdf = match a.kdf.unwrap_or(KdfName::Argon2id) {
-            KdfName::Argon2id => Kdf::Argon2id {
-                m_kib: kdf_memory_kib.unwrap_or(kdf::ARGON2ID_DEFAULT_M_KIB),
-                t: a.kdf_iterations.unwrap_or(kdf::ARGON2ID_DEFAULT_T),
-                p: kdf::ARGON2ID_DEFAULT_P,
-            },
-            KdfName::Pbkdf2 => {
-                if a.kdf_memory.is_some() {
-                    return Err(Error::Usage("--kdf-memory applies to argon2id only".into()));
-                }
-                Kdf::Pbkdf2 {
-                    iterations: a.kdf_iterations.unwrap_or(kdf::PBKDF2_DEFAULT_ITERATIONS),
-                }
-            }
-        };
-        kdf.check_bounds()
-            .map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
+        let kdf = super::kdf_args::kdf_from_args(a.kdf, a.kdf_memory.as_deref(), a.kdf_iterations)?;
         recipients.push(Recipient::Password {
             password: read_password(&src, true)?,
             kdf,

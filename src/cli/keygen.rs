@@ -2,8 +2,7 @@
 //! key protected by a password (`--protect`, `crypto::protect`).
 
 use super::args::*;
-use super::size::parse_size_in;
-use krypta::crypto::kdf::{self, Kdf};
+use krypta::crypto::kdf::Kdf;
 use krypta::crypto::password::{Secret, read_key_password};
 use krypta::{Error, Result};
 
@@ -99,17 +98,7 @@ fn protect_kdf(a: &KeygenArgs) -> Result<Option<Kdf>> {
     if !a.protect {
         return Ok(None);
     }
-    let m_kib = match &a.kdf_memory {
-        None => kdf::ARGON2ID_DEFAULT_M_KIB,
-        Some(m) => u32::try_from(parse_size_in(m, 1 << 20)? / 1024).unwrap_or(u32::MAX),
-    };
-    let k = Kdf::Argon2id {
-        m_kib,
-        t: a.kdf_iterations.unwrap_or(kdf::ARGON2ID_DEFAULT_T),
-        p: kdf::ARGON2ID_DEFAULT_P,
-    };
-    k.check_bounds()
-        .map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
+    let k = super::kdf_args::kdf_from_args(None, a.kdf_memory.as_deref(), a.kdf_iterations)?;
     Ok(Some(k))
 }
 

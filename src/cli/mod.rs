@@ -12,6 +12,7 @@ mod docs;
 mod entries;
 mod extract;
 mod json;
+mod kdf_args;
 mod keygen;
 mod keys;
 mod read;

@@ -7,9 +7,8 @@ use std::time::Instant;
 
 use super::args::*;
 use super::keys::{key_password, open_options};
-use super::size::{human_bytes, parse_size_in};
+use super::size::human_bytes;
 use krypta::archive::reader::RekeyOptions;
-use krypta::crypto::kdf::{self, Kdf};
 use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
 use krypta::crypto::stanza::Recipient;
 use krypta::{Error, Result};
@@ -79,22 +78,8 @@ fn new_recipients(a: &RekeyArgs) -> Result<Vec<Recipient>> {
     };
     match src {
         Some(src) => {
-            let m_kib = match &a.kdf_memory {
-                None => kdf::ARGON2ID_DEFAULT_M_KIB,
-                Some(m) => u32::try_from(parse_size_in(m, 1 << 20)? / 1024).unwrap_or(u32::MAX),
-            };
-            let kdf = match a.kdf.unwrap_or(KdfName::Argon2id) {
-                KdfName::Argon2id => Kdf::Argon2id {
-                    m_kib,
-                    t: a.kdf_iterations.unwrap_or(kdf::ARGON2ID_DEFAULT_T),
-                    p: kdf::ARGON2ID_DEFAULT_P,
-                },
-                KdfName::Pbkdf2 => Kdf::Pbkdf2 {
-                    iterations: a.kdf_iterations.unwrap_or(kdf::PBKDF2_DEFAULT_ITERATIONS),
-                },
-            };
-            kdf.check_bounds()
-                .map_err(|e| Error::Usage(format!("{e} (see README: KDF bounds)")))?;
+            let kdf =
+                super::kdf_args::kdf_from_args(a.kdf, a.kdf_memory.as_deref(), a.kdf_iterations)?;
             out.push(Recipient::Password {
                 password: read_password(&src, true)?,
                 kdf,
