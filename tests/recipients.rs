@@ -532,4 +532,31 @@ fn the_same_key_given_twice_gets_one_stanza() {
     fx.assert_opens("d.kry", &["-i", "alice"]);
     fx.assert_opens("d.kry", &["-i", "bob"]);
     fx.assert_opens("d.kry", &["--keyfile", "k-copy"]);
+    // rekey too (it wrote a stanza per key given, duplicates included).
+    let o = fx.ok(&[
+        "rekey",
+        "-i",
+        "bob",
+        "d.kry",
+        "-o",
+        "r.kry",
+        "-r",
+        "bob.pub",
+        "-r",
+        "bob.pub",
+        "--new-keyfile",
+        "k",
+        "--new-keyfile",
+        "k-copy",
+    ]);
+    assert_eq!(
+        err(&o).matches("the same key was given twice").count(),
+        2,
+        "{}",
+        err(&o)
+    );
+    let info = String::from_utf8(fx.ok(&["info", "r.kry"]).stdout).unwrap();
+    assert!(info.contains("2 stanza(s)"), "{info}");
+    fx.assert_opens("r.kry", &["-i", "bob"]);
+    fx.assert_opens("r.kry", &["--keyfile", "k"]);
 }

@@ -142,23 +142,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
             recipients.push(Recipient::PqBox(pk));
         }
     }
-    // The same key given twice (`-r K -r K`, or one key file under two names) would write a
-    // second stanza that opens nothing the first does not: keep the first. Keys are compared
-    // by a BLAKE3 hash, so no copy of a key file's bytes is kept.
-    let mut seen = Vec::new();
-    recipients.retain(|r| {
-        let id = match r {
-            Recipient::KeyFile(k) => blake3::keyed_hash(&[1; 32], k.as_bytes()),
-            Recipient::PqBox(p) => blake3::keyed_hash(&[2; 32], &p.to_bytes()),
-            Recipient::Password { .. } => return true,
-        };
-        if seen.contains(&id) {
-            krypta::to_stderr!("krypta: warning: the same key was given twice; it gets one stanza");
-            return false;
-        }
-        seen.push(id);
-        true
-    });
+    one_stanza_per_key(&mut recipients);
     let epoch = krypta::source_date_epoch()?;
     let created = krypta::now_or_epoch().secs;
     let reproducible = epoch.is_some() && recipients.is_empty();

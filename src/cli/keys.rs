@@ -228,3 +228,25 @@ pub(crate) fn open_base(
         Err(e) => Err(e),
     }
 }
+
+/// The same key given twice (`-r K -r K`, or one key file under two names) would write a
+/// second stanza that opens nothing the first does not, and count towards the 64-stanza
+/// limit: the first is kept, with a warning. Keys are compared by a BLAKE3 hash, so no copy
+/// of a key file's bytes is kept. For `c` and `rekey` alike (rekey kept both).
+pub(crate) fn one_stanza_per_key(recipients: &mut Vec<krypta::crypto::stanza::Recipient>) {
+    use krypta::crypto::stanza::Recipient;
+    let mut seen = Vec::new();
+    recipients.retain(|r| {
+        let id = match r {
+            Recipient::KeyFile(k) => blake3::keyed_hash(&[1; 32], k.as_bytes()),
+            Recipient::PqBox(p) => blake3::keyed_hash(&[2; 32], &p.to_bytes()),
+            Recipient::Password { .. } => return true,
+        };
+        if seen.contains(&id) {
+            krypta::to_stderr!("krypta: warning: the same key was given twice; it gets one stanza");
+            return false;
+        }
+        seen.push(id);
+        true
+    });
+}

@@ -106,5 +106,6 @@ fn new_recipients(a: &RekeyArgs) -> Result<Vec<Recipient>> {
             out.push(Recipient::PqBox(pk));
         }
     }
+    super::keys::one_stanza_per_key(&mut out);
     Ok(out)
 }
