@@ -52,7 +52,7 @@ pub use damage::{Listing, list_or_salvage};
 pub use error::{Error, Result};
 pub use extracting::{ExtractRequest, extract};
 pub use rekey::rekey;
-pub use repair::{CheckOutcome, RepairOutcome, check_recovery, repair};
+pub use repair::{Check, CheckOutcome, RepairOutcome, check_recovery, repair};
 pub use repaired::{header_fix_warning, trailing_warning};
 
 use std::io::Write;

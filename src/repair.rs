@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::archive::reader::SectionLost;
 use crate::error::{Error, Result};
 use crate::recovery::{
     ByteSource, Locate, Located, Realigned, RecoveryError, RepairOptions, RepairSummary,
@@ -37,8 +38,10 @@ pub struct RepairOutcome {
 /// None (which needs `force`). `jobs`: segments repaired at once.
 ///
 /// Errors: Usage (no output and no `force`; a pipe), Recovery: NotFound (no recovery data,
-/// exit 3), BeyondRepair (exit 5: nothing written); Integrity when the rebuilt bytes do not
-/// hash to the stored BLAKE3 (nothing written); Exists, Io.
+/// exit 3), BeyondRepair (exit 5: nothing written); SectionLost when the header announces a
+/// section that is not found (the archive cut short or damaged: exit 5; only the section
+/// missing: exit 3); Integrity when the rebuilt bytes do not hash to the stored BLAKE3
+/// (nothing written); Exists, Io.
 pub fn repair(
     archive: &Path,
     output: Option<&Path>,
@@ -62,10 +65,28 @@ pub struct CheckOutcome {
     pub edit: Option<(u64, i64)>,
 }
 
+/// What [`check_recovery`] found.
+#[derive(Debug, Clone)]
+pub enum Check {
+    /// The recovery section was found, and verified.
+    Verified(Box<CheckOutcome>),
+    /// The header announces recovery data and the archive's frames end with its footer, but
+    /// no section follows it (cut off or overwritten): the archive is no longer protected,
+    /// and its bytes cannot be checked without it (`repair --check` exits 7, as `t` does).
+    SectionMissing(SectionLost),
+}
+
 /// Verifies `archive` against its recovery data without writing anything (`repair
-/// --check`). Errors: Usage (a pipe), Recovery NotFound, Io.
-pub fn check_recovery(archive: &Path) -> Result<CheckOutcome> {
-    let outcome = repair_or_check(archive, None, false, 1, true)?;
+/// --check`). Errors: Usage (a pipe), Recovery NotFound (no recovery data: none announced,
+/// or a header that does not verify), SectionLost (the archive cut short or damaged before
+/// its section, which is lost with it: exit 5), Io.
+pub fn check_recovery(archive: &Path) -> Result<Check> {
+    let outcome = match repair_or_check(archive, None, false, 1, true) {
+        Err(Error::SectionLost { found, .. }) if !found.archive_damaged() => {
+            return Ok(Check::SectionMissing(found));
+        }
+        r => r?,
+    };
     let (report, edit) = (outcome.report, outcome.edit);
     let unverified = report
         .segments
@@ -98,11 +119,11 @@ pub fn check_recovery(archive: &Path) -> Result<CheckOutcome> {
     } else {
         true
     };
-    Ok(CheckOutcome {
+    Ok(Check::Verified(Box::new(CheckOutcome {
         report,
         repairable,
         edit,
-    })
+    })))
 }
 
 fn repair_or_check(
@@ -201,6 +222,18 @@ fn repair_or_check(
                 written: lay.file_len,
                 rebuildable: crate::recovery::rebuildable(&lay),
             }))
+        }
+        // No section at all: the archive's own structure says whether it is cut short or
+        // damaged (the section lost with it: beyond the recovery data) or only its section
+        // is missing (docs/FORMAT.md §15.8 step 5). Not judged: "no recovery data found".
+        Err(e @ RecoveryError::NotFound { .. }) => {
+            match crate::archive::reader::archive_end(archive)? {
+                Some(found) => Err(Error::SectionLost {
+                    path: archive.into(),
+                    found,
+                }),
+                None => Err(wrap(e)),
+            }
         }
         Err(e) => Err(wrap(e)),
     }

@@ -361,7 +361,8 @@ pub(crate) struct RepairArgs {
     #[arg(short, long)]
     pub(crate) force: bool,
     /// Only verify (keyless) and say what repair would do, writing nothing: exit 0 intact,
-    /// 7 damaged but repairable, 5 beyond the recovery data
+    /// 7 damaged but repairable (or its recovery data missing), 5 beyond the recovery data
+    /// (also an archive cut short before its recovery data)
     #[arg(long, conflicts_with_all = ["output", "force"])]
     pub(crate) check: bool,
     #[command(flatten)]

@@ -48,11 +48,22 @@ pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
     Ok(0)
 }
 
-/// `repair --check`: the verdict and its exit code (0 intact, 7 repairable, 5 beyond).
+/// `repair --check`: the verdict and its exit code (0 intact, 7 repairable, or its recovery
+/// data missing after an archive that ends with its footer, as `t` says it; 5 beyond).
 fn check(a: &RepairArgs, quiet: bool) -> Result<u8> {
-    let c = krypta::check_recovery(&a.archive)?;
-    let r = &c.report;
     let name = a.archive.display();
+    let c = match krypta::check_recovery(&a.archive)? {
+        krypta::Check::Verified(c) => c,
+        krypta::Check::SectionMissing(lost) => {
+            if !quiet {
+                krypta::to_stderr!(
+                    "krypta: {name}: {lost}; its archive bytes are not checked without it (krypta t checks them, with the key when encrypted)"
+                );
+            }
+            return Ok(7);
+        }
+    };
+    let r = &c.report;
     let found = findings(r, c.edit);
     let (code, verdict) = if r.all_intact() && c.edit.is_none() {
         (0, "intact".to_string())

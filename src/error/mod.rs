@@ -489,6 +489,17 @@ pub enum Error {
         #[source]
         source: RecoveryError,
     },
+    /// `repair`: no recovery section in an archive whose header announces one, and what the
+    /// archive's own structure says ([`crate::archive::reader::archive_end`]): cut short or
+    /// damaged, the section lost with it (exit 5, beyond the recovery data), or only the
+    /// section missing (exit 3: nothing to repair from; `repair --check` says it with 7).
+    #[error("{}: {found}", shown(path))]
+    SectionLost {
+        /// The archive path.
+        path: PathBuf,
+        /// Where the archive ends, or is cut or damaged.
+        found: crate::archive::reader::SectionLost,
+    },
     /// Object storage cannot be used as configured (no credentials, a profile krypta cannot
     /// use, a malformed endpoint URL): nothing was sent.
     #[error("{}: {source}", shown(location))]

@@ -11,12 +11,14 @@
 //! facts), `frames` (frame I/O, the parallel verify+decode pool, the errors a frame can
 //! raise), `index` (the index and footer, the entry-set rules on an index), `scan` (whole and
 //! selective scans), `records` (record parsing for v1 and v2 against the entry-set rules or
-//! the index), `feed` (the decoded record stream across blocks and groups), `base`,
+//! the index), `feed` (the decoded record stream across blocks and groups), `archive_end`
+//! (where an archive whose recovery section is not found ends, without a key), `base`,
 //! `base_binding` and `base_ref` (a delta archive's base: regions, binding, referenced
 //! entries) and `salvage`
 //! (reading past damage, with the index) and
 //! `resync` (without it: resynchronising on the next good frame).
 
+mod archive_end;
 mod base;
 mod base_binding;
 mod base_cache;
@@ -65,6 +67,7 @@ use crate::format::limits::hole_hash_allowance;
 use crate::format::record::{self, ExtentCheck, RecordHead, StreamSource};
 use crate::format::{EntryMeta, FormatError, Version};
 
+pub use archive_end::{ArchiveEnd, Part, SectionLost, archive_end};
 pub use base::{BINDING_CONTEXT, BaseArchive, BaseFault, DEFAULT_CACHE_BUDGET, hex as base_hex};
 use frames::{FrameJob, FramePool};
 use header_read::corrupt;
