@@ -34,7 +34,18 @@ pub fn rekey(
     }
     let mut ar = Archive::open(input, open)?;
     let sink = store::create_sink(output, force, true)?;
-    let (summary, sink) = ar.rekey_into(sink, output, opts)?;
+    let (mut summary, sink) = ar.rekey_into(sink, output, opts)?;
     sink.finish()?;
+    // OUT is as written either way; IN is not, and its owner should hear it (rekey said
+    // nothing of bytes appended to IN, which `t` fails).
+    let name = input.display().to_string();
+    summary.warnings.extend(
+        ar.trailing()
+            .and_then(|t| crate::repaired::trailing_warning(&name, t)),
+    );
+    summary.warnings.extend(
+        ar.header_fix()
+            .map(|f| crate::repaired::header_fix_warning(&name, f)),
+    );
     Ok(summary)
 }

@@ -393,3 +393,67 @@ fn info_says_when_a_file_with_recovery_data_is_longer_or_shorter_than_it() {
         assert_eq!(std::fs::read(fx.p("fixed.kry")).unwrap(), a, "{said}");
     }
 }
+
+#[test]
+fn rekey_warns_of_bytes_after_ins_footer_and_out_has_none() {
+    // Regression: rekey of an archive with junk appended exited 0 and said nothing (t of it
+    // fails): OUT was clean, but the owner never heard that IN was not as written. From a
+    // pipe, the junk was not even read (the writer of the pipe could be cut off).
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "-o", "k1"]);
+    fx.ok(&["keygen", "-q", "-o", "k2"]);
+    fx.ok(&["c", "-q", "--keyfile", "k1", "a.kry", "t"]);
+    let good = fx.read("a.kry");
+    let mut bad = good.clone();
+    bad.extend_from_slice(b"junk from a download\n");
+    bad.extend_from_slice(&[0u8; 5000]);
+    fx.file("j.kry", &bad);
+    let want = format!(
+        "warning: {{}}: 5021 bytes follow the archive's footer at byte {} (a bad copy, or something appended?): read without them",
+        good.len()
+    );
+    for (pipe, name) in [(false, "j.kry"), (true, "-")] {
+        let out = format!("o{pipe}.kry");
+        let args = [
+            "rekey",
+            "--keyfile",
+            "k1",
+            name,
+            "-o",
+            &out,
+            "--new-keyfile",
+            "k2",
+        ];
+        let o = if pipe {
+            fx.run_stdin(&args, &bad)
+        } else {
+            fx.run(&args)
+        };
+        assert_eq!(code(&o), 0, "pipe {pipe}: {}", err(&o));
+        assert!(
+            err(&o).contains(&want.replace("{}", name)),
+            "pipe {pipe}: {}",
+            err(&o)
+        );
+        let t = fx.run(&["t", "--keyfile", "k2", &out]);
+        assert_eq!(code(&t), 0, "pipe {pipe}: {}", err(&t));
+        assert_eq!(fx.read(&out).len(), good.len(), "pipe {pipe}");
+    }
+    // Zero padding alone is not worth a word, as for t.
+    let mut padded = good.clone();
+    padded.extend_from_slice(&[0u8; 4096]);
+    fx.file("p.kry", &padded);
+    let o = fx.run(&[
+        "rekey",
+        "--keyfile",
+        "k1",
+        "p.kry",
+        "-o",
+        "op.kry",
+        "--new-keyfile",
+        "k2",
+    ]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(!err(&o).contains("warning"), "{}", err(&o));
+}

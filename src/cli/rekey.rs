@@ -35,6 +35,9 @@ pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
             signer,
         },
     )?;
+    for w in &s.warnings {
+        krypta::to_stderr!("krypta: warning: {w}");
+    }
     if !quiet {
         if s.signature_dropped {
             krypta::to_stderr!(

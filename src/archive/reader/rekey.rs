@@ -46,7 +46,7 @@ pub struct RekeyOptions {
 }
 
 /// What `rekey` did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RekeySummary {
     /// Frames copied (data and index).
     pub frames: u64,
@@ -57,6 +57,9 @@ pub struct RekeySummary {
     /// OUT's recovery section (encoded anew over OUT's bytes at IN's percent): the percent and
     /// its bytes, when IN had one.
     pub recovery: Option<(u8, u64)>,
+    /// What IN was read without or with undone, each a warning that starts with IN's name:
+    /// bytes after its footer (not copied), a flipped header bit (OUT's header is new).
+    pub warnings: Vec<String>,
 }
 
 impl Archive {
@@ -267,6 +270,10 @@ impl Archive {
         self.read_exact_at_pos(&mut fb, "footer")?;
         let footer = self.check_footer(foot_at, &fb)?;
         self.finish_stream_signature(old_signature, &fb)?;
+        // What follows IN's footer is read as a reader of the stream reads it (`stream_end`):
+        // through to its end, so the program writing a pipe is not cut off, and bytes that
+        // are not IN's are told ([`Archive::trailing`]: the caller warns; OUT never has them).
+        self.read_stream_end(foot_at + FOOTER_LEN as u64)?;
         if footer.data_frames != data_frames || footer.index_frames != index_frames {
             return Err(
                 self.sequence_error(foot_at, "footer disagrees with the frames read".into())
