@@ -464,3 +464,33 @@ fn from_a_pipe_a_changed_data_frame_is_refused_with_signer() {
         }
     }
 }
+
+/// Damage in a small signed archive read from a pipe: the read-ahead took every data and
+/// index frame, so the spooled rest is the signature frame and the footer. Regression: the
+/// walk without index took them for damage ("archive damaged at byte S (frame 2): bytes
+/// S..END lost"), naming the intact signature frame as lost.
+#[test]
+fn from_a_pipe_the_signature_frame_left_after_damage_is_not_called_lost() {
+    let fx = Fx::new();
+    keys(&fx);
+    fx.file("s/a", b"hello\n");
+    fx.file("s/b", b"world\n");
+    fx.ok(&["c", "-q", "--sign", "alice", "s.kry", "s"]);
+    let mut b = fx.read("s.kry");
+    let h = header_len(&b);
+    let sig_at = b.len() - SIGNATURE_FRAME_LEN - 64;
+    b[h + 30] ^= 0x01;
+    let o = fx.run_stdin(&["t", "-"], &b);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    assert!(
+        err(&o).contains(&format!("archive damaged at byte {h} (frame 0)")),
+        "{}",
+        err(&o)
+    );
+    assert!(
+        !err(&o).contains(&format!("at byte {sig_at}"))
+            && !err(&o).contains(&format!("bytes {sig_at}..")),
+        "{}",
+        err(&o)
+    );
+}
