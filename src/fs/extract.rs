@@ -62,6 +62,7 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use rustix::io::Errno;
 
+use super::cleanup;
 use super::confine::{self, Target};
 pub use super::conflict::{Conflict, Existing, Reason};
 use super::conflict::{ConflictLog, Outcome, decide, is_not_a_directory};
@@ -146,6 +147,23 @@ pub struct Extractor {
     run_dirs: std::collections::HashSet<[u8; 16]>,
     /// Directory entries whose existing directory kept its metadata (`-k`): not made.
     kept_dirs: usize,
+    /// The interrupt-time note ([`cleanup::register_action`]) registered when the first
+    /// directory was made and dropped when [`Extractor::apply_dirs`] runs: interrupted in
+    /// between, the directories made so far keep their temporary mode and times (module doc),
+    /// and a resume with `-k`/`--skip-existing` keeps them as they are, so the run says so.
+    interrupt_note: Option<u64>,
+}
+
+/// What an interrupted extraction says of the directories it made ([`Extractor`]'s
+/// `interrupt_note`).
+const INTERRUPTED_DIRS: &str = "krypta: warning: interrupted: the directories made so far have not got their stored permissions and times yet (they are rwx for their owner only); a run with -k or --skip-existing keeps them so: run the extraction again with -f to restore them";
+
+impl Drop for Extractor {
+    fn drop(&mut self) {
+        if let Some(id) = self.interrupt_note.take() {
+            cleanup::unregister(id);
+        }
+    }
 }
 
 impl Extractor {
@@ -215,6 +233,7 @@ impl Extractor {
             root_existed,
             run_dirs: Default::default(),
             kept_dirs: 0,
+            interrupt_note: None,
         })
     }
 
@@ -385,7 +404,13 @@ impl Extractor {
         let mode = Mode::from_raw_mode(DIR_MODE_WHILE_EXTRACTING);
         let mut made = info.map(|i| i.child());
         match mkdirat(&*dir, t.name, mode) {
-            Ok(()) => {}
+            Ok(()) => {
+                if self.interrupt_note.is_none() {
+                    self.interrupt_note = Some(cleanup::register_action(Box::new(|| {
+                        crate::to_stderr!("{INTERRUPTED_DIRS}");
+                    })));
+                }
+            }
             Err(Errno::EXIST) => {
                 let there = confine::lstat_type(dir.as_fd(), t.name)
                     .map_err(|e| Error::io(&path, "stat", e))?;
@@ -449,6 +474,9 @@ impl Extractor {
     /// following links), so the whole pass costs about one open per directory. Tries them
     /// all; returns the first error.
     pub fn apply_dirs(&mut self) -> Result<()> {
+        if let Some(id) = self.interrupt_note.take() {
+            cleanup::unregister(id);
+        }
         self.last_parent = None;
         let mut dirs = std::mem::take(&mut self.dirs);
         dirs.sort_by(|a, b| b.rel.cmp(&a.rel));
