@@ -36,16 +36,12 @@ pub fn rekey(
     let sink = store::create_sink(output, force, true)?;
     let (mut summary, sink) = ar.rekey_into(sink, output, opts)?;
     sink.finish()?;
-    // OUT is as written either way; IN is not, and its owner should hear it (rekey said
-    // nothing of bytes appended to IN, which `t` fails).
-    let name = input.display().to_string();
-    summary.warnings.extend(
-        ar.trailing()
-            .and_then(|t| crate::repaired::trailing_warning(&name, t)),
-    );
-    summary.warnings.extend(
-        ar.header_fix()
-            .map(|f| crate::repaired::header_fix_warning(&name, f)),
-    );
+    // OUT is as written either way; IN is not, and its owner should hear it, in the words
+    // `x` and `t` use (rekey said nothing of bytes appended to IN, which `t` fails, nor of
+    // bytes rebuilt from IN's recovery data, bytes after its recovery section or a damaged
+    // section, all of which `t` ends with exit 7).
+    summary
+        .warnings
+        .extend(crate::repaired::heal_warnings(&ar, input));
     Ok(summary)
 }

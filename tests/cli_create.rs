@@ -544,3 +544,37 @@ fn a_link_of_a_later_input_where_an_earlier_input_implied_a_directory_is_left_ou
     );
     assert_eq!(fx.names("x.kry"), [".", "d/file"]);
 }
+
+#[test]
+fn a_directory_given_after_a_file_below_it_is_stored_with_its_mode() {
+    // Regression (review of bce2b48): `c a.kry d/file d` (or `d/file .`) left the directory
+    // d out once d/file implied it, so its mode, owner and times were lost: a private d
+    // (0700) came back 0755 from x.
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fx::new();
+    fx.file("a/d/file", b"kept\n");
+    std::fs::set_permissions(fx.p("a/d"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (archive, inputs) in [
+        ("one.kry", &["d/file", "d"][..]),
+        ("two.kry", &["d/file", "."]),
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_krypta"))
+            .current_dir(fx.p("a"))
+            .args([&["c", "-q", &format!("../{archive}")][..], inputs].concat())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{inputs:?}: {}", err(&o));
+        assert!(
+            fx.names(archive).contains(&"d".to_string()),
+            "{inputs:?}: {:?}",
+            fx.names(archive)
+        );
+        let out = format!("o-{archive}");
+        fx.ok(&["x", "-q", "-o", &out, archive]);
+        let mode = std::fs::metadata(fx.p(&format!("{out}/d")))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o700, "{inputs:?}");
+    }
+}

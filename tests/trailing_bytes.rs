@@ -457,3 +457,87 @@ fn rekey_warns_of_bytes_after_ins_footer_and_out_has_none() {
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert!(!err(&o).contains("warning"), "{}", err(&o));
 }
+
+#[test]
+fn rekey_of_an_in_with_recovery_data_warns_of_what_t_finds() {
+    // Regression (review of f05b39a): with recovery data, rekey warned of nothing: not of
+    // bytes its recovery data rebuilt (file), nor of bytes after its recovery section or a
+    // section cut short (pipe), though t of each exits 7. OUT is clean either way.
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "-o", "k1"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "--recovery",
+        "5",
+        "--keyfile",
+        "k1",
+        "a.kry",
+        "t",
+    ]);
+    let good = fx.read("a.kry");
+    let h = u32::from_le_bytes(good[12..16].try_into().unwrap()) as usize;
+    let mut flipped = good.clone();
+    flipped[h + 5000] ^= 0x10;
+    let mut junk = good.clone();
+    junk.extend_from_slice(b"junk from a download\n");
+    let cut = good[..good.len() - 5000].to_vec();
+    let cases: [(&str, &[u8], bool, &str); 3] = [
+        (
+            "flipped",
+            &flipped,
+            false,
+            "warning: f.kry: damaged: rebuilt 4096 bytes (1 shard) in segment 0 from the recovery data",
+        ),
+        (
+            "junk",
+            &junk,
+            true,
+            &format!(
+                "warning: -: 21 bytes follow its recovery data at byte {} (a bad copy, or something appended?)",
+                good.len()
+            ),
+        ),
+        (
+            "cut",
+            &cut,
+            true,
+            "warning: -: its recovery data is cut short: the input ends ",
+        ),
+    ];
+    for (kind, bad, pipe, want) in cases {
+        let out = format!("o-{kind}.kry");
+        let o = if pipe {
+            fx.run_stdin(
+                &[
+                    "rekey",
+                    "--keyfile",
+                    "k1",
+                    "-",
+                    "-o",
+                    &out,
+                    "--new-keyfile",
+                    "k1",
+                ],
+                bad,
+            )
+        } else {
+            fx.file("f.kry", bad);
+            fx.run(&[
+                "rekey",
+                "--keyfile",
+                "k1",
+                "f.kry",
+                "-o",
+                &out,
+                "--new-keyfile",
+                "k1",
+            ])
+        };
+        assert_eq!(code(&o), 0, "{kind}: {}", err(&o));
+        assert!(err(&o).contains(want), "{kind}: {}", err(&o));
+        let t = fx.run(&["t", "--keyfile", "k1", &out]);
+        assert_eq!(code(&t), 0, "{kind}: {}", err(&t));
+    }
+}

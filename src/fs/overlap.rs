@@ -70,6 +70,10 @@ struct Seen {
     dir: bool,
     id: (u64, u64),
     source: PathBuf,
+    /// A parent directory an input below the root implies (`d` of `d/file`), with no entry
+    /// of its own: a later directory of that name is stored (its mode, owner and times),
+    /// anything else is taken.
+    implied: bool,
 }
 
 /// The paths stored so far by inputs that later inputs may meet (module documentation).
@@ -129,6 +133,20 @@ impl Overlap {
         let k = key(path);
         if check && let Some(was) = self.seen.get(&k) {
             return match (was.dir, is_dir) {
+                // Only implied so far: this directory is its first entry (`d/file d` stored
+                // d as it did before parents were implied; SameDir would leave it out).
+                (true, true) if was.implied => {
+                    self.seen.insert(
+                        k,
+                        Seen {
+                            dir: true,
+                            id,
+                            source: source.to_path_buf(),
+                            implied: false,
+                        },
+                    );
+                    Verdict::New
+                }
                 (true, true) => Verdict::SameDir,
                 (false, false) if was.id == id => Verdict::Duplicate,
                 (a, b) => Verdict::Taken {
@@ -144,6 +162,7 @@ impl Overlap {
                     dir: is_dir,
                     id,
                     source: source.to_path_buf(),
+                    implied: false,
                 },
             );
             if self.roots.get(input).and_then(Option::as_deref) == Some(path) {
@@ -157,8 +176,9 @@ impl Overlap {
     /// (`d`): the archive holds no entry for them, but nothing else may be stored under their
     /// names, or `d/file` would lie below a file or link `d` of a later input (`d/file b/.`
     /// with a link `b/d`), which the entry set refuses: the whole run failed (exit 1).
-    /// Each is kept as a directory read from the input's own parent, so a later directory
-    /// of that name merges and anything else is [`Verdict::Taken`].
+    /// Each is kept as an implied directory read from the input's own parent, so a later
+    /// directory of that name is stored (it has no entry yet: [`Verdict::New`], then it
+    /// merges as any stored directory does) and anything else is [`Verdict::Taken`].
     fn implied_parents(&mut self, path: &[u8], source: &Path) {
         let mut from = source.ancestors().skip(1);
         for i in (0..path.len()).rev().filter(|&i| path[i] == b'/') {
@@ -167,6 +187,7 @@ impl Overlap {
                 dir: true,
                 id: (u64::MAX, u64::MAX),
                 source,
+                implied: true,
             });
         }
     }
@@ -256,7 +277,7 @@ mod tests {
             Verdict::New
         );
         assert_eq!(at(&mut o, 1, b"d", false, 2, "b/./d"), taken("x/d", true));
-        assert_eq!(at(&mut o, 2, b"d", true, 3, "c/./d"), Verdict::SameDir);
+        assert_eq!(at(&mut o, 2, b"d", true, 3, "c/./d"), Verdict::New);
         assert_eq!(
             at(&mut o, 2, b"d/e", false, 4, "c/./d/e"),
             taken("x/d/e", true)
@@ -265,6 +286,20 @@ mod tests {
             at(&mut o, 2, b"d/e/file", false, 1, "c/./d/e/file"),
             Verdict::Duplicate
         );
+    }
+
+    #[test]
+    fn an_implied_parent_met_as_a_directory_is_stored_once() {
+        // `d/file d`: d has no entry of its own until the second input stores it (its mode,
+        // owner and times); a third input meeting d merges with it.
+        let mut o = Overlap::new(&roots(&["d/file", "d", ""]));
+        assert_eq!(at(&mut o, 0, b"d/file", false, 1, "d/file"), Verdict::New);
+        assert_eq!(at(&mut o, 1, b"d", true, 2, "d"), Verdict::New);
+        assert_eq!(
+            at(&mut o, 1, b"d/file", false, 1, "d/file"),
+            Verdict::Duplicate
+        );
+        assert_eq!(at(&mut o, 2, b"d", true, 2, "./d"), Verdict::SameDir);
     }
 
     #[test]

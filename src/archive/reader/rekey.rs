@@ -57,8 +57,10 @@ pub struct RekeySummary {
     /// OUT's recovery section (encoded anew over OUT's bytes at IN's percent): the percent and
     /// its bytes, when IN had one.
     pub recovery: Option<(u8, u64)>,
-    /// What IN was read without or with undone, each a warning that starts with IN's name:
-    /// bytes after its footer (not copied), a flipped header bit (OUT's header is new).
+    /// What IN was read without, with undone or rebuilt, each a warning that starts with
+    /// IN's name, as `x` and `t` say it (`repaired::heal_warnings`): bytes after its footer
+    /// or its recovery section (not copied), a flipped header bit (OUT's header is new),
+    /// bytes rebuilt from its recovery data, a recovery section damaged or missing.
     pub warnings: Vec<String>,
 }
 
