@@ -494,3 +494,37 @@ fn from_a_pipe_the_signature_frame_left_after_damage_is_not_called_lost() {
         err(&o)
     );
 }
+
+/// With `--signer`, any fault of a stream before its signature verified refuses it (exit
+/// 8), as from the file: a frame head's flag byte or a footer byte changed was salvaged past
+/// by `t -` (exit 5, 2 encrypted) and reported by `l -` as corrupt (3) or damaged (5).
+#[test]
+fn from_a_pipe_with_signer_any_fault_before_the_signature_refuses() {
+    let fx = Fx::new();
+    keys(&fx);
+    for (name, keys) in [("plain", &[][..]), ("boxed", &["-r", "bob.pub"][..])] {
+        let archive = format!("{name}.kry");
+        fx.ok(&[&["c", "-q", "--sign", "alice"][..], keys, &[&archive, "t"]].concat());
+        let good = fx.read(&archive);
+        let open: &[&str] = if keys.is_empty() { &[] } else { &["-i", "bob"] };
+        for at in [header_len(&good) + 1, good.len() - 10] {
+            let mut b = good.clone();
+            b[at] ^= 0x10;
+            for cmd in [&["t"][..], &["l"], &["l", "--b3"]] {
+                let o = fx.run_stdin(&[cmd, open, &["--signer", "alice.pub", "-"]].concat(), &b);
+                assert_eq!(code(&o), 8, "{name} {cmd:?} byte {at}: {}", err(&o));
+                assert!(
+                    err(&o).contains("krypta: -: refused: "),
+                    "{name} {cmd:?} byte {at}: {}",
+                    err(&o)
+                );
+                assert!(out(&o).is_empty(), "{name} {cmd:?} byte {at}: {}", out(&o));
+                assert!(
+                    !err(&o).contains("warning"),
+                    "{name} {cmd:?} byte {at}: {}",
+                    err(&o)
+                );
+            }
+        }
+    }
+}
