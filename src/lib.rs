@@ -317,7 +317,7 @@ pub fn test_salvaging(
         rep.warn(&w);
     }
     report_source(&ar, rep);
-    let salvage = salvage && !(strict && !ar.seekable());
+    let salvage = salvage && (!strict || ar.seekable());
     let r = test_opened(&mut ar, archive, salvage, rep);
     let r = unverifiable_stream(&ar, archive, strict, r);
     let warnings = transfer_warnings(&ar, archive, rep);

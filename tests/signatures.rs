@@ -426,16 +426,7 @@ fn from_a_pipe_a_changed_data_frame_is_refused_with_signer() {
     let fx = Fx::new();
     keys(&fx);
     // Incompressible content, so the changed byte lies in a data frame's body.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let noise: Vec<u8> = (0..400_000)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
-    fx.file("t/noise.bin", &noise);
+    fx.file("t/noise.bin", &common::bytes(400_000, 7, false));
     for (name, keys) in [("plain", &[][..]), ("boxed", &["-r", "bob.pub"][..])] {
         let archive = format!("{name}.kry");
         fx.ok(&[&["c", "-q", "--sign", "alice"][..], keys, &[&archive, "t"]].concat());
