@@ -315,3 +315,36 @@ fn an_output_that_is_also_an_input_is_refused_even_with_force() {
     ]);
     assert!(!fx.names("t/keep.log").contains(&"t/keep.log".to_string()));
 }
+
+#[test]
+fn a_non_utf8_exclude_pattern_is_named_and_a_wildcard_matches_such_a_name() {
+    // Regression: clap refused it with "invalid UTF-8 was detected in one or more
+    // arguments", naming no option (--exclude-from said "a pattern must be UTF-8").
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fx::new();
+    fx.file("n/keep", b"k");
+    fx.file("n/a\u{1}b", b"placeholder");
+    let odd = OsStr::from_bytes(b"a\xffb");
+    std::fs::write(fx.p("n").join(odd), b"not UTF-8").unwrap();
+    let run = |pattern: &OsStr| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_krypta"))
+            .current_dir(fx.p(""))
+            .args([OsStr::new("c"), OsStr::new("-q"), OsStr::new("-f")])
+            .args([OsStr::new("--exclude"), pattern])
+            .args([OsStr::new("n.kry"), OsStr::new("n")])
+            .output()
+            .unwrap()
+    };
+    let o = run(odd);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: --exclude a\\xffb: a pattern must be UTF-8 (names are matched as bytes; for others use a wildcard, e.g. ?)\n"
+    );
+    assert!(!fx.exists("n.kry"));
+    // `?` matches one byte, UTF-8 or not: both a?b names are left out.
+    let o = run(OsStr::new("a?b"));
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.names("n.kry"), ["n", "n/keep"]);
+}

@@ -258,7 +258,7 @@ pub(crate) struct CompressArgs {
     pub(crate) comment: Option<String>,
     /// Leave out names matching PATTERN (gitignore-style glob; repeatable)
     #[arg(long, value_name = "PATTERN", help_heading = "Choosing what goes in")]
-    pub(crate) exclude: Vec<String>,
+    pub(crate) exclude: Vec<std::ffi::OsString>,
     /// Read exclude patterns from FILE, one per line, # comments (repeatable)
     #[arg(long, value_name = "FILE", help_heading = "Choosing what goes in")]
     pub(crate) exclude_from: Vec<PathBuf>,

@@ -289,6 +289,14 @@ fn collect_inputs(a: &CompressArgs) -> Result<Vec<PathBuf>> {
 fn selector(a: &CompressArgs) -> Result<krypta::fs::select::Selector> {
     let mut b = krypta::fs::pattern::PatternsBuilder::new();
     for p in &a.exclude {
+        // Taken as bytes so a name that is not UTF-8 gets this message, not clap's "invalid
+        // UTF-8 was detected in one or more arguments", which names no option.
+        let p = p.to_str().ok_or_else(|| {
+            Error::Usage(format!(
+                "--exclude {}: a pattern must be UTF-8 (names are matched as bytes; for others use a wildcard, e.g. ?)",
+                krypta::fs::escape_path(p.as_encoded_bytes())
+            ))
+        })?;
         b.add(p, "--exclude")?;
     }
     for f in &a.exclude_from {
