@@ -76,15 +76,20 @@ impl Fx {
         assert_eq!(code(&o), 0, "krypta {args:?}: {}", err(&o));
         o
     }
-    /// The stored names of `archive`, in archive order (`list --json`, `path` or
-    /// `path_b64`).
+    /// The stored names of `archive`, in archive order (`list --json`): `path`, or for a
+    /// name that is not UTF-8 `b64:` and its `path_b64` (a tree the test does not own, such
+    /// as /dev, may hold such names).
     pub fn names(&self, archive: &str) -> Vec<String> {
         let o = self.ok(&["l", "--json", archive]);
         out(&o)
             .lines()
             .map(|l| {
                 let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                v["path"].as_str().unwrap().to_string()
+                match (v["path"].as_str(), v["path_b64"].as_str()) {
+                    (Some(p), _) => p.to_string(),
+                    (None, Some(b)) => format!("b64:{b}"),
+                    (None, None) => panic!("an entry without path or path_b64: {l}"),
+                }
             })
             .collect()
     }
