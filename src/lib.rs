@@ -308,18 +308,17 @@ pub fn test_salvaging(
     salvage: bool,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
-    // With `--signer`, a stream that fails before its signature verified is refused, not
-    // salvaged ([`unverifiable_stream`]).
-    let strict = !open.signers.is_empty();
     let mut ar = open_warning(archive, open, rep)?;
     ar.require_base()?;
     if let Some(w) = ar.base_damage() {
         rep.warn(&w);
     }
     report_source(&ar, rep);
-    let salvage = salvage && (!strict || ar.seekable());
+    // With `--signer`, a stream that fails before its signature verified is refused, not
+    // salvaged ([`unverifiable_stream`]).
+    let salvage = salvage && !ar.strict_stream();
     let r = test_opened(&mut ar, archive, salvage, rep);
-    let r = unverifiable_stream(&ar, archive, strict, r);
+    let r = unverifiable_stream(&ar, archive, r);
     let warnings = transfer_warnings(&ar, archive, rep);
     let r = r.and_then(|s| repaired::repairable(&mut ar, archive, s));
     // A warning the error ending the run repeats word for word is not said twice (`t -` of
@@ -378,19 +377,14 @@ fn test_opened(
     Ok(s)
 }
 
-/// With `--signer` (`strict`), an archive read front to back (a stream) whose bytes fail
-/// before its signature could be verified is refused as a signature that cannot be
+/// With `--signer`, an archive read front to back ([`Archive::strict_stream`]) whose bytes
+/// fail before its signature could be verified is refused as a signature that cannot be
 /// verified (exit 8), as the same bytes are from a file before anything is used
 /// (`archive::reader::signed`): never salvaged past or reported as damage (2, 3, 5). I/O,
 /// usage and delta-base errors keep their own codes.
-pub(crate) fn unverifiable_stream<T>(
-    ar: &Archive,
-    archive: &Path,
-    strict: bool,
-    r: Result<T>,
-) -> Result<T> {
+pub(crate) fn unverifiable_stream<T>(ar: &Archive, archive: &Path, r: Result<T>) -> Result<T> {
     match r {
-        Err(e) if strict && !ar.seekable() && matches!(e.exit_code(), 2 | 3 | 5) => {
+        Err(e) if ar.strict_stream() && matches!(e.exit_code(), 2 | 3 | 5) => {
             let said = e.to_string();
             let shown = format!("{}: ", archive.display());
             Err(Error::Signature {
@@ -452,14 +446,13 @@ pub fn list_with(
     open: OpenOptions,
     rep: &mut dyn Reporter,
 ) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
-    let strict = !open.signers.is_empty();
     let mut ar = Archive::open(archive, open)?;
     report_source(&ar, rep);
     let ix = if ar.seekable() {
         ar.read_index()?.1
     } else {
         let r = ar.read_index_streaming();
-        unverifiable_stream(&ar, archive, strict, r)?
+        unverifiable_stream(&ar, archive, r)?
     };
     report_transfer(&ar, archive, rep);
     Ok((ix.entries, ix.frame_body_lens))
@@ -476,11 +469,10 @@ pub fn list_with_digests(
     open: OpenOptions,
     rep: &mut dyn Reporter,
 ) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
-    let strict = !open.signers.is_empty();
     let mut ar = Archive::open(archive, open)?;
     report_source(&ar, rep);
     let r = list_digests_opened(&mut ar);
-    let r = unverifiable_stream(&ar, archive, strict, r);
+    let r = unverifiable_stream(&ar, archive, r);
     report_transfer(&ar, archive, rep);
     r
 }

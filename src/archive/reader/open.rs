@@ -446,6 +446,12 @@ impl Archive {
         &self.header
     }
 
+    /// Read with `--signer` as a stream: every fault before the signature verified refuses
+    /// it (exit 8) instead of being salvaged past (`crate::unverifiable_stream`).
+    pub(crate) fn strict_stream(&self) -> bool {
+        self.strict_signer && !self.seekable()
+    }
+
     /// True when the input can seek (a file or an object, not a pipe).
     pub fn seekable(&self) -> bool {
         self.input.seekable()

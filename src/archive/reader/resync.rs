@@ -131,21 +131,24 @@ impl Archive {
         };
         let mut scanning = false;
         let mut window: (u64, Vec<u8>) = (0, Vec::new());
-        // From a pipe whose read-ahead went past the index frame of a signed archive, the
-        // spooled rest is the signature frame and the footer: the end of the archive, not
-        // damage (they were walked byte by byte and reported as "bytes … lost").
-        let sig_left = spooled
-            && good.is_empty()
-            && pos == self.walk_from
-            && self.header.signer().is_some()
-            && len - pos == (crate::format::signature::SIGNATURE_FRAME_LEN + FOOTER_LEN) as u64
-            && {
-                let mut kind = [0u8; 1];
-                self.seek_to(pos)?;
-                self.read_exact_at_pos(&mut kind, "archive")?;
-                kind[0] == crate::format::frame::FRAME_KIND_SIGNATURE
-            };
-        while !sig_left && pos + min_frame <= len {
+        // From a pipe whose read-ahead went past the index frame, the spooled rest is the
+        // archive's end: the footer alone, or for a signed archive the signature frame and the
+        // footer. The index was lost with the pipe (reported before the walk), not missing,
+        // and the rest is not damage (a signature frame was walked byte by byte and reported
+        // as "bytes … lost").
+        let rest = len.saturating_sub(pos);
+        let end_left = spooled
+            && (rest <= FOOTER_LEN as u64
+                || (self.header.signer().is_some()
+                    && rest
+                        == (crate::format::signature::SIGNATURE_FRAME_LEN + FOOTER_LEN) as u64
+                    && {
+                        let mut kind = [0u8; 1];
+                        self.seek_to(pos)?;
+                        self.read_exact_at_pos(&mut kind, "archive")?;
+                        kind[0] == crate::format::frame::FRAME_KIND_SIGNATURE
+                    }));
+        while !end_left && pos + min_frame <= len {
             // The 16 head bytes at `pos`, from an 8 MiB window.
             if pos < window.0 || pos + FRAME_HEADER_LEN as u64 > window.0 + window.1.len() as u64 {
                 let n = (8u64 << 20).min(len - pos) as usize;
@@ -275,13 +278,7 @@ impl Archive {
                 pos += 1;
             }
         }
-        // From a pipe whose read-ahead went past the index frame, the spooled rest is the
-        // footer alone: the index was lost with the pipe (reported above), not missing.
-        let footer_left = sig_left
-            || (spooled
-                && pos == self.walk_from
-                && len - pos <= crate::format::footer::FOOTER_LEN as u64);
-        if !out.index_seen && !scanning && pos < len && !footer_left {
+        if !out.index_seen && !scanning && pos < len && !end_left {
             out.lost.push(BadFrame {
                 seq: good.last().map_or(0, |g| g.seq + 1),
                 offset: pos,
