@@ -117,7 +117,7 @@ impl BaseMap {
             base,
             dec: BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?,
             seq: 0,
-            block: Arc::new(Vec::new()),
+            block: Arc::new(Default::default()),
             pos: 0,
             stream: 0,
             starts: Vec::new(),
@@ -431,7 +431,7 @@ struct Walk<'a> {
     base: &'a BaseArchive,
     dec: BlockDecoder,
     seq: u64,
-    block: Arc<Vec<u8>>,
+    block: Arc<crate::codec::huge::HugeBuf>,
     pos: usize,
     /// Stream offset of `block[pos]`.
     stream: u64,
@@ -449,10 +449,11 @@ impl Walk<'_> {
             if self.seq == self.base.data_frames() {
                 return Ok(false);
             }
-            self.block = self
+            let next = self
                 .base
                 .block_for_walk(&mut self.dec, self.seq)
                 .map_err(WalkError::Base)?;
+            self.base.recycle(std::mem::replace(&mut self.block, next));
             self.starts.push(self.stream);
             self.seq += 1;
             self.pos = 0;

@@ -49,7 +49,7 @@ pub(crate) struct WorkerState {
     pub encoder: BlockEncoder,
     pub payload: Vec<u8>,
     /// Delta archives: the base region's bytes, and the decoder that reads base frames.
-    pub region: Vec<u8>,
+    pub region: crate::codec::huge::HugeBuf,
     pub decoder: Option<BlockDecoder>,
 }
 

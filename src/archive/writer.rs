@@ -259,7 +259,7 @@ impl<W: Write> ArchiveWriter<W> {
             move || WorkerState {
                 encoder: BlockEncoder::new(level).expect("level was validated by Level::new"),
                 payload: Vec::new(),
-                region: Vec::new(),
+                region: Default::default(),
                 decoder: None,
             },
             move |st: &mut WorkerState, job: Job| {

@@ -112,6 +112,7 @@ use std::str::FromStr;
 pub mod bcj;
 mod block;
 pub mod detect;
+pub mod huge;
 mod level;
 pub mod zframe;
 

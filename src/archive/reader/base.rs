@@ -46,6 +46,7 @@ use super::base_cache::Cache;
 pub use super::base_cache::DEFAULT_CACHE_BUDGET;
 pub use super::base_fault::BaseFault;
 use super::*;
+use crate::codec::huge::HugeBuf;
 use crate::format::block::BaseRegion;
 use crate::format::extension::Extension;
 
@@ -250,9 +251,10 @@ impl BaseArchive {
     pub(crate) fn damaged_frames(&self) -> Result<Vec<u64>> {
         let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
         let mut bad = Vec::new();
+        let mut out = HugeBuf::new();
         for seq in 0..self.data_frames() {
-            match self.decode_frame(&mut dec, seq) {
-                Ok(_) => {}
+            match self.decode_into(&mut dec, seq, &mut out) {
+                Ok(()) => {}
                 Err(BaseFault::Read { source, .. })
                     if source.kind() != std::io::ErrorKind::UnexpectedEof =>
                 {
@@ -332,7 +334,7 @@ impl BaseArchive {
         &self,
         dec: &mut BlockDecoder,
         region: &BaseRegion,
-        out: &mut Vec<u8>,
+        out: &mut HugeBuf,
     ) -> std::result::Result<(), BaseFault> {
         out.clear();
         out.reserve(region.len as usize);
@@ -400,12 +402,27 @@ impl BaseArchive {
         self.protection.is_sealed()
     }
 
-    /// Reads, verifies and decodes data frame `seq` (no cache).
+    /// Reads, verifies and decodes data frame `seq` (no cache) into a buffer in huge pages
+    /// (one an evicted frame left, or a new one): the cache keeps it, so it is memory just
+    /// mapped, and 4 KiB faults on it cost a delta read more than the decode
+    /// ([`crate::codec::huge`]).
     pub(crate) fn decode_frame(
         &self,
         dec: &mut BlockDecoder,
         seq: u64,
-    ) -> std::result::Result<Vec<u8>, BaseFault> {
+    ) -> std::result::Result<HugeBuf, BaseFault> {
+        let mut out = self.reuse_buffer();
+        self.decode_into(dec, seq, &mut out)?;
+        Ok(out)
+    }
+
+    /// Reads, verifies and decodes data frame `seq` into `out`.
+    fn decode_into(
+        &self,
+        dec: &mut BlockDecoder,
+        seq: u64,
+        out: &mut HugeBuf,
+    ) -> std::result::Result<(), BaseFault> {
         let at = self.offsets[seq as usize];
         if at == MISSING_FRAME {
             return Err(self.invalid(
@@ -423,7 +440,7 @@ impl BaseArchive {
         let mut buf = std::mem::take(&mut dec.frame);
         buf.clear();
         buf.resize(FRAME_HEADER_LEN + body_len + TAG_LEN, 0);
-        let r = self.open_in(dec, seq, at, body_len, &mut buf);
+        let r = self.open_in(dec, seq, at, body_len, &mut buf, out);
         dec.frame = buf;
         r
     }
@@ -436,7 +453,8 @@ impl BaseArchive {
         at: u64,
         body_len: usize,
         buf: &mut [u8],
-    ) -> std::result::Result<Vec<u8>, BaseFault> {
+        out: &mut HugeBuf,
+    ) -> std::result::Result<(), BaseFault> {
         {
             let input = self.input.lock().expect("base input lock");
             read_exact_at(&**input, at, buf).map_err(|e| BaseFault::Read {
@@ -479,32 +497,39 @@ impl BaseArchive {
                 "references other bytes (a base must decode frame by frame)".into(),
             ));
         }
-        let mut out = self.reuse_buffer();
-        match info.codec {
-            Codec::Store => {
-                crate::codec::decode_stored_in_place(
-                    info.filter,
-                    info.stream_offset,
-                    &mut body[hl..],
-                    info.raw_len as usize,
-                )
-                .map_err(|e| bad(e.to_string()))?;
-                out.clear();
-                out.extend_from_slice(&body[hl..]);
-            }
-            _ => dec
-                .decode_v2(
-                    info.codec,
-                    info.filter,
-                    info.stream_offset,
-                    &body[hl..],
-                    info.raw_len as usize,
-                    &[],
-                    &mut out,
-                )
-                .map_err(|e| bad(e.to_string()))?,
+        let payload = &mut body[hl..];
+        if info.codec == Codec::Store {
+            crate::codec::decode_stored_in_place(
+                info.filter,
+                info.stream_offset,
+                payload,
+                info.raw_len as usize,
+            )
+            .map_err(|e| bad(e.to_string()))?;
+            out.clear();
+            out.extend_from_slice(payload);
+            return Ok(());
         }
-        Ok(out)
+        let raw_len = info.raw_len as usize;
+        if raw_len > crate::codec::MAX_BLOCK_SIZE {
+            // Refused before the buffer grows (as `decode_v2_into` would refuse it).
+            let e = crate::codec::CodecError::TooLarge {
+                len: raw_len as u64,
+            };
+            return Err(bad(e.to_string()));
+        }
+        let r = dec.decode_v2_into(
+            info.codec,
+            info.filter,
+            info.stream_offset,
+            payload,
+            out.filled(raw_len),
+        );
+        if let Err(e) = r {
+            out.clear();
+            return Err(bad(e.to_string()));
+        }
+        Ok(())
     }
 }
 

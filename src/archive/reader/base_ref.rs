@@ -50,7 +50,7 @@ pub(super) enum RefError {
 struct EntryStream<'a> {
     base: &'a BaseArchive,
     dec: &'a mut BlockDecoder,
-    block: Arc<Vec<u8>>,
+    block: Arc<crate::codec::huge::HugeBuf>,
     seq: u64,
     pos: usize,
     last_seq: u64,

@@ -11,14 +11,16 @@ use super::{Codec, CodecError, Filter, MAX_BLOCK_SIZE, bcj, zstd_error};
 const DECODE_WINDOW_LOG_MAX: u32 = 28;
 
 /// Block decoder, one per worker thread: reuses the zstd decompression context (~160 KiB).
-/// Decoding a block allocates `raw_len` bytes of output (when `out` is not already that big)
+/// Decoding a block allocates `raw_len` bytes of output (when `out` is not already that big;
+/// [`BlockDecoder::decode_v2_into`] writes into the caller's slice instead)
 /// and nothing that depends on the payload; undoing the x86 or ARM64 filter needs no more,
 /// the other filters (only ever set with `--bcj`) take one more copy of the block.
 pub struct BlockDecoder {
     dctx: Decompressor<'static>,
     /// The worker's delta base region buffer (`zstd+base` blocks), kept across blocks so a
-    /// region is assembled into memory already faulted in, not a fresh buffer each block.
-    pub region: Vec<u8>,
+    /// region is assembled into memory already faulted in, not a fresh buffer each block;
+    /// in huge pages ([`crate::codec::huge`]) for its first faults.
+    pub region: crate::codec::huge::HugeBuf,
     /// The worker's buffer for reading a delta base's frames, kept likewise.
     pub frame: Vec<u8>,
 }
@@ -31,7 +33,7 @@ impl BlockDecoder {
             .map_err(CodecError::Zstd)?;
         Ok(BlockDecoder {
             dctx,
-            region: Vec::new(),
+            region: Default::default(),
             frame: Vec::new(),
         })
     }
@@ -100,6 +102,58 @@ impl BlockDecoder {
 }
 
 impl BlockDecoder {
+    /// Decodes a format-2 block that references nothing (no prefix) into `out`, exactly its
+    /// raw length: as [`BlockDecoder::decode_v2`] with an empty prefix, for a caller whose
+    /// buffer is not a `Vec` (a delta base's frames, decoded into huge pages:
+    /// `archive::reader::base`). On error `out`'s bytes are unspecified.
+    pub fn decode_v2_into(
+        &mut self,
+        codec: Codec,
+        filter: Filter,
+        filter_start: u64,
+        payload: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), CodecError> {
+        let raw_len = out.len();
+        if raw_len > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw_len as u64,
+            });
+        }
+        match codec {
+            Codec::Store => {
+                if payload.len() != raw_len {
+                    return Err(CodecError::SizeMismatch {
+                        expected: raw_len as u64,
+                        got: payload.len() as u64,
+                    });
+                }
+                out.copy_from_slice(payload);
+            }
+            Codec::Zstd => {
+                crate::codec::zframe::check_v2(payload, raw_len)?;
+                check_frame(payload, raw_len)?;
+                let n = self
+                    .dctx
+                    .decompress_to_buffer(payload, out)
+                    .map_err(CodecError::Zstd)?;
+                if n != raw_len {
+                    return Err(CodecError::SizeMismatch {
+                        expected: raw_len as u64,
+                        got: n as u64,
+                    });
+                }
+            }
+            Codec::ZstdBase => {
+                return Err(CodecError::Zstd(std::io::Error::other(
+                    "a zstd+base block decodes only against its base region",
+                )));
+            }
+        }
+        bcj::decode(filter, out, filter_start);
+        Ok(())
+    }
+
     /// Decodes a format-2 block: as [`BlockDecoder::decode`], but a zstd payload must follow
     /// format 2's frame rules ([`crate::codec::zframe::check_v2`]: one frame, content size R, no
     /// dictionary id, a window of at most 512 MiB, no trailing bytes), and with a non-empty
