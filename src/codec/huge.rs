@@ -26,6 +26,9 @@
 //!   exhaustion the usual way). With `defrag=madvise` the kernel may compact memory to find a
 //!   free 2 MiB range, which shows as system time under memory pressure (the trade
 //!   `crypto::argon2_memory` makes for its matrix).
+//! - **Memory.** The capacity is rounded up to whole huge pages, and a huge page is backed
+//!   whole once any byte of it is written: a buffer of n bytes may hold up to n + 2 MiB
+//!   (a base's 4 MiB frames exactly 4 MiB; its last, shorter frame at most 2 MiB more).
 //! - **Only for 2 MiB and more.** A smaller buffer is an ordinary `Vec`: it cannot hold an
 //!   aligned huge page, and a mapping per small buffer would cost a system call each.
 
