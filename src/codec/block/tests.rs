@@ -181,3 +181,71 @@ fn a_referencing_block_decodes_only_with_its_prefix() {
         (expect.0, expect.1, false, &alone)
     );
 }
+
+#[test]
+fn decode_v2_into_gives_the_bytes_and_errors_of_decode_v2_without_a_prefix() {
+    // Executable-like bytes (call opcodes and branch words every few bytes) so every filter
+    // changes them, with a stream start that is not 0.
+    let raw: Vec<u8> = (0..300_000u32)
+        .map(|i| match i % 13 {
+            0 => 0xE8,
+            5 => 0x94,
+            9 => 0x48,
+            _ => (i.wrapping_mul(2_654_435_761) >> 24) as u8 & 0x0F,
+        })
+        .collect();
+    let start = 1 << 20;
+    let mut enc = BlockEncoder::new(Some(Level::DEFAULT)).unwrap();
+    let mut dec = BlockDecoder::new().unwrap();
+    let mut compare = |codec: Codec, filter: Filter, payload: &[u8], raw_len: usize| {
+        let mut want = Vec::new();
+        let want = dec
+            .decode_v2(codec, filter, start, payload, raw_len, &[], &mut want)
+            .map(|()| want)
+            .map_err(|e| e.to_string());
+        let mut got = vec![0x5A; raw_len];
+        let got = dec
+            .decode_v2_into(codec, filter, start, payload, &mut got)
+            .map(|()| got)
+            .map_err(|e| e.to_string());
+        let short = |r: &Result<Vec<u8>, String>| r.as_ref().map(Vec::len).map_err(String::clone);
+        assert!(
+            want == got,
+            "{codec:?} {filter:?} raw_len {raw_len}: {:?} / {:?}",
+            short(&want),
+            short(&got)
+        );
+        want
+    };
+    for filter in Filter::ALL {
+        let mut payload = Vec::new();
+        let (codec, f) = enc.encode(&raw, filter, start, &mut payload).unwrap();
+        assert_eq!((codec, f), (Codec::Zstd, filter));
+        assert!(compare(codec, filter, &payload, raw.len()).unwrap() == raw);
+        // A stored block of filtered bytes.
+        let mut stored = raw.clone();
+        bcj::encode(filter, &mut stored, start);
+        assert!(compare(Codec::Store, filter, &stored, raw.len()).unwrap() == raw);
+    }
+    let mut payload = Vec::new();
+    enc.encode(&raw, Filter::None, 0, &mut payload).unwrap();
+    let n = raw.len();
+    let mut trailing = payload.clone();
+    trailing.push(0);
+    let mut reserved = payload.clone();
+    reserved[4] |= 0x08;
+    let failures: [(Codec, &[u8], usize); 9] = [
+        (Codec::Zstd, &payload, n - 1),
+        (Codec::Zstd, &payload, n + 1),
+        (Codec::Zstd, &trailing, n),
+        (Codec::Zstd, &reserved, n),
+        (Codec::Zstd, &payload[..payload.len() - 1], n),
+        (Codec::Zstd, &raw[..1000], 1000),
+        (Codec::Store, &raw[..1000], 999),
+        (Codec::Store, &raw[..1000], 1001),
+        (Codec::ZstdBase, &payload, n),
+    ];
+    for (codec, payload, raw_len) in failures {
+        compare(codec, Filter::None, payload, raw_len).unwrap_err();
+    }
+}
