@@ -10,6 +10,7 @@ mod harness;
 
 mod delta;
 mod errors;
+mod integrity;
 mod keys;
 mod lost;
 mod outage;

@@ -1,7 +1,8 @@
 //! The counting TCP proxy the object-storage tests put between krypta and the server: it
-//! counts bytes, connections and requests, and can answer `503 SlowDown`, slow a transfer, or
+//! counts bytes, connections and requests, and can answer `503 SlowDown`, slow a transfer,
 //! lose the answer to one request ([`Lose`]: the request reaches the server, which carries it
-//! out and answers, and krypta's connection is closed before the answer reaches it).
+//! out and answers, and krypta's connection is closed before the answer reaches it), or change
+//! one byte of one request's body on its way to the server ([`Flip`]).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -30,6 +31,21 @@ pub struct ProxyState {
     pub seen: Mutex<Vec<String>>,
     /// The request lines whose answers were lost.
     pub lost: Mutex<Vec<String>>,
+    /// The request whose body gets one byte changed (taken when it is met).
+    pub flip: Mutex<Option<Flip>>,
+    /// The request lines whose bodies had a byte changed.
+    pub flipped: Mutex<Vec<String>>,
+}
+
+/// Which request's body the proxy changes, and where: the `nth` (1-based) request whose
+/// method is `method` and whose target contains `target` gets its body byte `at` inverted
+/// on the way to the server (a body shorter than that is left alone).
+#[derive(Debug, Clone)]
+pub struct Flip {
+    pub method: &'static str,
+    pub target: &'static str,
+    pub nth: u32,
+    pub at: u64,
 }
 
 /// Which request's answer the proxy loses: the `nth` (1-based) request whose method is
@@ -102,6 +118,16 @@ impl Proxy {
         *self.state.lose.lock().unwrap() = Some(rule);
     }
 
+    /// Changes one byte of the body of the request `rule` names (see [`Flip`]).
+    pub fn flip(&self, rule: Flip) {
+        *self.state.flip.lock().unwrap() = Some(rule);
+    }
+
+    /// The request lines whose bodies had a byte changed.
+    pub fn flipped(&self) -> Vec<String> {
+        self.state.flipped.lock().unwrap().clone()
+    }
+
     /// The request lines whose answers were lost.
     pub fn lost(&self) -> Vec<String> {
         self.state.lost.lock().unwrap().clone()
@@ -163,23 +189,33 @@ fn serve(mut client: TcpStream, upstream: SocketAddr, st: Arc<ProxyState>) {
 struct Requests {
     head: Vec<u8>,
     body_left: u64,
+    /// Where in the rest of the current body the byte to change is ([`Flip`]).
+    flip_at: Option<u64>,
 }
 
 impl Requests {
-    /// The request lines that start in `data`.
-    fn feed(&mut self, mut data: &[u8]) -> Vec<String> {
+    /// The request lines that start in `data`; changes the byte a [`Flip`] in `st` names.
+    fn feed(&mut self, data: &mut [u8], st: &ProxyState) -> Vec<String> {
         let mut lines = Vec::new();
-        while !data.is_empty() {
+        let mut i = 0;
+        while i < data.len() {
             if self.body_left > 0 {
-                let k = data
-                    .len()
-                    .min(usize::try_from(self.body_left).unwrap_or(usize::MAX));
+                let k = (data.len() - i).min(usize::try_from(self.body_left).unwrap_or(usize::MAX));
+                if let Some(at) = self.flip_at {
+                    if at < k as u64 {
+                        data[i + at as usize] ^= 0xff;
+                        self.flip_at = None;
+                    } else {
+                        self.flip_at = Some(at - k as u64);
+                    }
+                }
                 self.body_left -= k as u64;
-                data = &data[k..];
+                i += k;
                 continue;
             }
-            self.head.push(data[0]);
-            data = &data[1..];
+            let data_i = data[i];
+            i += 1;
+            self.head.push(data_i);
             if self.head.ends_with(b"\r\n\r\n") {
                 let text = String::from_utf8_lossy(&self.head).into_owned();
                 self.head.clear();
@@ -191,11 +227,30 @@ impl Requests {
                     .and_then(|(_, v)| v.trim().parse().ok())
                     .unwrap_or(0);
                 let line = line.strip_suffix(" HTTP/1.1").unwrap_or(line);
+                self.flip_at = flips(st, line);
                 lines.push(line.to_string());
             }
         }
         lines
     }
+}
+
+/// Where in its body request `line` gets a byte changed, when it is the one the [`Flip`]
+/// rule names (the rule is then taken).
+fn flips(st: &ProxyState, line: &str) -> Option<u64> {
+    let (method, target) = line.split_once(' ').unwrap_or((line, ""));
+    let mut rule = st.flip.lock().unwrap();
+    let r = rule.as_mut()?;
+    if (r.method.is_empty() || r.method == method) && target.contains(r.target) {
+        r.nth -= 1;
+        if r.nth == 0 {
+            let at = r.at;
+            *rule = None;
+            st.flipped.lock().unwrap().push(line.to_string());
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// Records the request lines of krypta's bytes; true when one of them is the request whose
@@ -252,7 +307,7 @@ fn pump(
             let k = joined.len();
             tail.copy_from_slice(&joined[k - 3..]);
             st.up.fetch_add(n as u64, Ordering::SeqCst);
-            if loses(st, requests.feed(&b[..n])) {
+            if loses(st, requests.feed(&mut b[..n], st)) {
                 swallow.store(true, Ordering::SeqCst);
             }
         } else if swallow.load(Ordering::SeqCst) {

@@ -42,6 +42,10 @@ impl Fault {
                             | "RequestTimeout"
                             | "InternalError"
                             | "ServiceUnavailable"
+                            // The body's checksum did not match what the store received
+                            // (`super::requests`): a byte changed on the way; the bytes
+                            // are sent again.
+                            | "BadDigest"
                     )
             }
             Fault::Protocol(_) => false,

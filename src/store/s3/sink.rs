@@ -117,10 +117,10 @@ struct Upload {
     id: String,
     cleanup_id: u64,
     jobs: Option<Sender<(u32, Vec<u8>)>>,
-    results: Receiver<(u32, std::result::Result<String, StoreError>)>,
+    results: Receiver<(u32, std::result::Result<super::requests::Part, StoreError>)>,
     workers: Vec<JoinHandle<()>>,
     outstanding: usize,
-    etags: Vec<Option<String>>,
+    parts: Vec<Option<super::requests::Part>>,
 }
 
 /// The largest archive the part sizes allow, GiB.
@@ -215,7 +215,7 @@ impl S3Sink {
             results,
             workers,
             outstanding: 0,
-            etags: Vec::new(),
+            parts: Vec::new(),
         });
         if let (true, Some(source)) = (none, refused) {
             self.abort_upload();
@@ -239,12 +239,12 @@ impl S3Sink {
             let Some((n, r)) = got else { break };
             u.outstanding -= 1;
             match r {
-                Ok(etag) => {
+                Ok(part) => {
                     let i = n as usize - 1;
-                    if u.etags.len() <= i {
-                        u.etags.resize(i + 1, None);
+                    if u.parts.len() <= i {
+                        u.parts.resize(i + 1, None);
                     }
-                    u.etags[i] = Some(etag);
+                    u.parts[i] = Some(part);
                 }
                 Err(e) => {
                     first_err.get_or_insert(e);
@@ -314,8 +314,8 @@ impl S3Sink {
         }
         self.collect(1)?;
         let u = self.upload.as_ref().expect("started");
-        let etags: Vec<String> = u
-            .etags
+        let parts: Vec<super::requests::Part> = u
+            .parts
             .iter()
             .enumerate()
             .map(|(i, e)| {
@@ -324,7 +324,7 @@ impl S3Sink {
                 })
             })
             .collect::<std::result::Result<_, _>>()?;
-        match self.client.complete_upload(&u.id, &etags, conditional) {
+        match self.client.complete_upload(&u.id, &parts, conditional) {
             Ok(()) => Ok(()),
             Err(e) => self.settle(Final::Complete, e),
         }
