@@ -19,8 +19,16 @@ pub fn rekey(
     force: bool,
     opts: RekeyOptions,
 ) -> Result<RekeySummary> {
-    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output))
-        && a == b
+    let same_object = matches!(
+        (store::Location::parse(input), store::Location::parse(output)),
+        (Ok(store::Location::S3(a)), Ok(store::Location::S3(b)))
+            if a.bucket == b.bucket && a.key == b.key
+    );
+    if same_object
+        || matches!(
+            (std::fs::canonicalize(input), std::fs::canonicalize(output)),
+            (Ok(a), Ok(b)) if a == b
+        )
     {
         return Err(Error::Usage(format!(
             "{}: rekey writes a new archive and reads this one meanwhile, so it cannot write \

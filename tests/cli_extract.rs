@@ -569,3 +569,21 @@ fn skip_existing_keeps_a_different_file_at_a_hard_links_name_quietly() {
     );
     assert!(!fx.exists("o/hs/b"));
 }
+
+/// `x -o s3://…` restored into a local directory named `s3:` (helper-38): refused, nothing made.
+#[test]
+fn an_s3_url_as_the_output_directory_is_refused() {
+    let fx = Fx::new();
+    archive(&fx);
+    let o = fx.run(&["x", "-o", "s3://bkt/restore", "a.kry"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: -o s3://bkt/restore: x restores files into a local directory; s3:// names \
+             archives only\n"
+                .to_string()
+        )
+    );
+    assert!(!fx.exists("s3:"));
+}

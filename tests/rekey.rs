@@ -247,6 +247,29 @@ fn rekey_refuses_what_it_cannot_do_and_leaves_no_out() {
                 .to_string()
         )
     );
+    // The same object in the store is refused alike, before anything is read (no store
+    // needed): it was accepted and replaced (helper-38).
+    let o = fx.run(&[
+        "rekey",
+        "--keyfile",
+        "k",
+        "s3://bkt/in.kry",
+        "-o",
+        "s3://bkt/in.kry",
+        "-f",
+        "--new-keyfile",
+        "k",
+    ]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: s3://bkt/in.kry: rekey writes a new archive and reads this one meanwhile, \
+             so it cannot write over it: give -o another name, then rename the new archive \
+             over the old\n"
+                .to_string()
+        )
+    );
     fx.file("exists.kry", b"x");
     let o = fx.run(&[
         "rekey",

@@ -12,6 +12,13 @@ use krypta::fs::conflict::Existing;
 use krypta::{Error, Result};
 
 pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<u8> {
+    // `x` restores into a local directory: `-o s3://…` made a directory named `s3:`.
+    if a.output.as_os_str().as_bytes().starts_with(b"s3://") {
+        return Err(Error::Usage(format!(
+            "-o {}: x restores files into a local directory; s3:// names archives only",
+            a.output.display()
+        )));
+    }
     let mut open = open_options(&a.keys, &a.archive)?;
     open.base = super::keys::open_base_to_read(&a.delta, &a.keys, &a.archive)?;
     let existing = if a.force {

@@ -384,11 +384,15 @@ impl Archive {
                 }
                 let shown: Vec<String> = bad.iter().take(8).map(|s| s.to_string()).collect();
                 Some(format!(
-                    "data frame{} {}{} fail{} their checks",
+                    "data frame{} {}{} {}",
                     if bad.len() == 1 { "" } else { "s" },
                     shown.join(", "),
                     if bad.len() > 8 { ", ..." } else { "" },
-                    if bad.len() == 1 { "s" } else { "" },
+                    if bad.len() == 1 {
+                        "fails its checks"
+                    } else {
+                        "fail their checks"
+                    },
                 ))
             }
         };

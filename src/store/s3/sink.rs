@@ -69,6 +69,16 @@ pub const IN_FLIGHT_BUDGET: usize = 64 << 20;
 /// Most parts in flight.
 pub const MAX_IN_FLIGHT: usize = 4;
 
+/// The warning for upload `id` that could not be aborted (`e`): its id and the command that
+/// removes it.
+fn not_aborted(client: &Client, id: &str, e: &StoreError) -> String {
+    let (bucket, key) = (client.bucket().name(), client.key());
+    format!(
+        "{}: the unfinished multipart upload {id} could not be aborted ({e}); remove it with `aws s3api abort-multipart-upload --bucket {bucket} --key {key} --upload-id {id}` (a lifecycle rule AbortIncompleteMultipartUpload does it too)",
+        client.location()
+    )
+}
+
 /// Size of part `n` (1-based), bytes.
 pub fn part_size(n: u32) -> usize {
     FIRST_PART << (n.saturating_sub(1) / PARTS_PER_SIZE).min(9)
@@ -176,9 +186,13 @@ impl S3Sink {
         let id = self.client.create_upload(&self.token)?;
         let client = Arc::clone(&self.client);
         let abort_id = id.clone();
-        // At SIGINT/SIGTERM: two quick attempts, then the process exits.
+        // At SIGINT/SIGTERM: two quick attempts, then the process exits; an upload that
+        // could not be aborted is named with the command that removes it, as on the error
+        // path (`Sink::abort`).
         let cleanup_id = cleanup::register_action(Box::new(move || {
-            let _ = client.abort_upload(&abort_id, 2);
+            if let Err(e) = client.abort_upload(&abort_id, 2) {
+                crate::to_stderr!("krypta: warning: {}", not_aborted(&client, &abort_id, &e));
+            }
         }));
         let (jobs, job_rx) = channel::<(u32, Vec<u8>)>();
         let (res_tx, results) = channel();
@@ -283,16 +297,10 @@ impl S3Sink {
         for w in u.workers.drain(..) {
             let _ = w.join();
         }
-        if let Err(e) = self.client.abort_upload(&u.id, 0) {
-            let (bucket, key) = (self.client.bucket().name(), self.client.key());
-            if let Ok(mut w) = self.warnings.lock() {
-                w.push(format!(
-                    "{}: the unfinished multipart upload {} could not be aborted ({e}); remove it with `aws s3api abort-multipart-upload --bucket {bucket} --key {key} --upload-id {}` (a lifecycle rule AbortIncompleteMultipartUpload does it too)",
-                    self.client.location(),
-                    u.id,
-                    u.id
-                ));
-            }
+        if let Err(e) = self.client.abort_upload(&u.id, 0)
+            && let Ok(mut w) = self.warnings.lock()
+        {
+            w.push(not_aborted(&self.client, &u.id, &e));
         }
         cleanup::unregister(u.cleanup_id);
     }
