@@ -54,19 +54,9 @@ impl BlockDecoder {
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
         out.clear();
-        if raw_len > MAX_BLOCK_SIZE {
-            return Err(CodecError::TooLarge {
-                len: raw_len as u64,
-            });
-        }
+        check_raw(codec, payload, raw_len)?;
         match codec {
             Codec::Store => {
-                if payload.len() != raw_len {
-                    return Err(CodecError::SizeMismatch {
-                        expected: raw_len as u64,
-                        got: payload.len() as u64,
-                    });
-                }
                 out.reserve_exact(raw_len);
                 out.extend_from_slice(payload);
             }
@@ -115,19 +105,9 @@ impl BlockDecoder {
         out: &mut [u8],
     ) -> Result<(), CodecError> {
         let raw_len = out.len();
-        if raw_len > MAX_BLOCK_SIZE {
-            return Err(CodecError::TooLarge {
-                len: raw_len as u64,
-            });
-        }
+        check_raw(codec, payload, raw_len)?;
         match codec {
             Codec::Store => {
-                if payload.len() != raw_len {
-                    return Err(CodecError::SizeMismatch {
-                        expected: raw_len as u64,
-                        got: payload.len() as u64,
-                    });
-                }
                 out.copy_from_slice(payload);
             }
             Codec::Zstd => {
@@ -240,6 +220,23 @@ pub fn decode_stored_in_place(
 }
 
 /// Checks that `payload` is exactly one zstd frame declaring `raw_len` bytes of content.
+/// The checks of every decode before it writes: the raw length within a block's limit, and
+/// a stored payload exactly that long.
+fn check_raw(codec: Codec, payload: &[u8], raw_len: usize) -> Result<(), CodecError> {
+    if raw_len > MAX_BLOCK_SIZE {
+        return Err(CodecError::TooLarge {
+            len: raw_len as u64,
+        });
+    }
+    if codec == Codec::Store && payload.len() != raw_len {
+        return Err(CodecError::SizeMismatch {
+            expected: raw_len as u64,
+            got: payload.len() as u64,
+        });
+    }
+    Ok(())
+}
+
 fn check_frame(payload: &[u8], raw_len: usize) -> Result<(), CodecError> {
     let declared = match zstd::zstd_safe::get_frame_content_size(payload) {
         Ok(Some(n)) => n,
