@@ -510,14 +510,8 @@ impl BaseArchive {
             out.extend_from_slice(payload);
             return Ok(());
         }
+        // `block_info` held the raw length to 1..=MAX_BLOCK_SIZE: the buffer it maps is bounded.
         let raw_len = info.raw_len as usize;
-        if raw_len > crate::codec::MAX_BLOCK_SIZE {
-            // Refused before the buffer grows (as `decode_v2_into` would refuse it).
-            let e = crate::codec::CodecError::TooLarge {
-                len: raw_len as u64,
-            };
-            return Err(bad(e.to_string()));
-        }
         let r = dec.decode_v2_into(
             info.codec,
             info.filter,
