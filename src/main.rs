@@ -6,7 +6,9 @@
 //! terminal back if a password prompt had turned echo off, removes the temporary files of an
 //! unfinished extraction or archive (completed files are already in place), and exits with
 //! 128 + the signal number, as a shell reports a process killed by it: 130 for Ctrl-C (also
-//! at a password prompt), 143 for SIGTERM, 129 for SIGHUP.
+//! at a password prompt), 143 for SIGTERM, 129 for SIGHUP. A second signal while the cleanup
+//! still runs (an upload's abort waiting on a stalled store) exits at once, printing what the
+//! unfinished cleanup leaves behind (the upload's id and the command that removes it).
 
 // Diagnostics through `krypta::to_stderr!` (clippy.toml says why).
 #![warn(clippy::disallowed_macros)]
@@ -265,10 +267,28 @@ fn handle_signals() {
     let _ = std::thread::Builder::new()
         .name("krypta-signals".into())
         .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
+            let mut forever = signals.forever();
+            let Some(sig) = forever.next() else {
+                return;
+            };
+            // The cleanup runs on a thread of its own, so a second signal is read while an
+            // action waits on the network (an upload's abort against a stalled store took a
+            // minute): it exits at once, naming what the unfinished actions leave behind.
+            let cleanup = std::thread::Builder::new().spawn(move || {
                 krypta::crypto::password::restore_terminal();
                 krypta::fs::cleanup::remove_all();
                 std::process::exit(128 + sig);
+            });
+            if cleanup.is_err() {
+                krypta::crypto::password::restore_terminal();
+                krypta::fs::cleanup::remove_all();
+                std::process::exit(128 + sig);
+            }
+            if let Some(again) = forever.next() {
+                for note in krypta::fs::cleanup::unfinished() {
+                    krypta::to_stderr!("{note}");
+                }
+                std::process::exit(128 + again);
             }
         });
 }

@@ -24,6 +24,10 @@ enum Pending {
 #[derive(Default)]
 pub struct Registry {
     pending: Mutex<Vec<(u64, Pending)>>,
+    /// What each registered action leaves behind if it never finishes (an upload's id and
+    /// the command that removes it), kept until the action ran or was unregistered: a second
+    /// interrupt that does not wait for the actions prints these ([`unfinished`]).
+    notes: Mutex<Vec<(u64, String)>>,
     /// Set by [`Registry::remove_all`]: the process is about to exit, and a thread that
     /// registers now is parked instead of going on to create what it registers.
     closed: std::sync::atomic::AtomicBool,
@@ -37,6 +41,7 @@ impl Registry {
     pub const fn new() -> Self {
         Registry {
             pending: Mutex::new(Vec::new()),
+            notes: Mutex::new(Vec::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -62,8 +67,12 @@ impl Registry {
     }
 
     /// See [`register_action`].
-    pub fn register_action(&self, action: Box<dyn FnOnce() + Send>) -> u64 {
-        self.push(Pending::Action(action))
+    pub fn register_action(&self, action: Box<dyn FnOnce() + Send>, note: String) -> u64 {
+        let id = self.push(Pending::Action(action));
+        if let Ok(mut n) = self.notes.lock() {
+            n.push((id, note));
+        }
+        id
     }
 
     /// See [`unregister`].
@@ -71,6 +80,21 @@ impl Registry {
         if let Ok(mut p) = self.pending.lock() {
             p.retain(|(i, _)| *i != id);
         }
+        self.forget_note(id);
+    }
+
+    fn forget_note(&self, id: u64) {
+        if let Ok(mut n) = self.notes.lock() {
+            n.retain(|(i, _)| *i != id);
+        }
+    }
+
+    /// See [`unfinished`].
+    pub fn unfinished(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|n| n.iter().map(|(_, s)| s.clone()).collect())
+            .unwrap_or_default()
     }
 
     /// See [`remove_all`].
@@ -84,11 +108,12 @@ impl Registry {
             Err(_) => return 0,
         };
         let mut n = 0;
-        for (_, p) in taken {
+        for (id, p) in taken {
             match p {
                 Pending::File(path) => n += usize::from(std::fs::remove_file(path).is_ok()),
                 Pending::Action(f) => {
                     f();
+                    self.forget_note(id);
                     n += 1;
                 }
             }
@@ -103,10 +128,17 @@ pub fn register(path: PathBuf) -> u64 {
     GLOBAL.register(path)
 }
 
-/// Registers an action to run at interrupt time (an unfinished upload's abort); returns the
-/// id to [`unregister`] it with once the work it undoes is finished or undone.
-pub fn register_action(action: Box<dyn FnOnce() + Send>) -> u64 {
-    GLOBAL.register_action(action)
+/// Registers an action to run at interrupt time (an unfinished upload's abort), with `note`,
+/// what is left behind if it never runs to its end; returns the id to [`unregister`] it with
+/// once the work it undoes is finished or undone.
+pub fn register_action(action: Box<dyn FnOnce() + Send>, note: String) -> u64 {
+    GLOBAL.register_action(action, note)
+}
+
+/// The notes of the registered actions that have not finished: what a process that exits
+/// now, without waiting for them (a second interrupt), leaves behind.
+pub fn unfinished() -> Vec<String> {
+    GLOBAL.unfinished()
 }
 
 /// Forgets a registration (the file was renamed into place or removed; the upload finished
@@ -149,14 +181,24 @@ mod tests {
         let ran = Arc::new(AtomicUsize::new(0));
         let (r1, r2) = (Arc::clone(&ran), Arc::clone(&ran));
         let r = Registry::new();
-        let _keep = r.register_action(Box::new(move || {
-            r1.fetch_add(1, Ordering::SeqCst);
-        }));
-        let gone = r.register_action(Box::new(move || {
-            r2.fetch_add(100, Ordering::SeqCst);
-        }));
+        let _keep = r.register_action(
+            Box::new(move || {
+                r1.fetch_add(1, Ordering::SeqCst);
+            }),
+            "keep".into(),
+        );
+        let gone = r.register_action(
+            Box::new(move || {
+                r2.fetch_add(100, Ordering::SeqCst);
+            }),
+            "gone".into(),
+        );
+        // Unfinished: both, until one is unregistered and the other has run.
+        assert_eq!(r.unfinished(), vec!["keep".to_string(), "gone".to_string()]);
         r.unregister(gone);
+        assert_eq!(r.unfinished(), vec!["keep".to_string()]);
         assert_eq!(r.remove_all(), 1);
+        assert_eq!(r.unfinished(), Vec::<String>::new());
         assert_eq!(r.remove_all(), 0);
         assert_eq!(ran.load(Ordering::SeqCst), 1);
     }

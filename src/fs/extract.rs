@@ -406,9 +406,12 @@ impl Extractor {
         match mkdirat(&*dir, t.name, mode) {
             Ok(()) => {
                 if self.interrupt_note.is_none() {
-                    self.interrupt_note = Some(cleanup::register_action(Box::new(|| {
-                        crate::to_stderr!("{INTERRUPTED_DIRS}");
-                    })));
+                    self.interrupt_note = Some(cleanup::register_action(
+                        Box::new(|| {
+                            crate::to_stderr!("{INTERRUPTED_DIRS}");
+                        }),
+                        INTERRUPTED_DIRS.to_string(),
+                    ));
                 }
             }
             Err(Errno::EXIST) => {

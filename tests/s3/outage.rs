@@ -144,3 +144,56 @@ fn the_server_killed_mid_download_leaves_no_partial_file() {
         );
     }
 }
+
+/// Ctrl-C while the store does not answer: the abort waits on it (two attempts of the
+/// client's timeout: a minute), and a second Ctrl-C was not read. Now it exits at once and
+/// names the upload left behind, with the command that removes it (helper-38).
+#[test]
+fn a_second_ctrl_c_while_the_abort_waits_on_a_stalled_store_exits_at_once() {
+    if server_available().is_none() {
+        return;
+    }
+    let w = Weed::start();
+    let s3 = w.client();
+    s3.create_bucket("twice");
+    let d = tempfile::tempdir().unwrap();
+    let mut child = krypta_s3(&w.endpoint(), d.path())
+        .args(["c", "-s", "-j", "1", "s3://twice/a.kry", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // As in roundtrip.rs's sigterm test: enough input that a part must go up.
+    stdin.write_all(&common::bytes(26 << 20, 6, false)).unwrap();
+    wait_for_upload(&s3, "twice", &mut child);
+    let weed = rustix::process::Pid::from_child(&w.child);
+    rustix::process::kill_process(weed, rustix::process::Signal::STOP).unwrap();
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let waited = t0.elapsed();
+    drop(stdin);
+    rustix::process::kill_process(weed, rustix::process::Signal::CONT).unwrap();
+    let e = stderr(&o);
+    assert_eq!(common::code(&o), 130, "{e}");
+    assert!(waited < Duration::from_secs(10), "{waited:?}: {e}");
+    let note = e
+        .lines()
+        .find(|l| l.contains("interrupted again before the unfinished multipart upload"))
+        .unwrap_or_else(|| panic!("no note of the upload: {e}"));
+    assert!(
+        note.starts_with("krypta: warning: s3://twice/a.kry: ")
+            && note.contains(
+                "aws s3api abort-multipart-upload --bucket twice --key a.kry --upload-id "
+            ),
+        "{note}"
+    );
+    // The upload it names is the one left in the store.
+    let uploads = s3.uploads("twice");
+    assert_eq!(uploads.len(), 1, "{uploads:?}");
+    assert!(note.contains(&uploads[0].1), "{note} / {uploads:?}");
+}

@@ -189,11 +189,21 @@ impl S3Sink {
         // At SIGINT/SIGTERM: two quick attempts, then the process exits; an upload that
         // could not be aborted is named with the command that removes it, as on the error
         // path (`Sink::abort`).
-        let cleanup_id = cleanup::register_action(Box::new(move || {
-            if let Err(e) = client.abort_upload(&abort_id, 2) {
-                crate::to_stderr!("krypta: warning: {}", not_aborted(&client, &abort_id, &e));
-            }
-        }));
+        let note = {
+            let (bucket, key) = (self.client.bucket().name(), self.client.key());
+            format!(
+                "krypta: warning: {}: interrupted again before the unfinished multipart upload {id} was aborted; remove it with `aws s3api abort-multipart-upload --bucket {bucket} --key {key} --upload-id {id}` (a lifecycle rule AbortIncompleteMultipartUpload does it too)",
+                self.client.location()
+            )
+        };
+        let cleanup_id = cleanup::register_action(
+            Box::new(move || {
+                if let Err(e) = client.abort_upload(&abort_id, 2) {
+                    crate::to_stderr!("krypta: warning: {}", not_aborted(&client, &abort_id, &e));
+                }
+            }),
+            note,
+        );
         let (jobs, job_rx) = channel::<(u32, Vec<u8>)>();
         let (res_tx, results) = channel();
         let job_rx = Arc::new(Mutex::new(job_rx));
