@@ -274,15 +274,11 @@ fn handle_signals() {
             // The cleanup runs on a thread of its own, so a second signal is read while an
             // action waits on the network (an upload's abort against a stalled store took a
             // minute): it exits at once, naming what the unfinished actions leave behind.
-            let cleanup = std::thread::Builder::new().spawn(move || {
-                krypta::crypto::password::restore_terminal();
-                krypta::fs::cleanup::remove_all();
-                std::process::exit(128 + sig);
-            });
-            if cleanup.is_err() {
-                krypta::crypto::password::restore_terminal();
-                krypta::fs::cleanup::remove_all();
-                std::process::exit(128 + sig);
+            if std::thread::Builder::new()
+                .spawn(move || clean_up_and_exit(sig))
+                .is_err()
+            {
+                clean_up_and_exit(sig);
             }
             if let Some(again) = forever.next() {
                 for note in krypta::fs::cleanup::unfinished() {
@@ -291,6 +287,14 @@ fn handle_signals() {
                 std::process::exit(128 + again);
             }
         });
+}
+
+/// The interrupt's cleanup: the terminal back as it was, temporary files removed, actions run
+/// (`krypta::fs::cleanup`), then exit with 128 + `sig`.
+fn clean_up_and_exit(sig: i32) -> ! {
+    krypta::crypto::password::restore_terminal();
+    krypta::fs::cleanup::remove_all();
+    std::process::exit(128 + sig)
 }
 
 /// Only a broken pipe on stdout itself ends quietly, and only for the commands whose stdout a

@@ -238,19 +238,26 @@ impl Requests {
 /// Where in its body request `line` gets a byte changed, when it is the one the [`Flip`]
 /// rule names (the rule is then taken).
 fn flips(st: &ProxyState, line: &str) -> Option<u64> {
-    let (method, target) = line.split_once(' ').unwrap_or((line, ""));
     let mut rule = st.flip.lock().unwrap();
     let r = rule.as_mut()?;
-    if (r.method.is_empty() || r.method == method) && target.contains(r.target) {
-        r.nth -= 1;
-        if r.nth == 0 {
-            let at = r.at;
-            *rule = None;
-            st.flipped.lock().unwrap().push(line.to_string());
-            return Some(at);
-        }
+    if !nth_met(line, r.method, r.target, &mut r.nth) {
+        return None;
     }
-    None
+    let at = r.at;
+    *rule = None;
+    st.flipped.lock().unwrap().push(line.to_string());
+    Some(at)
+}
+
+/// Whether request `line` (`METHOD TARGET`) matches a rule's `method` (empty: any) and
+/// `target` (a part of it), counting `nth` down: true when it reaches 0.
+fn nth_met(line: &str, method: &str, target: &str, nth: &mut u32) -> bool {
+    let (m, t) = line.split_once(' ').unwrap_or((line, ""));
+    if (method.is_empty() || method == m) && t.contains(target) {
+        *nth -= 1;
+        return *nth == 0;
+    }
+    false
 }
 
 /// Records the request lines of krypta's bytes; true when one of them is the request whose
@@ -258,18 +265,13 @@ fn flips(st: &ProxyState, line: &str) -> Option<u64> {
 fn loses(st: &ProxyState, lines: Vec<String>) -> bool {
     let mut hit = false;
     for line in lines {
-        let (method, target) = line.split_once(' ').unwrap_or((line.as_str(), ""));
         let mut rule = st.lose.lock().unwrap();
         if let Some(r) = rule.as_mut()
-            && (r.method.is_empty() || r.method == method)
-            && target.contains(r.target)
+            && nth_met(&line, r.method, r.target, &mut r.nth)
         {
-            r.nth -= 1;
-            if r.nth == 0 {
-                *rule = None;
-                st.lost.lock().unwrap().push(line.clone());
-                hit = true;
-            }
+            *rule = None;
+            st.lost.lock().unwrap().push(line.clone());
+            hit = true;
         }
         st.seen.lock().unwrap().push(line);
     }

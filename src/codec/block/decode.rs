@@ -55,35 +55,24 @@ impl BlockDecoder {
     ) -> Result<(), CodecError> {
         out.clear();
         check_raw(codec, payload, raw_len)?;
-        match codec {
-            Codec::Store => {
-                out.reserve_exact(raw_len);
-                out.extend_from_slice(payload);
-            }
-            Codec::Zstd => {
-                check_frame(payload, raw_len)?;
-                out.reserve_exact(raw_len);
-                // zstd writes into the spare capacity and sets the length: no zero-fill of
-                // the block first (that memset was ~4% of an extraction).
-                let n = match self.dctx.decompress_to_buffer(payload, out) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        out.clear();
-                        return Err(CodecError::Zstd(e));
-                    }
-                };
-                if n != raw_len {
+        if codec == Codec::Store {
+            out.reserve_exact(raw_len);
+            out.extend_from_slice(payload);
+        } else {
+            check_frame(payload, raw_len)?;
+            out.reserve_exact(raw_len);
+            // zstd writes into the spare capacity and sets the length: no zero-fill of
+            // the block first (that memset was ~4% of an extraction).
+            let n = match self.dctx.decompress_to_buffer(payload, out) {
+                Ok(n) => n,
+                Err(e) => {
                     out.clear();
-                    return Err(CodecError::SizeMismatch {
-                        expected: raw_len as u64,
-                        got: n as u64,
-                    });
+                    return Err(CodecError::Zstd(e));
                 }
-            }
-            Codec::ZstdBase => {
-                return Err(CodecError::Zstd(std::io::Error::other(
-                    "a zstd+base block decodes only against its base region",
-                )));
+            };
+            if let Err(e) = check_len(n, raw_len) {
+                out.clear();
+                return Err(e);
             }
         }
         bcj::decode(filter, out, filter_start);
@@ -106,29 +95,16 @@ impl BlockDecoder {
     ) -> Result<(), CodecError> {
         let raw_len = out.len();
         check_raw(codec, payload, raw_len)?;
-        match codec {
-            Codec::Store => {
-                out.copy_from_slice(payload);
-            }
-            Codec::Zstd => {
-                crate::codec::zframe::check_v2(payload, raw_len)?;
-                check_frame(payload, raw_len)?;
-                let n = self
-                    .dctx
-                    .decompress_to_buffer(payload, out)
-                    .map_err(CodecError::Zstd)?;
-                if n != raw_len {
-                    return Err(CodecError::SizeMismatch {
-                        expected: raw_len as u64,
-                        got: n as u64,
-                    });
-                }
-            }
-            Codec::ZstdBase => {
-                return Err(CodecError::Zstd(std::io::Error::other(
-                    "a zstd+base block decodes only against its base region",
-                )));
-            }
+        if codec == Codec::Store {
+            out.copy_from_slice(payload);
+        } else {
+            crate::codec::zframe::check_v2(payload, raw_len)?;
+            check_frame(payload, raw_len)?;
+            let n = self
+                .dctx
+                .decompress_to_buffer(payload, out)
+                .map_err(CodecError::Zstd)?;
+            check_len(n, raw_len)?;
         }
         bcj::decode(filter, out, filter_start);
         Ok(())
@@ -177,12 +153,9 @@ impl BlockDecoder {
                 return Err(e(code));
             }
         };
-        if n != raw_len {
+        if let Err(e) = check_len(n, raw_len) {
             out.clear();
-            return Err(CodecError::SizeMismatch {
-                expected: raw_len as u64,
-                got: n as u64,
-            });
+            return Err(e);
         }
         bcj::decode(filter, out, stream_offset);
         Ok(())
@@ -220,18 +193,34 @@ pub fn decode_stored_in_place(
 }
 
 /// Checks that `payload` is exactly one zstd frame declaring `raw_len` bytes of content.
-/// The checks of every decode before it writes: the raw length within a block's limit, and
-/// a stored payload exactly that long.
+/// The checks of every decode before it writes: the raw length within a block's limit, a
+/// block that needs no base region, and a stored payload exactly that long.
 fn check_raw(codec: Codec, payload: &[u8], raw_len: usize) -> Result<(), CodecError> {
     if raw_len > MAX_BLOCK_SIZE {
         return Err(CodecError::TooLarge {
             len: raw_len as u64,
         });
     }
+    if codec == Codec::ZstdBase {
+        return Err(CodecError::Zstd(std::io::Error::other(
+            "a zstd+base block decodes only against its base region",
+        )));
+    }
     if codec == Codec::Store && payload.len() != raw_len {
         return Err(CodecError::SizeMismatch {
             expected: raw_len as u64,
             got: payload.len() as u64,
+        });
+    }
+    Ok(())
+}
+
+/// A zstd frame decoded to `n` bytes where its block declares `raw_len`.
+fn check_len(n: usize, raw_len: usize) -> Result<(), CodecError> {
+    if n != raw_len {
+        return Err(CodecError::SizeMismatch {
+            expected: raw_len as u64,
+            got: n as u64,
         });
     }
     Ok(())
