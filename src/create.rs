@@ -67,6 +67,7 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     let warnings = sink.warnings();
     let details = sink.details();
     let location = req.output.clone();
+    let base = req.options.base.clone();
     let r = compress_into(sink, req, rep);
     // The sink is gone (finished, or aborted by its drop): report what it could not.
     if let Ok(mut w) = warnings.lock() {
@@ -81,6 +82,14 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     }
     if let Some(c) = counters {
         rep.detail(&format!("{}: {}", location.display(), c.summary()));
+    }
+    // A base in object storage: what reading it cost, and a frame changed on the way.
+    if let Some(c) = base.as_ref().and_then(|b| b.counters()) {
+        let path = base.as_ref().map(|b| b.path()).unwrap_or(&location);
+        rep.detail(&format!("{}: {}", path.display(), c.summary()));
+        if let Some(w) = c.transfer_warning(path) {
+            rep.warn(&w);
+        }
     }
     r
 }

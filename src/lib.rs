@@ -138,10 +138,19 @@ pub(crate) fn report_transfer(ar: &Archive, archive: &Path, rep: &mut dyn Report
 
 /// [`report_transfer`]'s `-v` detail said, its warnings returned (not said).
 fn transfer_warnings(ar: &Archive, archive: &Path, rep: &mut dyn Reporter) -> Vec<String> {
+    let mut warnings = Vec::new();
     if let Some(c) = ar.source().counters() {
         rep.detail(&format!("{}: {}", archive.display(), c.summary()));
+        warnings.extend(c.transfer_warning(archive));
     }
-    repaired::heal_warnings(ar, archive)
+    if let Some(base) = ar.base()
+        && let Some(c) = base.counters()
+    {
+        rep.detail(&format!("{}: {}", base.path().display(), c.summary()));
+        warnings.extend(c.transfer_warning(base.path()));
+    }
+    warnings.extend(repaired::heal_warnings(ar, archive));
+    warnings
 }
 
 /// Full scan, or (with an index and a selection) only the frames holding the selected

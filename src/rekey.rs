@@ -51,5 +51,9 @@ pub fn rekey(
     summary
         .warnings
         .extend(crate::repaired::heal_warnings(&ar, input));
+    // IN in object storage: a frame changed on the way was fetched again.
+    if let Some(c) = ar.source().counters() {
+        summary.warnings.extend(c.transfer_warning(input));
+    }
     Ok(summary)
 }

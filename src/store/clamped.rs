@@ -82,6 +82,9 @@ impl Source for Clamped {
     fn identity(&self) -> Option<String> {
         self.inner.identity()
     }
+    fn refetcher(&self) -> Option<std::sync::Arc<dyn super::Refetch>> {
+        self.inner.refetcher()
+    }
     fn counters(&self) -> Option<std::sync::Arc<Counters>> {
         self.inner.counters()
     }

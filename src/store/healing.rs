@@ -119,6 +119,13 @@ impl<'a> Whole<'a> {
     }
 }
 
+impl Whole<'_> {
+    /// The source's [`super::Refetch`], for a second look at a shard that fails.
+    fn refetcher(&self) -> Option<std::sync::Arc<dyn super::Refetch>> {
+        self.src.lock().ok()?.refetcher()
+    }
+}
+
 impl ByteSource for Whole<'_> {
     fn len(&self) -> u64 {
         self.len
@@ -406,7 +413,17 @@ fn heal_bytes(
     // Segments with a shard that fails (true) or only shards whose checksum is lost (false).
     let mut bad_segments: std::collections::BTreeMap<u64, bool> = Default::default();
     let mut pad = vec![0u8; s];
-    for (i, shard) in raw.chunks(s).enumerate() {
+    // The last shard of P is checked padded with zeros to the shard size.
+    let mut differs = |shard: &[u8], sum: u64| {
+        if shard.len() == s {
+            return xxh3(shard) != sum;
+        }
+        pad[..shard.len()].copy_from_slice(shard);
+        pad[shard.len()..].fill(0);
+        xxh3(&pad) != sum
+    };
+    let refetch = whole.refetcher();
+    for (i, shard) in raw.chunks_mut(s).enumerate() {
         let off = start + (i * s) as u64;
         let index = off / s as u64;
         let have = got.saturating_sub(i * s).min(shard.len());
@@ -418,12 +435,23 @@ fn heal_bytes(
                 // (the lost checksums count as erasures), else served as read and left to
                 // the frame tags.
                 None => Some(false),
-                Some(sum) if shard.len() == s => (xxh3(shard) != sum).then_some(true),
-                Some(sum) => {
-                    pad[..shard.len()].copy_from_slice(shard);
-                    pad[shard.len()..].fill(0);
-                    (xxh3(&pad) != sum).then_some(true)
-                }
+                Some(sum) if !differs(shard, sum) => None,
+                // Bytes from a network that fail are fetched again once before the
+                // segment is rebuilt (`super::Refetch`): a byte changed in transit is not
+                // damage to repair, and the store's copy may be intact.
+                Some(sum) => match &refetch {
+                    Some(r) => {
+                        let mut again = vec![0u8; shard.len()];
+                        if r.refetch(off, &mut again).is_ok() && !differs(&again, sum) {
+                            shard.copy_from_slice(&again);
+                            r.healed();
+                            None
+                        } else {
+                            Some(true)
+                        }
+                    }
+                    None => Some(true),
+                },
             }
         };
         if let Some(bad) = verdict {
@@ -558,6 +586,10 @@ impl Source for HealingSource {
     }
     fn counters(&self) -> Option<std::sync::Arc<Counters>> {
         self.locked().counters()
+    }
+    /// The inner source's: P's offsets are the file's (the section follows P).
+    fn refetcher(&self) -> Option<std::sync::Arc<dyn super::Refetch>> {
+        self.locked().refetcher()
     }
     fn describe(&self) -> Option<String> {
         self.locked().describe()

@@ -146,6 +146,9 @@ pub struct Counters {
     pub bytes_in: AtomicU64,
     /// Request body bytes sent.
     pub bytes_out: AtomicU64,
+    /// Frames (or headers) whose bytes failed their check as received and passed it when
+    /// fetched again ([`Refetch::healed`]): changed on the way, not in the store.
+    pub refetched: AtomicU64,
 }
 
 impl Counters {
@@ -154,16 +157,58 @@ impl Counters {
         c.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// One line for `-v`: `N requests (R retried), I bytes received, O bytes sent`.
+    /// One line for `-v`: `N requests (R retried), I bytes received, O bytes sent`, and
+    /// `, F fetched again after a transfer error` when [`Counters::refetched`] is not 0.
     pub fn summary(&self) -> String {
+        let refetched = self.refetched.load(Ordering::Relaxed);
         format!(
-            "{} requests ({} retried), {} bytes received, {} bytes sent",
+            "{} requests ({} retried), {} bytes received, {} bytes sent{}",
             self.requests.load(Ordering::Relaxed),
             self.retries.load(Ordering::Relaxed),
             self.bytes_in.load(Ordering::Relaxed),
-            self.bytes_out.load(Ordering::Relaxed)
+            self.bytes_out.load(Ordering::Relaxed),
+            if refetched > 0 {
+                format!(", {refetched} fetched again after a transfer error")
+            } else {
+                String::new()
+            }
         )
     }
+
+    /// The warning every command prints when [`Counters::refetched`] is not 0: the archive
+    /// is intact, the network path to it is not.
+    pub fn transfer_warning(&self, location: &Path) -> Option<String> {
+        let n = self.refetched.load(Ordering::Relaxed);
+        (n > 0).then(|| {
+            format!(
+                "{}: {n} {} failed {} check as received and passed it when fetched again: the stored archive is intact, but something between krypta and the store changed bytes in transit (a proxy, a network card, memory; over https this cannot happen unnoticed)",
+                location.display(),
+                if n == 1 { "read" } else { "reads" },
+                if n == 1 { "its" } else { "their" },
+            )
+        })
+    }
+}
+
+/// A second, fresh read of bytes that failed a check, for sources whose bytes cross a
+/// network ([`Source::refetcher`]).
+///
+/// Why: a frame's tag or the header's checksum that fails on bytes fetched from object
+/// storage may be the store's copy (damage: report it, salvage past it) or the transfer (a
+/// byte changed between the store and krypta: plain http through a faulty proxy, NIC or
+/// memory). Only a second fetch tells them apart, and it costs one request on an error path
+/// only. Before, a transfer error was reported as damage in the archive (exit 5 on an
+/// intact object, and `x` re-read the whole archive to salvage). The bytes fetched again are
+/// checked exactly as the first were, so a second opinion can never let through a byte the
+/// first check would refuse: it only turns a refusal of bytes that were not the stored ones
+/// into a read of the stored ones.
+pub trait Refetch: Send + Sync {
+    /// Exactly `buf.len()` bytes at `offset`, fetched anew (never from bytes kept by the
+    /// source); a short object is `UnexpectedEof`.
+    fn refetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// The bytes fetched again passed the check the first copy failed: counted, and warned
+    /// about by the commands ([`Counters::transfer_warning`]).
+    fn healed(&self);
 }
 
 /// Where archive bytes come from: sequential reads at a position, seeks and ranged reads
@@ -193,6 +238,12 @@ pub trait Source: Read + Send {
     fn identity(&self) -> Option<String>;
     /// Transfer counters (remote sources).
     fn counters(&self) -> Option<std::sync::Arc<Counters>> {
+        None
+    }
+    /// A way to fetch bytes again, bypassing everything the source keeps, for sources whose
+    /// bytes cross a network ([`Refetch`]); None for local files and streams, whose bytes
+    /// read twice are the same bytes. Offsets are this source's own.
+    fn refetcher(&self) -> Option<std::sync::Arc<dyn Refetch>> {
         None
     }
     /// What transparent repair did ([`healing::HealingSource`]; None for other sources).

@@ -4,7 +4,7 @@
 
 use std::io::{self, Read};
 
-use super::{Counters, Source};
+use super::{Counters, Refetch, Source};
 
 /// `inner` with `shift` bytes inserted (positive) or removed (negative) at `split` undone:
 /// an offset below `split` is read where it is, one at or above it `shift` bytes further.
@@ -70,7 +70,42 @@ impl Source for Shifted {
     fn counters(&self) -> Option<std::sync::Arc<Counters>> {
         self.inner.counters()
     }
+    fn refetcher(&self) -> Option<std::sync::Arc<dyn Refetch>> {
+        let inner = self.inner.refetcher()?;
+        Some(std::sync::Arc::new(ShiftedRefetch {
+            inner,
+            split: self.split,
+            shift: self.shift,
+        }))
+    }
     fn describe(&self) -> Option<String> {
         self.inner.describe()
+    }
+}
+
+/// [`Source::refetcher`] of a [`Shifted`]: the inner source's, at the offsets the edit moved.
+struct ShiftedRefetch {
+    inner: std::sync::Arc<dyn Refetch>,
+    split: u64,
+    shift: i64,
+}
+
+impl Refetch for ShiftedRefetch {
+    fn refetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let before = usize::try_from(self.split.saturating_sub(offset))
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let (a, b) = buf.split_at_mut(before);
+        self.inner.refetch(offset, a)?;
+        if b.is_empty() {
+            return Ok(());
+        }
+        let from = offset + before as u64;
+        let at = u64::try_from(i128::from(from) + i128::from(self.shift))
+            .map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        self.inner.refetch(at, b)
+    }
+    fn healed(&self) {
+        self.inner.healed();
     }
 }

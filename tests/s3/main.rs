@@ -19,3 +19,4 @@ mod recovery;
 mod rekey;
 mod roundtrip;
 mod tls;
+mod transit;

@@ -1,8 +1,9 @@
 //! The counting TCP proxy the object-storage tests put between krypta and the server: it
 //! counts bytes, connections and requests, and can answer `503 SlowDown`, slow a transfer,
 //! lose the answer to one request ([`Lose`]: the request reaches the server, which carries it
-//! out and answers, and krypta's connection is closed before the answer reaches it), or change
-//! one byte of one request's body on its way to the server ([`Flip`]).
+//! out and answers, and krypta's connection is closed before the answer reaches it), change
+//! one byte of one request's body on its way to the server ([`Flip`]), or one byte of an
+//! object read on its way to krypta ([`FlipDown`]).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -35,6 +36,19 @@ pub struct ProxyState {
     pub flip: Mutex<Option<Flip>>,
     /// The request lines whose bodies had a byte changed.
     pub flipped: Mutex<Vec<String>>,
+    /// The object byte changed in the answer to the GET that reads it (taken when met).
+    pub flip_down: Mutex<Option<FlipDown>>,
+    /// The Range headers of the GETs whose answers had a byte changed.
+    pub flipped_down: Mutex<Vec<String>>,
+}
+
+/// Which answer the proxy changes on its way to krypta: the `nth` (1-based) GET whose
+/// `Range: bytes=A-B` holds object byte `at` gets that byte of its answer's body inverted
+/// (the stored object is not changed: a GET of it again reads it as stored).
+#[derive(Debug, Clone)]
+pub struct FlipDown {
+    pub at: u64,
+    pub nth: u32,
 }
 
 /// Which request's body the proxy changes, and where: the `nth` (1-based) request whose
@@ -123,6 +137,16 @@ impl Proxy {
         *self.state.flip.lock().unwrap() = Some(rule);
     }
 
+    /// Changes one object byte in the answer `rule` names (see [`FlipDown`]).
+    pub fn flip_down(&self, rule: FlipDown) {
+        *self.state.flip_down.lock().unwrap() = Some(rule);
+    }
+
+    /// The Range headers of the GETs whose answers had a byte changed.
+    pub fn flipped_down(&self) -> Vec<String> {
+        self.state.flipped_down.lock().unwrap().clone()
+    }
+
     /// The request lines whose bodies had a byte changed.
     pub fn flipped(&self) -> Vec<String> {
         self.state.flipped.lock().unwrap().clone()
@@ -178,9 +202,50 @@ fn serve(mut client: TcpStream, upstream: SocketAddr, st: Arc<ProxyState>) {
     // every byte the server sends after that belongs to the lost answer.
     let swallow = Arc::new(AtomicBool::new(false));
     let swallow2 = Arc::clone(&swallow);
-    let up = std::thread::spawn(move || pump(c2, s2, &st2, true, &swallow2));
-    pump(server, client, &st, false, &swallow);
+    // Likewise the answer to the GET a FlipDown names is the next one the server sends: the
+    // upward pump sets where in its body the byte to change is.
+    let down_flip = Arc::new(Mutex::new(None::<u64>));
+    let down_flip2 = Arc::clone(&down_flip);
+    let up = std::thread::spawn(move || pump(c2, s2, &st2, true, &swallow2, &down_flip2));
+    pump(server, client, &st, false, &swallow, &down_flip);
     let _ = up.join();
+}
+
+/// Where the downward pump is in the answer whose body gets a byte changed.
+#[derive(Default)]
+struct Answer {
+    /// The last bytes of the head seen so far (to find `\r\n\r\n` across reads).
+    tail: Vec<u8>,
+    /// Body bytes still to pass before the one to change; None while in the head.
+    left: Option<u64>,
+}
+
+impl Answer {
+    /// Changes the byte of `data` (the next bytes of the answer) the rule names; true once
+    /// it is changed.
+    fn feed(&mut self, data: &mut [u8], at: u64) -> bool {
+        let mut i = 0;
+        while self.left.is_none() && i < data.len() {
+            self.tail.push(data[i]);
+            i += 1;
+            if self.tail.ends_with(b"\r\n\r\n") {
+                self.left = Some(at);
+            }
+            if self.tail.len() > 3 {
+                self.tail.remove(0);
+            }
+        }
+        let Some(left) = self.left else {
+            return false;
+        };
+        let rest = (data.len() - i) as u64;
+        if left < rest {
+            data[i + left as usize] ^= 0xff;
+            return true;
+        }
+        self.left = Some(left - rest);
+        false
+    }
 }
 
 /// Finds the request lines in one direction of an HTTP/1.1 connection: request heads, and
@@ -191,6 +256,9 @@ struct Requests {
     body_left: u64,
     /// Where in the rest of the current body the byte to change is ([`Flip`]).
     flip_at: Option<u64>,
+    /// Where in the body of the answer to the request just seen the byte to change is
+    /// ([`FlipDown`]), for the downward pump.
+    down_at: Option<u64>,
 }
 
 impl Requests {
@@ -228,6 +296,9 @@ impl Requests {
                     .unwrap_or(0);
                 let line = line.strip_suffix(" HTTP/1.1").unwrap_or(line);
                 self.flip_at = flips(st, line);
+                if let Some(at) = flips_down(st, line, &text) {
+                    self.down_at = Some(at);
+                }
                 lines.push(line.to_string());
             }
         }
@@ -246,6 +317,34 @@ fn flips(st: &ProxyState, line: &str) -> Option<u64> {
     let at = r.at;
     *rule = None;
     st.flipped.lock().unwrap().push(line.to_string());
+    Some(at)
+}
+
+/// Where in the answer to request `line` (head `head`) a byte is changed, when it is the GET
+/// the [`FlipDown`] rule names (the rule is then taken).
+fn flips_down(st: &ProxyState, line: &str, head: &str) -> Option<u64> {
+    if !line.starts_with("GET ") {
+        return None;
+    }
+    let range = head
+        .split("\r\n")
+        .filter_map(|h| h.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("range"))
+        .map(|(_, v)| v.trim().to_string())?;
+    let (a, b) = range.strip_prefix("bytes=")?.split_once('-')?;
+    let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
+    let mut rule = st.flip_down.lock().unwrap();
+    let r = rule.as_mut()?;
+    if !(a..=b).contains(&r.at) {
+        return None;
+    }
+    r.nth -= 1;
+    if r.nth > 0 {
+        return None;
+    }
+    let at = r.at - a;
+    *rule = None;
+    st.flipped_down.lock().unwrap().push(range);
     Some(at)
 }
 
@@ -287,8 +386,10 @@ fn pump(
     st: &ProxyState,
     upward: bool,
     swallow: &AtomicBool,
+    down_flip: &Mutex<Option<u64>>,
 ) {
     let mut b = vec![0u8; 64 << 10];
+    let mut answer: Option<(Answer, u64)> = None;
     let mut tail = [0u8; 3];
     let mut broken = false;
     let mut requests = Requests::default();
@@ -309,7 +410,11 @@ fn pump(
             let k = joined.len();
             tail.copy_from_slice(&joined[k - 3..]);
             st.up.fetch_add(n as u64, Ordering::SeqCst);
-            if loses(st, requests.feed(&mut b[..n], st)) {
+            let lines = requests.feed(&mut b[..n], st);
+            if let Some(at) = requests.down_at.take() {
+                *down_flip.lock().unwrap() = Some(at);
+            }
+            if loses(st, lines) {
                 swallow.store(true, Ordering::SeqCst);
             }
         } else if swallow.load(Ordering::SeqCst) {
@@ -318,6 +423,16 @@ fn pump(
             break;
         } else {
             st.down.fetch_add(n as u64, Ordering::SeqCst);
+            if answer.is_none()
+                && let Some(at) = down_flip.lock().unwrap().take()
+            {
+                answer = Some((Answer::default(), at));
+            }
+            if let Some((a, at)) = &mut answer
+                && a.feed(&mut b[..n], *at)
+            {
+                answer = None;
+            }
         }
         if to.write_all(&b[..n]).is_err() {
             broken = true;

@@ -41,7 +41,7 @@
 
 use std::sync::Mutex;
 
-use super::base_binding::{binding_of, read_exact_at};
+use super::base_binding::{binding_of, read_exact_at, tag_offsets};
 use super::base_cache::Cache;
 pub use super::base_cache::DEFAULT_CACHE_BUDGET;
 pub use super::base_fault::BaseFault;
@@ -58,6 +58,9 @@ pub struct BaseArchive {
     path: PathBuf,
     id: ArchiveId,
     binding: [u8; 32],
+    /// Where the tags the binding covers lie (`base_binding::tag_offsets`; empty when the
+    /// binding could not be computed).
+    at_tags: Vec<u64>,
     version: Version,
     protection: Arc<Protection>,
     input: Mutex<Input>,
@@ -179,9 +182,16 @@ impl BaseArchive {
                 path.display()
             )));
         }
-        let binding = match &footer {
-            Some(footer) => binding_of(&ar, footer, &offsets, &index)?,
-            None => [0; 32],
+        let (binding, at_tags) = match &footer {
+            Some(footer) => {
+                let at_tags = tag_offsets(&ar, footer, &offsets, &index)?;
+                let b = binding_of(&ar.header.archive_id, &at_tags, |at, buf| {
+                    read_exact_at(&*ar.input, at, buf)
+                })
+                .map_err(|e| Error::io(&ar.path, "read", e))?;
+                (b, at_tags)
+            }
+            None => ([0; 32], Vec::new()),
         };
         let Archive {
             input,
@@ -196,6 +206,7 @@ impl BaseArchive {
             path,
             id: header.archive_id,
             binding,
+            at_tags,
             version,
             protection,
             input: Mutex::new(input),
@@ -281,6 +292,11 @@ impl BaseArchive {
         self.input.lock().ok()?.heal_report()
     }
 
+    /// Its source's transfer counters (a base in object storage).
+    pub fn counters(&self) -> Option<Arc<crate::store::Counters>> {
+        self.input.lock().ok()?.counters()
+    }
+
     /// The base's path as given.
     pub fn path(&self) -> &Path {
         &self.path
@@ -294,6 +310,21 @@ impl BaseArchive {
     /// The binding digest (module doc).
     pub fn binding(&self) -> [u8; 32] {
         self.binding
+    }
+
+    /// Whether the binding is `want` with its tags fetched again (`second_look`): for a
+    /// base in object storage whose binding differed as first read, before it is called
+    /// another archive or damaged. False for a local base (read twice, the same bytes).
+    pub(crate) fn binding_fetched_again_is(&self, want: [u8; 32]) -> bool {
+        let Some(r) = self.input.lock().ok().and_then(|i| i.refetcher()) else {
+            return false;
+        };
+        let again = binding_of(&self.id, &self.at_tags, |at, buf| r.refetch(at, buf));
+        let same = again.is_ok_and(|b| b == want);
+        if same {
+            r.healed();
+        }
+        same
     }
 
     /// The header extension a delta archive against this base carries.
@@ -455,7 +486,7 @@ impl BaseArchive {
         buf: &mut [u8],
         out: &mut HugeBuf,
     ) -> std::result::Result<(), BaseFault> {
-        {
+        let refetch = {
             let input = self.input.lock().expect("base input lock");
             read_exact_at(&**input, at, buf).map_err(|e| BaseFault::Read {
                 path: self.path.clone(),
@@ -463,7 +494,8 @@ impl BaseArchive {
                 at,
                 source: Arc::new(e),
             })?;
-        }
+            input.refetcher()
+        };
         let bad =
             |what: String| self.invalid(seq, at, format!("base frame {seq} at byte {at}: {what}"));
         // The frame's place and length come from the verified index, and its tag covers its
@@ -471,16 +503,29 @@ impl BaseArchive {
         // as `t` of the base says), and only a head that verified and still is not the frame
         // the index places there is an invalid base (a structure error).
         let head: [u8; FRAME_HEADER_LEN] = buf[..FRAME_HEADER_LEN].try_into().expect("16");
-        let tag: [u8; TAG_LEN] = buf[buf.len() - TAG_LEN..].try_into().expect("32");
+        let mut tag: [u8; TAG_LEN] = buf[buf.len() - TAG_LEN..].try_into().expect("32");
         let body = &mut buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + body_len];
-        self.protection
-            .open_frame(&self.id, &head, seq, body, &tag)
-            .map_err(|_| BaseFault::Damaged {
+        // A base in object storage gets a second look (`second_look`), as the archive does.
+        let opened = super::second_look::passes(
+            refetch.as_deref(),
+            at,
+            &head,
+            body,
+            &mut tag,
+            |body, tag| {
+                self.protection
+                    .open_frame(&self.id, &head, seq, body, tag)
+                    .is_ok()
+            },
+        );
+        if !opened {
+            return Err(BaseFault::Damaged {
                 path: self.path.clone(),
                 seq,
                 at,
                 sealed: self.protection.is_sealed(),
-            })?;
+            });
+        }
         let header = FrameHeader::parse(&head, self.version).map_err(|e| bad(e.to_string()))?;
         if header.kind != FrameKind::Data
             || header.seq != seq

@@ -27,22 +27,19 @@ pub(super) fn read_exact_at(
     Ok(())
 }
 
-/// The binding of an opened archive whose index was read: the tags of its data frames (at
-/// the frame table's offsets) and of its index frames (walked from the footer's index
-/// offset, each head giving the next), hashed with its id (module doc).
-pub(super) fn binding_of(
+/// Where the tags the binding covers lie in an opened archive whose index was read: its
+/// data frames' (at the frame table's offsets) and its index frames' (walked from the
+/// footer's index offset, each head giving the next).
+pub(super) fn tag_offsets(
     ar: &Archive,
     footer: &Footer,
     offsets: &[u64],
     index: &Index,
-) -> Result<[u8; 32]> {
+) -> Result<Vec<u64>> {
     let io = |e| Error::io(&ar.path, "read", e);
-    let mut tags = Vec::with_capacity((offsets.len() + footer.index_frames as usize) * TAG_LEN);
-    let mut tag = [0u8; TAG_LEN];
+    let mut at_tags = Vec::with_capacity(offsets.len() + footer.index_frames as usize);
     for (k, &at) in offsets.iter().enumerate() {
-        let end = at + (FRAME_HEADER_LEN + index.frame_body_lens[k] as usize) as u64;
-        read_exact_at(&*ar.input, end, &mut tag).map_err(io)?;
-        tags.extend_from_slice(&tag);
+        at_tags.push(at + (FRAME_HEADER_LEN + index.frame_body_lens[k] as usize) as u64);
     }
     let mut at = footer.index_offset;
     for _ in 0..footer.index_frames {
@@ -50,15 +47,28 @@ pub(super) fn binding_of(
         read_exact_at(&*ar.input, at, &mut head).map_err(io)?;
         let h = FrameHeader::parse(&head, ar.version).map_err(|e| corrupt(&ar.path, at, e))?;
         let end = at + (FRAME_HEADER_LEN + h.body_len as usize) as u64;
-        read_exact_at(&*ar.input, end, &mut tag).map_err(io)?;
-        tags.extend_from_slice(&tag);
+        at_tags.push(end);
         at = end + TAG_LEN as u64;
     }
-    let frames = (tags.len() / TAG_LEN) as u64;
-    let mut m = Vec::with_capacity(16 + 8 + tags.len());
-    m.extend_from_slice(&ar.header.archive_id);
+    Ok(at_tags)
+}
+
+/// The binding (module doc) of the archive `id` whose frame tags lie at `at_tags`, each read
+/// with `read` (the source's ranged reads; or, for a second look, fetched again).
+pub(super) fn binding_of(
+    id: &ArchiveId,
+    at_tags: &[u64],
+    mut read: impl FnMut(u64, &mut [u8]) -> std::io::Result<()>,
+) -> std::io::Result<[u8; 32]> {
+    let frames = at_tags.len() as u64;
+    let mut m = Vec::with_capacity(16 + 8 + at_tags.len() * TAG_LEN);
+    m.extend_from_slice(id);
     m.extend_from_slice(&frames.to_le_bytes());
-    m.extend_from_slice(&tags);
+    let mut tag = [0u8; TAG_LEN];
+    for &at in at_tags {
+        read(at, &mut tag)?;
+        m.extend_from_slice(&tag);
+    }
     let mut out = [0u8; 32];
     crate::crypto::primitives::blake3_derive_key(super::BINDING_CONTEXT, &m, &mut out);
     Ok(out)

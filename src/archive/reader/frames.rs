@@ -33,20 +33,28 @@ pub(super) fn open_frame(
     version: Version,
     budget: Option<&ByteBudget>,
     base: Option<&BaseArchive>,
+    refetch: Option<&dyn crate::store::Refetch>,
     mut job: FrameJob,
 ) -> FrameResult {
     let body_len = job.body.len() as u64;
     let mut took_turn = false;
     let r = (|| {
-        protection
-            .open_frame(
-                archive_id,
-                &job.header_bytes,
-                job.header.seq,
-                &mut job.body,
-                &job.tag,
-            )
-            .map_err(|_| FrameFault::Tag)?;
+        let seq = job.header.seq;
+        let opened = second_look::passes(
+            refetch,
+            job.offset,
+            &job.header_bytes,
+            &mut job.body,
+            &mut job.tag,
+            |body, tag| {
+                protection
+                    .open_frame(archive_id, &job.header_bytes, seq, body, tag)
+                    .is_ok()
+            },
+        );
+        if !opened {
+            return Err(FrameFault::Tag);
+        }
         let (info, _) =
             block_info(&job.body, version, job.header.kind).map_err(FrameFault::Format)?;
         // A stored block becomes the body itself; a zstd block needs raw_len more bytes.
@@ -118,6 +126,7 @@ impl Archive {
             self.version,
             None,
             self.base.as_deref(),
+            self.input.refetcher().as_deref(),
             job,
         )
     }
@@ -336,6 +345,7 @@ impl Archive {
         let buffers = self.buffers.clone();
         let version = self.version;
         let base = self.base.clone();
+        let refetch = self.input.refetcher();
         let budget = Arc::new(ByteBudget::with_base(self.jobs, self.in_flight_base));
         let worker_budget = Arc::clone(&budget);
         // The header's block size only sizes the pool's job count (a performance hint); the
@@ -353,6 +363,7 @@ impl Archive {
                     version,
                     Some(&worker_budget),
                     base.as_deref(),
+                    refetch.as_deref(),
                     job,
                 )
             },

@@ -20,6 +20,32 @@ pub(super) fn read_header(path: &Path) -> Result<HeaderRead> {
 /// [`read_header`] of `input`, which [`crate::store::open_source`] opened from `path` (a
 /// seekable one may be opened again, to search it for recovery data).
 pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead> {
+    let remote = input.refetcher().is_some();
+    match read_header_once(input, path) {
+        // From object storage, a header that fails may have been changed on the way: it is
+        // parsed again from a new fetch (one request, before any search for recovery data,
+        // which reads the whole object), and read again in full only if it parses now
+        // (`second_look`).
+        Err(e) if remote && super::second_look::header_may_have_changed(&e) => {
+            let parses = crate::store::open_source(path)
+                .ok()
+                .and_then(|src| read_header_from(src, path).ok())
+                .is_some_and(|r| r.3.is_none());
+            if !parses {
+                return Err(e);
+            }
+            let again = read_header_once(crate::store::open_source(path)?, path)?;
+            if let Some(r) = again.2.refetcher() {
+                r.healed();
+            }
+            Ok(again)
+        }
+        r => r,
+    }
+}
+
+/// [`read_header_opened`] without the second look.
+fn read_header_once(input: Input, path: &Path) -> Result<HeaderRead> {
     use crate::store::healing::{Search, protect};
     let input = match protect(input, path, Search::Trailer)? {
         Ok(healing) => return read_header_from(Box::new(healing), path),

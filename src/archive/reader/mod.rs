@@ -40,6 +40,7 @@ mod replay;
 mod resync;
 mod salvage;
 mod scan;
+mod second_look;
 mod signed;
 mod spool;
 mod stream_end;
@@ -95,7 +96,7 @@ pub trait Visitor {
 }
 
 /// Options for opening an archive.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct OpenOptions {
     /// Keys to try against the stanzas. When any is given, an unencrypted archive is refused
     /// ([`Error::NotEncrypted`]) unless `allow_unencrypted`: a key means the caller expects

@@ -17,16 +17,14 @@ impl Archive {
     /// when a password is tried on it), AuthFailed (no stanza opened or the
     /// header MAC failed), Integrity (unencrypted header checksum), Io.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Archive> {
-        let read = read_header(path)?;
-        Self::open_parsed(path, opts, read)
+        Self::open_read(path, opts, read_header(path))
     }
 
     /// [`Archive::open`] of `input`, which [`crate::store::open_source`] (or
     /// [`crate::store::open_seekable`]) opened from `path`: for callers that look at the
     /// source first (is it a stream?), since a pipe cannot be opened twice.
     pub(super) fn open_opened(input: Input, path: &Path, opts: OpenOptions) -> Result<Archive> {
-        let read = read_header_opened(input, path)?;
-        Self::open_parsed(path, opts, read)
+        Self::open_read(path, opts, read_header_opened(input, path))
     }
 
     /// [`Archive::open`] on a source already open; `name` labels errors.
@@ -377,6 +375,7 @@ impl Archive {
         let damage = match base.unchecked() {
             Some(why) => Some(format!("its index cannot be read: {why}")),
             None if base.binding() == want_binding => None,
+            None if base.binding_fetched_again_is(want_binding) => None,
             None => {
                 let bad = base.damaged_frames()?;
                 if bad.is_empty() {

@@ -213,13 +213,14 @@ impl Archive {
             self.seek_to(self.header_len)?;
         }
         let (mut data_frames, mut index_frames, mut index_offset) = (0u64, 0u64, None);
+        let refetch = self.input.refetcher();
         loop {
             let job = self.read_frame()?;
             let FrameJob {
                 header: fh,
                 header_bytes,
                 mut body,
-                tag,
+                mut tag,
                 offset,
                 ..
             } = job;
@@ -233,21 +234,33 @@ impl Archive {
                     ),
                 ));
             }
+            // From object storage, a frame changed in transit is fetched again once
+            // (`second_look`) before it is called damage.
+            let (id, protection) = (&self.header.archive_id, &self.protection);
+            let opened = super::second_look::passes(
+                refetch.as_deref(),
+                offset,
+                &header_bytes,
+                &mut body,
+                &mut tag,
+                |body, tag| {
+                    if plan.rotate {
+                        protection
+                            .open_frame(id, &header_bytes, fh.seq, body, tag)
+                            .is_ok()
+                    } else {
+                        protection
+                            .verify_frame(id, &header_bytes, fh.seq, body, tag)
+                            .is_ok()
+                    }
+                },
+            );
+            if !opened {
+                return Err(self.fault(offset, fh.seq, super::FrameFault::Tag));
+            }
             let out_tag = if plan.rotate {
-                self.protection
-                    .open_frame(
-                        &self.header.archive_id,
-                        &header_bytes,
-                        fh.seq,
-                        &mut body,
-                        &tag,
-                    )
-                    .map_err(|_| self.fault(offset, fh.seq, super::FrameFault::Tag))?;
                 new.seal_frame(&archive_id, &header_bytes, fh.seq, &mut body)
             } else {
-                self.protection
-                    .verify_frame(&self.header.archive_id, &header_bytes, fh.seq, &body, &tag)
-                    .map_err(|_| self.fault(offset, fh.seq, super::FrameFault::Tag))?;
                 tag
             };
             if fh.kind == FrameKind::Index && index_offset.is_none() {

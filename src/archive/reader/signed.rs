@@ -249,6 +249,7 @@ impl Archive {
             return Ok(());
         };
         let mut body = Vec::new();
+        let refetch = self.input.refetcher();
         for (seq, (off, tag)) in frames.iter().enumerate() {
             let changed = || {
                 refuse(
@@ -270,9 +271,24 @@ impl Archive {
                 &mut body,
                 "frame body",
             )?;
-            self.protection
-                .open_frame(&self.header.archive_id, &head, seq as u64, &mut body, tag)
-                .map_err(|_| changed())?;
+            // From object storage, a body changed in transit is fetched again once
+            // (`second_look`); it is always checked against the signed tag.
+            let mut as_read = [0u8; TAG_LEN];
+            let opened = super::second_look::passes(
+                refetch.as_deref(),
+                *off,
+                &head,
+                &mut body,
+                &mut as_read,
+                |body, _| {
+                    self.protection
+                        .open_frame(&self.header.archive_id, &head, seq as u64, body, tag)
+                        .is_ok()
+                },
+            );
+            if !opened {
+                return Err(changed());
+            }
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ use rusty_s3::S3Action;
 use super::client::{Client, Fault, Verb};
 use super::{ObjectUrl, StoreError};
 use crate::error::{Error, Result};
-use crate::store::{Counters, Source, StoreSettings};
+use crate::store::{Counters, Refetch, Source, StoreSettings};
 
 /// Bytes fetched when an object is opened (4 KiB).
 pub const OPEN_WINDOW: u64 = 4 << 10;
@@ -436,8 +436,47 @@ impl Source for S3Source {
     fn counters(&self) -> Option<std::sync::Arc<Counters>> {
         Some(std::sync::Arc::clone(&self.client.counters))
     }
+    fn refetcher(&self) -> Option<Arc<dyn Refetch>> {
+        Some(Arc::new(S3Refetch {
+            client: Arc::clone(&self.client),
+            etag: self.etag.clone(),
+            len: self.len,
+        }))
+    }
     fn describe(&self) -> Option<String> {
         Some(self.client.describe())
+    }
+}
+
+/// [`Source::refetcher`] of an [`S3Source`]: a new ranged GET pinned to the same ETag and
+/// length (the open window, the cached tail and the chunks read ahead are not used).
+struct S3Refetch {
+    client: Arc<Client>,
+    etag: Option<String>,
+    len: u64,
+}
+
+impl Refetch for S3Refetch {
+    fn refetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let end = offset.saturating_add(buf.len() as u64);
+        if end > self.len {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let f = self
+            .client
+            .get_range(offset, end, self.etag.as_deref(), Some(self.len))
+            .map_err(|e| self.client.read_error(e, self.etag.as_deref()).into_io())?;
+        if f.data.len() != buf.len() {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.copy_from_slice(&f.data);
+        Ok(())
+    }
+    fn healed(&self) {
+        Counters::add(&self.client.counters.refetched, 1);
     }
 }
 

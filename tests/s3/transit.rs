@@ -1,0 +1,346 @@
+//! A byte changed between the store and krypta while reading (`FlipDown`: plain http through
+//! a faulty proxy, NIC or memory): the bytes that fail their check are fetched once more
+//! before anything is called damage (`src/archive/reader/second_look.rs`). Before, an intact
+//! object was reported damaged (exit 5), `x` re-read the whole archive to salvage, `l` read
+//! every frame when the index GET was changed, and a changed header of an encrypted archive
+//! said "wrong key or password" (exit 2) with the right key.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::common;
+use crate::harness::*;
+use crate::proxy::FlipDown;
+
+/// The warning every read that was fetched again prints.
+const WARNING: &str = "failed its check as received and passed it when fetched again";
+
+fn krypta_via(proxy: &Proxy, home: &Path, args: &[&str]) -> Output {
+    out(krypta_s3(&proxy.endpoint(), home)
+        .current_dir(home)
+        .args(args))
+}
+
+/// `args` through a proxy that changes object byte `at` in the answer to the `nth` GET that
+/// reads it; checks the byte was changed on the way, the run succeeded, said so, and counted
+/// one read fetched again. Returns the run.
+fn changed_once(w: &Weed, home: &Path, at: u64, nth: u32, args: &[&str]) -> Output {
+    let proxy = Proxy::start(w.addr());
+    proxy.flip_down(FlipDown { at, nth });
+    let o = krypta_via(&proxy, home, args);
+    assert_eq!(proxy.flipped_down().len(), 1, "{:?}", proxy.seen());
+    assert_ok(&o);
+    let e = stderr(&o);
+    assert!(e.contains(WARNING), "{e}");
+    // `rekey` has no -v transfer line.
+    if args[0] != "rekey" {
+        assert!(e.contains("1 fetched again after a transfer error"), "{e}");
+    }
+    o
+}
+
+/// The footer's index offset of archive `obj`.
+fn index_offset(obj: &[u8]) -> u64 {
+    let f = &obj[obj.len() - 64..];
+    u64::from_le_bytes(f[..8].try_into().unwrap())
+}
+
+#[test]
+fn a_data_frame_changed_on_the_way_is_fetched_again_and_restored() {
+    let Some((w, d)) = setup("transit-x") else {
+        return;
+    };
+    let data = common::bytes(12 << 20, 3, false);
+    common::write(&d.path().join("src/big.bin"), &data);
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "s3://transit-x/a.kry",
+        "src",
+    ])));
+    // Byte 3,000,000 lies in the first data frame (4 MiB blocks), read by the first GET of
+    // the frames read ahead.
+    changed_once(
+        w,
+        d.path(),
+        3_000_000,
+        1,
+        &["x", "-v", "-o", "out", "s3://transit-x/a.kry"],
+    );
+    assert!(std::fs::read(d.path().join("out/src/big.bin")).unwrap() == data);
+    // Encrypted: the frame's MAC fails as received, not the key.
+    assert_ok(&out(k(w, d.path())
+        .current_dir(d.path())
+        .args(["keygen", "-o", "k.key"])));
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "--keyfile",
+        "k.key",
+        "s3://transit-x/e.kry",
+        "src",
+    ])));
+    changed_once(
+        w,
+        d.path(),
+        9_000_000,
+        1,
+        &["t", "-v", "--keyfile", "k.key", "s3://transit-x/e.kry"],
+    );
+}
+
+#[test]
+fn damage_in_the_stored_object_is_still_damage() {
+    let Some((w, d)) = setup("transit-stored") else {
+        return;
+    };
+    let data = common::bytes(6 << 20, 4, false);
+    common::write(&d.path().join("src/big.bin"), &data);
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "s3://transit-stored/a.kry",
+        "src",
+    ])));
+    let mut obj = w.client().get("transit-stored", "a.kry").unwrap();
+    obj[3_000_000] ^= 0xff;
+    w.client().put("transit-stored", "a.kry", &obj);
+    let proxy = Proxy::start(w.addr());
+    let o = krypta_via(&proxy, d.path(), &["t", "-v", "s3://transit-stored/a.kry"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(5), "{e}");
+    assert!(e.contains("damaged"), "{e}");
+    assert!(!e.contains(WARNING), "{e}");
+    assert!(!e.contains("fetched again"), "{e}");
+    // The damaged frame was fetched once more: the GETs of the run include one for it.
+    let gets = proxy
+        .seen()
+        .iter()
+        .filter(|l| l.starts_with("GET "))
+        .count();
+    assert!(gets >= 3, "{:?}", proxy.seen());
+}
+
+#[test]
+fn an_index_changed_on_the_way_is_fetched_again_without_reading_the_frames() {
+    let Some((w, d)) = setup("transit-l") else {
+        return;
+    };
+    let src = d.path().join("src");
+    for i in 0..200 {
+        common::write(
+            &src.join(format!("f{i:03}.txt")),
+            format!("file {i}\n").as_bytes(),
+        );
+    }
+    common::write(&src.join("big.bin"), &common::bytes(8 << 20, 6, false));
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "s3://transit-l/a.kry",
+        "src",
+    ])));
+    let obj = w.client().get("transit-l", "a.kry").unwrap();
+    let at = index_offset(&obj) + 40;
+    let proxy = Proxy::start(w.addr());
+    proxy.flip_down(FlipDown { at, nth: 1 });
+    let o = krypta_via(&proxy, d.path(), &["l", "s3://transit-l/a.kry"]);
+    assert_eq!(proxy.flipped_down().len(), 1, "{:?}", proxy.seen());
+    assert_ok(&o);
+    let listing = String::from_utf8_lossy(&o.stdout);
+    assert!(listing.contains("src/f199.txt"), "{listing}");
+    assert!(stderr(&o).contains(WARNING), "{}", stderr(&o));
+    // The listing read the index twice, not the 8 MiB of frames.
+    assert!(proxy.down() < (1 << 20), "{} bytes read", proxy.down());
+}
+
+#[test]
+fn a_header_changed_on_the_way_is_not_a_wrong_key() {
+    let Some((w, d)) = setup("transit-head") else {
+        return;
+    };
+    common::write(
+        &d.path().join("src/a.txt"),
+        b"the header's stanza is byte 60\n",
+    );
+    assert_ok(&out(k(w, d.path())
+        .current_dir(d.path())
+        .args(["keygen", "-o", "k.key"])));
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "--keyfile",
+        "k.key",
+        "s3://transit-head/e.kry",
+        "src",
+    ])));
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "s3://transit-head/p.kry",
+        "src",
+    ])));
+    // Byte 60 (a stanza of the encrypted header; the unencrypted header's fields) and byte
+    // 5 (the magic) in the first GET of the object.
+    for (at, key) in [(60, "e.kry"), (5, "e.kry"), (60, "p.kry"), (5, "p.kry")] {
+        let url = format!("s3://transit-head/{key}");
+        let mut args = vec!["t", "-v"];
+        if key == "e.kry" {
+            args.extend(["--keyfile", "k.key"]);
+        }
+        args.push(&url);
+        changed_once(w, d.path(), at, 1, &args);
+    }
+    // A wrong key is still a wrong key, and costs one small request more, not a second
+    // opening.
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "keygen",
+        "-o",
+        "other.key",
+    ])));
+    let proxy = Proxy::start(w.addr());
+    let o = krypta_via(
+        &proxy,
+        d.path(),
+        &["t", "--keyfile", "other.key", "s3://transit-head/e.kry"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!stderr(&o).contains(WARNING), "{}", stderr(&o));
+}
+
+#[test]
+fn a_base_frame_or_tag_changed_on_the_way_is_fetched_again() {
+    let Some((w, d)) = setup("transit-base") else {
+        return;
+    };
+    let big = common::bytes(3 << 20, 5, false);
+    common::write(&d.path().join("v1/app.bin"), &big);
+    let mut changed = big.clone();
+    changed[1_000_000] ^= 1;
+    common::write(&d.path().join("v2/app.bin"), &changed);
+    let run = |args: &[&str]| assert_ok(&out(k(w, d.path()).current_dir(d.path()).args(args)));
+    run(&["c", "-q", "s3://transit-base/v1.kry", "v1"]);
+    run(&[
+        "c",
+        "-q",
+        "--base",
+        "s3://transit-base/v1.kry",
+        "v2.kry",
+        "v2",
+    ]);
+    let base = w.client().get("transit-base", "v1.kry").unwrap();
+    // The one data frame's tag ends where the index begins: read first for the binding.
+    let tag_byte = index_offset(&base) - 7;
+    let x = |dir: &str| {
+        vec![
+            "x".to_string(),
+            "-v".into(),
+            "--base".into(),
+            "s3://transit-base/v1.kry".into(),
+            "v2.kry".into(),
+            "-o".into(),
+            dir.into(),
+        ]
+    };
+    let args = x("out1");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = changed_once(w, d.path(), tag_byte, 1, &args);
+    // Counted for the base, whose -v line says so.
+    let e = stderr(&o);
+    assert!(
+        e.lines()
+            .any(|l| l.starts_with("krypta: s3://transit-base/v1.kry: ")
+                && l.ends_with(", 1 fetched again after a transfer error")),
+        "{e}"
+    );
+    assert!(std::fs::read(d.path().join("out1/v2/app.bin")).unwrap() == changed);
+    // A byte of the frame's body, in the read of the region the changed block needs.
+    let args = x("out2");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    changed_once(w, d.path(), 1_500_000, 1, &args);
+    assert!(std::fs::read(d.path().join("out2/v2/app.bin")).unwrap() == changed);
+}
+
+#[test]
+fn a_shard_changed_on_the_way_is_fetched_again_not_rebuilt() {
+    let Some((w, d)) = setup("transit-rec") else {
+        return;
+    };
+    let data = common::bytes(6 << 20, 8, false);
+    common::write(&d.path().join("src/big.bin"), &data);
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "--recovery",
+        "5",
+        "s3://transit-rec/a.kry",
+        "src",
+    ])));
+    let o = changed_once(
+        w,
+        d.path(),
+        2_000_000,
+        1,
+        &["x", "-v", "-o", "out", "s3://transit-rec/a.kry"],
+    );
+    // The recovery data was not needed: nothing is reported repaired.
+    let e = stderr(&o);
+    assert!(!e.contains("repaired"), "{e}");
+    assert!(std::fs::read(d.path().join("out/src/big.bin")).unwrap() == data);
+}
+
+#[test]
+fn rekey_and_signer_checks_fetch_a_changed_frame_again() {
+    let Some((w, d)) = setup("transit-rekey") else {
+        return;
+    };
+    let data = common::bytes(6 << 20, 9, false);
+    common::write(&d.path().join("src/big.bin"), &data);
+    let run = |args: &[&str]| assert_ok(&out(k(w, d.path()).current_dir(d.path()).args(args)));
+    run(&["keygen", "-o", "k.key"]);
+    run(&["keygen", "-o", "new.key"]);
+    run(&["keygen", "--sign", "-o", "signer"]);
+    run(&[
+        "c",
+        "-q",
+        "--keyfile",
+        "k.key",
+        "--sign",
+        "signer",
+        "s3://transit-rekey/a.kry",
+        "src",
+    ]);
+    changed_once(
+        w,
+        d.path(),
+        5_000_000,
+        1,
+        &[
+            "rekey",
+            "-v",
+            "--keyfile",
+            "k.key",
+            "--new-keyfile",
+            "new.key",
+            "s3://transit-rekey/a.kry",
+            "-o",
+            "b.kry",
+        ],
+    );
+    changed_once(
+        w,
+        d.path(),
+        1_000_000,
+        1,
+        &[
+            "t",
+            "-v",
+            "--keyfile",
+            "k.key",
+            "--signer",
+            "signer.pub",
+            "s3://transit-rekey/a.kry",
+        ],
+    );
+    run(&["t", "--keyfile", "new.key", "b.kry"]);
+}
