@@ -12,7 +12,8 @@
 //!   frames) stays a valid base. The footer is not hashed: it repeats what the frames fix.
 //! - **Regions.** A region is `(seq, offset, len)`: `len` decoded bytes starting `offset`
 //!   bytes into data frame `seq`'s block and running on through the frames after it. Each
-//!   frame is read (`Source::read_at`, so the workers share one source), its tag verified
+//!   frame is read (`Source::read_at`, so the workers share one source; from object storage,
+//!   whole frames ahead in one request when read in order: `base_fetch`), its tag verified
 //!   with the base's key before it is decrypted, and decoded; a damaged frame is an error
 //!   naming the base, the frame and the byte, never bytes.
 //! - **Cache and prefetch**: decoded base blocks are cached and decoded ahead by a thread of
@@ -41,10 +42,12 @@
 
 use std::sync::Mutex;
 
-use super::base_binding::{binding_of, read_exact_at, tag_offsets};
+use super::base_binding::{binding_of, fetch_tags, read_exact_at, read_tags, tag_offsets};
 use super::base_cache::Cache;
 pub use super::base_cache::DEFAULT_CACHE_BUDGET;
 pub use super::base_fault::BaseFault;
+use super::base_fetch::Window;
+use super::base_walk::{MISSING_FRAME, walked_entries, walked_index};
 use super::*;
 use crate::codec::huge::HugeBuf;
 use crate::format::block::BaseRegion;
@@ -56,16 +59,18 @@ pub const BINDING_CONTEXT: &str = "krypta v2 delta base binding";
 /// An opened base archive. See the module doc.
 pub struct BaseArchive {
     path: PathBuf,
-    id: ArchiveId,
+    pub(super) id: ArchiveId,
     binding: [u8; 32],
     /// Where the tags the binding covers lie (`base_binding::tag_offsets`; empty when the
     /// binding could not be computed).
-    at_tags: Vec<u64>,
+    pub(super) at_tags: Vec<u64>,
     version: Version,
     protection: Arc<Protection>,
-    input: Mutex<Input>,
+    pub(super) input: Mutex<Input>,
+    /// Frames read ahead from object storage (`base_fetch`).
+    pub(super) window: Mutex<Window>,
     /// Byte offset of each data frame.
-    offsets: Vec<u64>,
+    pub(super) offsets: Vec<u64>,
     index: Index,
     /// Decoded blocks (`base_cache`).
     pub(super) cache: Mutex<Cache>,
@@ -185,11 +190,18 @@ impl BaseArchive {
         let (binding, at_tags) = match &footer {
             Some(footer) => {
                 let at_tags = tag_offsets(&ar, footer, &offsets, &index)?;
-                let b = binding_of(&ar.header.archive_id, &at_tags, |at, buf| {
-                    read_exact_at(&*ar.input, at, buf)
-                })
+                // From object storage, many requests at once (`fetch_tags`); through the
+                // recovery data's checks (`store::healing`) or from a file, in turn.
+                let fetch = ar
+                    .input
+                    .refetcher()
+                    .filter(|_| ar.input.heal_report().is_none());
+                let tags = match fetch {
+                    Some(f) => fetch_tags(&at_tags, &*f),
+                    None => read_tags(&at_tags, |at, buf| read_exact_at(&*ar.input, at, buf)),
+                }
                 .map_err(|e| Error::io(&ar.path, "read", e))?;
-                (b, at_tags)
+                (binding_of(&ar.header.archive_id, &tags), at_tags)
             }
             None => ([0; 32], Vec::new()),
         };
@@ -210,6 +222,7 @@ impl BaseArchive {
             version,
             protection,
             input: Mutex::new(input),
+            window: Mutex::new(Window::default()),
             offsets,
             index,
             cache: Mutex::new(Cache::default()),
@@ -310,21 +323,6 @@ impl BaseArchive {
     /// The binding digest (module doc).
     pub fn binding(&self) -> [u8; 32] {
         self.binding
-    }
-
-    /// Whether the binding is `want` with its tags fetched again (`second_look`): for a
-    /// base in object storage whose binding differed as first read, before it is called
-    /// another archive or damaged. False for a local base (read twice, the same bytes).
-    pub(crate) fn binding_fetched_again_is(&self, want: [u8; 32]) -> bool {
-        let Some(r) = self.input.lock().ok().and_then(|i| i.refetcher()) else {
-            return false;
-        };
-        let again = binding_of(&self.id, &self.at_tags, |at, buf| r.refetch(at, buf));
-        let same = again.is_ok_and(|b| b == want);
-        if same {
-            r.healed();
-        }
-        same
     }
 
     /// The header extension a delta archive against this base carries.
@@ -486,16 +484,14 @@ impl BaseArchive {
         buf: &mut [u8],
         out: &mut HugeBuf,
     ) -> std::result::Result<(), BaseFault> {
-        let refetch = {
-            let input = self.input.lock().expect("base input lock");
-            read_exact_at(&**input, at, buf).map_err(|e| BaseFault::Read {
+        let refetch = self
+            .read_frame_bytes(at, buf)
+            .map_err(|e| BaseFault::Read {
                 path: self.path.clone(),
                 seq,
                 at,
                 source: Arc::new(e),
             })?;
-            input.refetcher()
-        };
         let bad =
             |what: String| self.invalid(seq, at, format!("base frame {seq} at byte {at}: {what}"));
         // The frame's place and length come from the verified index, and its tag covers its
@@ -570,77 +566,4 @@ impl BaseArchive {
         }
         Ok(())
     }
-}
-
-/// Of a base whose index cannot be read, its frames walked (`offsets`): the entries its
-/// record stream holds, parsed front to back from frame 0 up to the first frame the walk did
-/// not find, each checked as a scan checks it (records, entry-set rules, digests). Every
-/// entry before that frame is there, so each has the number the index gave it, and a
-/// BASE_REF to it reads (`records::read_reference`); an entry whose records reach a lost
-/// frame, or anything after one, is not among them (its number is no longer known). The
-/// cost: the found part of the base decoded once more, only for a damaged base.
-fn walked_entries(ar: &mut Archive, offsets: &[u64]) -> Vec<IndexEntry> {
-    struct Nothing;
-    impl Visitor for Nothing {
-        fn wants(&mut self, _meta: &EntryMeta) -> bool {
-            false
-        }
-        fn entry(&mut self, _meta: &EntryMeta) -> Result<()> {
-            Ok(())
-        }
-        fn data(&mut self, _offset: u64, _bytes: &[u8]) -> Result<()> {
-            Ok(())
-        }
-        fn end(&mut self, _meta: &EntryMeta, _size: u64) -> Result<()> {
-            Ok(())
-        }
-        fn abort(&mut self) {}
-    }
-    let found = offsets.iter().take_while(|&&o| o != MISSING_FRAME).count() as u64;
-    if found == 0 || ar.seek_to(ar.header_len).is_err() {
-        return Vec::new();
-    }
-    let Ok(mut pool) = ar.new_pool() else {
-        return Vec::new();
-    };
-    let version = ar.version;
-    let mut feed = super::feed::Feed::new(ar, &mut pool, Some((0, found - 1)), 0);
-    let mut parsed = Vec::new();
-    let mut set = EntrySet::new(version);
-    // An error ends the walk: the entries completed before it are the ones known.
-    let _ = super::records::parse_records(
-        &mut feed,
-        &mut Nothing,
-        &mut parsed,
-        None,
-        super::records::Check::Set(&mut set),
-        (0, 0),
-    );
-    parsed
-}
-
-/// `offsets` entry of a data frame the walk of a damaged base did not find.
-const MISSING_FRAME: u64 = u64::MAX;
-
-/// The data frames of a base whose index cannot be read, found by the resynchronising walk
-/// of a salvage without index (`resync`: each verified by its tag, the region between two
-/// found frames resynchronised past): an index with no entries and the frame table of the
-/// frames up to the last one found, with their offsets ([`MISSING_FRAME`] for those lost).
-fn walked_index(ar: &mut Archive) -> Result<(Index, Vec<u64>)> {
-    let (good, _) = ar.walk_frames()?;
-    let n = good.last().map_or(0, |g| g.place().0 + 1) as usize;
-    let mut index = Index {
-        entries: Vec::new(),
-        frame_body_lens: vec![0; n],
-        frame_ref_lens: vec![0; n],
-    };
-    let mut offsets = vec![MISSING_FRAME; n];
-    for g in &good {
-        let (seq, at, len, group_start) = g.place();
-        offsets[seq as usize] = at;
-        index.frame_body_lens[seq as usize] = (len - (FRAME_HEADER_LEN + TAG_LEN) as u64) as u32;
-        // Level 9 (a frame referencing earlier ones): refused below as with the index.
-        index.frame_ref_lens[seq as usize] = u32::from(!group_start);
-    }
-    Ok((index, offsets))
 }

@@ -53,23 +53,97 @@ pub(super) fn tag_offsets(
     Ok(at_tags)
 }
 
-/// The binding (module doc) of the archive `id` whose frame tags lie at `at_tags`, each read
-/// with `read` (the source's ranged reads; or, for a second look, fetched again).
-pub(super) fn binding_of(
-    id: &ArchiveId,
+/// The tags at `at_tags`, each read with `read` in turn (a local file: one `pread` each).
+pub(super) fn read_tags(
     at_tags: &[u64],
     mut read: impl FnMut(u64, &mut [u8]) -> std::io::Result<()>,
-) -> std::io::Result<[u8; 32]> {
-    let frames = at_tags.len() as u64;
-    let mut m = Vec::with_capacity(16 + 8 + at_tags.len() * TAG_LEN);
+) -> std::io::Result<Vec<u8>> {
+    let mut tags = vec![0u8; at_tags.len() * TAG_LEN];
+    for (&at, tag) in at_tags.iter().zip(tags.chunks_exact_mut(TAG_LEN)) {
+        read(at, tag)?;
+    }
+    Ok(tags)
+}
+
+/// Ranged GETs of tags in flight at once ([`fetch_tags`]).
+const TAG_FETCHERS: usize = 8;
+
+/// [`read_tags`] from object storage: one request per tag, [`TAG_FETCHERS`] at a time (each
+/// 32-byte GET costs a round trip: a 300 MB base of 64 KiB blocks has ~4,800 tags, ~6 s one
+/// by one on loopback, minutes at a cloud store's 20–50 ms).
+pub(super) fn fetch_tags(
+    at_tags: &[u64],
+    fetch: &dyn crate::store::Refetch,
+) -> std::io::Result<Vec<u8>> {
+    let mut tags = vec![0u8; at_tags.len() * TAG_LEN];
+    let per = at_tags.len().div_ceil(TAG_FETCHERS).max(1);
+    std::thread::scope(|s| {
+        let runs: Vec<_> = at_tags
+            .chunks(per)
+            .zip(tags.chunks_mut(per * TAG_LEN))
+            .map(|(ats, out)| {
+                s.spawn(move || {
+                    for (&at, tag) in ats.iter().zip(out.chunks_exact_mut(TAG_LEN)) {
+                        fetch.refetch(at, tag)?;
+                    }
+                    Ok::<(), std::io::Error>(())
+                })
+            })
+            .collect();
+        runs.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a tag fetch thread panicked")))
+        })
+    })?;
+    Ok(tags)
+}
+
+/// The binding (module doc) of the archive `id` whose frame tags, in order, are `tags`.
+pub(super) fn binding_of(id: &ArchiveId, tags: &[u8]) -> [u8; 32] {
+    let frames = (tags.len() / TAG_LEN) as u64;
+    let mut m = Vec::with_capacity(16 + 8 + tags.len());
     m.extend_from_slice(id);
     m.extend_from_slice(&frames.to_le_bytes());
-    let mut tag = [0u8; TAG_LEN];
-    for &at in at_tags {
-        read(at, &mut tag)?;
-        m.extend_from_slice(&tag);
-    }
+    m.extend_from_slice(tags);
     let mut out = [0u8; 32];
     crate::crypto::primitives::blake3_derive_key(super::BINDING_CONTEXT, &m, &mut out);
-    Ok(out)
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Refetch;
+
+    /// Bytes whose value at offset `o` is `o % 251`.
+    struct Counting;
+
+    impl Refetch for Counting {
+        fn refetch(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            if offset >= 1 << 20 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = ((offset + i as u64) % 251) as u8;
+            }
+            Ok(())
+        }
+        fn healed(&self) {}
+    }
+
+    #[test]
+    fn tags_fetched_at_once_are_in_the_order_read_in_turn_gives() {
+        for n in [0usize, 1, 7, 8, 9, 100, 1001] {
+            let at_tags: Vec<u64> = (0..n as u64).map(|k| k * 97 + 3).collect();
+            let fetched = fetch_tags(&at_tags, &Counting).unwrap();
+            let read = read_tags(&at_tags, |at, buf| Counting.refetch(at, buf)).unwrap();
+            assert_eq!(fetched.len(), n * TAG_LEN);
+            assert_eq!(fetched, read, "{n} tags");
+            if n > 0 {
+                assert_eq!(fetched[TAG_LEN * (n - 1)], ((at_tags[n - 1]) % 251) as u8);
+            }
+        }
+        // A tag that cannot be fetched is an error, from whichever thread.
+        assert!(fetch_tags(&[5, 1 << 20, 9], &Counting).is_err());
+    }
 }
