@@ -36,9 +36,11 @@ pub fn rekey(
             input.display()
         )));
     }
-    // A directory as OUT is refused before IN is opened (a password asked for).
+    // A directory as OUT is refused before IN is opened (a password asked for), and so is
+    // an existing OUT without -f.
     if let Ok(store::Location::Local(p)) = store::Location::parse(output) {
         store::local::refuse_directory(&p)?;
+        store::local::refuse_existing(&p, force)?;
     }
     let mut ar = Archive::open(input, open)?;
     let sink = store::create_sink(output, force, true)?;

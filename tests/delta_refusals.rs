@@ -352,3 +352,26 @@ fn info_base(fx: &Fx, rel: &str) -> serde_json::Value {
         serde_json::from_str(&out(&fx.ok(&["info", "--json", rel]))).unwrap();
     j["delta_base"].clone()
 }
+
+/// Regression (helper-38): an existing OUT was refused only after the base was opened (its
+/// key asked for, its index read): with an encrypted base and no base key, the run said
+/// "give --base-keyfile" instead of what was wrong. OUT is checked first now, and kept.
+#[test]
+fn an_existing_output_is_refused_before_the_base_is_opened() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "ebase.kry", "v1"]);
+    std::fs::write(fx.p("out.kry"), b"keep me").unwrap();
+    let o = fx.run(&["c", "-q", "--base", "ebase.kry", "out.kry", "v2"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o).trim(),
+        "krypta: out.kry: already exists (use -f/--force to overwrite)"
+    );
+    assert_eq!(fx.read("out.kry"), b"keep me");
+    // A base that does not exist either: still the output is what is named.
+    let o = fx.run(&["c", "-q", "--base", "missing.kry", "out.kry", "v2"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(err(&o).contains("out.kry: already exists"), "{}", err(&o));
+}

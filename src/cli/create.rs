@@ -88,6 +88,9 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     // or an input read (the library checks again).
     if let Ok(krypta::store::Location::Local(p)) = krypta::store::Location::parse(&a.output) {
         krypta::store::local::refuse_directory(&p)?;
+        // So is an existing file without -f (before, a delta base was opened, its key
+        // asked for and its index read first: helper-38).
+        krypta::store::local::refuse_existing(&p, a.force)?;
     }
     // KRYPTA_PASSWORD is used for a new archive only when no key option was given, so a
     // variable left in the environment never adds a password to a key-file or box archive.

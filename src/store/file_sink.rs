@@ -110,9 +110,7 @@ impl FileSink {
                 path.display()
             )));
         }
-        if !force && std::fs::symlink_metadata(path).is_ok() {
-            return Err(Error::Exists { path: path.into() });
-        }
+        super::local::refuse_existing(path, force)?;
         let resolved = force.then(|| through_link(path)).flatten();
         let path = resolved.as_deref().unwrap_or(path);
         let dir = match path.parent() {

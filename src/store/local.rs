@@ -211,6 +211,17 @@ pub fn refuse_directory(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// An output path that exists (a file, or a link, even dangling) refused without `force`:
+/// Exists (exit 1), before anything else is done. A named pipe or character device is not
+/// refused (an archive is written into it: [`DeviceSink`]), nor a block device or socket
+/// here ([`super::file_sink::FileSink::create`] refuses those, `-f` or not).
+pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
+    if !force && special_output(path).is_none() && std::fs::symlink_metadata(path).is_ok() {
+        return Err(Error::Exists { path: path.into() });
+    }
+    Ok(())
+}
+
 /// What an existing output path is when it is not a regular file or a directory (followed
 /// through a symbolic link): `Some(("a named pipe", true))`, the bool saying whether an
 /// archive may be written into it as a stream ([`DeviceSink`]: a FIFO, a character device
