@@ -442,12 +442,17 @@ fn heal_bytes(
                 Some(sum) => match &refetch {
                     Some(r) => {
                         let mut again = vec![0u8; shard.len()];
-                        if r.refetch(off, &mut again).is_ok() && !differs(&again, sum) {
-                            shard.copy_from_slice(&again);
-                            r.healed();
-                            None
-                        } else {
-                            Some(true)
+                        match r.refetch(off, &mut again) {
+                            Ok(()) if !differs(&again, sum) => {
+                                shard.copy_from_slice(&again);
+                                r.healed();
+                                None
+                            }
+                            Ok(()) => {
+                                r.failed();
+                                Some(true)
+                            }
+                            Err(_) => Some(true),
                         }
                     }
                     None => Some(true),

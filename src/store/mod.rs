@@ -149,6 +149,23 @@ pub struct Counters {
     /// Frames (or headers) whose bytes failed their check as received and passed it when
     /// fetched again ([`Refetch::healed`]): changed on the way, not in the store.
     pub refetched: AtomicU64,
+    /// Second looks whose bytes failed the check again ([`Refetch::failed`]): damage in the
+    /// store, confirmed. Past [`MAX_FAILED_SECOND_LOOKS`] no more are taken.
+    pub second_looks_failed: AtomicU64,
+}
+
+/// Second looks that may fail again (the store's copy is damaged) before a source takes no
+/// more: a damaged region (or one crafted to hold a plausible frame head every 16 bytes, which
+/// salvage's walk tries one by one) would otherwise cost one more request per frame tried —
+/// 16,545 GETs for 256 KiB of such heads — where the first reads came from one 8 MiB window.
+/// Past it, a frame that fails is damage as before the second look existed.
+pub const MAX_FAILED_SECOND_LOOKS: u64 = 32;
+
+impl Counters {
+    /// Whether a second look may still be taken ([`MAX_FAILED_SECOND_LOOKS`]).
+    pub fn may_look_again(&self) -> bool {
+        self.second_looks_failed.load(Ordering::Relaxed) < MAX_FAILED_SECOND_LOOKS
+    }
 }
 
 impl Counters {
@@ -209,6 +226,10 @@ pub trait Refetch: Send + Sync {
     /// The bytes fetched again passed the check the first copy failed: counted, and warned
     /// about by the commands ([`Counters::transfer_warning`]).
     fn healed(&self);
+    /// The bytes fetched again failed the check too (or were the same bytes): the store's
+    /// copy is damaged. Counted, so that a source stops taking second looks past
+    /// [`MAX_FAILED_SECOND_LOOKS`] (then [`Refetch::refetch`] is an error, with no request).
+    fn failed(&self) {}
 }
 
 /// Where archive bytes come from: sequential reads at a position, seeks and ranged reads

@@ -108,4 +108,7 @@ impl Refetch for ShiftedRefetch {
     fn healed(&self) {
         self.inner.healed();
     }
+    fn failed(&self) {
+        self.inner.failed();
+    }
 }

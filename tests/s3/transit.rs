@@ -344,3 +344,167 @@ fn rekey_and_signer_checks_fetch_a_changed_frame_again() {
     );
     run(&["t", "--keyfile", "new.key", "b.kry"]);
 }
+
+/// (offset, body length) of every frame of archive `obj` (data then index), and where the
+/// footer starts.
+fn frame_table(obj: &[u8]) -> (Vec<(u64, u32)>, u64) {
+    let mut at = u32::from_le_bytes(obj[12..16].try_into().unwrap()) as usize;
+    let mut v = Vec::new();
+    while obj[at] == 1 || obj[at] == 2 {
+        let bl = u32::from_le_bytes(obj[at + 4..at + 8].try_into().unwrap());
+        v.push((at as u64, bl));
+        at += 16 + bl as usize + 32;
+    }
+    (v, at as u64)
+}
+
+fn gets(p: &Proxy) -> usize {
+    p.seen().iter().filter(|l| l.starts_with("GET ")).count()
+}
+
+#[test]
+fn a_header_bit_flipped_in_the_store_is_not_called_a_transfer_error() {
+    // Regression: the bytes fetched again were compared with the header as fixed
+    // (`header_fix`), not as read, so the stored flip "differed", the archive was opened
+    // twice and the run said "the stored archive is intact" beside "one bit of the header is
+    // flipped".
+    let Some((w, d)) = setup("transit-hfix") else {
+        return;
+    };
+    common::write(&d.path().join("src/a.txt"), b"hello\n");
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "s3://transit-hfix/p.kry",
+        "src",
+    ])));
+    let mut obj = w.client().get("transit-hfix", "p.kry").unwrap();
+    obj[40] ^= 1;
+    w.client().put("transit-hfix", "p.kry", &obj);
+    let proxy = Proxy::start(w.addr());
+    let o = krypta_via(&proxy, d.path(), &["t", "-v", "s3://transit-hfix/p.kry"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(5), "{e}");
+    assert!(
+        e.contains("one bit of the header is flipped (byte 40, bit 0"),
+        "{e}"
+    );
+    assert!(!e.contains(WARNING), "{e}");
+    assert!(!e.contains("fetched again"), "{e}");
+}
+
+#[test]
+fn a_footer_changed_on_the_way_is_fetched_again() {
+    // Regression: the footer had no second look; `t` read the 6 MiB archive front to back
+    // three times and failed (exit 5; 2, "damaged or modified", encrypted).
+    let Some((w, d)) = setup("transit-foot") else {
+        return;
+    };
+    common::write(
+        &d.path().join("src/big.bin"),
+        &common::bytes(6 << 20, 11, false),
+    );
+    assert_ok(&out(k(w, d.path())
+        .current_dir(d.path())
+        .args(["keygen", "-o", "k.key"])));
+    for (key, extra) in [("p.kry", vec![]), ("e.kry", vec!["--keyfile", "k.key"])] {
+        let url = format!("s3://transit-foot/{key}");
+        let mut c = vec!["c", "-q"];
+        c.extend(&extra);
+        c.extend([url.as_str(), "src"]);
+        assert_ok(&out(k(w, d.path()).current_dir(d.path()).args(&c)));
+        let obj = w.client().get("transit-foot", key).unwrap();
+        for at in [obj.len() as u64 - 61, obj.len() as u64 - 5] {
+            let mut t = vec!["t", "-v"];
+            t.extend(&extra);
+            t.push(&url);
+            let proxy = Proxy::start(w.addr());
+            proxy.flip_down(FlipDown { at, nth: 1 });
+            let o = krypta_via(&proxy, d.path(), &t);
+            assert_eq!(proxy.flipped_down().len(), 1, "{:?}", proxy.seen());
+            assert_ok(&o);
+            assert!(stderr(&o).contains(WARNING), "{}", stderr(&o));
+            assert!(
+                proxy.down() < obj.len() as u64 + (1 << 20),
+                "{}",
+                proxy.down()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_header_that_does_not_parse_on_the_way_is_fetched_again_before_any_scan() {
+    // Regression: a header length changed on the way made the reader search the whole object
+    // for recovery data before its second look: `l` of a 6 MiB archive read all of it.
+    let Some((w, d)) = setup("transit-hlen") else {
+        return;
+    };
+    common::write(
+        &d.path().join("src/big.bin"),
+        &common::bytes(6 << 20, 12, false),
+    );
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "s3://transit-hlen/a.kry",
+        "src",
+    ])));
+    let proxy = Proxy::start(w.addr());
+    proxy.flip_down(FlipDown { at: 13, nth: 1 });
+    let o = krypta_via(&proxy, d.path(), &["l", "s3://transit-hlen/a.kry"]);
+    assert_eq!(proxy.flipped_down().len(), 1, "{:?}", proxy.seen());
+    assert_ok(&o);
+    assert!(stderr(&o).contains(WARNING), "{}", stderr(&o));
+    assert!(proxy.down() < (1 << 20), "{} bytes read", proxy.down());
+}
+
+#[test]
+fn second_looks_that_fail_again_are_bounded() {
+    // Regression: salvage's walk tries every plausible frame head in a damaged region, and
+    // each that failed cost a GET of its own: 256 KiB holding such a head every 16 bytes cost
+    // 16,545 requests (71 s on loopback), where the walk reads the region in 8 MiB windows.
+    let Some((w, d)) = setup("transit-walk") else {
+        return;
+    };
+    common::write(
+        &d.path().join("src/big.bin"),
+        &common::bytes(3 << 20, 3, false),
+    );
+    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
+        "c",
+        "-q",
+        "-b",
+        "1M",
+        "s3://transit-walk/a.kry",
+        "src",
+    ])));
+    let obj = w.client().get("transit-walk", "a.kry").unwrap();
+    let (frames, _) = frame_table(&obj);
+    // Frame 1 overwritten by a data head of seq 1 and a 24-byte body every 16 bytes; the
+    // object cut before the index, so that `x` walks it.
+    let mut bad = obj[..frames[3].0 as usize].to_vec();
+    let head: [u8; 16] = [1, 0, 0, 0, 24, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0];
+    for i in 0..(256 << 10) / 16 {
+        let at = frames[1].0 as usize + i * 16;
+        bad[at..at + 16].copy_from_slice(&head);
+    }
+    w.client().put("transit-walk", "c.kry", &bad);
+    let proxy = Proxy::start(w.addr());
+    let o = krypta_via(
+        &proxy,
+        d.path(),
+        &["x", "-v", "-o", "out", "s3://transit-walk/c.kry"],
+    );
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(5), "{e}");
+    assert!(
+        e.contains("bytes 1048734..2097382 lost (frames 1..1)"),
+        "{e}"
+    );
+    assert!(!e.contains(WARNING), "{e}");
+    // The walk itself costs about 160 (its candidate reads fetch 4 KiB at a time), the
+    // second looks at most MAX_FAILED_SECOND_LOOKS (32) more.
+    let n = gets(&proxy);
+    assert!(n < 250, "{n} GETs");
+}

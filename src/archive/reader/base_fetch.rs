@@ -97,11 +97,16 @@ impl BaseArchive {
         let Some(r) = self.input.lock().ok().and_then(|i| i.refetcher()) else {
             return false;
         };
-        let again = fetch_tags(&self.at_tags, &*r).map(|tags| binding_of(&self.id, &tags));
-        let same = again.is_ok_and(|b| b == want);
-        if same {
-            r.healed();
+        match fetch_tags(&self.at_tags, &*r).map(|tags| binding_of(&self.id, &tags)) {
+            Ok(b) if b == want => {
+                r.healed();
+                true
+            }
+            Ok(_) => {
+                r.failed();
+                false
+            }
+            Err(_) => false,
         }
-        same
     }
 }

@@ -21,20 +21,28 @@ pub(super) fn read_header(path: &Path) -> Result<HeaderRead> {
 /// seekable one may be opened again, to search it for recovery data).
 pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead> {
     let remote = input.refetcher().is_some();
-    match read_header_once(input, path) {
+    // From object storage, the search for recovery data that a header which does not parse
+    // starts (it reads the whole object: `l` of a 20 MiB archive whose header length field
+    // changed on the way read 21 MiB) waits for the second look below.
+    match read_header_once(input, path, !remote) {
         // From object storage, a header that fails may have been changed on the way: it is
-        // parsed again from a new fetch (one request, before any search for recovery data,
-        // which reads the whole object), and read again in full only if it parses now
-        // (`second_look`).
+        // parsed again from a new fetch (one request, before any search for recovery data),
+        // and read again in full only if it parses now (`second_look`); else it is read
+        // again as before, searching for recovery data where the header asks for it.
         Err(e) if remote && super::second_look::header_may_have_changed(&e) => {
             let parses = crate::store::open_source(path)
                 .ok()
                 .and_then(|src| read_header_from(src, path).ok())
                 .is_some_and(|r| r.3.is_none());
             if !parses {
-                return Err(e);
+                return match &e {
+                    Error::Corrupt { .. } | Error::UnsupportedVersion { .. } => {
+                        read_header_once(crate::store::open_source(path)?, path, true)
+                    }
+                    _ => Err(e),
+                };
             }
-            let again = read_header_once(crate::store::open_source(path)?, path)?;
+            let again = read_header_once(crate::store::open_source(path)?, path, true)?;
             if let Some(r) = again.2.refetcher() {
                 r.healed();
             }
@@ -44,8 +52,9 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
     }
 }
 
-/// [`read_header_opened`] without the second look.
-fn read_header_once(input: Input, path: &Path) -> Result<HeaderRead> {
+/// [`read_header_opened`] without the second look; `scan`: a header that does not parse
+/// (Corrupt, UnsupportedVersion) has the whole file searched for recovery data.
+fn read_header_once(input: Input, path: &Path, scan: bool) -> Result<HeaderRead> {
     use crate::store::healing::{Search, protect};
     let input = match protect(input, path, Search::Trailer)? {
         Ok(healing) => return read_header_from(Box::new(healing), path),
@@ -66,6 +75,7 @@ fn read_header_once(input: Input, path: &Path) -> Result<HeaderRead> {
                 Ok((h, b, input, fix))
             }
         },
+        Err(e @ (Error::Corrupt { .. } | Error::UnsupportedVersion { .. })) if !scan => Err(e),
         Err(e @ (Error::Corrupt { .. } | Error::UnsupportedVersion { .. })) => {
             match protect(crate::store::open_source(path)?, path, Search::Scan)? {
                 Ok(healing) => read_header_from(Box::new(healing), path),

@@ -23,7 +23,7 @@ impl Archive {
         let mut fb = [0u8; FOOTER_LEN];
         self.seek_to(foot_at).ok()?;
         self.read_exact_at_pos(&mut fb, "footer").ok()?;
-        let footer = self.check_footer(foot_at, &fb).ok()?;
+        let footer = self.check_footer_fetched_again(foot_at, &mut fb).ok()?;
         (footer.index_offset >= self.header_len && footer.index_offset < foot_at)
             .then_some(footer.index_offset)
     }
@@ -184,7 +184,7 @@ impl Archive {
         self.seek_to(foot_at)?;
         let mut fb = [0u8; FOOTER_LEN];
         self.read_exact_at_pos(&mut fb, "footer")?;
-        let footer = self.check_footer(foot_at, &fb)?;
+        let footer = self.check_footer_fetched_again(foot_at, &mut fb)?;
         // A signed archive's index ends where its signature frame starts.
         let index_end = foot_at.saturating_sub(self.signature_frame_len());
         self.check_signature_at(index_end)?;
@@ -246,6 +246,41 @@ impl Archive {
         };
         super::header_read::footer_back(&*self.input, self.header_len, len, ours)
             .filter(|&end| end < len)
+    }
+
+    /// [`Archive::check_footer`] with a second look (`second_look`) when the archive is in
+    /// object storage: a footer that fails is fetched once more, and the bytes fetched again,
+    /// when they differ, are checked exactly as the first (then `fb` holds them). Without it
+    /// a byte changed on the way in the footer's 64 bytes (served from the tail the open
+    /// fetched) made `t`/`x`/`l` read the whole archive front to back, three times, and fail:
+    /// exit 5, or 2 ("damaged or modified") for an encrypted archive with the right key.
+    fn check_footer_fetched_again(&self, at: u64, fb: &mut [u8; FOOTER_LEN]) -> Result<Footer> {
+        let e = match self.check_footer(at, fb) {
+            Err(e) if !matches!(e, Error::Io { .. }) => e,
+            r => return r,
+        };
+        let Some(r) = self.input.refetcher() else {
+            return Err(e);
+        };
+        let mut again = [0u8; FOOTER_LEN];
+        if r.refetch(at, &mut again).is_err() {
+            return Err(e);
+        }
+        if again == *fb {
+            r.failed();
+            return Err(e);
+        }
+        match self.check_footer(at, &again) {
+            Ok(footer) => {
+                *fb = again;
+                r.healed();
+                Ok(footer)
+            }
+            Err(_) => {
+                r.failed();
+                Err(e)
+            }
+        }
     }
 
     pub(super) fn check_footer(&self, at: u64, fb: &[u8; FOOTER_LEN]) -> Result<Footer> {

@@ -17,9 +17,14 @@
 //! that does not parse is parsed again from a new fetch before any search for recovery data
 //! (`header_read`), one that parses but does not open (the key seems wrong) is fetched again
 //! and opened again only if its bytes came otherwise ([`Archive::open_read`]). The shards of
-//! an archive with recovery data get theirs in `store::healing`. Not covered: a frame head
-//! changed on the way (the reader went elsewhere; salvage finds the frames again and the
-//! run reports damage), the footer, and a `--signer` transcript's tag changed on the way.
+//! an archive with recovery data get theirs in `store::healing`, and the footer at the end of
+//! a seekable archive its own (`index`). Not covered: a frame head changed on the way (the
+//! reader went elsewhere; salvage finds the frames again and the run reports damage), and a
+//! `--signer` transcript's tag changed on the way.
+//!
+//! Bounded: a source stops taking second looks once
+//! [`crate::store::MAX_FAILED_SECOND_LOOKS`] of them failed again (the store's copy is
+//! damaged), so a damaged or crafted archive costs at most that many requests more.
 //!
 //! Local files get no second look: bytes read twice from a disk are the same bytes (a read
 //! error is an error, not other bytes), and a damaged file must not cost a re-read per frame.
@@ -50,7 +55,11 @@ pub(super) fn passes(
         return false;
     };
     let mut again = vec![0u8; FRAME_HEADER_LEN + body.len() + TAG_LEN];
-    if r.refetch(offset, &mut again).is_err() || again[..FRAME_HEADER_LEN] != head[..] {
+    if r.refetch(offset, &mut again).is_err() {
+        return false;
+    }
+    if again[..FRAME_HEADER_LEN] != head[..] {
+        r.failed();
         return false;
     }
     let (b, t) = again[FRAME_HEADER_LEN..].split_at(body.len());
@@ -59,6 +68,8 @@ pub(super) fn passes(
     let ok = check(body, tag);
     if ok {
         r.healed();
+    } else {
+        r.failed();
     }
     ok
 }
@@ -101,7 +112,17 @@ impl Archive {
         let Some(refetch) = read.2.refetcher() else {
             return Self::open_parsed(path, opts, read);
         };
-        let first = read.1.clone();
+        // The header's bytes as fetched: a flipped bit undone by its tag (`header_fix`) is
+        // flipped back, or the bytes fetched again, when the stored header has that flip,
+        // differ from the fixed ones, and damage in the store is called a transfer error (the
+        // header opened again, a password asked again, and "the stored archive is intact"
+        // said beside "one bit of the header is flipped").
+        let mut first = read.1.clone();
+        if let Some(f) = &read.3
+            && let Some(b) = first.get_mut(f.fix.byte)
+        {
+            *b ^= 1 << f.fix.bit;
+        }
         let fixed = read.3.is_some();
         let retry = opts.clone();
         let opened = Self::open_parsed(path, opts, read);
@@ -135,6 +156,7 @@ mod tests {
         bytes: Vec<u8>,
         fetches: AtomicU64,
         healed: AtomicU64,
+        failed: AtomicU64,
     }
 
     impl Refetch for Stored {
@@ -151,6 +173,9 @@ mod tests {
         fn healed(&self) {
             self.healed.fetch_add(1, Ordering::Relaxed);
         }
+        fn failed(&self) {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// A frame of 16 + 8 + 32 bytes at offset 3 whose "tag" is its body repeated four times.
@@ -166,6 +191,7 @@ mod tests {
             bytes,
             fetches: AtomicU64::new(0),
             healed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
         }
     }
 
@@ -196,6 +222,7 @@ mod tests {
         assert!(!passes(Some(&s), 3, &head, &mut body, &mut tag, tag_ok));
         assert_eq!(s.fetches.load(Ordering::Relaxed), 1);
         assert_eq!(s.healed.load(Ordering::Relaxed), 0);
+        assert_eq!(s.failed.load(Ordering::Relaxed), 1);
     }
 
     #[test]
@@ -221,5 +248,6 @@ mod tests {
         assert!(!passes(Some(&s), 3, &head, &mut body, &mut tag, tag_ok));
         assert_eq!(body, vec![0u8; 8]);
         assert_eq!(s.healed.load(Ordering::Relaxed), 0);
+        assert_eq!(s.failed.load(Ordering::Relaxed), 1);
     }
 }

@@ -465,6 +465,11 @@ impl Refetch for S3Refetch {
         if buf.is_empty() {
             return Ok(());
         }
+        if !self.client.counters.may_look_again() {
+            return Err(io::Error::other(
+                "no more second looks: the stored object failed too many already",
+            ));
+        }
         let f = self
             .client
             .get_range(offset, end, self.etag.as_deref(), Some(self.len))
@@ -477,6 +482,9 @@ impl Refetch for S3Refetch {
     }
     fn healed(&self) {
         Counters::add(&self.client.counters.refetched, 1);
+    }
+    fn failed(&self) {
+        Counters::add(&self.client.counters.second_looks_failed, 1);
     }
 }
 
