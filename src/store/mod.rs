@@ -219,10 +219,27 @@ impl Counters {
 /// checked exactly as the first were, so a second opinion can never let through a byte the
 /// first check would refuse: it only turns a refusal of bytes that were not the stored ones
 /// into a read of the stored ones.
+///
+/// It is also the source's ranged read without a lock (`Sync`), for readers that fetch many
+/// ranges at once or in runs ([`Refetch::fetch`]: a delta base's frames and tags).
 pub trait Refetch: Send + Sync {
-    /// Exactly `buf.len()` bytes at `offset`, fetched anew (never from bytes kept by the
-    /// source); a short object is `UnexpectedEof`.
-    fn refetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// Exactly `buf.len()` bytes at `offset`, fetched with a new request (never from bytes
+    /// kept by the source); a short object is `UnexpectedEof`.
+    fn fetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// Whether a second look may still be taken ([`MAX_FAILED_SECOND_LOOKS`]).
+    fn may_look_again(&self) -> bool {
+        true
+    }
+    /// [`Refetch::fetch`] for a second look: an error, with no request, once
+    /// [`Refetch::may_look_again`] says no.
+    fn refetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if !self.may_look_again() {
+            return Err(io::Error::other(
+                "no more second looks: the stored object failed too many already",
+            ));
+        }
+        self.fetch(offset, buf)
+    }
     /// The bytes fetched again passed the check the first copy failed: counted, and warned
     /// about by the commands ([`Counters::transfer_warning`]).
     fn healed(&self);

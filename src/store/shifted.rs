@@ -91,19 +91,22 @@ struct ShiftedRefetch {
 }
 
 impl Refetch for ShiftedRefetch {
-    fn refetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    fn fetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let before = usize::try_from(self.split.saturating_sub(offset))
             .unwrap_or(usize::MAX)
             .min(buf.len());
         let (a, b) = buf.split_at_mut(before);
-        self.inner.refetch(offset, a)?;
+        self.inner.fetch(offset, a)?;
         if b.is_empty() {
             return Ok(());
         }
         let from = offset + before as u64;
         let at = u64::try_from(i128::from(from) + i128::from(self.shift))
             .map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        self.inner.refetch(at, b)
+        self.inner.fetch(at, b)
+    }
+    fn may_look_again(&self) -> bool {
+        self.inner.may_look_again()
     }
     fn healed(&self) {
         self.inner.healed();

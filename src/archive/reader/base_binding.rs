@@ -84,7 +84,7 @@ pub(super) fn fetch_tags(
             .map(|(ats, out)| {
                 s.spawn(move || {
                     for (&at, tag) in ats.iter().zip(out.chunks_exact_mut(TAG_LEN)) {
-                        fetch.refetch(at, tag)?;
+                        fetch.fetch(at, tag)?;
                     }
                     Ok::<(), std::io::Error>(())
                 })
@@ -119,7 +119,7 @@ mod tests {
     struct Counting;
 
     impl Refetch for Counting {
-        fn refetch(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        fn fetch(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
             if offset >= 1 << 20 {
                 return Err(std::io::ErrorKind::UnexpectedEof.into());
             }
@@ -136,7 +136,7 @@ mod tests {
         for n in [0usize, 1, 7, 8, 9, 100, 1001] {
             let at_tags: Vec<u64> = (0..n as u64).map(|k| k * 97 + 3).collect();
             let fetched = fetch_tags(&at_tags, &Counting).unwrap();
-            let read = read_tags(&at_tags, |at, buf| Counting.refetch(at, buf)).unwrap();
+            let read = read_tags(&at_tags, |at, buf| Counting.fetch(at, buf)).unwrap();
             assert_eq!(fetched.len(), n * TAG_LEN);
             assert_eq!(fetched, read, "{n} tags");
             if n > 0 {

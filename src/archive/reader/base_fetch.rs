@@ -60,7 +60,7 @@ impl BaseArchive {
             w.bytes.clear();
             w.start = at;
             w.bytes.resize((upto - at) as usize, 0);
-            if let Err(e) = fetch.refetch(at, &mut w.bytes) {
+            if let Err(e) = fetch.fetch(at, &mut w.bytes) {
                 w.bytes.clear();
                 return Err(e);
             }
@@ -97,6 +97,9 @@ impl BaseArchive {
         let Some(r) = self.input.lock().ok().and_then(|i| i.refetcher()) else {
             return false;
         };
+        if !r.may_look_again() {
+            return false;
+        }
         match fetch_tags(&self.at_tags, &*r).map(|tags| binding_of(&self.id, &tags)) {
             Ok(b) if b == want => {
                 r.healed();

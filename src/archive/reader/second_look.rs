@@ -160,7 +160,7 @@ mod tests {
     }
 
     impl Refetch for Stored {
-        fn refetch(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        fn fetch(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
             self.fetches.fetch_add(1, Ordering::Relaxed);
             let at = offset as usize;
             let src = self

@@ -457,18 +457,13 @@ struct S3Refetch {
 }
 
 impl Refetch for S3Refetch {
-    fn refetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    fn fetch(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let end = offset.saturating_add(buf.len() as u64);
         if end > self.len {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
         if buf.is_empty() {
             return Ok(());
-        }
-        if !self.client.counters.may_look_again() {
-            return Err(io::Error::other(
-                "no more second looks: the stored object failed too many already",
-            ));
         }
         let f = self
             .client
@@ -479,6 +474,9 @@ impl Refetch for S3Refetch {
         }
         buf.copy_from_slice(&f.data);
         Ok(())
+    }
+    fn may_look_again(&self) -> bool {
+        self.client.counters.may_look_again()
     }
     fn healed(&self) {
         Counters::add(&self.client.counters.refetched, 1);
