@@ -39,6 +39,18 @@ fn changed_once(w: &Weed, home: &Path, at: u64, nth: u32, args: &[&str]) -> Outp
     o
 }
 
+/// Writes `src/big.bin` (`size` bytes of seed `seed`) under `home` and archives `src` to
+/// `url` with `args` added; returns the bytes written.
+fn made(w: &Weed, home: &Path, url: &str, size: usize, seed: u64, args: &[&str]) -> Vec<u8> {
+    let data = common::bytes(size, seed, false);
+    common::write(&home.join("src/big.bin"), &data);
+    let mut c = vec!["c", "-q"];
+    c.extend(args);
+    c.extend([url, "src"]);
+    assert_ok(&out(k(w, home).current_dir(home).args(&c)));
+    data
+}
+
 /// The footer's index offset of archive `obj`.
 fn index_offset(obj: &[u8]) -> u64 {
     let f = &obj[obj.len() - 64..];
@@ -50,14 +62,7 @@ fn a_data_frame_changed_on_the_way_is_fetched_again_and_restored() {
     let Some((w, d)) = setup("transit-x") else {
         return;
     };
-    let data = common::bytes(12 << 20, 3, false);
-    common::write(&d.path().join("src/big.bin"), &data);
-    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
-        "c",
-        "-q",
-        "s3://transit-x/a.kry",
-        "src",
-    ])));
+    let data = made(w, d.path(), "s3://transit-x/a.kry", 12 << 20, 3, &[]);
     // Byte 3,000,000 lies in the first data frame (4 MiB blocks), read by the first GET of
     // the frames read ahead.
     changed_once(
@@ -94,14 +99,7 @@ fn damage_in_the_stored_object_is_still_damage() {
     let Some((w, d)) = setup("transit-stored") else {
         return;
     };
-    let data = common::bytes(6 << 20, 4, false);
-    common::write(&d.path().join("src/big.bin"), &data);
-    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
-        "c",
-        "-q",
-        "s3://transit-stored/a.kry",
-        "src",
-    ])));
+    made(w, d.path(), "s3://transit-stored/a.kry", 6 << 20, 4, &[]);
     let mut obj = w.client().get("transit-stored", "a.kry").unwrap();
     obj[3_000_000] ^= 0xff;
     w.client().put("transit-stored", "a.kry", &obj);
@@ -266,16 +264,14 @@ fn a_shard_changed_on_the_way_is_fetched_again_not_rebuilt() {
     let Some((w, d)) = setup("transit-rec") else {
         return;
     };
-    let data = common::bytes(6 << 20, 8, false);
-    common::write(&d.path().join("src/big.bin"), &data);
-    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
-        "c",
-        "-q",
-        "--recovery",
-        "5",
+    let data = made(
+        w,
+        d.path(),
         "s3://transit-rec/a.kry",
-        "src",
-    ])));
+        6 << 20,
+        8,
+        &["--recovery", "5"],
+    );
     let o = changed_once(
         w,
         d.path(),
@@ -440,16 +436,7 @@ fn a_header_that_does_not_parse_on_the_way_is_fetched_again_before_any_scan() {
     let Some((w, d)) = setup("transit-hlen") else {
         return;
     };
-    common::write(
-        &d.path().join("src/big.bin"),
-        &common::bytes(6 << 20, 12, false),
-    );
-    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
-        "c",
-        "-q",
-        "s3://transit-hlen/a.kry",
-        "src",
-    ])));
+    made(w, d.path(), "s3://transit-hlen/a.kry", 6 << 20, 12, &[]);
     let proxy = Proxy::start(w.addr());
     proxy.flip_down(FlipDown { at: 13, nth: 1 });
     let o = krypta_via(&proxy, d.path(), &["l", "s3://transit-hlen/a.kry"]);
@@ -467,18 +454,14 @@ fn second_looks_that_fail_again_are_bounded() {
     let Some((w, d)) = setup("transit-walk") else {
         return;
     };
-    common::write(
-        &d.path().join("src/big.bin"),
-        &common::bytes(3 << 20, 3, false),
-    );
-    assert_ok(&out(k(w, d.path()).current_dir(d.path()).args([
-        "c",
-        "-q",
-        "-b",
-        "1M",
+    made(
+        w,
+        d.path(),
         "s3://transit-walk/a.kry",
-        "src",
-    ])));
+        3 << 20,
+        3,
+        &["-b", "1M"],
+    );
     let obj = w.client().get("transit-walk", "a.kry").unwrap();
     let (frames, _) = frame_table(&obj);
     // Frame 1 overwritten by a data head of seq 1 and a 24-byte body every 16 bytes; the
