@@ -16,6 +16,7 @@
 
 use std::io::Read;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
@@ -54,6 +55,8 @@ pub struct Client {
     pub(super) secrets: Vec<String>,
     /// What was sent and received.
     pub counters: Arc<Counters>,
+    /// A request ran out of attempts on retryable faults: no more retries ([`retry_with`]).
+    gave_up: AtomicBool,
 }
 
 /// HTTP methods krypta uses.
@@ -212,6 +215,7 @@ impl Client {
             max_attempts: s.max_attempts,
             secrets,
             counters: Arc::new(Counters::default()),
+            gave_up: AtomicBool::new(false),
         })
     }
 
@@ -373,27 +377,60 @@ impl Client {
     }
 
     /// Runs `f` until it succeeds, fails for good, or `attempts` attempts were made (0: the
-    /// configured count), sleeping with backoff between attempts.
+    /// configured count), sleeping with backoff between attempts; one attempt only once
+    /// the store was given up on ([`retry_with`]).
     pub(crate) fn retry<T>(
         &self,
         attempts: u32,
-        mut f: impl FnMut() -> std::result::Result<T, Fault>,
+        f: impl FnMut() -> std::result::Result<T, Fault>,
     ) -> std::result::Result<T, (Fault, u32)> {
         let max = if attempts == 0 {
             self.max_attempts
         } else {
             attempts
         };
-        let mut n = 1;
-        loop {
-            match f() {
-                Ok(v) => return Ok(v),
-                Err(fault) if n < max && fault.retryable() => {
-                    std::thread::sleep(backoff(n));
-                    Counters::add(&self.counters.retries, 1);
-                    n += 1;
+        retry_with(max, &self.gave_up, &self.counters, f)
+    }
+}
+
+/// [`Client::retry`]'s loop. `gave_up` is the client's: set when a request ran out of
+/// attempts on faults that retrying should cure (timeouts, refused connections, 5xx,
+/// throttling: the store is stalled, gone or overloaded). Every request of the client that
+/// starts after that gets one attempt. (Requests already retrying on other threads go on:
+/// they wait at the same time as the one that gave up, not after it, and the error a run
+/// reports keeps saying the attempts its policy gives.)
+///
+/// Why: what follows a request that failed so is cleanup (aborting the multipart upload, a
+/// HEAD that settles whether the final request's lost answer wrote the object) or the rest
+/// of a transfer that has failed already, and each waited the whole policy again: with the
+/// store stopped (SIGSTOP) `c` to it exited after 623 s (measured: the final request, the
+/// HEAD and the abort, each 5 attempts of 30 s, plus the parts in flight). The cleanup that
+/// cannot be done is named with its command (`sink::not_aborted`), as before.
+fn retry_with<T>(
+    max: u32,
+    gave_up: &AtomicBool,
+    counters: &Counters,
+    mut f: impl FnMut() -> std::result::Result<T, Fault>,
+) -> std::result::Result<T, (Fault, u32)> {
+    let max = if gave_up.load(Ordering::Relaxed) {
+        1
+    } else {
+        max
+    };
+    let mut n = 1;
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(fault) if n < max && fault.retryable() => {
+                std::thread::sleep(backoff(n));
+                Counters::add(&counters.retries, 1);
+                n += 1;
+            }
+            Err(fault) => {
+                if fault.retryable() {
+                    gave_up.store(true, Ordering::Relaxed);
                 }
-                Err(fault) => return Err((fault, n)),
+                return Err((fault, n));
             }
         }
     }
@@ -411,6 +448,47 @@ fn backoff(n: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn slow_down() -> Fault {
+        Fault::Status {
+            status: 503,
+            code: "SlowDown".into(),
+            message: String::new(),
+            region: None,
+        }
+    }
+
+    #[test]
+    fn once_a_request_ran_out_of_attempts_no_request_is_retried() {
+        let (gave_up, counters) = (AtomicBool::new(false), Counters::default());
+        let mut calls = 0;
+        // A fault that is not retryable ends at once, and does not give the store up.
+        let r: std::result::Result<(), _> = retry_with(3, &gave_up, &counters, || {
+            calls += 1;
+            Err(Fault::Protocol("bad answer".into()))
+        });
+        assert_eq!((r.unwrap_err().1, calls), (1, 1));
+        assert!(!gave_up.load(Ordering::Relaxed));
+        // Retryable: 3 attempts, 2 retries counted, then the store is given up on.
+        calls = 0;
+        let r: std::result::Result<(), _> = retry_with(3, &gave_up, &counters, || {
+            calls += 1;
+            Err(slow_down())
+        });
+        assert_eq!((r.unwrap_err().1, calls), (3, 3));
+        assert_eq!(counters.retries.load(Ordering::Relaxed), 2);
+        assert!(gave_up.load(Ordering::Relaxed));
+        // The next request (an abort, a HEAD) gets one attempt.
+        calls = 0;
+        let r: std::result::Result<(), _> = retry_with(5, &gave_up, &counters, || {
+            calls += 1;
+            Err(slow_down())
+        });
+        assert_eq!((r.unwrap_err().1, calls), (1, 1));
+        assert_eq!(counters.retries.load(Ordering::Relaxed), 2);
+        // A request that succeeds still does.
+        assert_eq!(retry_with(5, &gave_up, &counters, || Ok(7)).unwrap(), 7);
+    }
 
     #[test]
     fn backoff_grows_exponentially_and_stays_under_its_cap() {
