@@ -21,6 +21,7 @@ pub(super) fn read_header(path: &Path) -> Result<HeaderRead> {
 /// seekable one may be opened again, to search it for recovery data).
 pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead> {
     let remote = input.refetcher().is_some();
+    let first_version = input.identity();
     // From object storage, the search for recovery data that a header which does not parse
     // starts (it reads the whole object: `l` of a 20 MiB archive whose header length field
     // changed on the way read 21 MiB) waits for the second look below.
@@ -43,7 +44,11 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
                 };
             }
             let again = read_header_once(crate::store::open_source(path)?, path, true)?;
-            if let Some(r) = again.2.refetcher() {
+            // Another version of the object (replaced meanwhile) is read as it is, but the
+            // first failure is not called a transfer error.
+            if let Some(r) = again.2.refetcher()
+                && again.2.identity() == first_version
+            {
                 r.healed();
             }
             Ok(again)

@@ -124,6 +124,7 @@ impl Archive {
             *b ^= 1 << f.fix.bit;
         }
         let fixed = read.3.is_some();
+        let first_version = read.2.identity();
         let retry = opts.clone();
         let opened = Self::open_parsed(path, opts, read);
         let failed = match &opened {
@@ -137,9 +138,14 @@ impl Archive {
         if refetch.refetch(0, &mut again).is_err() || again == first {
             return opened;
         }
-        // The header came otherwise the second time: the first fetch was changed on the way.
+        // The header came otherwise the second time (the fetch again is pinned to the first
+        // ETag): the first fetch was changed on the way. Opened again from a new source; if
+        // the object was replaced in between, that one is another version: its own checks
+        // decide, and nothing is called a transfer error.
         let ar = Self::open_parsed(path, retry, header_read::read_header(path)?)?;
-        if let Some(r) = ar.input.refetcher() {
+        if let Some(r) = ar.input.refetcher()
+            && ar.input.identity() == first_version
+        {
             r.healed();
         }
         Ok(ar)
