@@ -32,6 +32,7 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Mutex;
 
+pub use super::whole::Whole;
 use super::{Counters, Source};
 use crate::recovery::{
     BeyondRepair, ByteSource, Locate, Located, RecoveryError, RepairedSegment, TableCache, locate,
@@ -99,44 +100,6 @@ pub struct HealingSource {
     window: Vec<u8>,
     win_start: u64,
     state: Mutex<State>,
-}
-
-/// A [`Source`] as the recovery library reads it: the whole file or object, section
-/// included, through positioned reads (serialised by a lock: `ByteSource` is `Sync`, a
-/// `Source` only `Send`).
-pub struct Whole<'a> {
-    src: Mutex<&'a mut (dyn Source + 'static)>,
-    len: u64,
-}
-
-impl<'a> Whole<'a> {
-    /// `src`, of length `len`.
-    pub fn new(src: &'a mut (dyn Source + 'static), len: u64) -> Self {
-        Whole {
-            src: Mutex::new(src),
-            len,
-        }
-    }
-}
-
-impl Whole<'_> {
-    /// The source's [`super::Refetch`], for a second look at a shard that fails.
-    fn refetcher(&self) -> Option<std::sync::Arc<dyn super::Refetch>> {
-        self.src.lock().ok()?.refetcher()
-    }
-}
-
-impl ByteSource for Whole<'_> {
-    fn len(&self) -> u64 {
-        self.len
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let src = self
-            .src
-            .lock()
-            .map_err(|_| io::Error::other("source lock"))?;
-        super::read_exact_at(&**src, offset, buf)
-    }
 }
 
 /// The inner source behind its lock, for the methods that take `&mut self` (no locking

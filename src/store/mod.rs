@@ -57,6 +57,7 @@ pub mod healing;
 pub mod local;
 pub mod s3;
 pub mod shifted;
+pub mod whole;
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
