@@ -9,6 +9,7 @@ mod common;
 mod harness;
 
 mod delta;
+mod delta_window;
 mod errors;
 mod integrity;
 mod keys;

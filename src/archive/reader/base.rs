@@ -485,7 +485,7 @@ impl BaseArchive {
         out: &mut HugeBuf,
     ) -> std::result::Result<(), BaseFault> {
         let refetch = self
-            .read_frame_bytes(at, buf)
+            .read_frame_bytes(seq, at, buf)
             .map_err(|e| BaseFault::Read {
                 path: self.path.clone(),
                 seq,

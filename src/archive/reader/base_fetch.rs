@@ -38,10 +38,11 @@ pub(crate) struct Window {
 }
 
 impl BaseArchive {
-    /// Reads the frame at `at` into `buf` (its whole length), from the window when it holds
-    /// it (module doc); returns the source's [`Refetch`] for the frame's second look.
+    /// Reads data frame `seq`, at `at`, into `buf` (its whole length), from the window when
+    /// it holds it (module doc); returns the source's [`Refetch`] for the frame's second look.
     pub(super) fn read_frame_bytes(
         &self,
+        seq: u64,
         at: u64,
         buf: &mut [u8],
     ) -> std::io::Result<Option<Arc<dyn Refetch>>> {
@@ -62,7 +63,7 @@ impl BaseArchive {
             } else {
                 0
             };
-            let upto = self.frames_end_within(at, end, reach);
+            let upto = self.frames_end_within(seq, end, reach);
             w.bytes.clear();
             w.start = at;
             w.bytes.resize((upto - at) as usize, 0);
@@ -77,24 +78,25 @@ impl BaseArchive {
         Ok(refetch)
     }
 
-    /// The end of the run of data frames that starts with the one at `at` (ending at
-    /// `end`) and lies within `reach` bytes of it: the frames are contiguous, so one request
-    /// holds them (at least the frame at `at`).
-    fn frames_end_within(&self, at: u64, end: u64, reach: u64) -> u64 {
-        if end - at >= reach {
-            return end;
-        }
-        let Some(k) = self.offsets.iter().position(|&o| o == at) else {
-            return end;
-        };
+    /// The end of the run of data frames that starts with frame `seq` (ending at `end`) and
+    /// lies within `reach` bytes of its start: the frames are contiguous, so one request
+    /// holds them (at least frame `seq`). The run stops at a frame that does not start where
+    /// the one before it ends, among them a frame a damaged base's walk did not find
+    /// ([`MISSING_FRAME`](super::base_walk::MISSING_FRAME): its offset is no place, and
+    /// adding its length to it overflowed, a panic in a debug build).
+    fn frames_end_within(&self, seq: u64, end: u64, reach: u64) -> u64 {
+        let at = self.offsets[seq as usize];
         let mut upto = end;
-        for j in k + 1..self.offsets.len() {
-            let frame_end = self.offsets[j]
-                + (FRAME_HEADER_LEN + self.index().frame_body_lens[j] as usize + TAG_LEN) as u64;
-            if self.offsets[j] != upto || frame_end - at > reach {
+        for j in seq as usize + 1..self.offsets.len() {
+            if self.offsets[j] != upto {
                 break;
             }
-            upto = frame_end;
+            let len =
+                (FRAME_HEADER_LEN + self.index().frame_body_lens[j] as usize + TAG_LEN) as u64;
+            if upto + len - at > reach {
+                break;
+            }
+            upto += len;
         }
         upto
     }
