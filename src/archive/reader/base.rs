@@ -498,19 +498,20 @@ impl BaseArchive {
         // head: the tag is checked first, so a bit flipped in the head is damage (exit 5 or 2,
         // as `t` of the base says), and only a head that verified and still is not the frame
         // the index places there is an invalid base (a structure error).
-        let head: [u8; FRAME_HEADER_LEN] = buf[..FRAME_HEADER_LEN].try_into().expect("16");
+        let mut head: [u8; FRAME_HEADER_LEN] = buf[..FRAME_HEADER_LEN].try_into().expect("16");
         let mut tag: [u8; TAG_LEN] = buf[buf.len() - TAG_LEN..].try_into().expect("32");
         let body = &mut buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + body_len];
-        // A base in object storage gets a second look (`second_look`), as the archive does.
-        let opened = super::second_look::passes(
+        // A base in object storage gets a second look (`second_look`), as the archive does;
+        // its head too (the index, not the head, placed the frame).
+        let opened = super::second_look::passes_placed(
             refetch.as_deref(),
             at,
-            &head,
+            &mut head,
             body,
             &mut tag,
-            |body, tag| {
+            |head, body, tag| {
                 self.protection
-                    .open_frame(&self.id, &head, seq, body, tag)
+                    .open_frame(&self.id, head, seq, body, tag)
                     .is_ok()
             },
         );

@@ -48,7 +48,39 @@ pub(super) fn passes(
     tag: &mut [u8; TAG_LEN],
     mut check: impl FnMut(&mut [u8], &[u8; TAG_LEN]) -> bool,
 ) -> bool {
-    if check(body, tag) {
+    let mut head = *head;
+    look(refetch, offset, &mut head, false, body, tag, |_, b, t| {
+        check(b, t)
+    })
+}
+
+/// [`passes`] of a frame whose place and length the reader knows without its head (a delta
+/// base's frame: from the base's verified index, or the walk that found it), and whose tag
+/// covers its head: a head changed on the way is replaced by the one fetched again with the
+/// rest, and `check` judges that head with that body and tag. (`passes` refuses bytes fetched
+/// again under another head: there the head the reader parsed decided where the frame is.)
+pub(super) fn passes_placed(
+    refetch: Option<&dyn Refetch>,
+    offset: u64,
+    head: &mut [u8; FRAME_HEADER_LEN],
+    body: &mut [u8],
+    tag: &mut [u8; TAG_LEN],
+    check: impl FnMut(&[u8; FRAME_HEADER_LEN], &mut [u8], &[u8; TAG_LEN]) -> bool,
+) -> bool {
+    look(refetch, offset, head, true, body, tag, check)
+}
+
+/// [`passes`] and [`passes_placed`] (`placed`: the head fetched again may differ).
+fn look(
+    refetch: Option<&dyn Refetch>,
+    offset: u64,
+    head: &mut [u8; FRAME_HEADER_LEN],
+    placed: bool,
+    body: &mut [u8],
+    tag: &mut [u8; TAG_LEN],
+    mut check: impl FnMut(&[u8; FRAME_HEADER_LEN], &mut [u8], &[u8; TAG_LEN]) -> bool,
+) -> bool {
+    if check(head, body, tag) {
         return true;
     }
     let Some(r) = refetch else {
@@ -58,14 +90,16 @@ pub(super) fn passes(
     if r.refetch(offset, &mut again).is_err() {
         return false;
     }
-    if again[..FRAME_HEADER_LEN] != head[..] {
+    let (h, rest) = again.split_at(FRAME_HEADER_LEN);
+    if !placed && h != &head[..] {
         r.failed();
         return false;
     }
-    let (b, t) = again[FRAME_HEADER_LEN..].split_at(body.len());
+    head.copy_from_slice(h);
+    let (b, t) = rest.split_at(body.len());
     body.copy_from_slice(b);
     tag.copy_from_slice(t);
-    let ok = check(body, tag);
+    let ok = check(head, body, tag);
     if ok {
         r.healed();
     } else {
@@ -241,6 +275,43 @@ mod tests {
         assert_eq!(s.fetches.load(Ordering::Relaxed), 0);
         body[0] ^= 1;
         assert!(!passes(None, 3, &head, &mut body, &mut tag, tag_ok));
+    }
+
+    #[test]
+    fn a_placed_frame_whose_head_changed_in_transit_is_fetched_again_head_and_all() {
+        // A delta base's frame: its place is the index's, its tag covers its head.
+        let s = stored();
+        let check = |h: &[u8; FRAME_HEADER_LEN], b: &mut [u8], t: &[u8; TAG_LEN]| {
+            *h == [7u8; FRAME_HEADER_LEN] && tag_ok(b, t)
+        };
+        let mut head = [7u8; FRAME_HEADER_LEN];
+        head[4] ^= 1;
+        let mut body: Vec<u8> = (1..=8).collect();
+        let mut tag: [u8; TAG_LEN] = s.bytes[27..59].try_into().unwrap();
+        assert!(passes_placed(
+            Some(&s),
+            3,
+            &mut head,
+            &mut body,
+            &mut tag,
+            check
+        ));
+        assert_eq!(head, [7u8; FRAME_HEADER_LEN]);
+        assert_eq!(s.healed.load(Ordering::Relaxed), 1);
+        // Stored so: it fails again, and is counted as failed.
+        let mut s = stored();
+        s.bytes[3 + 4] ^= 1;
+        let mut head: [u8; FRAME_HEADER_LEN] = s.bytes[3..19].try_into().unwrap();
+        assert!(!passes_placed(
+            Some(&s),
+            3,
+            &mut head,
+            &mut body,
+            &mut tag,
+            check
+        ));
+        assert_eq!(s.healed.load(Ordering::Relaxed), 0);
+        assert_eq!(s.failed.load(Ordering::Relaxed), 1);
     }
 
     #[test]
