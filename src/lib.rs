@@ -51,7 +51,7 @@ pub use create::{
 pub use damage::{Listing, list_or_salvage};
 pub use error::{Error, Result};
 pub use extracting::{ExtractRequest, extract};
-pub use rekey::rekey;
+pub use rekey::{check_output as check_rekey_output, rekey};
 pub use repair::{Check, CheckOutcome, RepairOutcome, check_recovery, repair};
 pub use repaired::{header_fix_warning, trailing_warning};
 

@@ -7,18 +7,12 @@ use crate::archive::reader::{Archive, OpenOptions, RekeyOptions, RekeySummary};
 use crate::error::{Error, Result};
 use crate::store;
 
-/// `krypta rekey`: opens `input` with `open`, writes it to `output` (a file, `-` or an
-/// object; an existing one only with `force`) with the stanzas of `opts`
-/// ([`archive::reader::Archive::rekey_into`]). OUT appears under its name only when complete.
-/// Errors: as [`Archive::open`], Usage (unencrypted IN, no new key, OUT is IN), Exists, the
-/// reader's errors for a damaged IN, Io.
-pub fn rekey(
-    input: &Path,
-    open: OpenOptions,
-    output: &Path,
-    force: bool,
-    opts: RekeyOptions,
-) -> Result<RekeySummary> {
+/// What `krypta rekey` refuses about OUT before anything is read or asked (IN opened, a key
+/// file read, a password asked for, OUT's new password among them): OUT that is IN (the
+/// same file however spelled, the same bucket and key), with or without `force` (Usage); a
+/// directory (IsDirectory); an existing local file or link without `force` (Exists).
+/// [`rekey`] calls it first; the command calls it before it reads the new keys.
+pub fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
     let same_object = matches!(
         (store::Location::parse(input), store::Location::parse(output)),
         (Ok(store::Location::S3(a)), Ok(store::Location::S3(b)))
@@ -36,12 +30,26 @@ pub fn rekey(
             input.display()
         )));
     }
-    // A directory as OUT is refused before IN is opened (a password asked for), and so is
-    // an existing OUT without -f.
     if let Ok(store::Location::Local(p)) = store::Location::parse(output) {
         store::local::refuse_directory(&p)?;
         store::local::refuse_existing(&p, force)?;
     }
+    Ok(())
+}
+
+/// `krypta rekey`: opens `input` with `open`, writes it to `output` (a file, `-` or an
+/// object; an existing one only with `force`) with the stanzas of `opts`
+/// ([`archive::reader::Archive::rekey_into`]). OUT appears under its name only when complete.
+/// Errors: as [`Archive::open`], Usage (unencrypted IN, no new key, OUT is IN), Exists, the
+/// reader's errors for a damaged IN, Io.
+pub fn rekey(
+    input: &Path,
+    open: OpenOptions,
+    output: &Path,
+    force: bool,
+    opts: RekeyOptions,
+) -> Result<RekeySummary> {
+    check_output(input, output, force)?;
     let mut ar = Archive::open(input, open)?;
     let sink = store::create_sink(output, force, true)?;
     let (mut summary, sink) = ar.rekey_into(sink, output, opts)?;

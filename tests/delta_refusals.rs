@@ -375,3 +375,28 @@ fn an_existing_output_is_refused_before_the_base_is_opened() {
     assert_eq!(code(&o), 1, "{}", err(&o));
     assert!(err(&o).contains("out.kry: already exists"), "{}", err(&o));
 }
+
+/// Regression (review of helper-38's change): with an existing OUT refused first, `c --base
+/// same.kry same.kry` without -f said "already exists (use -f/--force to overwrite)", and the
+/// -f it advised then met "the delta base cannot be the archive being written". The base as
+/// OUT is named first, -f or not; the base is kept.
+#[test]
+fn the_base_as_output_is_named_before_it_is_called_existing() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["c", "-q", "same.kry", "v1"]);
+    let before = fx.read("same.kry");
+    std::os::unix::fs::symlink("same.kry", fx.p("link.kry")).unwrap();
+    for (base, output) in [("same.kry", "same.kry"), ("./same.kry", "link.kry")] {
+        let o = fx.run(&["c", "-q", "--base", base, output, "v2"]);
+        assert_eq!(
+            (code(&o), err(&o).trim().to_string()),
+            (
+                1,
+                format!("krypta: {output}: the delta base cannot be the archive being written")
+            ),
+            "--base {base} {output}"
+        );
+    }
+    assert_eq!(fx.read("same.kry"), before);
+}

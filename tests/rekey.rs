@@ -481,3 +481,49 @@ fn new_password_is_asked_at_the_terminal() {
     let o = fx.run(&["t", "--pass-file", "old", "out.kry"]);
     assert_eq!(code(&o), 2, "{}", err(&o));
 }
+
+/// Regression (review of helper-38's change): an existing OUT without -f was refused only
+/// after the signing key and OUT's new keys were read and OUT's new password asked for at the
+/// terminal (twice): a missing new key file was named instead, and `--new-password` prompted.
+/// OUT is refused first now, and kept; OUT that is IN still says so, -f or not.
+#[test]
+fn an_existing_out_is_refused_before_any_key_is_read_or_password_asked() {
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "in.kry", "t"]);
+    fx.file("exists.kry", b"keep me");
+    let exists = "krypta: exists.kry: already exists (use -f/--force to overwrite)";
+    let open = ["rekey", "--keyfile", "k", "in.kry", "-o", "exists.kry"];
+    for new in [
+        &["--new-keyfile", "missing.key"][..],
+        &["--new-keyfile", "k", "--sign", "missing.sign"],
+    ] {
+        let o = fx.run(&[&open[..], new].concat());
+        assert_eq!(
+            (code(&o), err(&o).trim()),
+            (1, exists),
+            "{new:?}: {}",
+            err(&o)
+        );
+    }
+    if let Some(mut tty) = OnTty::spawn(&fx, &[&open[..], &["--new-password"]].concat()) {
+        assert_eq!(tty.exit_code(), 1, "{}", tty.text());
+        let text = tty.text();
+        assert!(text.contains(exists), "{text}");
+        assert!(!text.contains("password"), "{text}");
+    }
+    assert_eq!(fx.read("exists.kry"), b"keep me");
+    for f in [&[][..], &["-f"]] {
+        let o = fx.run(
+            &[
+                &["rekey", "--keyfile", "k", "in.kry", "-o", "./in.kry"][..],
+                f,
+                &["--new-keyfile", "k"],
+            ]
+            .concat(),
+        );
+        assert_eq!(code(&o), 1, "{}", err(&o));
+        assert!(err(&o).contains("cannot write over it"), "{}", err(&o));
+    }
+}

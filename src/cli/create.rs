@@ -86,11 +86,29 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     }
     // A directory as OUTPUT (arguments swapped) is refused before a password is asked for
     // or an input read (the library checks again).
-    if let Ok(krypta::store::Location::Local(p)) = krypta::store::Location::parse(&a.output) {
-        krypta::store::local::refuse_directory(&p)?;
-        // So is an existing file without -f (before, a delta base was opened, its key
-        // asked for and its index read first: helper-38).
-        krypta::store::local::refuse_existing(&p, a.force)?;
+    let local_output = match krypta::store::Location::parse(&a.output) {
+        Ok(krypta::store::Location::Local(p)) => Some(p),
+        _ => None,
+    };
+    if let Some(p) = &local_output {
+        krypta::store::local::refuse_directory(p)?;
+    }
+    // The same archive however spelled (./a.kry, $PWD/a.kry, a link; one bucket and key):
+    // the delta would replace its own base. Refused even with -f, and before an existing
+    // OUTPUT is (that refusal says "use -f", which would only lead to this one).
+    if let Some(base) = &a.delta.base
+        && krypta::store::Location::parse(base)?
+            .same_archive(&krypta::store::Location::parse(&a.output)?)
+    {
+        return Err(Error::Usage(format!(
+            "{}: the delta base cannot be the archive being written",
+            a.output.display()
+        )));
+    }
+    // So is an existing file without -f (before, a delta base was opened, its key asked for
+    // and its index read first: helper-38).
+    if let Some(p) = &local_output {
+        krypta::store::local::refuse_existing(p, a.force)?;
     }
     // KRYPTA_PASSWORD is used for a new archive only when no key option was given, so a
     // variable left in the environment never adds a password to a key-file or box archive.
@@ -157,17 +175,6 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
                 .unwrap_or(1)
         })
         .max(1);
-    // The same archive however spelled (./a.kry, $PWD/a.kry, a link; one bucket and key):
-    // the delta would replace its own base. Refused even with -f.
-    if let Some(base) = &a.delta.base
-        && krypta::store::Location::parse(base)?
-            .same_archive(&krypta::store::Location::parse(&a.output)?)
-    {
-        return Err(Error::Usage(format!(
-            "{}: the delta base cannot be the archive being written",
-            a.output.display()
-        )));
-    }
     let base = super::keys::open_base(
         &a.delta,
         a.jobs,

@@ -14,6 +14,9 @@ use krypta::crypto::stanza::Recipient;
 use krypta::{Error, Result};
 
 pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
+    // OUT first: an existing OUT without -f was refused after the signing key, OUT's new
+    // keys and password (asked for at the terminal) were read.
+    krypta::check_rekey_output(&a.input, &a.output, a.force)?;
     let open = open_options(&a.keys, &a.input)?;
     let signer = match &a.sign {
         Some(f) => Some(krypta::crypto::signkey::load_signing_secret_with(
