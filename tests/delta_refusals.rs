@@ -400,3 +400,40 @@ fn the_base_as_output_is_named_before_it_is_called_existing() {
     }
     assert_eq!(fx.read("same.kry"), before);
 }
+
+/// Regression (review of helper-38's change): a socket as OUT was refused only when its sink
+/// was made, after the delta base was opened: with an encrypted base and no base key, `c`
+/// said "give --base-keyfile". It is named first, -f or not, as an existing file is; `rekey`
+/// names it before it reads OUT's new keys.
+#[test]
+fn a_socket_as_output_is_refused_before_the_base_is_opened() {
+    use std::os::unix::fs::FileTypeExt;
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "ebase.kry", "v1"]);
+    let _listener = std::os::unix::net::UnixListener::bind(fx.p("sock")).unwrap();
+    let said = "krypta: sock: is a socket, not a regular file: an archive is written to a file, \
+                to stdout (-) or to s3://; nothing was replaced";
+    for f in [&[][..], &["-f"]] {
+        let o = fx.run(&[&["c", "-q"][..], f, &["--base", "ebase.kry", "sock", "v2"]].concat());
+        assert_eq!((code(&o), err(&o).trim()), (1, said), "{f:?}");
+    }
+    let o = fx.run(&[
+        "rekey",
+        "--keyfile",
+        "k",
+        "ebase.kry",
+        "-o",
+        "sock",
+        "--new-keyfile",
+        "missing.key",
+    ]);
+    assert_eq!((code(&o), err(&o).trim()), (1, said));
+    assert!(
+        std::fs::metadata(fx.p("sock"))
+            .unwrap()
+            .file_type()
+            .is_socket()
+    );
+}

@@ -104,11 +104,7 @@ impl FileSink {
         // A device, pipe or socket is never replaced by a regular file, `-f` or not
         // (`super::create_sink` writes into a pipe or character device instead).
         if let Some((what, _)) = super::local::special_output(path) {
-            return Err(Error::Usage(format!(
-                "{}: is {what}, not a regular file: an archive is written to a file, to stdout \
-                 (-) or to s3://; nothing was replaced",
-                path.display()
-            )));
+            return Err(super::local::not_a_file(path, what));
         }
         super::local::refuse_existing(path, force)?;
         let resolved = force.then(|| through_link(path)).flatten();

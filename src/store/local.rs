@@ -213,13 +213,33 @@ pub fn refuse_directory(path: &Path) -> Result<()> {
 
 /// An output path that exists (a file, or a link, even dangling) refused without `force`:
 /// Exists (exit 1), before anything else is done. A named pipe or character device is not
-/// refused (an archive is written into it: [`DeviceSink`]), nor a block device or socket
-/// here ([`super::file_sink::FileSink::create`] refuses those, `-f` or not).
+/// refused (an archive is written into it: [`DeviceSink`]); a block device or socket is,
+/// `-f` or not ([`refuse_special`]).
 pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
+    refuse_special(path)?;
     if !force && special_output(path).is_none() && std::fs::symlink_metadata(path).is_ok() {
         return Err(Error::Exists { path: path.into() });
     }
     Ok(())
+}
+
+/// An output path that is a block device or a socket (followed through a symbolic link),
+/// refused with or without `-f`: an archive is not written into it, and it is never replaced
+/// by a regular file. Usage (exit 1).
+pub fn refuse_special(path: &Path) -> Result<()> {
+    match special_output(path) {
+        Some((what, false)) => Err(not_a_file(path, what)),
+        _ => Ok(()),
+    }
+}
+
+/// The refusal of an output path that is `what` ([`special_output`]), not a regular file.
+pub(super) fn not_a_file(path: &Path, what: &str) -> Error {
+    Error::Usage(format!(
+        "{}: is {what}, not a regular file: an archive is written to a file, to stdout (-) or \
+         to s3://; nothing was replaced",
+        path.display()
+    ))
 }
 
 /// What an existing output path is when it is not a regular file or a directory (followed
