@@ -69,6 +69,10 @@ pub struct BaseArchive {
     pub(super) input: Mutex<Input>,
     /// Frames read ahead from object storage (`base_fetch`).
     pub(super) window: Mutex<Window>,
+    /// The source's second looks (`second_look`; None for a local base).
+    pub(super) refetch: Option<Arc<dyn crate::store::Refetch>>,
+    /// Its lock-free ranged reads, when it repairs nothing on the way (`base_fetch`).
+    pub(super) direct: Option<Arc<dyn crate::store::Refetch>>,
     /// Byte offset of each data frame.
     pub(super) offsets: Vec<u64>,
     index: Index,
@@ -187,17 +191,17 @@ impl BaseArchive {
                 path.display()
             )));
         }
+        // Asked once, not per frame read (`base_fetch`): the source's second looks, and its
+        // lock-free ranged reads when nothing is repaired on the way (recovery data).
+        let refetch = ar.input.refetcher();
+        let direct = refetch.clone().filter(|_| ar.input.heal_report().is_none());
         let (binding, at_tags) = match &footer {
             Some(footer) => {
                 let at_tags = tag_offsets(&ar, footer, &offsets, &index)?;
                 // From object storage, many requests at once (`fetch_tags`); through the
                 // recovery data's checks (`store::healing`) or from a file, in turn.
-                let fetch = ar
-                    .input
-                    .refetcher()
-                    .filter(|_| ar.input.heal_report().is_none());
-                let tags = match fetch {
-                    Some(f) => fetch_tags(&at_tags, &*f),
+                let tags = match &direct {
+                    Some(f) => fetch_tags(&at_tags, &**f),
                     None => read_tags(&at_tags, |at, buf| read_exact_at(&*ar.input, at, buf)),
                 }
                 .map_err(|e| Error::io(&ar.path, "read", e))?;
@@ -223,6 +227,8 @@ impl BaseArchive {
             protection,
             input: Mutex::new(input),
             window: Mutex::new(Window::default()),
+            refetch,
+            direct,
             offsets,
             index,
             cache: Mutex::new(Cache::default()),

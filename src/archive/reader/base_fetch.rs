@@ -111,20 +111,19 @@ impl BaseArchive {
         at: u64,
         buf: &mut [u8],
     ) -> std::io::Result<Option<Arc<dyn Refetch>>> {
-        let input = self.input.lock().expect("base input lock");
-        let refetch = input.refetcher();
-        let Some(fetch) = refetch.clone().filter(|_| input.heal_report().is_none()) else {
+        let refetch = self.refetch.clone();
+        let Some(fetch) = &self.direct else {
+            let input = self.input.lock().expect("base input lock");
             read_exact_at(&**input, at, buf)?;
             return Ok(refetch);
         };
-        drop(input);
         let end = at + buf.len() as u64;
         let mut w = self.window.lock().expect("base window lock");
         w.read(
             at,
             buf,
             |reach| self.frames_end_within(seq, end, reach),
-            &*fetch,
+            &**fetch,
         )?;
         Ok(refetch)
     }
@@ -156,13 +155,13 @@ impl BaseArchive {
     /// base in object storage whose binding differed as first read, before it is called
     /// another archive or damaged. False for a local base (read twice, the same bytes).
     pub(crate) fn binding_fetched_again_is(&self, want: [u8; 32]) -> bool {
-        let Some(r) = self.input.lock().ok().and_then(|i| i.refetcher()) else {
+        let Some(r) = &self.refetch else {
             return false;
         };
         if !r.may_look_again() {
             return false;
         }
-        match fetch_tags(&self.at_tags, &*r).map(|tags| binding_of(&self.id, &tags)) {
+        match fetch_tags(&self.at_tags, &**r).map(|tags| binding_of(&self.id, &tags)) {
             Ok(b) if b == want => {
                 r.healed();
                 true
