@@ -334,6 +334,9 @@ pub(crate) fn salvage_without_index(
     first: Error,
     rep: &mut dyn Reporter,
 ) -> Result<ScanSummary> {
+    // Without its index, nothing read with a base whose binding cannot be checked could be
+    // checked: refused (`Archive::refuse_unbound_base`).
+    ar.refuse_unbound_base()?;
     let done = tracker.done.clone();
     let s = ar.salvage_stream(tracker, &done)?;
     let sealed = ar.header().encrypted();

@@ -183,11 +183,12 @@ pub enum Error {
         /// The ids agree (the binding does not).
         same_id: bool,
     },
-    /// The base given is damaged, so its binding cannot be checked, and its id is a
-    /// reproducible one (docs/FORMAT.md §12.4), which any archive made with the same
-    /// SOURCE_DATE_EPOCH shares: it cannot be told from another archive. Exit 9.
+    /// The base given is damaged, so its binding cannot be checked, and nothing else tells it
+    /// from another archive: its id is a reproducible one (docs/FORMAT.md §12.4), which any
+    /// archive made with the same SOURCE_DATE_EPOCH shares, or the delta archive's own index,
+    /// which every entry read with it must then equal, cannot be read either. Exit 9.
     #[error(
-        "{}: its base {} is damaged ({why}), and its id is a reproducible archive's (SOURCE_DATE_EPOCH), which another archive of the same epoch shares: without its binding it cannot be told from one: refusing it (repair it from its recovery data, or use an intact copy)",
+        "{}: its base {} is damaged ({why}), and {because}: refusing it (repair it from its recovery data, or use an intact copy)",
         shown(path),
         shown(base)
     )]
@@ -198,6 +199,8 @@ pub enum Error {
         base: PathBuf,
         /// Why its binding cannot be checked.
         why: String,
+        /// Why nothing else can stand in for the binding.
+        because: &'static str,
     },
     /// A delta block could not be decoded because its base region could not be read (a
     /// damaged base frame). Exit 9.

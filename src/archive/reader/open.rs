@@ -60,6 +60,18 @@ impl Archive {
         {
             return Err(prefix_error(path, e.clone()));
         }
+        // A delta archive from a stream whose base is damaged (its binding cannot be checked)
+        // is spooled and read as a file, with its index first: the digests its entries are
+        // checked with are decoded against the base's bytes too (a reference's END_DIGEST is
+        // compressed against the base's own, docs/FORMAT.md §16.3), so only the index, which
+        // holds them as written, tells a base forged to fit them from the real one.
+        if !input.seekable()
+            && let (Some(base), Some((id, want))) = (&opts.base, header.delta_base())
+            && base.id() == id
+            && matches!(binding_state(base, want)?, Bound::Damaged(_))
+        {
+            input = super::spool::spool_stream(input, &bytes, path)?;
+        }
         // Signatures first (`signed`): the signer policy from the header, then a seekable
         // signed archive's signature, before any key is tried or asked for. Without a signer
         // required, a signature that fails on an encrypted header is held until the key
@@ -368,32 +380,10 @@ impl Archive {
         if base.id() != want_id {
             return Err(wrong());
         }
-        // The binding is checked when it can be. A base of the right id whose binding cannot
-        // be computed or differs is read only when it is damaged (docs/FORMAT.md §16.4; why
-        // that is safe: `base`, "A damaged base"); one whose frames all verify is another
-        // archive of that id (modified or re-created) and refused.
-        let damage = match base.unchecked() {
-            Some(why) => Some(format!("its index cannot be read: {why}")),
-            None if base.binding() == want_binding => None,
-            None if base.binding_fetched_again_is(want_binding) => None,
-            None => {
-                let bad = base.damaged_frames()?;
-                if bad.is_empty() {
-                    return Err(wrong());
-                }
-                let shown: Vec<String> = bad.iter().take(8).map(|s| s.to_string()).collect();
-                Some(format!(
-                    "data frame{} {}{} {}",
-                    if bad.len() == 1 { "" } else { "s" },
-                    shown.join(", "),
-                    if bad.len() > 8 { ", ..." } else { "" },
-                    if bad.len() == 1 {
-                        "fails its checks"
-                    } else {
-                        "fail their checks"
-                    },
-                ))
-            }
+        let damage = match binding_state(&base, want_binding)? {
+            Bound::Yes => None,
+            Bound::Damaged(why) => Some(why),
+            Bound::Other => return Err(wrong()),
         };
         if let Some(why) = &damage
             && base.reproducible()
@@ -402,6 +392,7 @@ impl Archive {
                 path: self.path.clone(),
                 base: base.path().to_path_buf(),
                 why: why.clone(),
+                because: "its id is a reproducible archive's (SOURCE_DATE_EPOCH), which another archive of the same epoch shares: without its binding it cannot be told from one",
             });
         }
         self.base_damage = damage;
@@ -419,6 +410,24 @@ impl Archive {
             base.path().display(),
             base::hex(&base.id())
         ))
+    }
+
+    /// Of a delta archive given a damaged base, whose own index cannot be read either: the
+    /// refusal ([`Error::UncheckableBase`]). Its entries are compared with the delta's index
+    /// before they are used, and that comparison is what stands in for the binding: the
+    /// digests they are checked with are decoded against the base's bytes too (a reference's
+    /// END_DIGEST is compressed against the base's own, docs/FORMAT.md §16.3), so without the
+    /// index a base forged to fit them could not be told from the real one.
+    pub(crate) fn refuse_unbound_base(&self) -> Result<()> {
+        match (&self.base, &self.base_damage) {
+            (Some(base), Some(why)) => Err(Error::UncheckableBase {
+                path: self.path.clone(),
+                base: base.path().to_path_buf(),
+                why: why.clone(),
+                because: "this archive's own index, which every entry read with it must then equal, cannot be read either: its binding to this archive cannot be checked",
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Of a delta archive given a damaged base: what is damaged (the words in parentheses
@@ -494,4 +503,45 @@ impl Archive {
     pub fn undone_edit(&self) -> Option<(u64, i64, u64)> {
         self.undone_edit
     }
+}
+
+/// How a base of the right id stands against the binding a delta archive names (see
+/// [`binding_state`]).
+enum Bound {
+    /// Its binding is the one named.
+    Yes,
+    /// Damaged so that its binding cannot be checked: why.
+    Damaged(String),
+    /// Every frame verifies but the binding differs: another archive of that id.
+    Other,
+}
+
+/// The binding is checked when it can be. A base of the right id whose binding cannot be
+/// computed or differs is read only when it is damaged (docs/FORMAT.md §16.4; why that is
+/// safe: `base`, "A damaged base"); one whose frames all verify is another archive of that
+/// id (modified or re-created) and refused.
+fn binding_state(base: &BaseArchive, want_binding: [u8; 32]) -> Result<Bound> {
+    Ok(match base.unchecked() {
+        Some(why) => Bound::Damaged(format!("its index cannot be read: {why}")),
+        None if base.binding() == want_binding => Bound::Yes,
+        None if base.binding_fetched_again_is(want_binding) => Bound::Yes,
+        None => {
+            let bad = base.damaged_frames()?;
+            if bad.is_empty() {
+                return Ok(Bound::Other);
+            }
+            let shown: Vec<String> = bad.iter().take(8).map(|s| s.to_string()).collect();
+            Bound::Damaged(format!(
+                "data frame{} {}{} {}",
+                if bad.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if bad.len() > 8 { ", ..." } else { "" },
+                if bad.len() == 1 {
+                    "fails its checks"
+                } else {
+                    "fail their checks"
+                },
+            ))
+        }
+    })
 }

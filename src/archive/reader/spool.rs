@@ -401,6 +401,39 @@ impl Archive {
     }
 }
 
+/// The rest of `input`, a stream whose `header` was read, with that header in front: a
+/// temporary file in `$TMPDIR` (unnamed, as [`Archive::open_spooled`]'s) read as a file from
+/// here on, at the same offsets. For a delta archive whose base's binding cannot be checked
+/// (`open`): read as a file, its index is read first and every entry compared with it.
+/// Errors: Io naming the stream (read) or the directory (write, or too little room left).
+pub(super) fn spool_stream(mut input: Input, header: &[u8], path: &Path) -> Result<Input> {
+    let dir = std::env::temp_dir();
+    let spool = |e| Error::io(&dir, "spool the archive to a temporary file in", e);
+    let mut file = tempfile::tempfile_in(&dir).map_err(spool)?;
+    file.write_all(header).map_err(spool)?;
+    let probe = file.try_clone().map_err(spool)?;
+    let c = copy_guarded(
+        &mut input,
+        &mut file,
+        &probe,
+        SPOOL_CHECK,
+        &room,
+        &|e| Error::io(path, "read", e),
+        &spool,
+    )?;
+    if let Some(free) = c.stopped {
+        return Err(spool(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!(
+                "the stream is larger than it can hold: stopped after {} bytes with {free} bytes free, which other programs need (set TMPDIR to a larger file system, or give the archive as a file); nothing was written",
+                c.bytes
+            ),
+        )));
+    }
+    file.seek(SeekFrom::Start(0)).map_err(spool)?;
+    Ok(Box::new(crate::store::local::FileSource::from_file(file)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,174 @@
+//! A delta base forged by someone who holds the base file but no key: an unencrypted base
+//! rewritten with other content for a file the delta archive references (BASE_REF), its
+//! checksums recomputed (anyone can), and then damaged on purpose, so that its binding
+//! cannot be checked (FORMAT.md §16.4, "A damaged base"). The delta archive itself is
+//! encrypted and intact.
+//!
+//! Why it mattered: the `END_DIGEST` of a file stored as a reference is compressed against
+//! the base's own `END_DIGEST` record (its region, §16.3), so the digest a reader checks the
+//! file with comes out of the base too. Only the delta archive's index, which holds the
+//! digest as written, tells a forged base from the real one; read from a pipe (no index
+//! first) or with the delta's index damaged, the forged content was restored under the
+//! file's name as verified (regression, found 2026-12 in a security review).
+
+mod cli_common;
+mod common;
+
+use cli_common::*;
+use common::{bytes, code};
+
+const SIZES: [usize; 4] = [170_445, 226_925, 190_342, 278_284];
+/// The file the forger targets (odd: unchanged in v2, so a BASE_REF) and what it becomes.
+const TARGET: usize = 1;
+const FORGED: &[u8] = b"FORGED BY SOMEONE WITHOUT ANY KEY -- FORGED BY SOMEONE WITHOUT ANY KEY";
+
+/// base.kry (unencrypted, v1) and new.kry (encrypted with k.key, v2 against base.kry).
+fn archives(fx: &Fx) {
+    for (i, &n) in SIZES.iter().enumerate() {
+        let mut b = bytes(n, 300 + i as u64, false);
+        fx.file(&format!("v1/d/f{i:02}.bin"), &b);
+        if i % 2 == 0 {
+            for k in (0..n).step_by(40_000) {
+                b[k] ^= 0xff;
+            }
+        }
+        fx.file(&format!("v2/d/f{i:02}.bin"), &b);
+    }
+    fx.ok(&["keygen", "-o", "k.key"]);
+    fx.ok(&["c", "-q", "-b", "64K", "base.kry", "v1"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "-b",
+        "64K",
+        "--keyfile",
+        "k.key",
+        "--base",
+        "base.kry",
+        "new.kry",
+        "v2",
+    ]);
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+    hay.windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Rewrites base.kry: the target file's bytes at 1000.. become [`FORGED`], its END_DIGEST
+/// the digest of the forged content, every data frame's checksum recomputed; then its last
+/// 30 bytes are cut (its footer: the index cannot be read, so the binding cannot be
+/// checked). Returns the forged content.
+fn forge_base(fx: &Fx) -> Vec<u8> {
+    let mut d = fx.read("base.kry");
+    let real = fx.read(&format!("v1/d/f{TARGET:02}.bin"));
+    let mut forged = real.clone();
+    forged[1000..1000 + FORGED.len()].copy_from_slice(FORGED);
+    let at = find(&d, &real[1000..1000 + FORGED.len()]);
+    assert_eq!(at.len(), 1, "the target's content, stored as it is");
+    d[at[0]..at[0] + FORGED.len()].copy_from_slice(FORGED);
+    let old = blake3::hash(&real);
+    let new = blake3::hash(&forged);
+    let digests = find(&d, old.as_bytes());
+    assert!(!digests.is_empty(), "the target's END_DIGEST");
+    for a in digests {
+        d[a..a + 32].copy_from_slice(new.as_bytes());
+    }
+    let id: [u8; 16] = d[16..32].try_into().unwrap();
+    let mut off = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
+    while d[off] == 1 || d[off] == 2 {
+        let body = u32::from_le_bytes(d[off + 4..off + 8].try_into().unwrap()) as usize;
+        let mut h = blake3::Hasher::new_derive_key("krypta v1 frame checksum");
+        h.update(&id);
+        h.update(&d[off..off + 16 + body]);
+        let tag = *h.finalize().as_bytes();
+        d[off + 16 + body..off + 48 + body].copy_from_slice(&tag);
+        off += 48 + body;
+    }
+    d.truncate(d.len() - 30);
+    std::fs::write(fx.p("base.kry"), &d).unwrap();
+    forged
+}
+
+/// Zeros inside new.kry's (first) index frame: its index cannot be read.
+fn damage_delta_index(fx: &Fx) {
+    let mut d = fx.read("new.kry");
+    let mut off = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
+    while d[off] == 1 {
+        off += 48 + u32::from_le_bytes(d[off + 4..off + 8].try_into().unwrap()) as usize;
+    }
+    d[off + 40..off + 60].fill(0);
+    std::fs::write(fx.p("new.kry"), &d).unwrap();
+}
+
+/// `x` of new.kry with the forged base, from the file or a pipe: the forged content is never
+/// under the target's name, every file restored is v2's bit for bit, and the run fails.
+fn refuses_forged_content(fx: &Fx, pipe: bool, forged: &[u8]) -> (i32, String) {
+    let _ = std::fs::remove_dir_all(fx.p("out"));
+    let args = ["x", "--keyfile", "k.key", "--base", "base.kry", "-C", "out"];
+    let o = if pipe {
+        let mut a = args.to_vec();
+        a.push("-");
+        fx.run_stdin(&a, &fx.read("new.kry"))
+    } else {
+        let mut a = args.to_vec();
+        a.push("new.kry");
+        fx.run(&a)
+    };
+    let target = format!("out/v2/d/f{TARGET:02}.bin");
+    if fx.exists(&target) {
+        assert!(
+            fx.read(&target) != forged,
+            "pipe {pipe}: the forged content restored as {target}: {}",
+            err(&o)
+        );
+    }
+    for i in 0..SIZES.len() {
+        let n = format!("v2/d/f{i:02}.bin");
+        if fx.exists(&format!("out/{n}")) {
+            assert!(
+                fx.read(&format!("out/{n}")) == fx.read(&n),
+                "pipe {pipe}: {n} restored, not as written: {}",
+                err(&o)
+            );
+        }
+    }
+    assert_ne!(code(&o), 0, "pipe {pipe}: {}", err(&o));
+    (code(&o), err(&o))
+}
+
+#[test]
+fn a_forged_damaged_base_never_restores_its_content_from_a_file_or_a_pipe() {
+    let fx = Fx::new();
+    archives(&fx);
+    let forged = forge_base(&fx);
+    let (file_code, file_err) = refuses_forged_content(&fx, false, &forged);
+    // From a pipe: as from the file (the stream is spooled and read with its index first).
+    let (pipe_code, pipe_err) = refuses_forged_content(&fx, true, &forged);
+    assert_eq!(pipe_code, file_code, "{pipe_err}\n{file_err}");
+    // `t` from a pipe says the same.
+    let o = fx.run_stdin(
+        &["t", "--keyfile", "k.key", "--base", "base.kry", "-"],
+        &fx.read("new.kry"),
+    );
+    assert_eq!(code(&o), file_code, "{}", err(&o));
+}
+
+#[test]
+fn a_forged_damaged_base_is_refused_when_the_delta_index_is_damaged_too() {
+    let fx = Fx::new();
+    archives(&fx);
+    let forged = forge_base(&fx);
+    damage_delta_index(&fx);
+    for pipe in [false, true] {
+        let (c, e) = refuses_forged_content(&fx, pipe, &forged);
+        assert_eq!(c, 9, "pipe {pipe}: {e}");
+        assert!(
+            e.contains("its binding to this archive cannot be checked") && e.contains("index"),
+            "pipe {pipe}: {e}"
+        );
+    }
+}
