@@ -7,8 +7,11 @@
 //! HTTP 5xx, 429 and the throttling codes (SlowDown, Throttling, RequestTimeout, ...). Before
 //! retry n the client sleeps a uniformly random time in `[0, min(20 s, 0.5 s × 2^(n-1)))`
 //! (exponential backoff with full jitter, as the AWS SDKs' standard mode). Timeouts: 10 s to
-//! connect, 30 s without progress on a read or write. Redirects are not followed: S3's only
-//! redirect is to another region, which is reported with the region to set.
+//! connect, 30 s without progress on a read or write, where a request body's next 128 KiB
+//! must go out within 30 s ([`super::watch`]: a write that moves a few bytes does not restart
+//! the wait).
+//! Redirects are not followed: S3's only redirect is to another region, which is reported
+//! with the region to set.
 //!
 //! Secrets: a presigned URL holds the key id, the signature and the session token in its
 //! query, so no URL is ever put into a message; server text is cleaned and every credential
@@ -27,6 +30,7 @@ use super::StoreError;
 use super::config::{self, Settings};
 use super::fault::status_text;
 pub(crate) use super::fault::{Fault, xml_field};
+use super::watch;
 use crate::error::{Error, Result};
 use crate::store::{Counters, StoreSettings};
 
@@ -34,6 +38,8 @@ use crate::store::{Counters, StoreSettings};
 const PRESIGN_FOR: Duration = Duration::from_secs(15 * 60);
 /// Most bytes of an error or XML response read, bytes.
 const MAX_XML: u64 = 1 << 20;
+/// An attempt ends when its connection made no progress for this long (module doc).
+const TIMEOUT: Duration = Duration::from_secs(30);
 /// First backoff ceiling, and the cap.
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 const BACKOFF_CAP: Duration = Duration::from_secs(20);
@@ -41,6 +47,11 @@ const BACKOFF_CAP: Duration = Duration::from_secs(20);
 /// A client for one object (`s3://BUCKET/KEY`), shared by the threads that fetch or upload.
 pub struct Client {
     agent: ureq::Agent,
+    /// The agent's configuration: a request with a body gets an agent of its own
+    /// ([`watch`]).
+    http: ureq::config::Config,
+    /// Without progress this long, an attempt ends ([`TIMEOUT`]; shorter in tests).
+    timeout: Duration,
     bucket: Bucket,
     creds: Credentials,
     key: String,
@@ -180,18 +191,8 @@ impl Client {
             }
             tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
         }
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .max_redirects_will_error(false)
-            .user_agent(format!("krypta/{}", env!("CARGO_PKG_VERSION")))
-            .timeout_connect(Some(Duration::from_secs(10)))
-            .timeout_per_read(Some(Duration::from_secs(30)))
-            .timeout_per_write(Some(Duration::from_secs(30)))
-            .max_idle_connections_per_host(16)
-            .tls_config(tls.build())
-            .build()
-            .into();
+        let http = http_config(tls.build(), TIMEOUT);
+        let agent = ureq::Agent::new_with_config(http.clone());
         let mut secrets = vec![
             s.keys.secret_access_key.clone(),
             s.keys.access_key_id.clone(),
@@ -203,6 +204,8 @@ impl Client {
         let endpoint = shown.as_str().trim_end_matches('/').to_string();
         Ok(Client {
             agent,
+            http,
+            timeout: TIMEOUT,
             bucket,
             creds,
             key: url.key.clone(),
@@ -314,16 +317,26 @@ impl Client {
                 b.call()
             }
             Verb::Put | Verb::Post => {
-                let mut b = match verb {
-                    Verb::Put => self.agent.put(u),
-                    _ => self.agent.post(u),
-                };
-                for (k, v) in headers {
-                    b = b.header(*k, *v);
-                }
                 let data = body.unwrap_or(&[]);
                 Counters::add(&self.counters.bytes_out, data.len() as u64);
-                b.send(data)
+                let req = |a: &ureq::Agent| {
+                    let mut b = match verb {
+                        Verb::Put => a.put(u),
+                        _ => a.post(u),
+                    };
+                    for (k, v) in headers {
+                        b = b.header(*k, *v);
+                    }
+                    b
+                };
+                if data.is_empty() {
+                    req(&self.agent).send(data)
+                } else {
+                    match watch::send(&self.http, self.timeout, req, data) {
+                        (Err(_), true) => return Err(self.stalled()),
+                        (r, _) => r,
+                    }
+                }
             }
         };
         let resp = r.map_err(|e| self.transport_fault(e))?;
@@ -362,6 +375,30 @@ impl Client {
         })
     }
 
+    /// The fault of an attempt whose body stopped moving ([`watch`]).
+    fn stalled(&self) -> Fault {
+        Fault::Transport {
+            what: "no answer from",
+            source: std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "timed out (the request body did not move for {} s)",
+                    self.timeout.as_secs_f64()
+                ),
+            ),
+            retry: true,
+        }
+    }
+
+    /// The same client with `timeout` for [`TIMEOUT`] (tests: a stall in seconds, not minutes).
+    #[cfg(test)]
+    pub(super) fn with_timeout(mut self, timeout: Duration) -> Client {
+        self.http = http_config(self.http.tls_config().clone(), timeout);
+        self.agent = ureq::Agent::new_with_config(self.http.clone());
+        self.timeout = timeout;
+        self
+    }
+
     /// Reads an XML body (at most 1 MiB), counting its bytes.
     pub(crate) fn read_xml(
         &self,
@@ -391,6 +428,22 @@ impl Client {
         };
         retry_with(max, &self.gave_up, &self.counters, f)
     }
+}
+
+/// The HTTP client's configuration: no redirects, every status an answer, and the timeouts.
+fn http_config(tls: ureq::tls::TlsConfig, timeout: Duration) -> ureq::config::Config {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .max_redirects_will_error(false)
+        .user_agent(format!("krypta/{}", env!("CARGO_PKG_VERSION")))
+        .timeout_connect(Some(Duration::from_secs(10)))
+        .timeout_per_read(Some(timeout))
+        .timeout_per_write(Some(timeout))
+        .output_buffer_size(watch::PIECE)
+        .max_idle_connections_per_host(16)
+        .tls_config(tls)
+        .build()
 }
 
 /// [`Client::retry`]'s loop. `gave_up` is the client's: set when a request ran out of

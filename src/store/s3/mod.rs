@@ -26,6 +26,7 @@ mod fault;
 mod requests;
 mod sink;
 mod source;
+mod watch;
 
 pub use sink::{S3Sink, in_flight_parts, part_size};
 pub use source::{AHEAD, CHUNK, MIN_FETCH, OPEN_WINDOW, S3Source};
