@@ -137,6 +137,15 @@ impl Selection {
         any
     }
 
+    /// Whether a selector names `path` itself (a literal PATH equal to it, or a pattern that
+    /// matches it), not only one of its parents. Notes nothing.
+    pub fn names(&self, path: &[u8]) -> bool {
+        match &self.globs {
+            Some((globs, _)) => !globs.hits(path).is_empty(),
+            None => self.paths.iter().any(|p| p.as_slice() == path),
+        }
+    }
+
     /// Whether `path` is selected, without noting a hit.
     pub fn covers(&self, path: &[u8]) -> bool {
         if let Some(g) = &self.globs {
@@ -283,7 +292,8 @@ pub struct StdoutVisitor<'a, W: Write> {
     /// The entries asked for.
     pub select: &'a mut Selection,
     pos: u64,
-    /// Hard links selected whose content was not written (their target was not selected).
+    /// Hard links selected whose content was not written (their target was not selected),
+    /// and symbolic links named, which have no content.
     pub warnings: Vec<String>,
 }
 
@@ -313,8 +323,25 @@ impl<'a, W: Write> StdoutVisitor<'a, W> {
 
 impl<W: Write> Visitor for StdoutVisitor<'_, W> {
     fn wants(&mut self, meta: &EntryMeta) -> bool {
+        // Every selected entry is found (a PATH naming a symbolic link or a directory without
+        // files is in the archive, not "not found"); only files have content to write.
+        if !self.select.matches(&meta.path) {
+            return false;
+        }
+        if meta.kind == EntryKind::Symlink && self.select.names(&meta.path) {
+            // Named itself, it writes nothing: said, never an empty output taken for its
+            // content (asked for several times per entry: said once).
+            let w = format!(
+                "{}: not written: a symbolic link (to {}) has no content for --stdout (name \
+                 its target)",
+                crate::fs::escape_path(&meta.path),
+                crate::fs::escape_path(&meta.link)
+            );
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
         matches!(meta.kind, EntryKind::File | EntryKind::Hardlink)
-            && self.select.matches(&meta.path)
     }
     fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
         self.pos = 0;
