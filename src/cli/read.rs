@@ -28,7 +28,8 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
     // Without a readable index (a truncated archive), the entries a salvage verified are
     // listed, and the run ends with its error.
     let (entries, frames, salvaged) = if a.b3 {
-        let (e, f) = krypta::list_with_digests(&a.archive, open, term)?;
+        let (mut e, f) = krypta::list_with_digests(&a.archive, open, term)?;
+        link_digests(&mut e);
         (e, f, None)
     } else {
         krypta::list_or_salvage(&a.archive, open, term)?
@@ -76,6 +77,22 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
         )));
     }
     Ok(0)
+}
+
+/// Gives each hard link its target's digest: extracted, it is a name of the same content,
+/// which `b3sum --check` reads like any file (a hard link named alone was listed as nothing).
+fn link_digests(entries: &mut [krypta::format::index::IndexEntry]) {
+    use krypta::format::EntryKind;
+    let files: std::collections::HashMap<Vec<u8>, [u8; 32]> = entries
+        .iter()
+        .filter(|e| e.meta.kind == EntryKind::File)
+        .filter_map(|e| Some((e.meta.path.clone(), e.digest?)))
+        .collect();
+    for e in entries.iter_mut() {
+        if e.meta.kind == EntryKind::Hardlink {
+            e.digest = files.get(&e.meta.link).copied();
+        }
+    }
 }
 
 pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
