@@ -1,6 +1,7 @@
-//! `x --stdout PATH`: which PATHs are in the archive does not depend on whether they have
-//! content. A symbolic link or a directory without files named for stdout was reported "not
-//! found in ARCHIVE" (exit 1), though `l` lists it (helper-41).
+//! `x --stdout PATH` and the PATHs of `x` and `l`: which PATHs are in the archive does not
+//! depend on whether they have content. A symbolic link or a directory without files named for
+//! stdout was reported "not found in ARCHIVE" (exit 1), though `l` lists it (helper-41); a
+//! PATH not found is named escaped.
 
 mod cli_common;
 mod common;
@@ -92,4 +93,41 @@ fn a_directory_without_files_named_for_stdout_is_found_and_writes_nothing_exit_0
         (code(&o), err(&o)),
         (1, "krypta: not found in a.kry: t/nope\n".to_string())
     );
+}
+
+#[test]
+fn a_path_not_found_is_named_escaped_as_listings_name_it() {
+    // Regression: the name was printed lossily (invalid bytes as U+FFFD, so two different
+    // names read the same) and raw (a newline in it forged a second line of the message).
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fx::new();
+    archive(&fx);
+    let odd = OsStr::from_bytes(b"t/a\nb\xff\x1b[31m");
+    for cmd in [
+        &["x", "-q", "-o", "o"][..],
+        &["x", "-q", "--stdout"],
+        &["l"],
+    ] {
+        let o = krypta_in(&fx, cmd, odd);
+        assert_eq!(
+            (code(&o), err(&o)),
+            (
+                1,
+                "krypta: not found in a.kry: t/a\\nb\\xff\\x1b[31m\n".to_string()
+            ),
+            "{cmd:?}"
+        );
+    }
+}
+
+/// krypta `cmd` a.kry `path` in the fixture's directory.
+fn krypta_in(fx: &Fx, cmd: &[&str], path: &std::ffi::OsStr) -> std::process::Output {
+    common::krypta()
+        .current_dir(fx.p(""))
+        .args(cmd)
+        .arg("a.kry")
+        .arg(path)
+        .output()
+        .unwrap()
 }

@@ -163,13 +163,14 @@ impl Selection {
             || (path.starts_with(p) && path.get(p.len()) == Some(&b'/'))
     }
 
-    /// The selectors that matched nothing.
+    /// The selectors that matched nothing, escaped as listings show names (a newline or a
+    /// terminal escape in one cannot forge a line; invalid UTF-8 is `\xHH`, not U+FFFD).
     pub fn unmatched(&self) -> Vec<String> {
         self.paths
             .iter()
             .zip(&self.hits)
             .filter(|(_, h)| !**h)
-            .map(|(p, _)| String::from_utf8_lossy(p).into_owned())
+            .map(|(p, _)| crate::fs::escape_path(p))
             .collect()
     }
 }
