@@ -296,6 +296,8 @@ pub struct StdoutVisitor<'a, W: Write> {
     /// Hard links selected whose content was not written (their target was not selected),
     /// and symbolic links named, which have no content.
     pub warnings: Vec<String>,
+    /// Symbolic links already named in `warnings` (`wants` is asked several times per entry).
+    links_said: std::collections::HashSet<Vec<u8>>,
 }
 
 impl<'a, W: Write> StdoutVisitor<'a, W> {
@@ -306,6 +308,7 @@ impl<'a, W: Write> StdoutVisitor<'a, W> {
             select,
             pos: 0,
             warnings: Vec::new(),
+            links_said: Default::default(),
         }
     }
 
@@ -329,18 +332,19 @@ impl<W: Write> Visitor for StdoutVisitor<'_, W> {
         if !self.select.matches(&meta.path) {
             return false;
         }
-        if meta.kind == EntryKind::Symlink && self.select.names(&meta.path) {
+        if meta.kind == EntryKind::Symlink
+            && self.select.names(&meta.path)
+            && self.links_said.insert(meta.path.clone())
+        {
             // Named itself, it writes nothing: said, never an empty output taken for its
-            // content (asked for several times per entry: said once).
-            let w = format!(
+            // content (asked for several times per entry: said once, without searching the
+            // warnings, which a glob naming many links would make quadratic).
+            self.warnings.push(format!(
                 "{}: not written: a symbolic link (to {}) has no content for --stdout (name \
                  its target)",
                 crate::fs::escape_path(&meta.path),
                 crate::fs::escape_path(&meta.link)
-            );
-            if !self.warnings.contains(&w) {
-                self.warnings.push(w);
-            }
+            ));
         }
         matches!(meta.kind, EntryKind::File | EntryKind::Hardlink)
     }

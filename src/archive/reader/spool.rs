@@ -363,37 +363,7 @@ impl Archive {
             Some(d) if d.is_dir() => d.to_path_buf(),
             _ => std::env::temp_dir(),
         };
-        let mut file = tempfile::tempfile_in(&dir)
-            .map_err(|e| Error::io(&dir, "create a temporary file in", e))?;
-        // A loop of its own rather than `io::copy`, which would give a full disk the
-        // stream's name.
-        let spool = |e| Error::io(&dir, "spool the archive to a temporary file in", e);
-        let probe = file.try_clone().map_err(spool)?;
-        let c = copy_guarded(
-            &mut input,
-            &mut file,
-            &probe,
-            SPOOL_CHECK,
-            &room,
-            &|e| Error::io(path, "read", e),
-            &spool,
-        )?;
-        if let Some(free) = c.stopped {
-            // A signature comes last: a part of the stream proves nothing (module doc).
-            return Err(Error::io(
-                &dir,
-                "spool the archive to a temporary file in",
-                io::Error::new(
-                    io::ErrorKind::StorageFull,
-                    format!(
-                        "the stream is larger than it can hold: stopped after {} bytes with {free} bytes free, which other programs need (set TMPDIR to a larger file system, or give the archive as a file); nothing was written",
-                        c.bytes
-                    ),
-                ),
-            ));
-        }
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| Error::io(&dir, "seek", e))?;
+        let file = spool_to_file(&mut input, &[], &dir, path)?;
         // Opened as a file is, with its recovery layer: read without it, a spooled archive
         // with recovery data warned "the header announces recovery data, but none was found".
         let spooled = Box::new(crate::store::local::FileSource::from_file(file));
@@ -407,13 +377,24 @@ impl Archive {
 /// (`open`): read as a file, its index is read first and every entry compared with it.
 /// Errors: Io naming the stream (read) or the directory (write, or too little room left).
 pub(super) fn spool_stream(mut input: Input, header: &[u8], path: &Path) -> Result<Input> {
-    let dir = std::env::temp_dir();
-    let spool = |e| Error::io(&dir, "spool the archive to a temporary file in", e);
-    let mut file = tempfile::tempfile_in(&dir).map_err(spool)?;
-    file.write_all(header).map_err(spool)?;
+    let file = spool_to_file(&mut input, header, &std::env::temp_dir(), path)?;
+    Ok(Box::new(crate::store::local::FileSource::from_file(file)))
+}
+
+/// `head` and then the rest of `input` (the stream `path`) in an unnamed temporary file in
+/// `dir`, positioned at its start. Stops, with nothing written anywhere else, when the file
+/// system would be left with less room than other programs need ([`room`]).
+/// Errors: Io naming the stream (read) or `dir` (create, write, too little room, seek).
+fn spool_to_file(input: &mut Input, head: &[u8], dir: &Path, path: &Path) -> Result<std::fs::File> {
+    let mut file =
+        tempfile::tempfile_in(dir).map_err(|e| Error::io(dir, "create a temporary file in", e))?;
+    // A loop of its own rather than `io::copy`, which would give a full disk the
+    // stream's name.
+    let spool = |e| Error::io(dir, "spool the archive to a temporary file in", e);
+    file.write_all(head).map_err(spool)?;
     let probe = file.try_clone().map_err(spool)?;
     let c = copy_guarded(
-        &mut input,
+        input,
         &mut file,
         &probe,
         SPOOL_CHECK,
@@ -422,6 +403,7 @@ pub(super) fn spool_stream(mut input: Input, header: &[u8], path: &Path) -> Resu
         &spool,
     )?;
     if let Some(free) = c.stopped {
+        // A signature comes last: a part of the stream proves nothing (module doc).
         return Err(spool(io::Error::new(
             io::ErrorKind::StorageFull,
             format!(
@@ -430,8 +412,9 @@ pub(super) fn spool_stream(mut input: Input, header: &[u8], path: &Path) -> Resu
             ),
         )));
     }
-    file.seek(SeekFrom::Start(0)).map_err(spool)?;
-    Ok(Box::new(crate::store::local::FileSource::from_file(file)))
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| Error::io(dir, "seek", e))?;
+    Ok(file)
 }
 
 #[cfg(test)]
