@@ -239,7 +239,7 @@ fn a_missing_input_is_skipped_and_named_the_archive_written_and_the_exit_code_is
     assert!(lines[1].starts_with("krypta: a.kry: 6 entries, "), "{e}");
     assert_eq!(
         lines[2],
-        "krypta: archive written, but 1 input(s) could not be read and are not in it (see warnings)"
+        "krypta: archive written, but 1 input(s) could not be read: skipped, or (a directory) stored without its contents (see warnings)"
     );
     assert_eq!(
         fx.names("a.kry"),

@@ -81,6 +81,53 @@ fn an_unreadable_file_and_its_hard_link_are_skipped_by_name_not_stored_as_a_dang
 }
 
 #[test]
+fn an_unreadable_directory_is_stored_empty_and_the_summary_does_not_say_it_is_missing() {
+    if !tools("an_unreadable_directory", &["setpriv"]) || !is_root() {
+        eprintln!(
+            "SKIP an_unreadable_directory: needs root (to make a directory nobody can read) and setpriv"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let top = tmp.path();
+    std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let t = top.join("t");
+    std::fs::create_dir_all(t.join("closed")).unwrap();
+    std::fs::write(t.join("closed/inside"), b"root only").unwrap();
+    std::fs::set_permissions(t.join("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(t.join("open"), b"anyone").unwrap();
+    let out = top.join("out");
+    std::fs::create_dir(&out).unwrap();
+    for p in [&t, &t.join("open"), &out] {
+        chown_nobody(p);
+    }
+    let o = as_nobody(top, &["c", "out/a.kry", "t"]);
+    assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "t/closed: cannot open directory (Permission denied (os error 13)); stored empty"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("krypta: archive written, but 1 input(s) could not be read: skipped, or (a directory) stored without its contents (see warnings)"),
+        "{err}"
+    );
+    let listed = krypta()
+        .args(["l", "-q"])
+        .arg(out.join("a.kry"))
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["t", "t/closed", "t/open"], "{:?}", listed);
+}
+
+#[test]
 fn a_tree_deeper_than_the_kept_directories_round_trips_every_file() {
     const DEPTH: usize = 100;
     let tmp = tempfile::tempdir().unwrap();

@@ -9,7 +9,10 @@ use super::Error;
 /// [`Error::Incomplete`]'s list of what was skipped, left out or changed.
 pub(super) fn incomplete_text(skipped: usize, left_out: usize, changed: usize) -> String {
     let parts: Vec<String> = [
-        (skipped, "input(s) could not be read and are not in it"),
+        (
+            skipped,
+            "input(s) could not be read: skipped, or (a directory) stored without its contents",
+        ),
         (left_out, "item(s) were left out"),
         (changed, "input(s) changed or vanished while being read"),
     ]

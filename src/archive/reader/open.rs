@@ -405,7 +405,7 @@ impl Archive {
     pub fn base_damage(&self) -> Option<String> {
         let (d, base) = (self.base_damage.as_ref()?, self.base.as_ref()?);
         Some(format!(
-            "{}: its base {} (id {}) is damaged ({d}): its binding to this archive cannot be checked, so its intact frames are used, every file read from it is checked by its digest, and what needs its damaged parts is named and not restored",
+            "{}: its base {} (id {}) is damaged ({d}): its binding to this archive cannot be checked, so its intact frames are used, every entry read with it is compared with this archive's index (which holds each digest as written) before it is used, and what needs its damaged parts is named and not restored",
             self.path.display(),
             base.path().display(),
             base::hex(&base.id())
