@@ -51,7 +51,8 @@ pub fn rekey(
 ) -> Result<RekeySummary> {
     check_output(input, output, force)?;
     let mut ar = Archive::open(input, open)?;
-    let sink = store::create_sink(output, force, true)?;
+    // A local OUT takes a local IN's mode and owner, as `repair`'s output does.
+    let sink = store::create_sink_like(output, input, force, true)?;
     let (mut summary, sink) = ar.rekey_into(sink, output, opts)?;
     sink.finish()?;
     // OUT is as written either way; IN is not, and its owner should hear it, in the words

@@ -335,23 +335,10 @@ fn finish<S: ByteSource + ?Sized>(
     }
     // A local output keeps a local archive's permission bits (an archive kept 0600 is not
     // rewritten 0644 by a repair in place; `FileSink::create` does the same for the file a
-    // `-o OUT -f` replaces, then the archive's bits win).
-    // A device or FIFO is written into (`store::create_sink`), with no directory of its own.
+    // `-o OUT -f` replaces, then the archive's bits win). Synced like a new archive: a repair
+    // in place replaces the only copy.
     let device = store::local::special_output(target).is_some();
-    let sink: Box<dyn store::Sink> = match (
-        store::Location::parse(target)?,
-        store::Location::parse(archive)?,
-    ) {
-        (store::Location::Local(t), store::Location::Local(a)) if !device => {
-            let s = store::local::FileSink::create(&t, force, true)?;
-            if let Ok(m) = std::fs::metadata(&a) {
-                s.keep_mode_and_owner(&m)?;
-            }
-            Box::new(s)
-        }
-        // Synced like a new archive: a repair in place replaces the only copy.
-        _ => store::create_sink(target, force, true)?,
-    };
+    let sink = store::create_sink_like(target, archive, force, true)?;
     let opts = RepairOptions {
         jobs: jobs.max(1),
         encoder: {

@@ -79,6 +79,31 @@ fn rekey_changes_the_password_copying_every_frame_byte_for_byte() {
 }
 
 #[test]
+fn a_new_out_takes_ins_permission_bits_as_repairs_output_does() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "--box", "-o", "alice"]);
+    fx.ok(&["keygen", "-q", "--box", "-o", "bob"]);
+    fx.ok(&["c", "-q", "-r", "alice.pub", "in.kry", "t"]);
+    let dir = fx.dir.path();
+    for mode in [0o600, 0o640] {
+        std::fs::set_permissions(dir.join("in.kry"), std::fs::Permissions::from_mode(mode))
+            .unwrap();
+        fx.ok(&[
+            "rekey", "-q", "-i", "alice", "in.kry", "-o", "out.kry", "-r", "bob.pub",
+        ]);
+        let got = std::fs::metadata(dir.join("out.kry"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777;
+        assert_eq!(got, mode, "{got:o}");
+        std::fs::remove_file(dir.join("out.kry")).unwrap();
+    }
+}
+
+#[test]
 fn rekey_swaps_a_recipient() {
     let fx = Fx::new();
     tree(&fx);

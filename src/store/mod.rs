@@ -418,6 +418,31 @@ pub fn create_sink(path: &Path, force: bool, sync: bool) -> Result<Box<dyn Sink>
     }
 }
 
+/// [`create_sink`] for a new archive made from the archive `like` (`repair`, `rekey`): when
+/// both are local files, OUT takes `like`'s permission bits, and its owner and group where
+/// krypta may set them, before it is renamed into place, as `cp` and `zstd` give their
+/// output their input's mode (an archive kept 0600 is not rewritten or re-keyed into a 0644
+/// one). A device or FIFO is written into; objects have no mode.
+/// Errors: as [`create_sink`]; Io setting the mode or owner.
+pub fn create_sink_like(
+    path: &Path,
+    like: &Path,
+    force: bool,
+    sync: bool,
+) -> Result<Box<dyn Sink>> {
+    let device = local::special_output(path).is_some();
+    match (Location::parse(path)?, Location::parse(like)?) {
+        (Location::Local(t), Location::Local(a)) if !device => {
+            let s = local::FileSink::create(&t, force, sync)?;
+            if let Ok(m) = std::fs::metadata(&a) {
+                s.keep_mode_and_owner(&m)?;
+            }
+            Ok(Box::new(s))
+        }
+        _ => create_sink(path, force, sync),
+    }
+}
+
 /// An [`io::Error`] carrying a store error of the given kind (so the library's `Error::Io`
 /// names the location, and the exit code stays the I/O one).
 pub(crate) fn io_error<E>(kind: io::ErrorKind, e: E) -> io::Error
