@@ -106,6 +106,13 @@ impl PatternsBuilder {
         if body.is_empty() {
             return Err(bad("it matches no name".into()));
         }
+        // Stored names are made relative and normalised (no `.` or `..` component), so such
+        // a pattern could never match: said, rather than silently leaving everything in.
+        if let Some(c) = body.split('/').find(|c| *c == ".." || *c == ".") {
+            return Err(bad(format!(
+                "it matches no name (stored names have no '{c}' component: patterns are compared with the stored name, the path as given made relative)"
+            )));
+        }
         let glob = if anchored || body.starts_with("**/") || body == "**" {
             body.to_string()
         } else {
@@ -313,6 +320,36 @@ mod tests {
         assert!(p.matches(b"space ", false));
         assert!(!p.matches(b"space", false));
         assert!(p.matches(b"  lead", false));
+    }
+
+    #[test]
+    fn a_pattern_with_a_dot_or_dot_dot_component_is_refused_as_matching_nothing() {
+        for (pat, c) in [
+            ("../x", ".."),
+            ("a/../b", ".."),
+            ("!/x/..", ".."),
+            ("a/./b", "."),
+        ] {
+            let e = PatternsBuilder::new()
+                .add(pat, "--exclude")
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "--exclude: bad pattern '{pat}': it matches no name (stored names have no '{c}' component: patterns are compared with the stored name, the path as given made relative)"
+                )
+            );
+        }
+        // Dots inside a component, and a leading `./` (anchoring), still work.
+        let mut b = PatternsBuilder::new();
+        b.add("..hidden", "--exclude").unwrap();
+        b.add("./top/x.", "--exclude").unwrap();
+        b.add("*.o", "--exclude").unwrap();
+        let p = b.build().unwrap();
+        assert!(p.matches(b"a/..hidden", false));
+        assert!(p.matches(b"top/x.", false));
+        assert!(p.matches(b"a.o", false));
     }
 
     #[test]
