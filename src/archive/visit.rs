@@ -21,26 +21,26 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// Builds a selection; trailing `/` and leading `/` or `./` are ignored, as names are
-    /// stored without them.
+    /// Builds a selection. Each PATH is compared as names are stored, made relative and
+    /// normalised: empty and `.` components are dropped (`/etc//hosts/.` is `etc/hosts`), and a
+    /// PATH left with none (`.`, `/`, `./`) is the archive's root, which selects everything.
+    /// `..` is kept (no stored name has it, so such a PATH is "not found"), and so is an empty
+    /// PATH (it names nothing).
     pub fn new(paths: Vec<Vec<u8>>) -> Self {
         let paths: Vec<Vec<u8>> = paths
             .into_iter()
-            .map(|mut p| {
-                while p.len() > 1 && p.ends_with(b"/") {
-                    p.pop();
+            .map(|p| {
+                let kept: Vec<&[u8]> = p
+                    .split(|&b| b == b'/')
+                    .filter(|c| !c.is_empty() && *c != b".")
+                    .collect();
+                if p.is_empty() {
+                    p
+                } else if kept.is_empty() {
+                    crate::format::entry::ROOT_PATH.to_vec()
+                } else {
+                    kept.join(&b'/')
                 }
-                // Stored names have no leading '/' or './' (they are dropped when archiving).
-                loop {
-                    if p.starts_with(b"./") {
-                        p.drain(..2);
-                    } else if p.len() > 1 && p.starts_with(b"/") {
-                        p.drain(..1);
-                    } else {
-                        break;
-                    }
-                }
-                p
             })
             .collect();
         let hits = vec![false; paths.len()];
@@ -478,5 +478,32 @@ impl Visitor for DigestVisitor {
     }
     fn abort(&mut self) {
         self.current = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Selection;
+
+    #[test]
+    fn a_path_is_compared_as_names_are_stored_whatever_its_spelling() {
+        for spelling in [
+            "d/a", "/d/a", "./d/a", "d//a", "d/a/", "d/./a", "d/a/.", ".//d/a",
+        ] {
+            let mut s = Selection::new(vec![spelling.as_bytes().to_vec()]);
+            assert!(s.matches(b"d/a"), "{spelling}");
+            assert!(s.matches(b"d/a/x"), "{spelling}");
+            assert!(!s.matches(b"d/ab"), "{spelling}");
+            assert!(s.unmatched().is_empty(), "{spelling}");
+        }
+        for root in [".", "/", "./", "//", "/./"] {
+            let mut s = Selection::new(vec![root.as_bytes().to_vec()]);
+            assert!(s.matches(b"anything/at/all"), "{root}");
+        }
+        for nothing in ["", "d/../d/a", ".."] {
+            let mut s = Selection::new(vec![nothing.as_bytes().to_vec()]);
+            assert!(!s.matches(b"d/a"), "{nothing:?}");
+            assert_eq!(s.unmatched().len(), 1, "{nothing:?}");
+        }
     }
 }
