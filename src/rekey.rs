@@ -32,9 +32,9 @@ pub fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
     }
     if let Ok(store::Location::Local(p)) = store::Location::parse(output) {
         store::local::refuse_directory(&p)?;
-        store::local::refuse_existing(&p, force)?;
     }
-    Ok(())
+    // An object too (one HEAD request).
+    store::refuse_existing(output, force)
 }
 
 /// `krypta rekey`: opens `input` with `open`, writes it to `output` (a file, `-` or an

@@ -107,9 +107,8 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     }
     // So is an existing file without -f (before, a delta base was opened, its key asked for
     // and its index read first: helper-38).
-    if let Some(p) = &local_output {
-        krypta::store::local::refuse_existing(p, a.force)?;
-    }
+    // An object too (one HEAD request).
+    krypta::store::refuse_existing(&a.output, a.force)?;
     // KRYPTA_PASSWORD is used for a new archive only when no key option was given, so a
     // variable left in the environment never adds a password to a key-file or box archive.
     let explicit_keys =

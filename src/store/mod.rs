@@ -418,6 +418,20 @@ pub fn create_sink(path: &Path, force: bool, sync: bool) -> Result<Box<dyn Sink>
     }
 }
 
+/// For `c` and `rekey`, before anything is read, opened or asked for: an existing OUT
+/// without `force` is refused ([`Error::Exists`], exit 1), so that neither a delta base's key
+/// nor a password is asked for an archive that will not be written. A file: as
+/// [`local::refuse_existing`] (a socket or block device is refused even with `force`); an
+/// object: one HEAD request (the upload checks again, [`s3::S3Sink::create`]); stdout: never.
+/// Errors: Exists, Usage, Io naming the object (the store cannot be asked).
+pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
+    match Location::parse(path)? {
+        Location::Local(p) => local::refuse_existing(&p, force),
+        Location::S3(url) if !force => s3::S3Sink::refuse_existing(&url, &settings()),
+        _ => Ok(()),
+    }
+}
+
 /// [`create_sink`] for a new archive made from the archive `like` (`repair`, `rekey`): when
 /// both are local files, OUT takes `like`'s permission bits, and its owner and group where
 /// krypta may set them, before it is renamed into place, as `cp` and `zstd` give their

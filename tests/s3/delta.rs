@@ -228,3 +228,64 @@ fn base_frames_read_in_order_are_fetched_several_per_request() {
     assert!(requests < 70, "{requests} requests: {}", stderr(&o));
     assert!(std::fs::read(d.path().join("out/v2/app.bin")).unwrap() == changed);
 }
+
+/// Regression (helper-40's leftover): an existing OUT object without -f was refused only when
+/// the upload began, after the delta base was opened: with an encrypted base and no base key,
+/// the run said "give --base-keyfile" instead of what was wrong. It is refused first now, as an
+/// existing file is, and kept; `rekey` likewise before reading any new key.
+#[test]
+fn an_existing_output_object_is_refused_before_the_base_is_opened() {
+    let Some((w, d)) = setup("dexist") else {
+        return;
+    };
+    common::write(&d.path().join("v1/a.txt"), b"one");
+    common::write(&d.path().join("v2/a.txt"), b"two");
+    let run = |args: &[&str]| out(k(w, d.path()).current_dir(d.path()).args(args));
+    assert_ok(&run(&["keygen", "-q", "-o", "k"]));
+    assert_ok(&run(&["c", "-q", "--keyfile", "k", "ebase.kry", "v1"]));
+    assert_ok(&run(&[
+        "c",
+        "-q",
+        "--keyfile",
+        "k",
+        "s3://dexist/out.kry",
+        "v1",
+    ]));
+    let before = w.client().etag("dexist", "out.kry").unwrap();
+    let o = run(&[
+        "c",
+        "-q",
+        "--base",
+        "ebase.kry",
+        "s3://dexist/out.kry",
+        "v2",
+    ]);
+    assert_eq!(
+        (common::code(&o), stderr(&o)),
+        (
+            1,
+            "krypta: s3://dexist/out.kry: already exists (use -f/--force to overwrite)\n"
+                .to_string()
+        )
+    );
+    let o = run(&[
+        "rekey",
+        "-q",
+        "--keyfile",
+        "k",
+        "ebase.kry",
+        "-o",
+        "s3://dexist/out.kry",
+        "--new-keyfile",
+        "missing-key",
+    ]);
+    assert_eq!(
+        (common::code(&o), stderr(&o)),
+        (
+            1,
+            "krypta: s3://dexist/out.kry: already exists (use -f/--force to overwrite)\n"
+                .to_string()
+        )
+    );
+    assert_eq!(w.client().etag("dexist", "out.kry").unwrap(), before);
+}

@@ -138,7 +138,27 @@ pub(super) fn limit_gib() -> u64 {
     (1..=MAX_PARTS).map(|n| part_size(n) as u64).sum::<u64>() >> 30
 }
 
+/// [`Error::Exists`] when the client's object exists (one HEAD request).
+fn refuse_existing_with(client: &Client) -> Result<()> {
+    let exists = client
+        .exists()
+        .map_err(|e| Error::io(client.location(), "create", e.into_io()))?;
+    if exists {
+        return Err(Error::Exists {
+            path: client.location().into(),
+        });
+    }
+    Ok(())
+}
+
 impl S3Sink {
+    /// An existing `s3://BUCKET/KEY` refused ([`Error::Exists`]) with one HEAD request, before
+    /// `c` or `rekey` reads anything ([`crate::store::refuse_existing`]).
+    /// Errors: Exists, Io ("check"), StoreConfig.
+    pub fn refuse_existing(url: &ObjectUrl, store: &StoreSettings) -> Result<()> {
+        refuse_existing_with(&Client::new(url, store)?)
+    }
+
     /// Prepares `s3://BUCKET/KEY` for a new archive: checks the credentials and the bucket,
     /// and (unless `force`) that the key is free. Errors: Exists, Io ("check"), StoreConfig.
     pub fn create(url: &ObjectUrl, store: &StoreSettings, force: bool) -> Result<S3Sink> {
@@ -152,13 +172,8 @@ impl S3Sink {
             )
         })?;
         let token = t.iter().map(|b| format!("{b:02x}")).collect();
-        let exists = client
-            .exists()
-            .map_err(|e| Error::io(client.location(), "create", e.into_io()))?;
-        if exists && !force {
-            return Err(Error::Exists {
-                path: client.location().into(),
-            });
+        if !force {
+            refuse_existing_with(&client)?;
         }
         Ok(S3Sink {
             client,
