@@ -104,6 +104,44 @@ fn a_new_out_takes_ins_permission_bits_as_repairs_output_does() {
 }
 
 #[test]
+fn a_key_file_others_can_read_is_warned_about_when_it_keys_a_new_archive_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fx::new();
+    tree(&fx);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["keygen", "-q", "-o", "k2"]);
+    let dir = fx.dir.path();
+    std::fs::set_permissions(dir.join("k2"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let warning = "krypta: warning: k2: key file is accessible by group or others (mode 644); run `chmod 600 k2`";
+    let o = fx.run(&["c", "-q", "--keyfile", "k2", "in.kry", "t"]);
+    assert_eq!((code(&o), err(&o).trim()), (0, warning));
+    let o = fx.run(&[
+        "rekey",
+        "-q",
+        "--keyfile",
+        "k2",
+        "in.kry",
+        "-o",
+        "out.kry",
+        "--new-keyfile",
+        "k",
+    ]);
+    assert_eq!((code(&o), err(&o).trim()), (0, warning));
+    let o = fx.run(&[
+        "rekey",
+        "-q",
+        "--keyfile",
+        "k",
+        "out.kry",
+        "-o",
+        "out2.kry",
+        "--new-keyfile",
+        "k2",
+    ]);
+    assert_eq!((code(&o), err(&o).trim()), (0, warning));
+}
+
+#[test]
 fn rekey_swaps_a_recipient() {
     let fx = Fx::new();
     tree(&fx);

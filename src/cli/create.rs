@@ -150,9 +150,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         ));
     }
     for f in &a.keyfiles {
-        recipients.push(Recipient::KeyFile(krypta::crypto::keyfile::load_keyfile(
-            f,
-        )?));
+        recipients.push(Recipient::KeyFile(super::keys::load_keyfile(f)?));
     }
     for r in &a.recipients {
         recipients.push(Recipient::PqBox(krypta::crypto::boxkey::load_public(r)?));

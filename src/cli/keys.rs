@@ -76,19 +76,26 @@ pub(crate) fn stdin_taken(
     data.or((pass_fd == Some(0)).then_some("the password of --pass-fd 0"))
 }
 
+/// A key file, to open an archive or for a new one (`c --keyfile`, `rekey --new-keyfile`),
+/// with a warning when group or others may read or write it. The warning comes after the key
+/// loaded, so a file of the wrong kind gets only its error. Errors: as
+/// [`krypta::crypto::keyfile::load_keyfile`].
+pub(crate) fn load_keyfile(f: &std::path::Path) -> Result<krypta::crypto::keyfile::SymmetricKey> {
+    let key = krypta::crypto::keyfile::load_keyfile(f)?;
+    if let Some(w) = krypta::crypto::keyfile::mode_warning(f) {
+        krypta::to_stderr!("krypta: warning: {w}");
+    }
+    Ok(key)
+}
+
 /// The identities `k` gives; `what` is the password they open (the archive's, a base's).
 pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> {
     let mut ids = Vec::new();
     if let Some(src) = password_source(k.password, &k.pass_file, k.pass_fd, true, what) {
         ids.push(Identity::Password(read_password(&src, false)?));
     }
-    // Mode warnings come after a key loaded, so a key of the wrong kind gets only its error.
     for f in &k.keyfiles {
-        let key = krypta::crypto::keyfile::load_keyfile(f)?;
-        if let Some(w) = krypta::crypto::keyfile::mode_warning(f) {
-            krypta::to_stderr!("krypta: warning: {w}");
-        }
-        ids.push(Identity::KeyFile(key));
+        ids.push(Identity::KeyFile(load_keyfile(f)?));
     }
     for s in &k.identities {
         let key = krypta::crypto::boxkey::load_secret_with(

@@ -19,10 +19,17 @@ pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
     krypta::check_rekey_output(&a.input, &a.output, a.force)?;
     let open = open_options(&a.keys, &a.input)?;
     let signer = match &a.sign {
-        Some(f) => Some(krypta::crypto::signkey::load_signing_secret_with(
-            f,
-            &mut key_password(a.sign_key_pass_file.as_deref()),
-        )?),
+        Some(f) => {
+            let sk = krypta::crypto::signkey::load_signing_secret_with(
+                f,
+                &mut key_password(a.sign_key_pass_file.as_deref()),
+            )?;
+            // As `c --sign` warns.
+            if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(f) {
+                krypta::to_stderr!("krypta: warning: {w}");
+            }
+            Some(sk)
+        }
         None => None,
     };
     let recipients = new_recipients(&a)?;
@@ -100,9 +107,7 @@ fn new_recipients(a: &RekeyArgs) -> Result<Vec<Recipient>> {
         None => {}
     }
     for f in &a.new_keyfiles {
-        out.push(Recipient::KeyFile(krypta::crypto::keyfile::load_keyfile(
-            f,
-        )?));
+        out.push(Recipient::KeyFile(super::keys::load_keyfile(f)?));
     }
     for r in &a.recipients {
         out.push(Recipient::PqBox(krypta::crypto::boxkey::load_public(r)?));
