@@ -333,10 +333,9 @@ fn finish<S: ByteSource + ?Sized>(
             edit,
         });
     }
-    // A local output keeps a local archive's permission bits (an archive kept 0600 is not
-    // rewritten 0644 by a repair in place; `FileSink::create` does the same for the file a
-    // `-o OUT -f` replaces, then the archive's bits win). Synced like a new archive: a repair
-    // in place replaces the only copy.
+    // A new local output takes a local archive's permission bits, a replaced one keeps its
+    // own (a repair in place: the archive's; `store::create_sink_like`). Synced like a new
+    // archive: a repair in place replaces the only copy.
     let device = store::local::special_output(target).is_some();
     let sink = store::create_sink_like(target, archive, force, true)?;
     let opts = RepairOptions {

@@ -106,9 +106,13 @@ impl PatternsBuilder {
         if body.is_empty() {
             return Err(bad("it matches no name".into()));
         }
-        // Stored names are made relative and normalised (no `.` or `..` component), so such
-        // a pattern could never match: said, rather than silently leaving everything in.
-        if let Some(c) = body.split('/').find(|c| *c == ".." || *c == ".") {
+        // Stored names are made relative and normalised (no `.` or `..` component; the one
+        // name `.` is the root entry of an archive made from `dir/.`), so such a pattern
+        // could never match: said, rather than silently leaving everything in.
+        if let Some(c) = body
+            .split('/')
+            .find(|c| *c == ".." || (*c == "." && body != "."))
+        {
             return Err(bad(format!(
                 "it matches no name (stored names have no '{c}' component: patterns are compared with the stored name, the path as given made relative)"
             )));
@@ -346,7 +350,9 @@ mod tests {
         b.add("..hidden", "--exclude").unwrap();
         b.add("./top/x.", "--exclude").unwrap();
         b.add("*.o", "--exclude").unwrap();
+        b.add(".", "--exclude").unwrap();
         let p = b.build().unwrap();
+        assert!(p.matches(b".", true));
         assert!(p.matches(b"a/..hidden", false));
         assert!(p.matches(b"top/x.", false));
         assert!(p.matches(b"a.o", false));

@@ -433,10 +433,12 @@ pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
 }
 
 /// [`create_sink`] for a new archive made from the archive `like` (`repair`, `rekey`): when
-/// both are local files, OUT takes `like`'s permission bits, and its owner and group where
-/// krypta may set them, before it is renamed into place, as `cp` and `zstd` give their
-/// output their input's mode (an archive kept 0600 is not rewritten or re-keyed into a 0644
-/// one). A device or FIFO is written into; objects have no mode.
+/// both are local files and OUT does not exist yet, OUT takes `like`'s permission bits, and
+/// its owner and group where krypta may set them, before it is renamed into place, as `cp`
+/// and `zstd` give their output their input's mode (an archive kept 0600 is not re-keyed
+/// into a 0644 one). An existing OUT replaced with `force` keeps its own, as `c -f` does (an
+/// archive set up 0640 for a backup group stays so on the nightly re-run). A device or FIFO
+/// is written into; objects have no mode.
 /// Errors: as [`create_sink`]; Io setting the mode or owner.
 pub fn create_sink_like(
     path: &Path,
@@ -447,8 +449,9 @@ pub fn create_sink_like(
     let device = local::special_output(path).is_some();
     match (Location::parse(path)?, Location::parse(like)?) {
         (Location::Local(t), Location::Local(a)) if !device => {
+            let new = std::fs::metadata(&t).is_err();
             let s = local::FileSink::create(&t, force, sync)?;
-            if let Ok(m) = std::fs::metadata(&a) {
+            if new && let Ok(m) = std::fs::metadata(&a) {
                 s.keep_mode_and_owner(&m)?;
             }
             Ok(Box::new(s))
