@@ -63,22 +63,38 @@ fn find(hay: &[u8], needle: &[u8]) -> Vec<usize> {
 /// 30 bytes are cut (its footer: the index cannot be read, so the binding cannot be
 /// checked). Returns the forged content.
 fn forge_base(fx: &Fx) -> Vec<u8> {
-    let mut d = fx.read("base.kry");
-    let real = fx.read(&format!("v1/d/f{TARGET:02}.bin"));
-    let mut forged = real.clone();
+    let forged = rewrite(fx, "base.kry", &fx.read(&format!("v1/d/f{TARGET:02}.bin")));
+    let d = fx.read("base.kry");
+    std::fs::write(fx.p("base.kry"), &d[..d.len() - 30]).unwrap();
+    forged
+}
+
+/// Rewrites `archive` (unencrypted, the file `real` stored as it is): in its data frames,
+/// the file's bytes at 1000.. become [`FORGED`] and its END_DIGEST the digest of the forged
+/// content, every frame's checksum recomputed (its index is left as it is). Returns the
+/// forged content.
+fn rewrite(fx: &Fx, archive: &str, real: &[u8]) -> Vec<u8> {
+    let mut d = fx.read(archive);
+    let mut forged = real.to_vec();
     forged[1000..1000 + FORGED.len()].copy_from_slice(FORGED);
-    let at = find(&d, &real[1000..1000 + FORGED.len()]);
+    let first = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
+    let mut data_end = first;
+    while d[data_end] == 1 {
+        data_end +=
+            48 + u32::from_le_bytes(d[data_end + 4..data_end + 8].try_into().unwrap()) as usize;
+    }
+    let at = find(&d[..data_end], &real[1000..1000 + FORGED.len()]);
     assert_eq!(at.len(), 1, "the target's content, stored as it is");
     d[at[0]..at[0] + FORGED.len()].copy_from_slice(FORGED);
-    let old = blake3::hash(&real);
+    let old = blake3::hash(real);
     let new = blake3::hash(&forged);
-    let digests = find(&d, old.as_bytes());
+    let digests = find(&d[..data_end], old.as_bytes());
     assert!(!digests.is_empty(), "the target's END_DIGEST");
     for a in digests {
         d[a..a + 32].copy_from_slice(new.as_bytes());
     }
     let id: [u8; 16] = d[16..32].try_into().unwrap();
-    let mut off = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
+    let mut off = first;
     while d[off] == 1 || d[off] == 2 {
         let body = u32::from_le_bytes(d[off + 4..off + 8].try_into().unwrap()) as usize;
         let mut h = blake3::Hasher::new_derive_key("krypta v1 frame checksum");
@@ -88,8 +104,7 @@ fn forge_base(fx: &Fx) -> Vec<u8> {
         d[off + 16 + body..off + 48 + body].copy_from_slice(&tag);
         off += 48 + body;
     }
-    d.truncate(d.len() - 30);
-    std::fs::write(fx.p("base.kry"), &d).unwrap();
+    std::fs::write(fx.p(archive), &d).unwrap();
     forged
 }
 
@@ -171,4 +186,89 @@ fn a_forged_damaged_base_is_refused_when_the_delta_index_is_damaged_too() {
             "pipe {pipe}: {e}"
         );
     }
+}
+
+/// The forged base with the delta's index intact: the target's mismatch with the index is the
+/// base's fault, not the delta archive's. Exit 9 naming the base and the file (not exit 2,
+/// "authentication failed … the archive was modified", which blamed the intact encrypted
+/// delta archive: regression), every other file restored bit for bit, nothing under the
+/// target's name; from the file, from a pipe, and by `t`.
+#[test]
+fn a_forged_damaged_base_is_blamed_not_the_intact_delta() {
+    let fx = Fx::new();
+    archives(&fx);
+    let forged = forge_base(&fx);
+    let target = format!("v2/d/f{TARGET:02}.bin");
+    let names = |e: &str| {
+        assert!(!e.contains("authentication failed"), "{e}");
+        assert!(
+            e.lines()
+                .any(|l| l.contains(&target) && l.contains("base.kry") && l.contains("index")),
+            "a line names the file and the base: {e}"
+        );
+    };
+    for pipe in [false, true] {
+        let (c, e) = refuses_forged_content(&fx, pipe, &forged);
+        assert_eq!(c, 9, "pipe {pipe}: {e}");
+        names(&e);
+        assert!(!fx.exists(&format!("out/{target}")), "pipe {pipe}: {e}");
+        for i in (0..SIZES.len()).filter(|&i| i != TARGET) {
+            let n = format!("v2/d/f{i:02}.bin");
+            assert!(
+                fx.read(&format!("out/{n}")) == fx.read(&n),
+                "pipe {pipe}: {n}: {e}"
+            );
+        }
+        assert!(
+            e.contains("restored 5 of 6 entries, 1 damaged"),
+            "pipe {pipe}: {e}"
+        );
+    }
+    let t = ["t", "--keyfile", "k.key", "--base", "base.kry"];
+    let o = fx.run(&[&t[..], &["new.kry"]].concat());
+    assert_eq!(code(&o), 9, "{}", err(&o));
+    names(&err(&o));
+    let o = fx.run_stdin(&[&t[..], &["-"]].concat(), &fx.read("new.kry"));
+    assert_eq!(code(&o), 9, "{}", err(&o));
+    names(&err(&o));
+}
+
+/// The control: a file that does not match the delta's index on its own, not read with the
+/// base (stored in an unencrypted delta archive, rewritten there), keeps the archive's own
+/// exit code whether the base is intact (bound) or damaged (its binding unchecked, its
+/// content real): only what comes out of an unbound base is blamed on it.
+#[test]
+fn a_delta_entry_that_mismatches_on_its_own_keeps_its_own_code() {
+    let fx = Fx::new();
+    archives(&fx);
+    let own = "v2/d/f00.bin";
+    fx.ok(&[
+        "c",
+        "-q",
+        "-s",
+        "-b",
+        "64K",
+        "--base",
+        "base.kry",
+        "plain.kry",
+        "v2",
+    ]);
+    rewrite(&fx, "plain.kry", &fx.read(own));
+    let run = |fx: &Fx| {
+        let _ = std::fs::remove_dir_all(fx.p("out"));
+        let o = fx.run(&["x", "--base", "base.kry", "-C", "out", "plain.kry"]);
+        let e = err(&o);
+        assert!(!e.contains("read with its base"), "{e}");
+        (code(&o), e)
+    };
+    let (bound, e) = run(&fx);
+    assert_eq!(bound, 3, "{e}");
+    let d = fx.read("base.kry");
+    std::fs::write(fx.p("base.kry"), &d[..d.len() - 30]).unwrap();
+    let (unbound, e) = run(&fx);
+    assert!(
+        e.contains("its binding to this archive cannot be checked"),
+        "{e}"
+    );
+    assert_eq!(unbound, 3, "{e}");
 }

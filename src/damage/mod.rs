@@ -135,14 +135,15 @@ pub(crate) fn salvage_if(
 fn on_base(e: &Error) -> bool {
     matches!(
         e.root(),
-        Error::BaseDamaged { .. } | Error::BaseEntry { .. }
+        Error::BaseDamaged { .. } | Error::BaseEntry { .. } | Error::BaseMismatch { .. }
     )
 }
 
 /// Whether a failed scan is damage that salvage reads past: a frame tag, a structure that
 /// does not parse or breaks a rule, a digest, a delta block whose base region is damaged
 /// (docs/FORMAT.md §16.4: the entries of that block are lost, the rest restored), a file
-/// stored as a reference to a base entry that is damaged (§16.5: that file is lost). Not:
+/// stored as a reference to a base entry that is damaged (§16.5: that file is lost), a file
+/// read with a damaged base that does not match the index (§16.4: lost to the base). Not:
 /// I/O, the filesystem, usage.
 pub(crate) fn is_damage(e: &Error) -> bool {
     matches!(
@@ -150,6 +151,7 @@ pub(crate) fn is_damage(e: &Error) -> bool {
         Error::Damaged { .. }
             | Error::BaseDamaged { .. }
             | Error::BaseEntry { .. }
+            | Error::BaseMismatch { .. }
             | Error::DamagedFooter { .. }
             | Error::Integrity { .. }
             | Error::Corrupt { .. }

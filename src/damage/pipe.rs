@@ -45,8 +45,11 @@ pub(super) fn salvage_from_pipe(
         Error::InEntry { entry, source } => {
             Some((entry.clone(), format!("{entry}: {not}: {source}")))
         }
-        // A file stored as a reference to a base entry that is unusable (§16.5).
-        Error::BaseEntry { entry, .. } => Some((entry.clone(), format!("{entry}: {not}: {e}"))),
+        // A file stored as a reference to a base entry that is unusable (§16.5), or read
+        // with a damaged base and not as the index has it (§16.4).
+        Error::BaseEntry { entry, .. } | Error::BaseMismatch { entry, .. } => {
+            Some((entry.clone(), format!("{entry}: {not}: {e}")))
+        }
         _ => None,
     };
     let cut = cut_entry.as_ref().map(|(_, line)| line.clone());

@@ -65,7 +65,8 @@ impl Error {
             | Error::WrongBase { .. }
             | Error::UncheckableBase { .. }
             | Error::BaseDamaged { .. }
-            | Error::BaseEntry { .. } => 9,
+            | Error::BaseEntry { .. }
+            | Error::BaseMismatch { .. } => 9,
             Error::Incomplete { .. } | Error::KeptExisting { .. } | Error::NotMade { .. } => 6,
             Error::Repairable { .. } => 7,
             Error::SectionLost { found, .. } => {

@@ -237,6 +237,28 @@ pub enum Error {
         /// What went wrong, naming the base (and its frame and byte when one failed).
         problem: String,
     },
+    /// A file read with a damaged base (whose binding to the delta archive could not be
+    /// checked: docs/FORMAT.md §16.4) does not match the delta's index or its digest: what
+    /// came out of the base is not what the delta was made against (a forged or modified
+    /// base), while the delta's own frames verified. The file is not restored. Exit 9.
+    #[error(
+        "{}: {entry}: read with its base {}, it {what}: that base is damaged, so its binding to this archive could not be checked, and it is not the base this archive was made against (modified or forged){}: use an intact copy of the base",
+        shown(path),
+        shown(base),
+        if *sealed { "" } else { ", unless this unencrypted archive was modified itself" }
+    )]
+    BaseMismatch {
+        /// The delta archive.
+        path: PathBuf,
+        /// The file, escaped for display.
+        entry: String,
+        /// The base given.
+        base: PathBuf,
+        /// How the file differs ("does not match this archive's index (its digest differs)").
+        what: &'static str,
+        /// The delta archive is encrypted (its own bytes cannot have been forged).
+        sealed: bool,
+    },
     /// A key was given but the archive is not encrypted. Anyone can write an unencrypted
     /// archive (its checksums are unkeyed), so one swapped in for an encrypted archive would
     /// otherwise be read as if the key had opened it. Refused unless the caller allows it

@@ -75,6 +75,13 @@ pub(super) struct Feed<'a> {
     pub(super) ahead: Option<frames::FrameResult>,
     /// The thread hashing large pieces of file content (`super::hashing`), once started.
     pub(super) hasher: Option<super::hashing::HashThread>,
+    /// Whether the current block's bytes came out of the delta base (docs/FORMAT.md §16):
+    /// it or an earlier block of its reference group was decoded against a base region.
+    pub(super) block_on_base: bool,
+    /// Whether a block loaded since the record parser last set it (to `block_on_base`, at
+    /// an entry's first record) came out of the base: what a file was read with, so that a
+    /// mismatch read with a damaged base is blamed on the base (`records`).
+    pub(super) read_base: bool,
 }
 
 impl<'a> Feed<'a> {
@@ -123,6 +130,8 @@ impl<'a> Feed<'a> {
             resolved: None,
             ahead: None,
             hasher: None,
+            block_on_base: false,
+            read_base: false,
         }
     }
 
@@ -326,6 +335,12 @@ impl<'a> Feed<'a> {
                 }
             }
             self.refs_seen.push(info.reference_len);
+            // A block that references none before it starts a group: its bytes come out of
+            // the base when it is decoded against a base region, a later block's when it or
+            // one of the group's blocks before it is.
+            self.block_on_base =
+                (self.block_on_base && info.reference_len > 0) || info.codec == Codec::ZstdBase;
+            self.read_base |= self.block_on_base;
             // The block left behind: kept if this one references it, else recycled.
             let old = std::mem::take(&mut self.block);
             let prev = (self.cur_seq.is_some() && !old.buf.is_empty()).then_some(old);

@@ -55,6 +55,8 @@ pub(super) fn parse_records(
             if !feed.record_start()? {
                 break None;
             }
+            // What the entry is read with, from its first record on.
+            feed.read_base = feed.block_on_base;
             let at = feed.position();
             match next_record(feed)? {
                 Some(RecordHead::Pad) => continue,
@@ -79,10 +81,15 @@ pub(super) fn parse_records(
                     .get(summary.entries as usize)
                     .is_none_or(|e| e.meta != meta)
                 {
-                    return Err(feed.ar.sequence_error(
-                        feed.ar.pos,
-                        "index disagrees with the record stream".into(),
-                    ));
+                    let what = "does not match this archive's index (its entry record differs)";
+                    return Err(
+                        base_fault(feed, &meta.path, false, what).unwrap_or_else(|| {
+                            feed.ar.sequence_error(
+                                feed.ar.pos,
+                                "index disagrees with the record stream".into(),
+                            )
+                        }),
+                    );
                 }
             }
         }
@@ -116,6 +123,8 @@ pub(super) fn parse_records(
         };
         let holes_hashed = &mut summary.holes_hashed;
         let unverified = &mut summary.unverified;
+        // A BASE_REF was read: the file's content came out of the base.
+        let mut by_ref = false;
         let r = (|| -> Result<(u64, Option<[u8; 32]>)> {
             let mut digest_of = Digest::new();
             let mut hashed_to = 0u64;
@@ -193,6 +202,7 @@ pub(super) fn parse_records(
                         })?;
                         digest_of = here.map_or(Digest::Off, Digest::Here);
                         referenced = Some((entry, size));
+                        by_ref = true;
                         hashed_to = size;
                     }
                     RecordHead::Data { offset, len } => {
@@ -253,7 +263,9 @@ pub(super) fn parse_records(
                         zeros(feed, &mut digest_of, size - hashed_to, holes_hashed)?;
                         match feed.digest(std::mem::replace(&mut digest_of, Digest::Off))? {
                             Some(h) if h.as_bytes() != &digest => {
-                                return Err(in_entry(feed.digest_error(&meta.path)));
+                                let what = "does not match its digest (END_DIGEST)";
+                                return Err(base_fault(feed, &meta.path, false, what)
+                                    .unwrap_or_else(|| in_entry(feed.digest_error(&meta.path))));
                             }
                             Some(_) => {}
                             None => unverified.push(crate::fs::escape_path(&meta.path)),
@@ -279,6 +291,7 @@ pub(super) fn parse_records(
                 };
                 // A damaged base's binding could not be checked (`base`, "A damaged base"):
                 // a file read with it is compared with the index before it gets its name.
+                // A mismatch of a file read with it is blamed on it (`base_fault`).
                 let early = feed.ar.base_damage.is_some();
                 if early
                     && let Err(err) = check.entry_done(feed, parsed, summary.entries - 1, e.clone())
@@ -286,7 +299,8 @@ pub(super) fn parse_records(
                     if wanted {
                         visitor.abort();
                     }
-                    return Err(err);
+                    let what = check.differs(summary.entries - 1, &e);
+                    return Err(base_fault(feed, &e.meta.path, by_ref, what).unwrap_or(err));
                 }
                 if wanted {
                     visitor.end(&e.meta, size)?;
@@ -333,6 +347,44 @@ impl Check<'_> {
         }
         Ok(())
     }
+}
+
+impl Check<'_> {
+    /// How entry number `i`, which does not equal its index entry, differs from it (the
+    /// words of [`Error::BaseMismatch`]).
+    fn differs(&self, i: u64, e: &IndexEntry) -> &'static str {
+        match self {
+            Check::Index(ix) => match ix.get(i as usize) {
+                None => "is not in this archive's index",
+                Some(x) if x.digest != e.digest => {
+                    "does not match this archive's index (its digest differs)"
+                }
+                Some(x) if x.size != e.size => {
+                    "does not match this archive's index (its size differs)"
+                }
+                Some(_) => "does not match this archive's index (its place in the stream differs)",
+            },
+            Check::Set(_) => "does not match this archive's index",
+        }
+    }
+}
+
+/// The error of a file that does not match its index entry or its digest (`what`), when it
+/// was read with a base whose binding could not be checked (a damaged base, `base`): its
+/// records or content came out of the base (`by_ref`: a BASE_REF; else a block decoded
+/// against a base region, [`Feed::read_base`]), so the base is to blame, not this archive,
+/// whose frames verified (exit 9, [`Error::BaseMismatch`]). None otherwise: the error is the
+/// archive's own, as with a base that is bound or no base at all.
+fn base_fault(feed: &Feed<'_>, path: &[u8], by_ref: bool, what: &'static str) -> Option<Error> {
+    let base = feed.ar.base.as_ref()?;
+    feed.ar.base_damage.as_ref()?;
+    (by_ref || feed.read_base).then(|| Error::BaseMismatch {
+        path: feed.ar.path.clone(),
+        entry: crate::fs::escape_path(path),
+        base: base.path().to_path_buf(),
+        what,
+        sealed: feed.ar.protection.is_sealed(),
+    })
 }
 
 /// Reads the content of a file stored as a BASE_REF to base entry `n` (docs/FORMAT.md

@@ -502,7 +502,7 @@ impl Archive {
         out.damaged.append(&mut count.lost_links);
         let on_base = matches!(
             r.as_ref().map_err(Error::root),
-            Err(Error::BaseDamaged { .. } | Error::BaseEntry { .. })
+            Err(Error::BaseDamaged { .. } | Error::BaseEntry { .. } | Error::BaseMismatch { .. })
         );
         match r {
             Ok(_) => Ok(true),

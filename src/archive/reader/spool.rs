@@ -186,12 +186,15 @@ impl Archive {
                 .ok()
                 .and_then(|mut r| r.take_from(*offset))
                 .map(|b| (*offset, *frame, b)),
-            // A file stored as a reference to an unusable base entry (§16.5): from the frame
-            // its records were being read in.
-            (Error::BaseEntry { .. }, Some(r)) => r.lock().ok().and_then(|mut r| {
-                let (at, seq) = r.first();
-                r.take_from(at).map(|b| (at, seq, b))
-            }),
+            // A file stored as a reference to an unusable base entry (§16.5), or read with a
+            // damaged base and not as the index has it (§16.4): from the frame its records
+            // were being read in.
+            (Error::BaseEntry { .. } | Error::BaseMismatch { .. }, Some(r)) => {
+                r.lock().ok().and_then(|mut r| {
+                    let (at, seq) = r.first();
+                    r.take_from(at).map(|b| (at, seq, b))
+                })
+            }
             (_, Some(r)) => {
                 if let Ok(mut r) = r.lock() {
                     r.take_from(u64::MAX);
