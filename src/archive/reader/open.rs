@@ -70,7 +70,12 @@ impl Archive {
             && base.id() == id
             && matches!(binding_state(base, want)?, Bound::Damaged(_))
         {
-            input = super::spool::spool_stream(input, &bytes, path)?;
+            input = super::spool::spool_stream(
+                input,
+                &bytes,
+                header.recovery_percent().is_some(),
+                path,
+            )?;
         }
         // Signatures first (`signed`): the signer policy from the header, then a seekable
         // signed archive's signature, before any key is tried or asked for. Without a signer

@@ -378,10 +378,30 @@ impl Archive {
 /// temporary file in `$TMPDIR` (unnamed, as [`Archive::open_spooled`]'s) read as a file from
 /// here on, at the same offsets. For a delta archive whose base's binding cannot be checked
 /// (`open`): read as a file, its index is read first and every entry compared with it.
-/// Errors: Io naming the stream (read) or the directory (write, or too little room left).
-pub(super) fn spool_stream(mut input: Input, header: &[u8], path: &Path) -> Result<Input> {
+/// Read as a file in every other way too: through its recovery layer when it has one
+/// (`recovery`: the header announces it; found as `header_read` finds a file's). Without it,
+/// an intact stream with recovery data warned "the header announces recovery data, but none
+/// was found", which its file did not.
+/// Errors: Io naming the stream (read) or the directory (write, or too little room left);
+/// Recovery (a recovery section that is there but unusable, as for a file).
+pub(super) fn spool_stream(
+    mut input: Input,
+    header: &[u8],
+    recovery: bool,
+    path: &Path,
+) -> Result<Input> {
+    use crate::store::healing::{Search, protect};
     let file = spool_to_file(&mut input, header, &std::env::temp_dir(), path)?;
-    Ok(Box::new(crate::store::local::FileSource::from_file(file)))
+    let spooled: Input = Box::new(crate::store::local::FileSource::from_file(file));
+    let search = if recovery {
+        Search::Scan
+    } else {
+        Search::Trailer
+    };
+    Ok(match protect(spooled, path, search)? {
+        Ok(healing) => Box::new(healing),
+        Err(spooled) => spooled,
+    })
 }
 
 /// `head` and then the rest of `input` (the stream `path`) in an unnamed temporary file in
