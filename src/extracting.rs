@@ -244,7 +244,7 @@ fn extract_opened(
     }
     Err(Error::Usage(format!(
         "not found in {}: {}",
-        archive.display(),
+        crate::fs::escape_path(archive.as_os_str().as_encoded_bytes()),
         missing.join(", ")
     )))
 }

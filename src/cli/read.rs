@@ -72,7 +72,7 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
     if !missing.is_empty() {
         return Err(Error::Usage(format!(
             "not found in {}: {}",
-            a.archive.display(),
+            krypta::fs::escape_path(a.archive.as_os_str().as_encoded_bytes()),
             missing.join(", ")
         )));
     }
