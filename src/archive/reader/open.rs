@@ -65,17 +65,25 @@ impl Archive {
         // checked with are decoded against the base's bytes too (a reference's END_DIGEST is
         // compressed against the base's own, docs/FORMAT.md §16.3), so only the index, which
         // holds them as written, tells a base forged to fit them from the real one.
+        // What is found here is what `set_base` uses: found again there, a base changed in
+        // between (a file rewritten in place, an object replaced) could be damaged for the
+        // read but not for this check, and the stream read without its index; and a base
+        // whose binding differs had every frame read twice (`damaged_frames`).
+        let mut bound = None;
         if !input.seekable()
             && let (Some(base), Some((id, want))) = (&opts.base, header.delta_base())
             && base.id() == id
-            && matches!(binding_state(base, want)?, Bound::Damaged(_))
         {
-            input = super::spool::spool_stream(
-                input,
-                &bytes,
-                header.recovery_percent().is_some(),
-                path,
-            )?;
+            let b = binding_state(base, want)?;
+            if matches!(b, Bound::Damaged(_)) {
+                input = super::spool::spool_stream(
+                    input,
+                    &bytes,
+                    header.recovery_percent().is_some(),
+                    path,
+                )?;
+            }
+            bound = Some(b);
         }
         // Signatures first (`signed`): the signer policy from the header, then a seekable
         // signed archive's signature, before any key is tried or asked for. Without a signer
@@ -357,7 +365,7 @@ impl Archive {
             stream_section: None,
         };
         if let Some(b) = opts.base {
-            ar.set_base(b)?;
+            ar.attach_base(b, bound)?;
         }
         if !opts.signers.is_empty() {
             ar.verify_signed_frames()?;
@@ -369,6 +377,12 @@ impl Archive {
     /// the base's id and binding are those of the header's delta base extension, and
     /// ([`Error::Usage`]) for an archive that is not a delta archive.
     pub fn set_base(&mut self, base: Arc<BaseArchive>) -> Result<()> {
+        self.attach_base(base, None)
+    }
+
+    /// [`Archive::set_base`], with the base's [`binding_state`] when it was found already
+    /// (`open_parsed`, for a stream: it decided whether the stream is spooled).
+    fn attach_base(&mut self, base: Arc<BaseArchive>, bound: Option<Bound>) -> Result<()> {
         let Some((want_id, want_binding)) = self.header.delta_base() else {
             return Err(Error::Usage(format!(
                 "{}: --base given, but this is not a delta archive",
@@ -385,7 +399,11 @@ impl Archive {
         if base.id() != want_id {
             return Err(wrong());
         }
-        let damage = match binding_state(&base, want_binding)? {
+        let bound = match bound {
+            Some(b) => b,
+            None => binding_state(&base, want_binding)?,
+        };
+        let damage = match bound {
             Bound::Yes => None,
             Bound::Damaged(why) => Some(why),
             Bound::Other => return Err(wrong()),
