@@ -333,7 +333,9 @@ impl Client {
                     req(&self.agent).send(data)
                 } else {
                     match watch::send(&self.http, self.timeout, req, data) {
-                        (Err(_), true) => return Err(self.stalled()),
+                        (Err(_), stall) if stall != watch::Stall::No => {
+                            return Err(self.stalled(stall));
+                        }
                         (r, _) => r,
                     }
                 }
@@ -375,17 +377,21 @@ impl Client {
         })
     }
 
-    /// The fault of an attempt whose body stopped moving ([`watch`]).
-    fn stalled(&self) -> Fault {
+    /// The fault of an attempt the watchdog ended ([`watch`]): its body stopped moving for the
+    /// timeout, or, its last piece handed over, that piece's write and the answer took over two
+    /// timeouts.
+    fn stalled(&self, stall: watch::Stall) -> Fault {
+        let t = self.timeout.as_secs_f64();
+        let why = match stall {
+            watch::Stall::Answer => format!(
+                "timed out (the end of the request body and the answer took over {} s)",
+                2.0 * t
+            ),
+            _ => format!("timed out (the request body did not move for {t} s)"),
+        };
         Fault::Transport {
             what: "no answer from",
-            source: std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!(
-                    "timed out (the request body did not move for {} s)",
-                    self.timeout.as_secs_f64()
-                ),
-            ),
+            source: std::io::Error::new(std::io::ErrorKind::TimedOut, why),
             retry: true,
         }
     }

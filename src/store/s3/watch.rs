@@ -41,11 +41,22 @@ struct State {
     handed_over: bool,
     /// The attempt ended (the watchdog is to stop).
     ended: bool,
-    /// The watchdog shut the connection down.
-    stalled: bool,
+    /// The watchdog shut the connection down, and when.
+    stalled: Stall,
 }
 
 type Shared = Arc<(Mutex<State>, Condvar)>;
+
+/// Whether, and when, the watchdog ended an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stall {
+    /// It did not: the attempt ended on its own.
+    No,
+    /// No piece of the body was asked for during the timeout.
+    Body,
+    /// The whole body was handed over, and no answer came within two timeouts.
+    Answer,
+}
 
 fn lock(s: &Shared) -> std::sync::MutexGuard<'_, State> {
     s.0.lock().unwrap_or_else(|p| p.into_inner())
@@ -77,14 +88,14 @@ pub(super) fn send(
     timeout: Duration,
     req: impl FnOnce(&ureq::Agent) -> ureq::RequestBuilder<ureq::typestate::WithBody>,
     body: &[u8],
-) -> (Result<ureq::http::Response<ureq::Body>, ureq::Error>, bool) {
+) -> (Result<ureq::http::Response<ureq::Body>, ureq::Error>, Stall) {
     let agent = ureq::Agent::new_with_config(config.clone());
     let state: Shared = Arc::new((
         Mutex::new(State {
             last: Instant::now(),
             handed_over: body.is_empty(),
             ended: false,
-            stalled: false,
+            stalled: Stall::No,
         }),
         Condvar::new(),
     ));
@@ -101,7 +112,11 @@ pub(super) fn send(
                     if left.is_zero() {
                         // Shut down under the lock: `stalled` set means the connection was
                         // shut down by the watchdog, before the attempt was seen to end.
-                        s.stalled = true;
+                        s.stalled = if s.handed_over {
+                            Stall::Answer
+                        } else {
+                            Stall::Body
+                        };
                         if let Some(a) = agent.take() {
                             a.shutdown();
                         }
@@ -182,7 +197,7 @@ mod tests {
         );
         let took = t0.elapsed();
         assert!(r.is_err());
-        assert!(stalled);
+        assert_eq!(stalled, Stall::Body);
         // The socket buffers fill at once, then no piece moves: the timeout and a little
         // (0.80 s measured; per-write timeouts alone, restarted by each write that moved a
         // few bytes: 3.4 s).
@@ -271,7 +286,7 @@ mod tests {
             &body,
         );
         assert_eq!(r.unwrap().status(), 200);
-        assert!(!stalled);
+        assert_eq!(stalled, Stall::No);
         assert!(server.join().unwrap() == want);
     }
 }
