@@ -9,7 +9,7 @@ mod common;
 mod meta_common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
 use common::krypta;
@@ -24,6 +24,29 @@ fn chown_nobody(p: &Path) {
     rustix::fs::chown(p, Some(nobody), None).unwrap();
 }
 
+/// A temporary directory (mode 0755) holding `t/` and `out/`, both owned by nobody, who runs
+/// `c out/a.kry t` in it ([`as_nobody`]). Returns it with the paths of `t` and `out`.
+fn nobody_tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (t, out) = (tmp.path().join("t"), tmp.path().join("out"));
+    for d in [&t, &out] {
+        std::fs::create_dir(d).unwrap();
+        chown_nobody(d);
+    }
+    (tmp, t, out)
+}
+
+/// The names `krypta l -q` lists in `archive`, in order.
+fn listed(archive: &Path) -> Vec<String> {
+    let o = krypta().args(["l", "-q"]).arg(archive).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect()
+}
+
 #[test]
 fn an_unreadable_file_and_its_hard_link_are_skipped_by_name_not_stored_as_a_dangling_link() {
     if !tools("an_unreadable_file", &["setpriv"]) || !is_root() {
@@ -32,20 +55,13 @@ fn an_unreadable_file_and_its_hard_link_are_skipped_by_name_not_stored_as_a_dang
         );
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, t, out) = nobody_tree();
     let top = tmp.path();
-    std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let t = top.join("t");
-    std::fs::create_dir(&t).unwrap();
     std::fs::write(t.join("a-secret"), b"root only").unwrap();
     std::fs::set_permissions(t.join("a-secret"), std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::hard_link(t.join("a-secret"), t.join("b-link")).unwrap();
     std::fs::write(t.join("c-open"), b"anyone").unwrap();
-    let out = top.join("out");
-    std::fs::create_dir(&out).unwrap();
-    for p in [&t, &t.join("c-open"), &out] {
-        chown_nobody(p);
-    }
+    chown_nobody(&t.join("c-open"));
     let o = as_nobody(top, &["c", "out/a.kry", "t"]);
     assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
     let err = stderr(&o);
@@ -57,17 +73,7 @@ fn an_unreadable_file_and_its_hard_link_are_skipped_by_name_not_stored_as_a_dang
             "{err}"
         );
     }
-    let listed = krypta()
-        .args(["l", "-q"])
-        .arg(out.join("a.kry"))
-        .output()
-        .unwrap();
-    assert!(listed.status.success(), "{}", stderr(&listed));
-    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
-        .lines()
-        .map(|l| l.rsplit(' ').next().unwrap().to_string())
-        .collect();
-    assert_eq!(names, ["t", "t/c-open"], "{:?}", listed);
+    assert_eq!(listed(&out.join("a.kry")), ["t", "t/c-open"]);
     let x = krypta()
         .arg("x")
         .arg(out.join("a.kry"))
@@ -88,19 +94,13 @@ fn an_unreadable_directory_is_stored_empty_and_the_summary_does_not_say_it_is_mi
         );
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, t, out) = nobody_tree();
     let top = tmp.path();
-    std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let t = top.join("t");
-    std::fs::create_dir_all(t.join("closed")).unwrap();
+    std::fs::create_dir(t.join("closed")).unwrap();
     std::fs::write(t.join("closed/inside"), b"root only").unwrap();
     std::fs::set_permissions(t.join("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::write(t.join("open"), b"anyone").unwrap();
-    let out = top.join("out");
-    std::fs::create_dir(&out).unwrap();
-    for p in [&t, &t.join("open"), &out] {
-        chown_nobody(p);
-    }
+    chown_nobody(&t.join("open"));
     let o = as_nobody(top, &["c", "out/a.kry", "t"]);
     assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
     let err = stderr(&o);
@@ -114,17 +114,7 @@ fn an_unreadable_directory_is_stored_empty_and_the_summary_does_not_say_it_is_mi
         err.contains("krypta: archive written, but 1 input(s) could not be read: skipped, or (a directory) stored without its contents (see warnings)"),
         "{err}"
     );
-    let listed = krypta()
-        .args(["l", "-q"])
-        .arg(out.join("a.kry"))
-        .output()
-        .unwrap();
-    assert!(listed.status.success(), "{}", stderr(&listed));
-    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
-        .lines()
-        .map(|l| l.rsplit(' ').next().unwrap().to_string())
-        .collect();
-    assert_eq!(names, ["t", "t/closed", "t/open"], "{:?}", listed);
+    assert_eq!(listed(&out.join("a.kry")), ["t", "t/closed", "t/open"]);
 }
 
 #[test]
