@@ -14,7 +14,8 @@ mod detail;
 mod exit;
 mod text;
 
-use text::{incomplete_text, salvaged, shown};
+use crate::fs::shown;
+use text::{incomplete_text, salvaged};
 
 pub use detail::{AuthCheck, KeyNeeds, SignatureProblem};
 

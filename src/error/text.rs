@@ -1,10 +1,12 @@
-//! The words of error messages: how paths are shown, the salvage summary line, what an
-//! incomplete archive lacks; and the constructors and accessors of [`Error`].
+//! The words of error messages, whose paths go through [`crate::fs::shown`]: the salvage
+//! summary line, what an incomplete archive lacks; and the constructors and accessors of
+//! [`Error`].
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::Error;
+use crate::fs::shown;
 
 /// [`Error::Incomplete`]'s list of what was skipped, left out or changed.
 pub(super) fn incomplete_text(skipped: usize, left_out: usize, changed: usize) -> String {
@@ -62,14 +64,6 @@ pub(super) fn salvaged(path: &Path, verb: &str, restored: u64, total: u64, damag
             if total == 1 { "entry" } else { "entries" }
         )
     }
-}
-
-/// A path as error messages show it: with control characters and undecodable bytes escaped
-/// as `list` escapes names ([`crate::fs::escape_path`]), so a name from an archive cannot send
-/// terminal escape sequences or forge lines through an error message.
-pub(super) fn shown(p: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    crate::fs::escape_path(p.as_os_str().as_bytes())
 }
 
 #[cfg(test)]

@@ -32,4 +32,4 @@ pub mod walk;
 pub mod xattr;
 
 pub use ahead::walk_ahead;
-pub use names::{escape_path, unescape_path};
+pub use names::{escape_path, shown, unescape_path};

@@ -2,9 +2,13 @@
 //!
 //! Paths are bytes on Unix and in the archive. [`escape_path`] prints printable UTF-8 as it is
 //! and escapes everything else, so that two different paths never print the same and a name
-//! holding a newline or a terminal control sequence cannot forge another line of output.
+//! holding a newline or a terminal control sequence cannot forge another line of output. It is
+//! the one escape of names in krypta's output: entry paths in listings and messages, and (through
+//! [`shown`]) file names, archive names included, in every message and warning.
 
 use std::fmt::Write as _;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// Escapes a raw path for display: printable UTF-8 characters as they are, `\` as `\\`,
 /// newline as `\n`, tab as `\t`, and every other byte of a control character (C0, DEL, C1),
@@ -32,6 +36,13 @@ pub fn escape_path(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// A file name (an archive, an output, a key file) as messages show it: its bytes through
+/// [`escape_path`], never `Path::display` (which prints a newline or a terminal escape raw, and
+/// invalid UTF-8 as U+FFFD, so two names could read the same).
+pub fn shown(p: &Path) -> String {
+    escape_path(p.as_os_str().as_bytes())
 }
 
 /// Inverts [`escape_path`]: `\\`, `\n`, `\t` and `\xHH` are decoded, other characters taken as
