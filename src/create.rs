@@ -81,12 +81,12 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
         }
     }
     if let Some(c) = counters {
-        rep.detail(&format!("{}: {}", location.display(), c.summary()));
+        rep.detail(&format!("{}: {}", crate::fs::shown(&location), c.summary()));
     }
     // A base in object storage: what reading it cost, and a frame changed on the way.
     if let Some(c) = base.as_ref().and_then(|b| b.counters()) {
         let path = base.as_ref().map(|b| b.path()).unwrap_or(&location);
-        rep.detail(&format!("{}: {}", path.display(), c.summary()));
+        rep.detail(&format!("{}: {}", crate::fs::shown(path), c.summary()));
         if let Some(w) = c.transfer_warning(path) {
             rep.warn(&w);
         }
@@ -237,8 +237,8 @@ fn compress_into(
                     // Named as the output too: the temporary name means nothing to the user.
                     rep.warn(&format!(
                         "{}: skipped: it is the archive being written (to become {})",
-                        e.source.display(),
-                        out_name.display()
+                        crate::fs::shown(&e.source),
+                        crate::fs::shown(&out_name)
                     ));
                     not_stored(&e.meta.path);
                     return Ok(());
@@ -249,7 +249,7 @@ fn compress_into(
                     unstored.insert(first, Some(e.meta.path.clone()));
                 }
                 if let Some(m) = src.change_warning() {
-                    rep.warn(&format!("{}: {m}", e.source.display()));
+                    rep.warn(&format!("{}: {m}", crate::fs::shown(&e.source)));
                     changed += 1;
                 }
                 rep.progress(w.content_bytes());

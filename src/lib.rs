@@ -140,13 +140,17 @@ pub(crate) fn report_transfer(ar: &Archive, archive: &Path, rep: &mut dyn Report
 fn transfer_warnings(ar: &Archive, archive: &Path, rep: &mut dyn Reporter) -> Vec<String> {
     let mut warnings = Vec::new();
     if let Some(c) = ar.source().counters() {
-        rep.detail(&format!("{}: {}", archive.display(), c.summary()));
+        rep.detail(&format!("{}: {}", crate::fs::shown(archive), c.summary()));
         warnings.extend(c.transfer_warning(archive));
     }
     if let Some(base) = ar.base()
         && let Some(c) = base.counters()
     {
-        rep.detail(&format!("{}: {}", base.path().display(), c.summary()));
+        rep.detail(&format!(
+            "{}: {}",
+            crate::fs::shown(base.path()),
+            c.summary()
+        ));
         warnings.extend(c.transfer_warning(base.path()));
     }
     warnings.extend(repaired::heal_warnings(ar, archive));
@@ -395,7 +399,7 @@ pub(crate) fn unverifiable_stream<T>(ar: &Archive, archive: &Path, r: Result<T>)
     match r {
         Err(e) if ar.strict_stream() && matches!(e.exit_code(), 2 | 3 | 5) => {
             let said = e.to_string();
-            let shown = format!("{}: ", archive.display());
+            let shown = format!("{}: ", crate::fs::shown(archive));
             Err(Error::Signature {
                 path: archive.into(),
                 problem: error::SignatureProblem::Unverifiable {
@@ -426,7 +430,7 @@ fn open_warning_with(
     if keyed && !ar.header().encrypted() {
         rep.warn(&format!(
             "{}: the archive is not encrypted: the key given was not used, and its checksums do not show who wrote it",
-            archive.display()
+            crate::fs::shown(archive)
         ));
     }
     Ok(ar)

@@ -27,7 +27,7 @@ pub fn check_output(input: &Path, output: &Path, force: bool) -> Result<()> {
         return Err(Error::Usage(format!(
             "{}: rekey writes a new archive and reads this one meanwhile, so it cannot write \
              over it: give -o another name, then rename the new archive over the old",
-            input.display()
+            crate::fs::shown(input)
         )));
     }
     if let Ok(store::Location::Local(p)) = store::Location::parse(output) {

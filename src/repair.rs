@@ -140,7 +140,7 @@ fn repair_or_check(
     if output.is_none() && !force && !check_only {
         return Err(Error::Usage(format!(
             "repair writes the repaired archive to a new file: give -o OUT, or -f to replace {} with it",
-            archive.display()
+            crate::fs::shown(archive)
         )));
     }
     // In place through a symbolic link: the file it points to is repaired (the link stays).
@@ -158,20 +158,20 @@ fn repair_or_check(
     {
         return Err(Error::Usage(format!(
             "{}: its directory {} does not exist",
-            target.display(),
-            parent.display()
+            crate::fs::shown(target),
+            crate::fs::shown(parent)
         )));
     }
     if !check_only && std::fs::metadata(target).is_ok_and(|m| m.is_dir()) {
         return Err(Error::Usage(format!(
             "{}: is a directory; -o names the repaired archive's file",
-            target.display()
+            crate::fs::shown(target)
         )));
     }
     let len = src
         .length()
         .map_err(|e| Error::io(archive, "seek", e))?
-        .ok_or_else(|| Error::Usage(format!("{}: not seekable", archive.display())))?;
+        .ok_or_else(|| Error::Usage(format!("{}: not seekable", crate::fs::shown(archive))))?;
     let whole = Whole::new(&mut *src, len);
     let wrap = |source: RecoveryError| Error::Recovery {
         path: archive.into(),
@@ -270,7 +270,7 @@ fn refuse_dropping_an_archive<S: ByteSource + ?Sized>(
     if archive_like || inserted > located.layout.file_len {
         return Err(Error::Usage(format!(
             "{}: the {inserted} bytes added at byte {split} {}: an in-place repair would drop them; write the repaired archive elsewhere with -o OUT (the file stays as it is)",
-            archive.display(),
+            crate::fs::shown(archive),
             if archive_like {
                 "start with a krypta header (another archive joined to this one?)"
             } else {

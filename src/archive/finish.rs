@@ -29,7 +29,7 @@ impl<W: Write> ArchiveWriter<W> {
         let total = index_len(self.index_entries_len, data_frames);
         if total > MAX_INDEX_LEN {
             return Err(Error::Unwritable {
-                what: self.out_name.display().to_string(),
+                what: crate::fs::shown(&self.out_name),
                 problem: FormatError::invalid(
                     "index",
                     format!("{total} bytes (at most {MAX_INDEX_LEN})"),

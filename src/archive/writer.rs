@@ -144,7 +144,7 @@ impl<W: Write> ArchiveWriter<W> {
             )));
         }
         let unwritable = |problem| Error::Unwritable {
-            what: out_name.display().to_string(),
+            what: crate::fs::shown(&out_name),
             problem,
         };
         crate::format::header::check_comment(opts.comment.as_bytes()).map_err(unwritable)?;

@@ -102,7 +102,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     {
         return Err(Error::Usage(format!(
             "{}: the delta base cannot be the archive being written",
-            a.output.display()
+            krypta::fs::shown(&a.output)
         )));
     }
     // So is an existing file without -f (before, a delta base was opened, its key asked for
@@ -243,7 +243,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         };
         krypta::to_stderr!(
             "krypta: {}: {}, {} in, {} out ({}{recovery}{refs}), {}",
-            a.output.display(),
+            krypta::fs::shown(&a.output),
             krypta::counted(s.entries, "entry", "entries"),
             human_bytes(s.content_bytes),
             human_bytes(s.archive_bytes),
@@ -285,7 +285,7 @@ fn collect_inputs(a: &CompressArgs) -> Result<Vec<PathBuf>> {
     if inputs.is_empty() {
         return Err(Error::Usage(format!(
             "{}: names no input (one name per line{})",
-            list.display(),
+            krypta::fs::shown(list),
             if a.null { ", NUL-separated" } else { "" }
         )));
     }
@@ -308,7 +308,7 @@ fn selector(a: &CompressArgs) -> Result<krypta::fs::select::Selector> {
     }
     for f in &a.exclude_from {
         let text = std::fs::read(f).map_err(|e| Error::io(f, "read --exclude-from", e))?;
-        b.add_lines(&text, &f.display().to_string())?;
+        b.add_lines(&text, &krypta::fs::shown(f))?;
     }
     Ok(krypta::fs::select::Selector {
         excludes: b.build()?,

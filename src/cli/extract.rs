@@ -16,7 +16,7 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
     if a.output.as_os_str().as_bytes().starts_with(b"s3://") {
         return Err(Error::Usage(format!(
             "-o {}: x restores files into a local directory; s3:// names archives only",
-            a.output.display()
+            krypta::fs::shown(&a.output)
         )));
     }
     let mut open = open_options(&a.keys, &a.archive)?;
@@ -65,7 +65,7 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
     {
         krypta::to_stderr!(
             "krypta: {}: {} extracted, {} in, {} out ({}), {}",
-            a.archive.display(),
+            krypta::fs::shown(&a.archive),
             krypta::counted(term.entries_done(), "entry", "entries"),
             human_bytes(s.frame_bytes),
             human_bytes(s.bytes),

@@ -48,7 +48,7 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             return Err(Error::Usage(format!(
                 "{}: the key password is asked on the terminal, and there is none; give \
                  --key-pass-file FILE",
-                out.display()
+                krypta::fs::shown(&out)
             )));
         }
         Some(_) => Some(read_key_password(&out, a.key_pass_file.as_deref(), true)?),
@@ -67,13 +67,13 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
         if !quiet {
             krypta::to_stderr!(
                 "krypta: wrote secret key {}{} and public key {}.pub",
-                out.display(),
+                krypta::fs::shown(&out),
                 if protect.is_some() {
                     " (password-protected)"
                 } else {
                     ""
                 },
-                out.display()
+                krypta::fs::shown(&out)
             );
             super::write_stdout(&format!(
                 "{}\n",
@@ -85,7 +85,7 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
         if !quiet {
             krypta::to_stderr!(
                 "krypta: wrote key file {} (mode 0600); keep a copy: without it the archives cannot be opened",
-                out.display()
+                krypta::fs::shown(&out)
             );
         }
     }
@@ -135,7 +135,7 @@ fn no_force_hint(e: Error) -> Error {
     match e {
         Error::Exists { path } => Error::Usage(format!(
             "{}: already exists; keygen never overwrites a key (move it away first)",
-            path.display()
+            krypta::fs::shown(&path)
         )),
         e => e,
     }
@@ -157,13 +157,13 @@ fn sign_keypair(out: &std::path::Path, protect: Option<(&Secret, Kdf)>, quiet: b
     if !quiet {
         krypta::to_stderr!(
             "krypta: wrote signing key {}{} and public key {}.pub (fingerprint {})",
-            out.display(),
+            krypta::fs::shown(out),
             if protect.is_some() {
                 " (password-protected)"
             } else {
                 ""
             },
-            out.display(),
+            krypta::fs::shown(out),
             fingerprint_hex(&pk.fingerprint())
         );
     }

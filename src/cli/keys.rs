@@ -224,7 +224,7 @@ pub(crate) fn open_base(
             unfit,
         }) => Err(Error::Usage(format!(
             "{}: the base archive is encrypted ({kinds}){}: give {}",
-            path.display(),
+            krypta::fs::shown(&path),
             if unfit {
                 " and no base key given is of a kind that opens it"
             } else {

@@ -63,7 +63,7 @@ pub fn run(cli: Cli) -> Result<u8> {
                 krypta::to_stderr!(
                     "krypta: wrote {} man pages into {}: {}",
                     names.len(),
-                    a.dir.display(),
+                    krypta::fs::shown(&a.dir),
                     names.join(" ")
                 );
             }

@@ -104,7 +104,7 @@ pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
     } else if !term.is_quiet() {
         krypta::to_stderr!(
             "krypta: {}: OK ({}, {}, {}, {} verified)",
-            a.archive.display(),
+            krypta::fs::shown(&a.archive),
             krypta::counted(s.entries, "entry", "entries"),
             krypta::counted(s.files, "file", "files"),
             krypta::counted(s.bytes, "byte", "bytes"),
@@ -113,7 +113,7 @@ pub(crate) fn test(a: TestArgs, term: &mut Term) -> Result<u8> {
         if let Some(fp) = &s.signer {
             krypta::to_stderr!(
                 "krypta: {}: signed by {} (ML-DSA-65 + Ed25519 signature verified)",
-                a.archive.display(),
+                krypta::fs::shown(&a.archive),
                 krypta::crypto::sign::fingerprint_hex(fp)
             );
         }

@@ -52,20 +52,20 @@ pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
         if s.signature_dropped {
             krypta::to_stderr!(
                 "krypta: {}: the signature of {} is dropped (it covers the old stanzas); give --sign NAME to sign OUT",
-                a.output.display(),
-                a.input.display()
+                krypta::fs::shown(&a.output),
+                krypta::fs::shown(&a.input)
             );
         }
         if let Some((percent, bytes)) = s.recovery {
             krypta::to_stderr!(
                 "krypta: {}: recovery data encoded again over the new bytes ({percent}%, {})",
-                a.output.display(),
+                krypta::fs::shown(&a.output),
                 human_bytes(bytes)
             );
         }
         krypta::to_stderr!(
             "krypta: {}: {} frames {} ({}), {}",
-            a.output.display(),
+            krypta::fs::shown(&a.output),
             s.frames,
             if a.rotate {
                 "encrypted again under a new file key"

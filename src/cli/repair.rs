@@ -17,7 +17,7 @@ pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
     }
     let r = &out.report;
     let params = r.located.layout.params;
-    let name = a.archive.display();
+    let name = krypta::fs::shown(&a.archive);
     let found = findings(r, out.edit);
     match (&out.written, &out.summary) {
         (None, _) => krypta::to_stderr!(
@@ -38,7 +38,7 @@ pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
             };
             krypta::to_stderr!(
                 "krypta: {name}: {what}; {} is byte-identical to the archive as first written (BLAKE3 of its {} archive bytes: {})",
-                w.display(),
+                krypta::fs::shown(w),
                 params.protected_len,
                 hex(&params.blake3)
             );
@@ -51,7 +51,7 @@ pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
 /// `repair --check`: the verdict and its exit code (0 intact, 7 repairable, or its recovery
 /// data missing after an archive that ends with its footer, as `t` says it; 5 beyond).
 fn check(a: &RepairArgs, quiet: bool) -> Result<u8> {
-    let name = a.archive.display();
+    let name = krypta::fs::shown(&a.archive);
     let c = match krypta::check_recovery(&a.archive)? {
         krypta::Check::Verified(c) => c,
         krypta::Check::SectionMissing(lost) => {

@@ -22,7 +22,7 @@ pub(crate) fn print_info(
         }};
     }
     let h = &f.header;
-    out!("archive:        {}", path.display());
+    out!("archive:        {}", krypta::fs::shown(path));
     out!("format version: {}", h.version as u16);
     out!("created:        {} ({})", clock.show(h.created), h.created);
     out!("archive id:     {}", hex(&h.archive_id));

@@ -78,7 +78,11 @@ pub fn load_recipients_file(path: &Path) -> Result<Vec<PublicKey>, Error> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let at = PathBuf::from(format!("{}:{}", path.display(), i + 1));
+        // The file's own bytes and the line number: the message escapes them once (`shown`);
+        // `display` would have turned a name that is not UTF-8 into U+FFFD first.
+        let mut at = path.as_os_str().to_owned();
+        at.push(format!(":{}", i + 1));
+        let at = PathBuf::from(at);
         let bytes = decode(line, KeyKind::BoxPublic).map_err(|e| bad_key(&at, e))?;
         keys.push(PublicKey::from_bytes(&bytes).map_err(|e| bad_key(&at, e))?);
     }
@@ -148,7 +152,7 @@ pub type KeyPassword<'a> = dyn FnMut(&Path) -> Result<super::password::Secret, E
 pub fn no_key_password(path: &Path) -> Result<super::password::Secret, Error> {
     Err(Error::Usage(format!(
         "{}: the secret key is password-protected: give --key-pass-file FILE or run at a terminal",
-        path.display()
+        crate::fs::shown(path)
     )))
 }
 
@@ -208,7 +212,7 @@ pub fn secret_key_mode_warning(path: &Path) -> Option<String> {
     if mode & 0o044 == 0 {
         return None;
     }
-    let name = path.display();
+    let name = crate::fs::shown(path);
     Some(format!(
         "{name} is readable by group/others (mode {mode:04o}); chmod 600 {name}"
     ))

@@ -138,8 +138,8 @@ pub fn mode_warning(path: &Path) -> Option<String> {
     (mode & 0o077 != 0).then(|| {
         format!(
             "{}: key file is accessible by group or others (mode {mode:o}); run `chmod 600 {}`",
-            path.display(),
-            path.display()
+            crate::fs::shown(path),
+            crate::fs::shown(path)
         )
     })
 }

@@ -237,7 +237,7 @@ pub fn read_password(src: &PasswordSource, confirm: bool) -> Result<Secret, Erro
 fn describe(src: &PasswordSource) -> String {
     match src {
         PasswordSource::Prompt(_) => "password prompt".to_string(),
-        PasswordSource::File(p) => p.display().to_string(),
+        PasswordSource::File(p) => crate::fs::shown(p),
         PasswordSource::Fd(fd) => format!("/dev/fd/{fd}"),
         PasswordSource::Env => PASSWORD_ENV.to_string(),
     }
@@ -266,7 +266,7 @@ pub fn read_key_password(key: &Path, file: Option<&Path>, confirm: bool) -> Resu
         Some(f) => read_first_line(f)?,
         None => prompt_as(
             (
-                &format!("Password for secret key {}: ", key.display()),
+                &format!("Password for secret key {}: ", crate::fs::shown(key)),
                 "Repeat password: ",
             ),
             confirm,
@@ -276,7 +276,7 @@ pub fn read_key_password(key: &Path, file: Option<&Path>, confirm: bool) -> Resu
             PromptError::NoTty(_) => Error::Usage(format!(
                 "{}: the key password is asked on the terminal, and there is none; give \
                  --key-pass-file FILE",
-                key.display()
+                crate::fs::shown(key)
             )),
             PromptError::Other(e) => e,
         })?,
@@ -284,7 +284,7 @@ pub fn read_key_password(key: &Path, file: Option<&Path>, confirm: bool) -> Resu
     if confirm && secret.is_empty() {
         return Err(Error::Usage(format!(
             "{}: empty key password refused",
-            key.display()
+            crate::fs::shown(key)
         )));
     }
     Ok(secret)
@@ -339,7 +339,7 @@ fn read_first_line(path: &Path) -> Result<Secret, Error> {
         LineError::Io(e) => Error::io(path, "read password file", e),
         LineError::TooLong => Error::Usage(format!(
             "{}: first line is longer than {MAX_PASSWORD_LEN} bytes",
-            path.display()
+            crate::fs::shown(path)
         )),
     })
 }

@@ -83,7 +83,7 @@ pub fn list_or_salvage(
                     // Front to back, a delta block decodes only against its base region.
                     rep.warn(&format!(
                         "{}: the index could not be read ({e}): listing a delta archive without its index reads its blocks, which needs its base",
-                        archive.display()
+                        crate::fs::shown(archive)
                     ));
                     ar.require_base()?;
                 }

@@ -367,7 +367,7 @@ pub(crate) fn salvage_without_index(
         // ends with that error (the archive is damaged), saying that nothing was lost.
         rep.warn(&format!(
             "{}: the index or footer is damaged; every data frame verified, and {} read front to back {} {verb}",
-            archive.display(),
+            crate::fs::shown(archive),
             match s.restored + before {
                 1 => "the 1 entry".to_string(),
                 n => format!("all {n} entries"),
@@ -381,12 +381,12 @@ pub(crate) fn salvage_without_index(
         // base's fault, before the index was read.
         rep.warn(&format!(
             "{}: reading the rest front to back without the index",
-            archive.display()
+            crate::fs::shown(archive)
         ));
     } else {
         rep.warn(&format!(
             "{}: the index could not be read ({first}): reading front to back without it",
-            archive.display()
+            crate::fs::shown(archive)
         ));
     }
     let mut regions: Vec<_> = s.lost.iter().map(|l| (l, false)).collect();
@@ -406,13 +406,13 @@ pub(crate) fn salvage_without_index(
     if s.budget_hit {
         rep.warn(&format!(
             "{}: stopped resynchronising: the damaged region cost more than {} times the archive's length in checks",
-            archive.display(),
+            crate::fs::shown(archive),
             crate::archive::reader::MAC_BUDGET_FACTOR
         ));
     }
     rep.warn(&format!(
         "{}: without the index, entries wholly inside lost bytes{} cannot be named (their number is unknown), the entries read could not be compared with the index, and files without a stored digest (format 2: under 4 KiB) were checked by their frame tags only",
-        archive.display(),
+        crate::fs::shown(archive),
         if s.base_unusable.is_empty() {
             ""
         } else {
@@ -454,7 +454,7 @@ fn warn_region(
     };
     rep.warn(&format!(
         "{}: {kind} at byte {} (frame {}): {}",
-        archive.display(),
+        crate::fs::shown(archive),
         b.offset,
         b.seq,
         b.what

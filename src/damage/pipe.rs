@@ -29,7 +29,7 @@ pub(super) fn salvage_from_pipe(
     if ar.header().recovery_percent().is_some() {
         rep.warn(&format!(
             "{}: the recovery data cannot be used from a pipe (it follows the archive): read from the file, krypta repairs damage within the recovery data's capacity as it reads (krypta repair --check says whether it can)",
-            archive.display()
+            crate::fs::shown(archive)
         ));
     }
     let before = t.done.len() as u64;
@@ -61,7 +61,7 @@ pub(super) fn salvage_from_pipe(
             // ends with why the spool failed ($TMPDIR full or missing, the pipe's error).
             rep.warn(&format!(
                 "{}: damaged while reading from a pipe ({e}); the entries before the damage were {verb}, none after it: the rest of the stream could not be copied to a temporary file to read past the damage",
-                archive.display()
+                crate::fs::shown(archive)
             ));
             if let Some(w) = ar.spool_stopped() {
                 rep.warn(&w);
@@ -89,12 +89,12 @@ pub(super) fn salvage_from_pipe(
         rep.warn(&if lost {
             format!(
                 "{}: damaged while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file and read past the damage with its index; the frames read ahead of it were lost with the pipe, and the index names each entry they held",
-                archive.display()
+                crate::fs::shown(archive)
             )
         } else {
             format!(
                 "{}: a delta block's base is damaged while reading from a pipe: the stream from that block on (byte {base}) was copied to a temporary file to read past it with its index",
-                archive.display()
+                crate::fs::shown(archive)
             )
         });
         if let Some(line) = &cut {
@@ -121,12 +121,12 @@ pub(super) fn salvage_from_pipe(
             if lost {
                 rep.warn(&format!(
                     "{}: {what} while reading from a pipe: the rest of the stream (from byte {base}) was copied to a temporary file to read past the damage; the frames read ahead of it were lost with the pipe",
-                    archive.display()
+                    crate::fs::shown(archive)
                 ));
             } else {
                 rep.warn(&format!(
                     "{}: {what} while reading from a pipe: the stream from that block on (byte {base}) was copied to a temporary file to read past it; no frame was lost with the pipe",
-                    archive.display()
+                    crate::fs::shown(archive)
                 ));
             }
             if let Some(w) = ar.spool_stopped() {
@@ -155,7 +155,7 @@ pub(super) fn salvage_from_pipe(
             if !matches!(&r, Err(e) if ar.index_alone(e)) {
                 rep.warn(&format!(
                 "{}: damaged; salvage past the damage needs a seekable archive (a file or an s3:// object), not a pipe: the entries before the damage were read, none after it",
-                archive.display()
+                crate::fs::shown(archive)
             ));
             }
             r

@@ -204,11 +204,9 @@ impl FileSink {
 
     /// Names the unnamed file `file` `self.path` in `dir` (module doc).
     fn link(&self, file: &File, dir: &File, how: Linker) -> Result<()> {
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.as_bytes())
-            .ok_or_else(|| Error::Usage(format!("{}: not a file name", self.path.display())))?;
+        let name = self.path.file_name().map(|n| n.as_bytes()).ok_or_else(|| {
+            Error::Usage(format!("{}: not a file name", crate::fs::shown(&self.path)))
+        })?;
         if !self.force {
             return match unnamed::link(how, file.as_fd(), dir.as_fd(), name) {
                 Ok(()) => Ok(()),

@@ -238,7 +238,7 @@ pub(super) fn not_a_file(path: &Path, what: &str) -> Error {
     Error::Usage(format!(
         "{}: is {what}, not a regular file: an archive is written to a file, to stdout (-) or \
          to s3://; nothing was replaced",
-        path.display()
+        crate::fs::shown(path)
     ))
 }
 
@@ -295,7 +295,7 @@ impl DeviceSink {
             return Err(Error::Usage(format!(
                 "{}: changed while it was opened (no longer a named pipe or character device); \
                  nothing was written",
-                path.display()
+                crate::fs::shown(path)
             )));
         }
         widen_pipe(f.as_fd());

@@ -200,7 +200,7 @@ impl Counters {
         (n > 0).then(|| {
             format!(
                 "{}: {n} {} failed {} check as received and passed it when fetched again: the stored archive is intact, but something between krypta and the store changed bytes in transit (a proxy, a network card, memory; over https this cannot happen unnoticed)",
-                location.display(),
+                crate::fs::shown(location),
                 if n == 1 { "read" } else { "reads" },
                 if n == 1 { "its" } else { "their" },
             )

@@ -155,14 +155,14 @@ impl BaseArchive {
         {
             return Err(Error::Usage(format!(
                 "{}: given as --base, but it is itself a delta archive (against base {}): a delta archive is read with the full archive it was made against as --base",
-                path.display(),
+                crate::fs::shown(path),
                 hex(&b.0)
             )));
         }
         if let Some(b) = ar.header.delta_base() {
             return Err(Error::Usage(format!(
                 "{}: is itself a delta archive (against base {}): a delta of a delta is not supported; use a full archive as the base",
-                path.display(),
+                crate::fs::shown(path),
                 hex(&b.0)
             )));
         }
@@ -188,7 +188,7 @@ impl BaseArchive {
         if let Some(k) = index.frame_ref_lens.iter().position(|&l| l != 0) {
             return Err(Error::Usage(format!(
                 "{}: data frame {k} references earlier frames of its stream (a level-9 group): such an archive cannot be a delta base",
-                path.display()
+                crate::fs::shown(path)
             )));
         }
         // Asked once, not per frame read (`base_fetch`): the source's second looks, and its

@@ -19,7 +19,10 @@ pub enum BaseFault {
     #[error("a delta block needs its base archive (--base)")]
     NoBase,
     /// Reading the base's bytes failed (file or store): not damage.
-    #[error("{}: reading base frame {seq} at byte {at}: {source}", path.display())]
+    #[error(
+        "{}: reading base frame {seq} at byte {at}: {source}",
+        crate::fs::shown(path)
+    )]
     Read {
         /// The base.
         path: PathBuf,
@@ -31,7 +34,10 @@ pub enum BaseFault {
         source: Arc<io::Error>,
     },
     /// The frame's tag (MAC or checksum) does not verify.
-    #[error("{}: base frame {seq} at byte {at}: damaged (its tag does not verify)", path.display())]
+    #[error(
+        "{}: base frame {seq} at byte {at}: damaged (its tag does not verify)",
+        crate::fs::shown(path)
+    )]
     Damaged {
         /// The base.
         path: PathBuf,
@@ -44,7 +50,7 @@ pub enum BaseFault {
     },
     /// The frame verified (or was read) but breaks a rule: not the frame the index places
     /// there, a block that does not decode, or a region past the base.
-    #[error("{}: {problem}", path.display())]
+    #[error("{}: {problem}", crate::fs::shown(path))]
     Invalid {
         /// The base.
         path: PathBuf,

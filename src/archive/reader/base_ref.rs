@@ -93,7 +93,7 @@ impl EntryStream<'_> {
     fn past_end(&self) -> Problem {
         Problem::Text(format!(
             "{}: its records run past base frame {}, where the base's index ends the entry",
-            self.base.path().display(),
+            crate::fs::shown(self.base.path()),
             self.last_seq
         ))
     }
@@ -165,7 +165,7 @@ pub(super) fn read_base_entry(
     let name = || {
         format!(
             "{}: entry {n} ({})",
-            base.path().display(),
+            crate::fs::shown(base.path()),
             crate::fs::escape_path(&e.meta.path)
         )
     };

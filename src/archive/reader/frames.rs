@@ -328,7 +328,7 @@ impl Archive {
         if !self.input.seekable() {
             return Err(Error::Usage(format!(
                 "{}: cannot seek in a stream",
-                self.path.display()
+                crate::fs::shown(&self.path)
             )));
         }
         self.input

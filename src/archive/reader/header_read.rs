@@ -499,7 +499,7 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
     }
     let mut details: Vec<String> = input.describe().into_iter().collect();
     if let Some(c) = input.counters() {
-        details.push(format!("{}: {}", path.display(), c.summary()));
+        details.push(format!("{}: {}", crate::fs::shown(path), c.summary()));
     }
     let recovery = input.heal_report();
     if let Some(r) = &recovery {

@@ -386,7 +386,7 @@ impl Archive {
         let Some((want_id, want_binding)) = self.header.delta_base() else {
             return Err(Error::Usage(format!(
                 "{}: --base given, but this is not a delta archive",
-                self.path.display()
+                crate::fs::shown(&self.path)
             )));
         };
         let wrong = || Error::WrongBase {
@@ -429,8 +429,8 @@ impl Archive {
         let (d, base) = (self.base_damage.as_ref()?, self.base.as_ref()?);
         Some(format!(
             "{}: its base {} (id {}) is damaged ({d}): its binding to this archive cannot be checked, so its intact frames are used, every entry read with it is compared with this archive's index (which holds each digest as written) before it is used, and what needs its damaged parts is named and not restored",
-            self.path.display(),
-            base.path().display(),
+            crate::fs::shown(&self.path),
+            crate::fs::shown(base.path()),
             base::hex(&base.id())
         ))
     }

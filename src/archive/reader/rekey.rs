@@ -82,7 +82,7 @@ impl Archive {
             return Err(Error::Usage(format!(
                 "{}: not encrypted: rekey changes the stanzas of an encrypted archive (to \
                  encrypt this one, extract it and create it again)",
-                self.path.display()
+                crate::fs::shown(&self.path)
             )));
         };
         if opts.recipients.is_empty() {
@@ -128,7 +128,7 @@ impl Archive {
             header.extensions.sort_by_key(|e| e.ext_type());
         }
         header.check().map_err(|problem| Error::Unwritable {
-            what: out_name.display().to_string(),
+            what: crate::fs::shown(out_name),
             problem,
         })?;
         let recovery_err = |source| Error::Recovery {

@@ -102,7 +102,7 @@ impl Archive {
             Ok(_) => {
                 return Err(Error::Usage(format!(
                     "{}: salvage without an index needs a seekable archive (not a pipe)",
-                    self.path.display()
+                    crate::fs::shown(&self.path)
                 )));
             }
             Err(e) => return Err(Error::io(&self.path, "seek", e)),

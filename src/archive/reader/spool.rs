@@ -326,8 +326,8 @@ impl Archive {
         self.spool_stopped.as_ref().map(|(dir, at, free)| {
             format!(
                 "{}: the rest of the damaged stream did not fit in {} (stopped at byte {at} with {free} bytes free, which other programs need): what follows it is not read (read the archive as a file, or set TMPDIR to a larger file system)",
-                self.path.display(),
-                dir.display()
+                crate::fs::shown(&self.path),
+                crate::fs::shown(dir)
             )
         })
     }

@@ -185,7 +185,7 @@ impl Client {
             if certs.is_empty() {
                 return Err(bad(
                     "AWS_CA_BUNDLE",
-                    &pem.display().to_string(),
+                    &crate::fs::shown(pem),
                     "no PEM certificate in the file",
                 ));
             }
