@@ -2,9 +2,11 @@
 //! `Path::display`: a newline in the archive's name forged a line of the message and a terminal
 //! escape in it reached the terminal — in the summaries of `c` and `x`, the OK line of `t`,
 //! `info`, the refusals of `repair` and `rekey`, and the salvage warnings — as "not found in
-//! ARCHIVE" did before feb1bd9 (helper-46).
+//! ARCHIVE" did before feb1bd9 (helper-46). So did an entry's name in "content digest of PATH
+//! does not match" (printed lossily too).
 
 mod common;
+mod hostile_common;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -163,4 +165,25 @@ fn salvage_warnings_name_the_archive_escaped() {
     assert!(err.lines().any(|l| l.starts_with(&warned)), "{err}");
     let region = format!("krypta: warning: {SHOWN}: archive damaged at byte ");
     assert!(err.lines().any(|l| l.starts_with(&region)), "{err}");
+}
+
+#[test]
+fn a_content_digest_mismatch_names_the_entry_escaped() {
+    // A file of 10 bytes, all hole, whose END holds a wrong digest.
+    use hostile_common::*;
+    use krypta::format::record::{write_end, write_entry};
+    let entry = b"a\nb\x1b[31m\xff";
+    let mut records = Vec::new();
+    write_entry(&mut records, &file_meta(entry), V);
+    write_end(&mut records, 10, Some(&[1; 32]), V);
+    let index = one_file_index(file_meta(entry), 10, [1; 32], records.len());
+    let (d, _) = write("h.kry", &archive(&records, &index));
+    let (code, _, err) = run(d.path(), &[os("t"), os("h.kry")]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            5,
+            "krypta: h.kry: integrity check failed: content digest of a\\nb\\x1b[31m\\xff does not match (while reading a\\nb\\x1b[31m\\xff)\n"
+        )
+    );
 }

@@ -151,7 +151,9 @@ impl<'a> Feed<'a> {
     }
 
     pub(super) fn digest_error(&self, path: &[u8]) -> Error {
-        let p = String::from_utf8_lossy(path).into_owned();
+        // Escaped as listings name it: the archive's bytes, possibly hostile (a newline forged a
+        // line, an escape sequence reached the terminal, invalid UTF-8 read as U+FFFD).
+        let p = crate::fs::escape_path(path);
         if self.ar.protection.is_sealed() {
             Error::AuthFailed {
                 path: self.ar.path.clone(),
