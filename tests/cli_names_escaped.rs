@@ -3,7 +3,7 @@
 //! escape in it reached the terminal — in the summaries of `c` and `x`, the OK line of `t`,
 //! `info`, the refusals of `repair` and `rekey`, and the salvage warnings — as "not found in
 //! ARCHIVE" did before feb1bd9 (helper-46). So did an entry's name in "content digest of PATH
-//! does not match" (printed lossily too).
+//! does not match" (printed lossily too), and an s3:// URL refused for its control characters.
 
 mod common;
 mod hostile_common;
@@ -184,6 +184,23 @@ fn a_content_digest_mismatch_names_the_entry_escaped() {
         (
             5,
             "krypta: h.kry: integrity check failed: content digest of a\\nb\\x1b[31m\\xff does not match (while reading a\\nb\\x1b[31m\\xff)\n"
+        )
+    );
+}
+
+#[test]
+fn an_s3_url_refused_for_its_control_characters_is_named_escaped() {
+    // The refusal quoted the very characters it refused.
+    let d = tempfile::tempdir().unwrap();
+    let url = [b"s3://b/".as_slice(), NAME].concat();
+    let (code, _, err) = run(d.path(), &[os("t"), OsStr::from_bytes(&url)]);
+    assert_eq!(
+        (code, err),
+        (
+            1,
+            format!(
+                "krypta: s3://b/{SHOWN}: control characters in the URL (expected s3://BUCKET/KEY)\n"
+            )
         )
     );
 }

@@ -58,7 +58,13 @@ impl ObjectUrl {
     /// prefix, not an object), control characters.
     pub fn parse(s: &str) -> Result<ObjectUrl> {
         let rest = s.strip_prefix(SCHEME).unwrap_or(s);
-        let usage = |why: &str| Error::Usage(format!("{s}: {why} (expected s3://BUCKET/KEY)"));
+        // The URL as given, escaped: the first refusal is of control characters in it.
+        let usage = |why: &str| {
+            Error::Usage(format!(
+                "{}: {why} (expected s3://BUCKET/KEY)",
+                crate::fs::escape_path(s.as_bytes())
+            ))
+        };
         if s.chars().any(|c| c.is_control()) {
             return Err(usage("control characters in the URL"));
         }
