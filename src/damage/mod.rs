@@ -123,20 +123,13 @@ pub(crate) fn salvage_if(
         (Err(e), Some((_, ix))) if salvage && is_damage(&e) => {
             salvage_after(ar, archive, ix, t, verb, e, rep)
         }
-        (Err(e), None) if salvage && (is_index_damage(&e) || on_base(&e)) && !ar.seekable() => {
+        (Err(e), None)
+            if salvage && (is_index_damage(&e) || e.lost_to_base()) && !ar.seekable() =>
+        {
             pipe::salvage_from_pipe(ar, archive, t, verb, e, rep)
         }
         (s, _) => s,
     }
-}
-
-/// Whether a failed scan stopped at a delta block whose base region is unusable (a damaged
-/// base frame, docs/FORMAT.md §16.4): the delta archive itself is intact there.
-fn on_base(e: &Error) -> bool {
-    matches!(
-        e.root(),
-        Error::BaseDamaged { .. } | Error::BaseEntry { .. } | Error::BaseMismatch { .. }
-    )
 }
 
 /// Whether a failed scan is damage that salvage reads past: a frame tag, a structure that
@@ -146,20 +139,18 @@ fn on_base(e: &Error) -> bool {
 /// read with a damaged base that does not match the index (§16.4: lost to the base). Not:
 /// I/O, the filesystem, usage.
 pub(crate) fn is_damage(e: &Error) -> bool {
-    matches!(
-        e.root(),
-        Error::Damaged { .. }
-            | Error::BaseDamaged { .. }
-            | Error::BaseEntry { .. }
-            | Error::BaseMismatch { .. }
-            | Error::DamagedFooter { .. }
-            | Error::Integrity { .. }
-            | Error::Corrupt { .. }
-            | Error::AuthFailed {
-                check: AuthCheck::FrameMac | AuthCheck::Structure | AuthCheck::FooterMac,
-                ..
-            }
-    )
+    e.lost_to_base()
+        || matches!(
+            e.root(),
+            Error::Damaged { .. }
+                | Error::DamagedFooter { .. }
+                | Error::Integrity { .. }
+                | Error::Corrupt { .. }
+                | Error::AuthFailed {
+                    check: AuthCheck::FrameMac | AuthCheck::Structure | AuthCheck::FooterMac,
+                    ..
+                }
+        )
 }
 
 /// Whether a failure to read the index and footer is damage to bytes no tag covered yet
@@ -376,7 +367,7 @@ pub(crate) fn salvage_without_index(
         ));
         return Err(first);
     }
-    if on_base(&first) || ar.spooled() {
+    if first.lost_to_base() || ar.spooled() {
         // From a pipe (whose index comes last): the scan stopped at the damage or the
         // base's fault, before the index was read.
         rep.warn(&format!(

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::{Tracker, on_base, salvage_after_from, salvage_without_index};
+use super::{Tracker, salvage_after_from, salvage_without_index};
 use crate::Reporter;
 use crate::archive::reader::{Archive, ScanSummary};
 use crate::error::{Error, Result};
@@ -47,13 +47,13 @@ pub(super) fn salvage_from_pipe(
         }
         // A file stored as a reference to a base entry that is unusable (§16.5), or read
         // with a damaged base and not as the index has it (§16.4).
-        Error::BaseEntry { entry, .. } | Error::BaseMismatch { entry, .. } => {
-            Some((entry.clone(), format!("{entry}: {not}: {e}")))
-        }
+        Error::Base(b) => b
+            .entry()
+            .map(|entry| (entry.to_string(), format!("{entry}: {not}: {e}"))),
         _ => None,
     };
     let cut = cut_entry.as_ref().map(|(_, line)| line.clone());
-    let by_base = on_base(&e);
+    let by_base = e.lost_to_base();
     let base = match ar.spool_rest(&e) {
         Ok(base) => base,
         Err(spool) => {

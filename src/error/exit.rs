@@ -61,12 +61,7 @@ impl Error {
                 }
             }
             Error::Signature { .. } => 8,
-            Error::BaseRequired { .. }
-            | Error::WrongBase { .. }
-            | Error::UncheckableBase { .. }
-            | Error::BaseDamaged { .. }
-            | Error::BaseEntry { .. }
-            | Error::BaseMismatch { .. } => 9,
+            Error::Base(_) => 9,
             Error::Incomplete { .. } | Error::KeptExisting { .. } | Error::NotMade { .. } => 6,
             Error::Repairable { .. } => 7,
             Error::SectionLost { found, .. } => {

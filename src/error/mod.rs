@@ -10,6 +10,7 @@ use crate::recovery::RecoveryError;
 /// Shorthand for results carrying [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+mod base;
 mod detail;
 mod exit;
 mod text;
@@ -17,6 +18,7 @@ mod text;
 use crate::fs::shown;
 use text::{incomplete_text, salvaged};
 
+pub use base::BaseError;
 pub use detail::{AuthCheck, KeyNeeds, SignatureProblem};
 
 /// Every error the library returns.
@@ -154,112 +156,10 @@ pub enum Error {
         /// True when keys were given, none of them of those kinds.
         unfit: bool,
     },
-    /// `x` or `t` of a delta archive without `--base` (docs/FORMAT.md §16). Exit 9.
-    #[error(
-        "{}: a delta archive: give --base with its base archive (archive id {base_id}), and the base's keys if it is encrypted",
-        shown(path)
-    )]
-    BaseRequired {
-        /// The delta archive.
-        path: PathBuf,
-        /// The base's archive id, hex.
-        base_id: String,
-    },
-    /// The base given is not the one the delta archive was made against. Exit 9.
-    #[error(
-        "{}: made against base {want_id}, but {} {}: refusing it",
-        shown(path),
-        shown(base),
-        if *same_id { format!("(id {got_id}) has other frames: it was modified or re-created since") } else { format!("is archive {got_id}") }
-    )]
-    WrongBase {
-        /// The delta archive.
-        path: PathBuf,
-        /// The base given.
-        base: PathBuf,
-        /// The id the delta archive names, hex.
-        want_id: String,
-        /// The id of the base given, hex.
-        got_id: String,
-        /// The ids agree (the binding does not).
-        same_id: bool,
-    },
-    /// The base given is damaged, so its binding cannot be checked, and nothing else tells it
-    /// from another archive: its id is a reproducible one (docs/FORMAT.md §12.4), which any
-    /// archive made with the same SOURCE_DATE_EPOCH shares, or the delta archive's own index,
-    /// which every entry read with it must then equal, cannot be read either. Exit 9.
-    #[error(
-        "{}: its base {} is damaged ({why}), and {because}: refusing it (repair it from its recovery data, or use an intact copy)",
-        shown(path),
-        shown(base)
-    )]
-    UncheckableBase {
-        /// The delta archive.
-        path: PathBuf,
-        /// The base given.
-        base: PathBuf,
-        /// Why its binding cannot be checked.
-        why: String,
-        /// Why nothing else can stand in for the binding.
-        because: &'static str,
-    },
-    /// A delta block could not be decoded because its base region could not be read (a
-    /// damaged base frame). Exit 9.
-    #[error(
-        "{}: frame {frame} at byte {offset}: its base region is unusable: {problem}",
-        shown(path)
-    )]
-    BaseDamaged {
-        /// The delta archive.
-        path: PathBuf,
-        /// Byte offset of the delta frame.
-        offset: u64,
-        /// Its sequence number.
-        frame: u64,
-        /// What went wrong, naming the base, its frame and byte.
-        problem: String,
-    },
-    /// A file stored as a reference to a base entry (BASE_REF, docs/FORMAT.md §16.5) could
-    /// not be restored from the base: the base frames holding that entry fail, its records
-    /// there are not that entry, or its content does not match the file's digest. Exit 9.
-    #[error(
-        "{}: {entry}: its content is base entry {base_entry} ({base_path}), which is unusable: {problem}",
-        shown(path)
-    )]
-    BaseEntry {
-        /// The delta archive.
-        path: PathBuf,
-        /// The file, escaped for display.
-        entry: String,
-        /// The base entry's number in the base's index.
-        base_entry: u64,
-        /// The base entry's path, escaped for display.
-        base_path: String,
-        /// What went wrong, naming the base (and its frame and byte when one failed).
-        problem: String,
-    },
-    /// A file read with a damaged base (whose binding to the delta archive could not be
-    /// checked: docs/FORMAT.md §16.4) does not match the delta's index or its digest: what
-    /// came out of the base is not what the delta was made against (a forged or modified
-    /// base), while the delta's own frames verified. The file is not restored. Exit 9.
-    #[error(
-        "{}: {entry}: read with its base {}, it {what}: that base is damaged, so its binding to this archive could not be checked, and it is not the base this archive was made against (modified or forged){}: use an intact copy of the base",
-        shown(path),
-        shown(base),
-        if *sealed { "" } else { ", unless this unencrypted archive was modified itself" }
-    )]
-    BaseMismatch {
-        /// The delta archive.
-        path: PathBuf,
-        /// The file, escaped for display.
-        entry: String,
-        /// The base given.
-        base: PathBuf,
-        /// How the file differs ("does not match this archive's index (its digest differs)").
-        what: &'static str,
-        /// The delta archive is encrypted (its own bytes cannot have been forged).
-        sealed: bool,
-    },
+    /// Reading a delta archive with its base failed because of the base (docs/FORMAT.md
+    /// §16): see [`BaseError`]. Exit 9.
+    #[error(transparent)]
+    Base(#[from] BaseError),
     /// A key was given but the archive is not encrypted. Anyone can write an unencrypted
     /// archive (its checksums are unkeyed), so one swapped in for an encrypted archive would
     /// otherwise be read as if the key had opened it. Refused unless the caller allows it

@@ -28,7 +28,7 @@
 //!   binding cannot be checked may still be read: it has the id the delta archive names
 //!   (random per archive; a reproducible unencrypted one, FORMAT §12.4, is shared by every
 //!   archive made with the same SOURCE_DATE_EPOCH, so such a base is refused when damaged:
-//!   [`Error::UncheckableBase`]), every base
+//!   [`BaseError::Uncheckable`]), every base
 //!   frame used verifies its own tag (with the base's key when encrypted), and every file
 //!   read from it is checked by the digest the delta archive stores (and, with the delta's
 //!   index, compared with it before it gets its name: `records`). What the damage costs is

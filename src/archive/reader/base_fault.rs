@@ -8,7 +8,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::error::Error;
+use crate::error::{BaseError, Error};
 use crate::format::FormatError;
 
 /// What went wrong with a base frame or region. Each message names the base, and the frame
@@ -133,12 +133,12 @@ impl BaseFault {
                 );
                 Error::io(delta, "read its base", source)
             }
-            _ => Error::BaseDamaged {
+            _ => Error::Base(BaseError::Region {
                 path: delta,
                 offset,
                 frame,
                 problem: self.to_string(),
-            },
+            }),
         }
     }
 }

@@ -59,7 +59,7 @@ use crate::codec::{BlockDecoder, Codec};
 use crate::crypto::frame::Protection;
 use crate::crypto::keys::{ArchiveId, Subkeys};
 use crate::crypto::stanza::{Identity, unwrap_among};
-use crate::error::{AuthCheck, Error, Result};
+use crate::error::{AuthCheck, BaseError, Error, Result};
 use crate::format::entry::EntryKind;
 use crate::format::entry_set::EntrySet;
 use crate::format::footer::{FOOTER_LEN, Footer};
@@ -119,7 +119,7 @@ pub struct OpenOptions {
     /// signature is still checked.
     pub signers: Vec<crate::crypto::sign::SignerPublic>,
     /// The base of a delta archive (`--base`): checked against the header's delta base
-    /// extension when the archive is opened ([`Error::WrongBase`]), then read by the workers
+    /// extension when the archive is opened ([`BaseError::Wrong`]), then read by the workers
     /// for the archive's `zstd+base` blocks. Refused for an archive that is not a delta.
     pub base: Option<Arc<BaseArchive>>,
 }

@@ -373,7 +373,7 @@ impl Archive {
         Ok(ar)
     }
 
-    /// Gives a delta archive its base: refused ([`Error::WrongBase`], naming both ids) unless
+    /// Gives a delta archive its base: refused ([`BaseError::Wrong`], naming both ids) unless
     /// the base's id and binding are those of the header's delta base extension, and
     /// ([`Error::Usage`]) for an archive that is not a delta archive.
     pub fn set_base(&mut self, base: Arc<BaseArchive>) -> Result<()> {
@@ -389,12 +389,14 @@ impl Archive {
                 crate::fs::shown(&self.path)
             )));
         };
-        let wrong = || Error::WrongBase {
-            path: self.path.clone(),
-            base: base.path().to_path_buf(),
-            want_id: base::hex(&want_id),
-            got_id: base::hex(&base.id()),
-            same_id: base.id() == want_id,
+        let wrong = || {
+            Error::Base(BaseError::Wrong {
+                path: self.path.clone(),
+                base: base.path().to_path_buf(),
+                want_id: base::hex(&want_id),
+                got_id: base::hex(&base.id()),
+                same_id: base.id() == want_id,
+            })
         };
         if base.id() != want_id {
             return Err(wrong());
@@ -411,12 +413,12 @@ impl Archive {
         if let Some(why) = &damage
             && base.reproducible()
         {
-            return Err(Error::UncheckableBase {
+            return Err(Error::Base(BaseError::Uncheckable {
                 path: self.path.clone(),
                 base: base.path().to_path_buf(),
                 why: why.clone(),
                 because: "its id is a reproducible archive's (SOURCE_DATE_EPOCH), which another archive of the same epoch shares: without its binding it cannot be told from one",
-            });
+            }));
         }
         self.base_damage = damage;
         self.base = Some(base);
@@ -436,19 +438,19 @@ impl Archive {
     }
 
     /// Of a delta archive given a damaged base, whose own index cannot be read either: the
-    /// refusal ([`Error::UncheckableBase`]). Its entries are compared with the delta's index
+    /// refusal ([`BaseError::Uncheckable`]). Its entries are compared with the delta's index
     /// before they are used, and that comparison is what stands in for the binding: the
     /// digests they are checked with are decoded against the base's bytes too (a reference's
     /// END_DIGEST is compressed against the base's own, docs/FORMAT.md §16.3), so without the
     /// index a base forged to fit them could not be told from the real one.
     pub(crate) fn refuse_unbound_base(&self) -> Result<()> {
         match (&self.base, &self.base_damage) {
-            (Some(base), Some(why)) => Err(Error::UncheckableBase {
+            (Some(base), Some(why)) => Err(Error::Base(BaseError::Uncheckable {
                 path: self.path.clone(),
                 base: base.path().to_path_buf(),
                 why: why.clone(),
                 because: "this archive's own index, which every entry read with it must then equal, cannot be read either: its binding to this archive cannot be checked",
-            }),
+            })),
             _ => Ok(()),
         }
     }
@@ -464,14 +466,14 @@ impl Archive {
         self.base.as_ref()
     }
 
-    /// For `x` and `t`: a delta archive without its base is refused ([`Error::BaseRequired`],
+    /// For `x` and `t`: a delta archive without its base is refused ([`BaseError::Required`],
     /// naming the base id) before anything is read or written.
     pub fn require_base(&self) -> Result<()> {
         match self.header.delta_base() {
-            Some((id, _)) if self.base.is_none() => Err(Error::BaseRequired {
+            Some((id, _)) if self.base.is_none() => Err(Error::Base(BaseError::Required {
                 path: self.path.clone(),
                 base_id: base::hex(&id),
-            }),
+            })),
             _ => Ok(()),
         }
     }

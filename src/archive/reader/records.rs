@@ -351,7 +351,7 @@ impl Check<'_> {
 
 impl Check<'_> {
     /// How entry number `i`, which does not equal its index entry, differs from it (the
-    /// words of [`Error::BaseMismatch`]).
+    /// words of [`BaseError::Mismatch`]).
     fn differs(&self, i: u64, e: &IndexEntry) -> &'static str {
         match self {
             Check::Index(ix) => match ix.get(i as usize) {
@@ -373,17 +373,19 @@ impl Check<'_> {
 /// was read with a base whose binding could not be checked (a damaged base, `base`): its
 /// records or content came out of the base (`by_ref`: a BASE_REF; else a block decoded
 /// against a base region, [`Feed::read_base`]), so the base is to blame, not this archive,
-/// whose frames verified (exit 9, [`Error::BaseMismatch`]). None otherwise: the error is the
+/// whose frames verified (exit 9, [`BaseError::Mismatch`]). None otherwise: the error is the
 /// archive's own, as with a base that is bound or no base at all.
 fn base_fault(feed: &Feed<'_>, path: &[u8], by_ref: bool, what: &'static str) -> Option<Error> {
     let base = feed.ar.base.as_ref()?;
     feed.ar.base_damage.as_ref()?;
-    (by_ref || feed.read_base).then(|| Error::BaseMismatch {
-        path: feed.ar.path.clone(),
-        entry: crate::fs::escape_path(path),
-        base: base.path().to_path_buf(),
-        what,
-        sealed: feed.ar.protection.is_sealed(),
+    (by_ref || feed.read_base).then(|| {
+        Error::Base(BaseError::Mismatch {
+            path: feed.ar.path.clone(),
+            entry: crate::fs::escape_path(path),
+            base: base.path().to_path_buf(),
+            what,
+            sealed: feed.ar.protection.is_sealed(),
+        })
     })
 }
 
@@ -397,7 +399,7 @@ fn read_reference(
     sink: &mut dyn FnMut(Piece<'_>) -> Result<()>,
 ) -> Result<u64> {
     let Some(base) = feed.ar.base.clone() else {
-        return Err(Error::BaseRequired {
+        return Err(Error::Base(BaseError::Required {
             path: feed.ar.path.clone(),
             base_id: feed
                 .ar
@@ -405,7 +407,7 @@ fn read_reference(
                 .delta_base()
                 .map(|(id, _)| base::hex(&id))
                 .unwrap_or_default(),
-        });
+        }));
     };
     let entries = &base.index().entries;
     if let Some(why) = base.unchecked()
@@ -459,11 +461,11 @@ fn reference_error(feed: &Feed<'_>, meta: &EntryMeta, n: u64, problem: String) -
         .and_then(|b| b.index().entries.get(n as usize))
         .map(|e| crate::fs::escape_path(&e.meta.path))
         .unwrap_or_else(|| "its path unknown".into());
-    Error::BaseEntry {
+    Error::Base(BaseError::Entry {
         path: feed.ar.path.clone(),
         entry: crate::fs::escape_path(&meta.path),
         base_entry: n,
         base_path,
         problem,
-    }
+    })
 }

@@ -500,10 +500,7 @@ impl Archive {
         let (ended, current) = (count.ended, count.current.take());
         out.restored += ended;
         out.damaged.append(&mut count.lost_links);
-        let on_base = matches!(
-            r.as_ref().map_err(Error::root),
-            Err(Error::BaseDamaged { .. } | Error::BaseEntry { .. } | Error::BaseMismatch { .. })
-        );
+        let on_base = r.as_ref().is_err_and(Error::lost_to_base);
         match r {
             Ok(_) => Ok(true),
             Err(e) if matches!(e.root(), Error::Io { .. }) => Err(e),

@@ -239,10 +239,7 @@ impl Archive {
                             index: i,
                             path: crate::fs::escape_path(&index.entries[i].meta.path),
                             why: e.root().to_string(),
-                            on_base: matches!(
-                                e.root(),
-                                Error::BaseEntry { .. } | Error::BaseMismatch { .. }
-                            ),
+                            on_base: e.lost_to_base(),
                         }),
                     }
                 }

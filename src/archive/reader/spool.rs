@@ -175,13 +175,13 @@ impl Archive {
     ///
     /// `damage` is the error that stopped the read: its offset and frame (when it names
     /// them) start the lost region reported by the salvage that follows; a delta frame whose
-    /// base region is unusable ([`Error::BaseDamaged`]) is reported as that instead (its
+    /// base region is unusable ([`BaseError::Region`]) is reported as that instead (its
     /// `what` begins with [`BASE_UNUSABLE`]), with the frames read ahead after it.
     pub fn spool_rest(&mut self, damage: &Error) -> Result<u64> {
         // An intact delta frame whose base region is unusable, and the frames read ahead
         // after it, are still at hand (`replay`): the spool starts with it, nothing is lost.
         let replayed = match (damage.root(), &self.replay) {
-            (Error::BaseDamaged { offset, frame, .. }, Some(r)) => r
+            (Error::Base(BaseError::Region { offset, frame, .. }), Some(r)) => r
                 .lock()
                 .ok()
                 .and_then(|mut r| r.take_from(*offset))
@@ -189,12 +189,10 @@ impl Archive {
             // A file stored as a reference to an unusable base entry (§16.5), or read with a
             // damaged base and not as the index has it (§16.4): from the frame its records
             // were being read in.
-            (Error::BaseEntry { .. } | Error::BaseMismatch { .. }, Some(r)) => {
-                r.lock().ok().and_then(|mut r| {
-                    let (at, seq) = r.first();
-                    r.take_from(at).map(|b| (at, seq, b))
-                })
-            }
+            (Error::Base(b), Some(r)) if b.entry().is_some() => r.lock().ok().and_then(|mut r| {
+                let (at, seq) = r.first();
+                r.take_from(at).map(|b| (at, seq, b))
+            }),
             (_, Some(r)) => {
                 if let Ok(mut r) = r.lock() {
                     r.take_from(u64::MAX);
@@ -234,12 +232,12 @@ impl Archive {
             },
             // An intact delta frame whose base region is unusable (docs/FORMAT.md §16.4): the
             // frames read ahead after it are lost with the pipe, not to damage.
-            Error::BaseDamaged {
+            Error::Base(BaseError::Region {
                 offset,
                 frame,
                 problem,
                 ..
-            } => BadFrame {
+            }) => BadFrame {
                 seq: *frame,
                 offset: *offset,
                 what: format!(
