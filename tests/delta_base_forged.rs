@@ -93,6 +93,14 @@ fn rewrite(fx: &Fx, archive: &str, real: &[u8]) -> Vec<u8> {
     for a in digests {
         d[a..a + 32].copy_from_slice(new.as_bytes());
     }
+    reseal(&mut d);
+    std::fs::write(fx.p(archive), &d).unwrap();
+    forged
+}
+
+/// Recomputes the checksum of every frame of an unencrypted archive (anyone can).
+fn reseal(d: &mut [u8]) {
+    let first = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
     let id: [u8; 16] = d[16..32].try_into().unwrap();
     let mut off = first;
     while d[off] == 1 || d[off] == 2 {
@@ -104,8 +112,6 @@ fn rewrite(fx: &Fx, archive: &str, real: &[u8]) -> Vec<u8> {
         d[off + 16 + body..off + 48 + body].copy_from_slice(&tag);
         off += 48 + body;
     }
-    std::fs::write(fx.p(archive), &d).unwrap();
-    forged
 }
 
 /// Zeros inside new.kry's (first) index frame: its index cannot be read.
@@ -271,4 +277,78 @@ fn a_delta_entry_that_mismatches_on_its_own_keeps_its_own_code() {
         "{e}"
     );
     assert_eq!(unbound, 3, "{e}");
+}
+
+/// `x` of `archive` (its key options `keys`) with base.kry into out/, from the file or a
+/// pipe: (exit code, stderr).
+fn extract(fx: &Fx, keys: &[&str], archive: &str, pipe: bool) -> (i32, String) {
+    let _ = std::fs::remove_dir_all(fx.p("out"));
+    let mut a = vec!["x"];
+    a.extend_from_slice(keys);
+    a.extend_from_slice(&["--base", "base.kry", "-C", "out"]);
+    let o = if pipe {
+        a.push("-");
+        fx.run_stdin(&a, &fx.read(archive))
+    } else {
+        a.push(archive);
+        fx.run(&a)
+    };
+    (code(&o), err(&o))
+}
+
+/// Regression (helper-47): an unencrypted delta archive damaged on its own account (a file's
+/// bytes rewritten in it, its checksums recomputed: not the base's doing) read with a forged
+/// damaged base that costs another file (a reference whose base content is forged). Each file
+/// is named with its own cause, and the run exits with the delta archive's own code, 3 (only
+/// structures that verified failed), not 9: the base is not all that is wrong (before: 9,
+/// since salvage counted only failed frames as the delta's own damage). From the file, from a
+/// pipe, and by `t`.
+#[test]
+fn a_delta_damaged_on_its_own_too_keeps_its_own_code_with_a_forged_base() {
+    let fx = Fx::new();
+    archives(&fx);
+    let c = ["c", "-q", "-s", "-b", "64K", "--base", "base.kry"];
+    fx.ok(&[&c[..], &["plain.kry", "v2"]].concat());
+    let own = "v2/d/f00.bin";
+    rewrite(&fx, "plain.kry", &fx.read(own));
+    forge_base(&fx);
+    let target = format!("v2/d/f{TARGET:02}.bin");
+    let names_both = |e: &str, name: &str, not: &str| {
+        let own_line = format!("krypta: warning: {own}: {not}: {name}: corrupt archive at byte ");
+        assert!(
+            e.lines().any(|l| l.starts_with(&own_line)
+                && l.ends_with("index disagrees with the record stream")),
+            "{own} named with the archive's own damage: {e}"
+        );
+        let base_line = format!(
+            "krypta: warning: {target}: {not}: {name}: {target}: its content is base entry 3 (v1/d/f{TARGET:02}.bin), which is unusable: its content does not match the file's digest (END_DIGEST)"
+        );
+        assert!(e.lines().any(|l| l == base_line), "{e}");
+    };
+    for pipe in [false, true] {
+        let (code, e) = extract(&fx, &[], "plain.kry", pipe);
+        assert_eq!(code, 3, "pipe {pipe}: {e}");
+        let name = if pipe { "-" } else { "plain.kry" };
+        names_both(&e, name, "not restored");
+        assert!(
+            e.contains(&format!("{name}: restored 4 of 6 entries, 2 damaged")),
+            "pipe {pipe}: {e}"
+        );
+        assert!(!fx.exists(&format!("out/{own}")), "pipe {pipe}: {e}");
+        assert!(!fx.exists(&format!("out/{target}")), "pipe {pipe}: {e}");
+        for n in ["v2/d/f02.bin", "v2/d/f03.bin"] {
+            assert!(
+                fx.read(&format!("out/{n}")) == fx.read(n),
+                "pipe {pipe}: {n}"
+            );
+        }
+    }
+    let o = fx.run(&["t", "--base", "base.kry", "plain.kry"]);
+    assert_eq!(code(&o), 3, "{}", err(&o));
+    names_both(&err(&o), "plain.kry", "not verified");
+    assert!(
+        err(&o).contains("plain.kry: verified 4 of 6 entries, 2 damaged"),
+        "{}",
+        err(&o)
+    );
 }

@@ -281,9 +281,8 @@ fn salvage_after_from(
         return Err(first);
     }
     let sealed = ar.header().encrypted();
-    let on_base = |b: &&crate::archive::reader::BadFrame| b.what.starts_with(BASE_UNUSABLE);
     for b in &s.bad_frames {
-        warn_region(rep, archive, b, on_base(&b), sealed);
+        warn_region(rep, archive, b, b.what.starts_with(BASE_UNUSABLE), sealed);
     }
     let not = match verb {
         "verified" => "not verified",
@@ -295,25 +294,45 @@ fn salvage_after_from(
     }
     let total = wanted.len() as u64;
     let damaged = s.damaged.len() as u64 + u64::from(cut);
-    // The archive's own damage decides the exit code; a delta whose only failures are in its
-    // base (its own frames intact) exits 9, as README's exit-code table says.
-    let own: Vec<_> = s.bad_frames.iter().filter(|b| !on_base(b)).collect();
-    let code = if own.is_empty() {
-        9
-    } else {
-        worst(
-            sealed,
-            own.iter().any(|b| !b.what.starts_with("block does not")),
-        )
-    };
     Err(Error::Salvaged {
         path: archive.into(),
         verb,
         restored: total - damaged,
         total,
         damaged,
-        code,
+        code: salvage_code(&s, sealed),
     })
+}
+
+/// The exit code of a salvage with the index (README's exit-code table, 2, 3, 5 and 9): the
+/// archive's own damage decides it — a frame of its own that failed, or a file lost on its
+/// own account in frames that verified ([`DamagedEntry::own_code`]: not read with the base,
+/// or not caused by it), whichever is worst ([`worst`]: 2 encrypted; 5 for a failed checksum,
+/// missing bytes or a file's digest; else 3). 9 only when every failure was the delta base's
+/// (a delta block whose base region is unusable, a file lost to its base), the delta archive
+/// itself intact. A mix is the delta archive's own code, not 9: the base is not the only thing
+/// wrong, and 9 would send the user to replace the base while the delta archive is damaged
+/// too (before, a file rewritten in an unencrypted delta read with a forged base exited 9,
+/// since only failed frames counted as the delta's own).
+///
+/// [`DamagedEntry::own_code`]: crate::archive::reader::DamagedEntry::own_code
+fn salvage_code(s: &crate::archive::reader::Salvage, sealed: bool) -> u8 {
+    let own_frames: Vec<_> = s
+        .bad_frames
+        .iter()
+        .filter(|b| !b.what.starts_with(BASE_UNUSABLE))
+        .collect();
+    let own_files: Vec<u8> = s.damaged.iter().filter_map(|d| d.own_code).collect();
+    if own_frames.is_empty() && own_files.is_empty() {
+        return 9;
+    }
+    worst(
+        sealed,
+        own_frames
+            .iter()
+            .any(|b| !b.what.starts_with("block does not"))
+            || own_files.contains(&5),
+    )
 }
 
 /// Salvage of an archive whose index or footer could not be read (`first` says why):

@@ -293,7 +293,8 @@ pub enum Error {
     /// was not; the damaged entries were named in warnings before. Its exit code is the worst
     /// failure salvage read past: 2 in an encrypted archive, 5 in an unencrypted one when a
     /// frame failed its checksum or bytes were missing, 3 when only structures that verified
-    /// failed to parse or decode.
+    /// failed to parse or decode; 9 when every failure was a delta archive's base's, none its
+    /// own (`damage::salvage_code`).
     #[error("{}", salvaged(path, verb, *restored, *total, *damaged))]
     Salvaged {
         /// The archive path.

@@ -54,8 +54,15 @@ pub struct DamagedEntry {
     /// Why (which frame, what failed).
     pub why: String,
     /// Lost to its base alone: a BASE_REF whose base entry is unusable (its own frames
-    /// verified; docs/FORMAT.md §16.5).
+    /// verified; docs/FORMAT.md §16.5), or a file read with a damaged base that is not what
+    /// the delta's index holds (§16.4).
     pub on_base: bool,
+    /// Lost on its own account in frames that verified: a rule broken across them or a digest
+    /// that does not match, not caused by the base (a file of an unencrypted archive rewritten
+    /// with its checksums recomputed, say). The exit code of that failure (2, 3 or 5), which
+    /// counts toward the salvage's as a failed frame's does. None when a failed frame or the
+    /// base cost it (or, for a hard link, its target's loss).
+    pub own_code: Option<u8>,
 }
 
 /// What a salvage run found.
@@ -195,6 +202,7 @@ impl Archive {
                         format!("frame {} at byte {}: {}", b.seq, b.offset, b.what)
                     },
                     on_base: false,
+                    own_code: None,
                 }),
                 None => intact.push(i),
             }
@@ -221,6 +229,7 @@ impl Archive {
                     crate::fs::escape_path(&m.link)
                 ),
                 on_base: false,
+                own_code: None,
             });
             false
         });
@@ -240,6 +249,8 @@ impl Archive {
                             path: crate::fs::escape_path(&index.entries[i].meta.path),
                             why: e.root().to_string(),
                             on_base: e.lost_to_base(),
+                            own_code: (!e.lost_to_base())
+                                .then(|| u8::try_from(e.exit_code()).unwrap_or(1)),
                         }),
                     }
                 }
