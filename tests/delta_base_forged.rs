@@ -352,3 +352,81 @@ fn a_delta_damaged_on_its_own_too_keeps_its_own_code_with_a_forged_base() {
         err(&o)
     );
 }
+
+/// Regression (helper-47): records that a forged damaged base makes unparseable. The base's
+/// DATA record of a file that changed since (so the delta block holding it is decoded against
+/// the base) gets an unknown record tag, its checksums recomputed, its footer cut (its binding
+/// cannot be checked). The delta archive copies that record head from the base, so its
+/// decoded records do not parse: the base's fault, exit 9 naming the delta archive, the file
+/// and the base (before: exit 2, "authentication failed: wrong key or password, or the
+/// archive was modified", for an encrypted delta archive whose frames all verified; 3
+/// unencrypted), the other file restored bit for bit, nothing under the file's name. From the
+/// file, from a pipe, by `t`, and for an unencrypted delta archive.
+#[test]
+fn records_a_forged_damaged_base_makes_unparseable_are_its_fault() {
+    let fx = Fx::new();
+    let kept = bytes(170_445, 400, false);
+    let mut changed = bytes(226_925, 401, false);
+    fx.file("v1/d/a.bin", &kept);
+    fx.file("v1/d/b.bin", &changed);
+    fx.file("v2/d/a.bin", &kept);
+    for k in (0..changed.len()).step_by(40_000) {
+        changed[k] ^= 0xff;
+    }
+    fx.file("v2/d/b.bin", &changed);
+    fx.ok(&["keygen", "-o", "k.key"]);
+    fx.ok(&["c", "-q", "-b", "64K", "base.kry", "v1"]);
+    let c = ["c", "-q", "-b", "64K", "--base", "base.kry"];
+    fx.ok(&[&c[..], &["--keyfile", "k.key", "new.kry", "v2"]].concat());
+    fx.ok(&[&c[..], &["plain.kry", "v2"]].concat());
+    // The forgery: the tag of the DATA record that starts b.bin's content (13 bytes before
+    // it: tag, offset, length) becomes 7, which no record has.
+    let mut d = fx.read("base.kry");
+    let content = find(&d, &fx.read("v1/d/b.bin")[..32]);
+    assert_eq!(content.len(), 1, "b.bin's content, stored as it is");
+    assert_eq!(d[content[0] - 13], 2, "a DATA record's tag");
+    d[content[0] - 13] = 7;
+    reseal(&mut d);
+    std::fs::write(fx.p("base.kry"), &d[..d.len() - 30]).unwrap();
+    let line = |name: &str, not: &str, sealed: bool| {
+        format!(
+            "krypta: warning: v2/d/b.bin: {not}: {name}: read with its base base.kry, its records do not parse (record stream: unknown record tag 0x07): that base is damaged, so its binding to this archive could not be checked, and it is not the base this archive was made against (modified or forged){}: use an intact copy of the base",
+            if sealed {
+                ""
+            } else {
+                ", unless this unencrypted archive was modified itself"
+            }
+        )
+    };
+    let key = ["--keyfile", "k.key"];
+    for (archive, keys, pipe) in [
+        ("new.kry", &key[..], false),
+        ("new.kry", &key[..], true),
+        ("plain.kry", &[][..], false),
+    ] {
+        let (code, e) = extract(&fx, keys, archive, pipe);
+        let name = if pipe { "-" } else { archive };
+        assert_eq!(code, 9, "{archive} pipe {pipe}: {e}");
+        assert!(!e.contains("authentication failed"), "{e}");
+        assert!(
+            e.lines()
+                .any(|l| l == line(name, "not restored", !keys.is_empty())),
+            "{archive} pipe {pipe}: {e}"
+        );
+        assert!(
+            e.contains(&format!("{name}: restored 3 of 4 entries, 1 damaged")),
+            "{archive} pipe {pipe}: {e}"
+        );
+        assert!(!fx.exists("out/v2/d/b.bin"), "{archive} pipe {pipe}: {e}");
+        assert!(fx.read("out/v2/d/a.bin") == kept, "{archive} pipe {pipe}");
+    }
+    let o = fx.run(&["t", "--keyfile", "k.key", "--base", "base.kry", "new.kry"]);
+    assert_eq!(code(&o), 9, "{}", err(&o));
+    assert!(
+        err(&o)
+            .lines()
+            .any(|l| l == line("new.kry", "not verified", true)),
+        "{}",
+        err(&o)
+    );
+}

@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 
 use super::text::shown;
+use crate::format::FormatError;
 
 /// Why a delta archive could not be read with the base given (or without one). Exit 9.
 #[derive(Debug, thiserror::Error)]
@@ -121,18 +122,45 @@ pub enum BaseError {
         /// The delta archive is encrypted (its own bytes cannot have been forged).
         sealed: bool,
     },
+    /// Records read with a damaged base (whose binding to the delta archive could not be
+    /// checked: docs/FORMAT.md §16.4), out of blocks decoded against it, do not parse or
+    /// break a rule: what came out of the base is not what the delta was made against (a
+    /// forged or modified base: its bytes decode into anything), while the delta's own
+    /// frames verified. The file they belong to is not restored. Exit 9, as
+    /// [`BaseError::Mismatch`] for records that parse but differ from the index.
+    #[error(
+        "{}: read with its base {}, its records do not parse ({problem}): that base is damaged, so its binding to this archive could not be checked, and it is not the base this archive was made against (modified or forged){}: use an intact copy of the base",
+        shown(path),
+        shown(base),
+        if *sealed { "" } else { ", unless this unencrypted archive was modified itself" }
+    )]
+    Records {
+        /// The delta archive.
+        path: PathBuf,
+        /// The base given.
+        base: PathBuf,
+        /// What does not parse.
+        #[source]
+        problem: FormatError,
+        /// The delta archive is encrypted (its own bytes cannot have been forged).
+        sealed: bool,
+    },
 }
 
 impl BaseError {
     /// Whether the failure costs what a damaged or forged base touched while the delta
     /// archive was read — a delta block whose base region is unusable, a file stored as a
     /// reference to a base entry, a file read with a base whose binding could not be checked
-    /// — and not the whole read: salvage goes on past it with the other files, and counts it
-    /// as the base's fault, not the delta archive's. False for the refusals made before
-    /// anything is read (no base, another base, one that cannot be checked at all).
+    /// (not as the index has it, or its records not parsing) — and not the whole read:
+    /// salvage goes on past it with the other files, and counts it as the base's fault, not
+    /// the delta archive's. False for the refusals made before anything is read (no base,
+    /// another base, one that cannot be checked at all).
     pub fn lost_to_base(&self) -> bool {
         match self {
-            BaseError::Region { .. } | BaseError::Entry { .. } | BaseError::Mismatch { .. } => true,
+            BaseError::Region { .. }
+            | BaseError::Entry { .. }
+            | BaseError::Mismatch { .. }
+            | BaseError::Records { .. } => true,
             BaseError::Required { .. }
             | BaseError::Wrong { .. }
             | BaseError::Uncheckable { .. } => false,

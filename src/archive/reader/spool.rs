@@ -187,9 +187,9 @@ impl Archive {
                 .and_then(|mut r| r.take_from(*offset))
                 .map(|b| (*offset, *frame, b)),
             // A file stored as a reference to an unusable base entry (§16.5), or read with a
-            // damaged base and not as the index has it (§16.4): from the frame its records
-            // were being read in.
-            (Error::Base(b), Some(r)) if b.entry().is_some() => r.lock().ok().and_then(|mut r| {
+            // damaged base and not as the index has it or not parsing (§16.4): from the frame
+            // its records were being read in.
+            (Error::Base(b), Some(r)) if b.lost_to_base() => r.lock().ok().and_then(|mut r| {
                 let (at, seq) = r.first();
                 r.take_from(at).map(|b| (at, seq, b))
             }),
