@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use super::text::shown;
+use crate::fs::shown;
 use crate::format::FormatError;
 
 /// Why a delta archive could not be read with the base given (or without one). Exit 9.
