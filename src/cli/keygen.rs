@@ -25,7 +25,7 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             ))?;
             return Ok(0);
         }
-        let sk = krypta::crypto::boxkey::load_secret_with(&key.to_string_lossy(), &mut pw)?;
+        let sk = krypta::crypto::boxkey::load_secret_with(key, &mut pw)?;
         super::write_stdout(&format!(
             "{}\n",
             krypta::crypto::boxkey::public_key_text(&sk.public_key())

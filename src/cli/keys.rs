@@ -160,7 +160,7 @@ fn open_options_for(
     let signers = k
         .signers
         .iter()
-        .map(|s| krypta::crypto::signkey::load_signer_public(s))
+        .map(krypta::crypto::signkey::load_signer_public)
         .collect::<Result<Vec<_>>>()?;
     Ok(OpenOptions {
         identities: ids,

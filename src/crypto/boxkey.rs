@@ -14,6 +14,7 @@
 //! character or a truncated line gives a [`Error::BadKeyFile`] naming the file and the
 //! problem; nothing here panics on any file content.
 
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -138,8 +139,9 @@ pub fn public_key_path(path: &Path) -> PathBuf {
 /// refused (an argument is visible to other local users in the process list): the error asks
 /// for a file. Errors name the file: not found / unreadable ([`Error::Io`]), a public key or a
 /// key of another kind, a bad checksum, truncation ([`Error::BadKeyFile`]). Whether the file is
-/// readable by others is a separate check: [`secret_key_mode_warning`].
-pub fn load_secret(path_or_text: &str) -> Result<SecretKey, Error> {
+/// readable by others is a separate check: [`secret_key_mode_warning`]. A path is used as its
+/// bytes (a name that is not UTF-8 opens that file, not a lossy spelling of it).
+pub fn load_secret(path_or_text: impl AsRef<OsStr>) -> Result<SecretKey, Error> {
     load_secret_with(path_or_text, &mut no_key_password)
 }
 
@@ -159,11 +161,11 @@ pub fn no_key_password(path: &Path) -> Result<super::password::Secret, Error> {
 /// [`load_secret`]; a password-protected key file (`keygen --box --protect`) is opened with
 /// the password `key_password` gives ([`Error::KeyPassword`] when it is wrong).
 pub fn load_secret_with(
-    path_or_text: &str,
+    path_or_text: impl AsRef<OsStr>,
     key_password: &mut KeyPassword<'_>,
 ) -> Result<SecretKey, Error> {
-    let path = Path::new(path_or_text);
-    if looks_like_key_text(path_or_text) && fs::symlink_metadata(path).is_err() {
+    let path = Path::new(path_or_text.as_ref());
+    if looks_like_key_text(path.as_os_str()).is_some() && fs::symlink_metadata(path).is_err() {
         return Err(Error::BadKeyFile {
             path: PathBuf::from(INLINE_KEY_PATH),
             problem: "key text given as an argument; a secret key must be read from a file \
@@ -188,17 +190,14 @@ pub fn load_secret_with(
 /// "KRYPTA-" that is not an existing file; errors then name `<argument>`), or the path of a
 /// file holding it (such as `NAME.pub`). Errors: [`Error::Io`] for an unreadable file,
 /// [`Error::BadKeyFile`] for a secret key or a key of another kind, a bad checksum, truncation
-/// or an ML-KEM key failing the FIPS 203 §7.2 modulus check.
-pub fn load_public(path_or_text: &str) -> Result<PublicKey, Error> {
-    let path = Path::new(path_or_text);
-    let (shown, text) = if looks_like_key_text(path_or_text) && fs::symlink_metadata(path).is_err()
-    {
-        (
-            Path::new(INLINE_KEY_PATH),
-            Zeroizing::new(path_or_text.to_string()),
-        )
-    } else {
-        (path, read_key_file(path)?)
+/// or an ML-KEM key failing the FIPS 203 §7.2 modulus check. A path is used as its bytes.
+pub fn load_public(path_or_text: impl AsRef<OsStr>) -> Result<PublicKey, Error> {
+    let path = Path::new(path_or_text.as_ref());
+    let (shown, text) = match looks_like_key_text(path.as_os_str()) {
+        Some(t) if fs::symlink_metadata(path).is_err() => {
+            (Path::new(INLINE_KEY_PATH), Zeroizing::new(t.to_string()))
+        }
+        _ => (path, read_key_file(path)?),
     };
     let bytes = decode(&text, KeyKind::BoxPublic).map_err(|e| bad_key(shown, e))?;
     PublicKey::from_bytes(&bytes).map_err(|e| bad_key(shown, e))
@@ -229,8 +228,12 @@ pub fn secret_key_text(sk: &SecretKey) -> Zeroizing<String> {
     Zeroizing::new(encode(KeyKind::BoxSecret, &sk.to_bytes()[..]))
 }
 
-pub(crate) fn looks_like_key_text(arg: &str) -> bool {
-    arg.trim_start().starts_with(KEY_TEXT_PREFIX)
+/// `arg` as key text when it is UTF-8 starting with [`KEY_TEXT_PREFIX`] (after blanks); `None`
+/// for anything else, which is a path (key text is ASCII, so an argument that is not UTF-8
+/// cannot be key text: it is never converted lossily, always opened as given).
+pub(crate) fn looks_like_key_text(arg: &OsStr) -> Option<&str> {
+    arg.to_str()
+        .filter(|t| t.trim_start().starts_with(KEY_TEXT_PREFIX))
 }
 
 pub(crate) fn bad_key(path: &Path, e: super::CryptoError) -> Error {

@@ -14,6 +14,7 @@
 //! (the public key line is 2672 characters, too long for a useful comment; `keygen --pub -k
 //! NAME` prints it), and `NAME.pub` holds the public key line alone.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -94,8 +95,7 @@ pub fn load_signing_secret_with(
     path: &Path,
     key_password: &mut KeyPassword<'_>,
 ) -> Result<SignerSecret, Error> {
-    let arg = path.to_string_lossy();
-    if looks_like_key_text(&arg) && fs::symlink_metadata(path).is_err() {
+    if looks_like_key_text(path.as_os_str()).is_some() && fs::symlink_metadata(path).is_err() {
         return Err(Error::BadKeyFile {
             path: PathBuf::from(INLINE_KEY_PATH),
             problem: "key text given as an argument; a signing key must be read from a file \
@@ -114,17 +114,15 @@ pub fn load_signing_secret_with(
 }
 
 /// Reads a signer public key from `path_or_text`: the key text itself (an argument starting
-/// with "KRYPTA-" that is not an existing file) or the path of a file holding it (`NAME.pub`).
-pub fn load_signer_public(path_or_text: &str) -> Result<SignerPublic, Error> {
-    let path = Path::new(path_or_text);
-    let (shown, text) = if looks_like_key_text(path_or_text) && fs::symlink_metadata(path).is_err()
-    {
-        (
-            Path::new(INLINE_KEY_PATH),
-            Zeroizing::new(path_or_text.to_string()),
-        )
-    } else {
-        (path, read_key_file(path)?)
+/// with "KRYPTA-" that is not an existing file) or the path of a file holding it (`NAME.pub`),
+/// used as its bytes.
+pub fn load_signer_public(path_or_text: impl AsRef<OsStr>) -> Result<SignerPublic, Error> {
+    let path = Path::new(path_or_text.as_ref());
+    let (shown, text) = match looks_like_key_text(path.as_os_str()) {
+        Some(t) if fs::symlink_metadata(path).is_err() => {
+            (Path::new(INLINE_KEY_PATH), Zeroizing::new(t.to_string()))
+        }
+        _ => (path, read_key_file(path)?),
     };
     let bytes = decode(&text, KeyKind::SignPublic).map_err(|e| bad_key(shown, e))?;
     SignerPublic::from_bytes(&bytes).map_err(|e| bad_key(shown, e))
