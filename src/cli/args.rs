@@ -197,14 +197,14 @@ pub(crate) struct KeyArgs {
         value_name = "SECRET",
         help_heading = "Keys"
     )]
-    pub(crate) identities: Vec<String>,
+    pub(crate) identities: Vec<OsString>,
     /// Read an unencrypted archive although a key was given (refused by default: anyone
     /// can write an unencrypted archive)
     #[arg(long, help_heading = "Keys")]
     pub(crate) allow_unencrypted: bool,
     /// Require a signature by this signer (NAME.pub or key text; repeatable: any of them)
     #[arg(long = "signer", value_name = "PUB", help_heading = "Signatures")]
-    pub(crate) signers: Vec<String>,
+    pub(crate) signers: Vec<OsString>,
     /// Password of a protected secret key (-i) from the first line of FILE (default: prompt)
     #[arg(long, value_name = "FILE", help_heading = "Keys")]
     pub(crate) key_pass_file: Option<PathBuf>,
@@ -316,7 +316,7 @@ pub(crate) struct CompressArgs {
         value_name = "PUB",
         help_heading = "Encryption"
     )]
-    pub(crate) recipients: Vec<String>,
+    pub(crate) recipients: Vec<OsString>,
     /// Encrypt to every public key in FILE: one per line, # comments (repeatable)
     #[arg(
         short = 'R',

@@ -2,6 +2,7 @@
 //! base's key options (split from `args.rs`, which holds the rest and the shared option
 //! groups).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -57,7 +58,7 @@ pub(crate) struct RekeyArgs {
         value_name = "PUB",
         help_heading = "New keys"
     )]
-    pub(crate) recipients: Vec<String>,
+    pub(crate) recipients: Vec<OsString>,
     /// Encrypt OUT to every public key in FILE: one per line, # comments (repeatable)
     #[arg(
         short = 'R',
@@ -153,5 +154,5 @@ pub(crate) struct BaseArgs {
         requires = "base",
         help_heading = "Delta base"
     )]
-    pub(crate) base_identities: Vec<String>,
+    pub(crate) base_identities: Vec<OsString>,
 }
