@@ -106,7 +106,8 @@ impl Level {
     /// 2^22 1.19 / 1.14 / 2.07 / 1.87 (2.2). The default takes the table that costs
     /// under a tenth more time: 2^20 brings ruff to 1.23× but its one-thread delta write to
     /// 93–97 MB/s on an idle machine (84 in a busier run), no margin on the ≥ 90 MB/s per
-    /// stream of issue 17 (docs/FORMAT.md §16.3).
+    /// stream of issue 17 (docs/FORMAT.md §16.3). These are zstd's frames alone: at 7..=9
+    /// krypta's own parser runs too ([`Level::delta_own_parser`]).
     pub fn delta_hash_log(self) -> Option<u32> {
         match self.0 {
             0..=2 => None,
@@ -114,6 +115,15 @@ impl Level {
             5 | 6 => Some(20),
             _ => Some(22),
         }
+    }
+
+    /// Whether a delta block is also parsed by krypta's own match finder, the smaller frame
+    /// kept (`codec::block::against`): levels 7..=9, the top of the size/speed dial. It
+    /// doubles those levels' write time (ruff's pair: 2.2× → 4.4× level 1's); at the
+    /// default it would take the delta write of machine code from ~100 to ~40 MB/s, under
+    /// issue 17's 90 MB/s per stream, and at 5 it cost 2.7× for 2–4% on three pairs.
+    pub fn delta_own_parser(self) -> bool {
+        self.0 >= 7
     }
 
     /// Block size used when the user gives no `-b`, bytes: [`DEFAULT_BLOCK_SIZE`] (4 MiB)

@@ -7,7 +7,10 @@ use zstd::zstd_safe::CParameter;
 
 use super::{Codec, CodecError, Filter, Level, MAX_BLOCK_SIZE, bcj};
 
+mod against;
 mod decode;
+pub(crate) mod delta_parse;
+mod sequences;
 pub use decode::{BlockDecoder, decode_stored_in_place};
 
 /// Block encoder, one per worker thread: reuses the zstd compression context (a few MiB to
@@ -20,6 +23,8 @@ pub struct BlockEncoder {
     cctx: Option<Compressor<'static>>,
     level: Option<Level>,
     scratch: Vec<u8>,
+    /// krypta's own delta parser and its buffers, made on the first delta block that uses it.
+    own: Option<Box<against::OwnParse>>,
 }
 
 /// A libzstd error code as a [`CodecError`].
@@ -63,6 +68,7 @@ impl BlockEncoder {
             cctx,
             level,
             scratch: Vec::new(),
+            own: None,
         })
     }
 
@@ -76,7 +82,8 @@ impl BlockEncoder {
     /// to its working size on the first block) plus the filter scratch buffer.
     pub fn memory_bytes(&mut self) -> usize {
         let cctx = self.cctx.as_mut().map_or(0, |c| c.context_mut().sizeof());
-        cctx + self.scratch.capacity()
+        let own = self.own.as_ref().map_or(0, |o| o.memory_bytes());
+        cctx + self.scratch.capacity() + own
     }
 
     /// Encodes one block of `raw` bytes (1..=[`MAX_BLOCK_SIZE`]) into `out` (cleared first).
@@ -178,63 +185,6 @@ impl BlockEncoder {
             out.extend_from_slice(raw);
             Ok((Codec::Store, Filter::None, false))
         }
-    }
-}
-
-impl BlockEncoder {
-    /// Compresses `raw` (unfiltered) against `base`, a delta base region, into `out`: one
-    /// zstd frame with `base` as its raw-content prefix (ZSTD_CCtx_refPrefix, like `zstd
-    /// --patch-from`). Returns false (and `out` is to be ignored) when the frame plus the
-    /// 16-byte region descriptor would not be smaller than `raw`, or the encoder stores. A
-    /// fresh context per call: zstd ties a referenced prefix to the context's lifetime.
-    ///
-    /// Parameters (measured on real version pairs: [`Level::delta_hash_log`],
-    /// [`super::DELTA_LDM_MIN_MATCH`]): zstd level 1 whatever krypta's level, long-distance
-    /// matching on (without it a fast level sees only the tail of a multi-MiB prefix) with
-    /// matches from 48 bytes, a window covering the region and the block (at most 2^29,
-    /// format 2's decoder bound), and from level 3 on larger hash tables (2^17 entries; at
-    /// levels 5..9 2^20 and 2^22, which index the whole region): smaller deltas at a
-    /// fraction of the speed.
-    pub fn encode_against(
-        &mut self,
-        raw: &[u8],
-        base: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<bool, CodecError> {
-        out.clear();
-        let Some(level) = self.level else {
-            return Ok(false);
-        };
-        if raw.len() > MAX_BLOCK_SIZE {
-            return Err(CodecError::TooLarge {
-                len: raw.len() as u64,
-            });
-        }
-        let mut c = zstd::zstd_safe::CCtx::create();
-        let e = zstd_error;
-        let need = (base.len() + raw.len()).max(1 << 10) as u64;
-        let window = (64 - (need - 1).leading_zeros()).clamp(10, 29);
-        for p in [
-            CParameter::CompressionLevel(1),
-            CParameter::WindowLog(window),
-            CParameter::EnableLongDistanceMatching(true),
-            CParameter::LdmMinMatch(super::DELTA_LDM_MIN_MATCH),
-            CParameter::LdmBucketSizeLog(super::DELTA_LDM_BUCKET_LOG),
-            CParameter::ContentSizeFlag(true),
-            CParameter::ChecksumFlag(false),
-            CParameter::DictIdFlag(false),
-        ] {
-            c.set_parameter(p).map_err(e)?;
-        }
-        if let Some(log) = level.delta_hash_log() {
-            let log = log.min(window);
-            c.set_parameter(CParameter::HashLog(log)).map_err(e)?;
-            c.set_parameter(CParameter::ChainLog(log)).map_err(e)?;
-        }
-        c.ref_prefix(base).map_err(e)?;
-        out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-        let n = c.compress2(out, raw).map_err(e)?;
-        Ok(n + crate::format::block::BASE_REGION_LEN < raw.len())
     }
 }
 

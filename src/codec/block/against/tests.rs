@@ -1,0 +1,136 @@
+//! Unit tests of the delta block encoder's choice between zstd's parser and krypta's own.
+
+use super::*;
+use crate::codec::Level;
+
+/// Deterministic bytes (xorshift).
+fn noise(len: usize, mut seed: u64) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 24) as u8
+        })
+        .collect()
+}
+
+/// A "new version" of `base`: the same bytes with one byte changed every `every` bytes (a
+/// rebuilt executable's changed displacements) and a new piece inserted near the middle.
+fn edited(base: &[u8], every: usize) -> Vec<u8> {
+    let mut out = base.to_vec();
+    for i in (every / 2..out.len()).step_by(every) {
+        out[i] = out[i].wrapping_add(1);
+    }
+    let mid = out.len() / 2;
+    out.splice(mid..mid, noise(3000, 7));
+    out
+}
+
+fn lines(n: usize, tag: &str) -> Vec<u8> {
+    (0..n)
+        .map(|k| format!("static int {tag}_fn{k}(struct ctx *c) {{ return c->v[{k}]; }}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+fn window(base: &[u8], raw: &[u8]) -> u32 {
+    let need = (base.len() + raw.len()).max(1 << 10) as u64;
+    (64 - (need - 1).leading_zeros()).clamp(10, 29)
+}
+
+fn decodes_to(frame: &[u8], base: &[u8], raw: &[u8]) {
+    let mut back = Vec::new();
+    BlockDecoder::new()
+        .unwrap()
+        .decode_v2(
+            Codec::Zstd,
+            Filter::None,
+            0,
+            frame,
+            raw.len(),
+            base,
+            &mut back,
+        )
+        .unwrap();
+    assert!(back == raw, "the frame does not decode to the block");
+}
+
+/// At level 7 the block's frame is the smaller of zstd's and the own parser's, byte for
+/// byte, and it decodes with the region to the block: on scattered edits (where the own
+/// parser is the smaller, by a margin) and on text with renamed symbols.
+#[test]
+fn levels_7_and_up_keep_the_smaller_frame_and_it_decodes() {
+    let level = Level::new(7).unwrap();
+    let binary = noise(1 << 20, 1);
+    let text = lines(20_000, "aws_lc_0_46_0");
+    let renamed = String::from_utf8(text.clone())
+        .unwrap()
+        .replace("0_46_0", "0_47_0")
+        .into_bytes();
+    for (name, base, raw) in [
+        ("binary", binary.clone(), edited(&binary, 97)),
+        ("text", text, renamed),
+    ] {
+        let w = window(&base, &raw);
+        let mut zstd = Vec::new();
+        zstd_against(level, &raw, &base, w, &mut zstd).unwrap();
+        let mut own = OwnParse::default();
+        assert!(own.encode(&raw, &base, w), "{name}: own frame refused");
+        let mut enc = BlockEncoder::new(Some(level)).unwrap();
+        let mut out = Vec::new();
+        assert!(enc.encode_against(&raw, &base, &mut out).unwrap(), "{name}");
+        let smaller = if own.frame.len() < zstd.len() {
+            &own.frame
+        } else {
+            &zstd
+        };
+        assert_eq!(&out, smaller, "{name}: not the smaller frame");
+        decodes_to(&out, &base, &raw);
+        if name == "binary" {
+            // Measured on this input: ~11,000 edits; the own parser codes each as one
+            // literal and a repeat offset.
+            assert!(
+                own.frame.len() * 10 < zstd.len() * 9,
+                "own {} against zstd {}",
+                own.frame.len(),
+                zstd.len()
+            );
+        }
+        assert!(
+            enc.memory_bytes() > 8 << 20,
+            "{name}: the parser's table not counted"
+        );
+    }
+}
+
+/// The default level (and every level under 7) writes zstd's frame alone: the own parser
+/// never runs, so its time and memory are not paid.
+#[test]
+fn levels_under_7_run_zstd_alone() {
+    let binary = noise(1 << 20, 2);
+    let raw = edited(&binary, 97);
+    for l in [1, 3, 5, 6] {
+        let level = Level::new(l).unwrap();
+        let mut enc = BlockEncoder::new(Some(level)).unwrap();
+        let mut out = Vec::new();
+        assert!(enc.encode_against(&raw, &binary, &mut out).unwrap());
+        assert!(enc.own.is_none(), "level {l} ran the own parser");
+        let mut zstd = Vec::new();
+        zstd_against(level, &raw, &binary, window(&binary, &raw), &mut zstd).unwrap();
+        assert_eq!(out, zstd, "level {l}");
+    }
+}
+
+/// A block over [`OWN_PARSER_MAX_BLOCK`] is zstd's alone at every level (level 9's 64 MiB
+/// blocks).
+#[test]
+fn blocks_over_8_mib_run_zstd_alone() {
+    let raw = vec![3u8; OWN_PARSER_MAX_BLOCK + 1];
+    let base = vec![3u8; 4096];
+    let mut enc = BlockEncoder::new(Some(Level::new(7).unwrap())).unwrap();
+    let mut out = Vec::new();
+    assert!(enc.encode_against(&raw, &base, &mut out).unwrap());
+    assert!(enc.own.is_none());
+    decodes_to(&out, &base, &raw);
+}
