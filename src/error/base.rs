@@ -10,8 +10,8 @@
 
 use std::path::PathBuf;
 
-use crate::fs::shown;
 use crate::format::FormatError;
+use crate::fs::shown;
 
 /// Why a delta archive could not be read with the base given (or without one). Exit 9.
 #[derive(Debug, thiserror::Error)]
