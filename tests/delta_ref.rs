@@ -402,6 +402,32 @@ fn salvage_of_a_delta_archive_loses_only_the_entries_of_the_damaged_frame() {
     assert_eq!(fx.names("delta.kry").len(), 4);
 }
 
+/// A block may be cut inside a referenced file's ENTRY record: the next block's header must
+/// then give where BASE_REF (or END_DIGEST) starts in it. The writer pushed ENTRY, BASE_REF
+/// and END_DIGEST as one record, so that block named the byte after END_DIGEST as its first
+/// record, and `x`/`t` refused the archive (exit 3, "first record Some(130) of block 64, but
+/// a record starts at 80" on /usr/share/doc at `-b 1M`). The new file before the reference
+/// moves the cut through the three records in 8-byte steps (64 KiB blocks: the ENTRY, ~80
+/// bytes with owner names, starts 65,536 − 100 ..= 65,536 + 100 bytes into the stream).
+#[test]
+fn a_block_cut_inside_a_referenced_files_records_restores() {
+    let fx = Fx::new();
+    let same = bytes(100_000, 3, false);
+    fx.file("v1/b.bin", &same);
+    fx.file("v2/b.bin", &same);
+    fx.ok(&["c", "-q", "base.kry", "v1"]);
+    for len in (65_130..=65_480).step_by(8) {
+        fx.file("v2/a.bin", &bytes(len, 4, false));
+        fx.ok(&[
+            "c", "-q", "-f", "-b", "64K", "--base", "base.kry", "d.kry", "v2",
+        ]);
+        let t = fx.run(&["t", "-q", "--base", "base.kry", "d.kry"]);
+        assert_eq!(code(&t), 0, "a.bin of {len} bytes: {}", err(&t));
+    }
+    fx.ok(&["x", "-q", "--base", "base.kry", "d.kry", "-C", "out"]);
+    assert_same_tree(&fx.p("v2"), &fx.p("out/v2"));
+}
+
 fn walk(root: &std::path::Path) -> Vec<String> {
     let mut v = Vec::new();
     if let Ok(rd) = std::fs::read_dir(root) {

@@ -103,9 +103,16 @@ impl<W: Write> ArchiveWriter<W> {
             d.note_reference(&base);
         }
         let (first_seq, first_offset) = self.position();
-        let mut rec = Vec::with_capacity(64 + meta.path.len() + record::BASE_REF_LEN);
+        // Three records, each pushed as one: a block's first-record offset (FORMAT.md §5) is
+        // where the first record *starting* in it starts, and a block cut inside ENTRY puts
+        // the start of BASE_REF or END_DIGEST in the next block.
+        let mut rec = Vec::with_capacity(64 + meta.path.len());
         record::write_entry(&mut rec, meta, super::writer::WRITE_VERSION);
+        self.push_record(&rec)?;
+        rec.clear();
         record::write_base_ref(&mut rec, base.entry);
+        self.push_record(&rec)?;
+        rec.clear();
         record::write_end(&mut rec, size, Some(&digest), super::writer::WRITE_VERSION);
         self.push_record(&rec)?;
         self.delta_end_file();
