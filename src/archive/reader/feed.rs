@@ -51,6 +51,9 @@ pub(super) struct Feed<'a> {
     /// first record parsed is at `skip`, not necessarily the block's first).
     pub(super) first_record: Option<u32>,
     pub(super) first_checked: bool,
+    /// The tag of the last record parsed (0 before any; END and END_DIGEST both as TAG_END):
+    /// for [`Feed::unmarked_reference_tail`].
+    pub(super) last_tag: u8,
     /// Reference length of every block read (compared with the index's frame table).
     pub(super) refs_seen: Vec<u32>,
     /// The index's frame table, when known before reading (selective runs).
@@ -120,6 +123,7 @@ impl<'a> Feed<'a> {
             },
             first_record: None,
             first_checked: true,
+            last_tag: 0,
             refs_seen: Vec::new(),
             expected_refs: None,
             needs: None,
@@ -223,8 +227,11 @@ impl<'a> Feed<'a> {
             }
         }
         if !self.first_checked {
-            self.first_checked = true;
             let at = (self.at - self.base) as u32;
+            if self.unmarked_reference_tail(at) {
+                return Ok(true);
+            }
+            self.first_checked = true;
             if self.first_record != Some(at) {
                 return Err(self.corrupt_with(FormatError::invalid(
                     "block header",
@@ -237,6 +244,25 @@ impl<'a> Feed<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// Whether the record starting at `at`, the first start seen in this block, is the
+    /// BASE_REF or END_DIGEST of a referenced file whose ENTRY began in an earlier block and
+    /// which the block's first-record offset skips: krypta's writers from bf4bda0 (2026-12-02)
+    /// to c5951ed (2026-12-06) pushed a reference's ENTRY, BASE_REF and END_DIGEST as one
+    /// record, so a block cut inside ENTRY or BASE_REF gave the next block the offset of the
+    /// record after END_DIGEST (or none). Those archives are otherwise sound and stay
+    /// readable (FORMAT.md §5.2): such a start is left unchecked and the block's next record
+    /// start is checked instead. Only that shape passes: a BASE_REF right after an ENTRY or
+    /// an END_DIGEST right after a BASE_REF, before the offset the block gives.
+    fn unmarked_reference_tail(&self, at: u32) -> bool {
+        use crate::format::record::{TAG_BASE_REF, TAG_END_DIGEST, TAG_ENTRY};
+        let tag = self.block.buf.get(self.at).copied();
+        let shape = matches!(
+            (self.last_tag, tag),
+            (TAG_ENTRY, Some(TAG_BASE_REF)) | (TAG_BASE_REF, Some(TAG_END_DIGEST))
+        );
+        shape && self.ar.version == Version::V2 && self.first_record.is_none_or(|first| first > at)
     }
 
     /// Format 2, on leaving the current block: a block in which no record started must say
@@ -533,10 +559,19 @@ impl From<Error> for FeedError {
 
 pub(super) fn next_record(feed: &mut Feed<'_>) -> Result<Option<RecordHead>> {
     let version = feed.ar.version;
-    record::read_record(feed, version).map_err(|e| match e {
+    let head = record::read_record(feed, version).map_err(|e| match e {
         FeedError::Format(f) => feed.corrupt_with(f),
         FeedError::Other(e) => e,
-    })
+    })?;
+    feed.last_tag = match &head {
+        Some(RecordHead::Pad) => record::TAG_PAD,
+        Some(RecordHead::Entry(_)) => record::TAG_ENTRY,
+        Some(RecordHead::Data { .. }) => record::TAG_DATA,
+        Some(RecordHead::End { .. }) => record::TAG_END,
+        Some(RecordHead::BaseRef { .. }) => record::TAG_BASE_REF,
+        None => 0,
+    };
+    Ok(head)
 }
 
 impl StreamSource for Feed<'_> {
