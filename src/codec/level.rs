@@ -119,7 +119,8 @@ impl Level {
 
     /// Whether a delta block is also parsed by krypta's own match finder, the smaller frame
     /// kept (`codec::block::against`): levels 7..=9, the top of the size/speed dial. It
-    /// doubles those levels' write time (ruff's pair: 2.2× → 4.4× level 1's); at the
+    /// costs those levels 1.6× their write time (ruff's pair: 2.2× → 3.5× level 1's, 7
+    /// interleaved rounds at load 2.7; 4.4× in a first, busier run); at the
     /// default it would take the delta write of machine code from ~100 to ~40 MB/s, under
     /// issue 17's 90 MB/s per stream, and at 5 it cost 2.7× for 2–4% on three pairs.
     pub fn delta_own_parser(self) -> bool {

@@ -16,7 +16,7 @@
 //!   smaller (5,998 against 13,886 bytes). Both at level 7 (sizes of `c --base -l 7 -j 1`,
 //!   zstd's alone → the smaller of the two, 2026-12-06): ruff 4,338,180 → 4,304,277, libc6
 //!   406,841 → 392,951, typescript 5,565 → 5,383, aws-lc-sys 196,027 → 173,826 bytes, at
-//!   twice the write time (docs/FORMAT.md §16.3).
+//!   1.6× the write time on ruff (docs/FORMAT.md §16.3).
 //!
 //! The own parser's frame is decoded with the region before it is kept, and a frame that
 //! does not give back the block exactly is dropped for zstd's (libzstd cannot check the
