@@ -39,7 +39,8 @@ Exit codes:
      key, or a signed archive's signature does not verify or its bytes were changed
   9  delta base: x or t of a delta archive without --base, a --base that is not
      the archive it was made against, or base frames it needs are damaged (salvage
-     goes on with the entries that do not need them)
+     goes on with the entries that do not need them); when the delta archive is
+     damaged on its own account too, its own code (5, 3 or 2) instead
   130  interrupted (Ctrl-C, also at a password prompt); 143 SIGTERM; 129 SIGHUP";
 
 /// krypta: encrypted, authenticated, parallel archives for long-lived backups.
