@@ -321,7 +321,7 @@ fn a_delta_damaged_on_its_own_too_keeps_its_own_code_with_a_forged_base() {
             "{own} named with the archive's own damage: {e}"
         );
         let base_line = format!(
-            "krypta: warning: {target}: {not}: {name}: {target}: its content is base entry 3 (v1/d/f{TARGET:02}.bin), which is unusable: its content does not match the file's digest (END_DIGEST)"
+            "krypta: warning: {target}: {not}: {name}: {target}: its content is base entry 3 (v1/d/f{TARGET:02}.bin), which is unusable: its content in base.kry does not match the file's digest (END_DIGEST)"
         );
         assert!(e.lines().any(|l| l == base_line), "{e}");
     };

@@ -140,6 +140,6 @@ fn a_digest_the_base_content_does_not_match_is_exit_9() {
     check(
         &wrong,
         9,
-        "krypta: delta.kry: d/a.bin: its content is base entry 1 (d/a.bin), which is unusable: its content does not match the file's digest (END_DIGEST)",
+        "krypta: delta.kry: d/a.bin: its content is base entry 1 (d/a.bin), which is unusable: its content in base.kry does not match the file's digest (END_DIGEST)",
     );
 }

@@ -242,12 +242,17 @@ pub(super) fn parse_records(
                             }
                             match feed.digest(std::mem::replace(&mut digest_of, Digest::Off))? {
                                 Some(h) if h.as_bytes() != &digest => {
+                                    let base = feed.ar.base.as_ref().map_or_else(
+                                        || "the base".to_string(),
+                                        |b| crate::fs::shown(b.path()),
+                                    );
                                     return Err(reference_error(
                                         feed,
                                         &meta,
                                         n,
-                                        "its content does not match the file's digest (END_DIGEST)"
-                                            .into(),
+                                        format!(
+                                            "its content in {base} does not match the file's digest (END_DIGEST)"
+                                        ),
                                     ));
                                 }
                                 Some(_) => {}
