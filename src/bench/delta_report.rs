@@ -43,16 +43,20 @@ pub enum Mode {
     Delta,
     /// Delta against an encrypted base, output encrypted.
     DeltaEncryption,
+    /// Delta at `-l 7`, the top of the delta size/speed dial (krypta's own match finder
+    /// beside zstd's: `codec::block::against`).
+    DeltaSmallest,
 }
 
 impl Mode {
     /// Every mode, in table order.
-    pub const ALL: [Mode; 5] = [
+    pub const ALL: [Mode; 6] = [
         Mode::Passthrough,
         Mode::Encryption,
         Mode::Whole,
         Mode::Delta,
         Mode::DeltaEncryption,
+        Mode::DeltaSmallest,
     ];
 
     /// Row label.
@@ -63,12 +67,16 @@ impl Mode {
             Mode::Whole => "krypta whole file, no base (c)",
             Mode::Delta => "krypta delta (c --base)",
             Mode::DeltaEncryption => "krypta delta + encryption (c --base --keyfile)",
+            Mode::DeltaSmallest => "krypta delta, smallest (c --base -l 7)",
         }
     }
 
     /// Whether the mode needs `c --base`.
     pub fn is_delta(self) -> bool {
-        matches!(self, Mode::Delta | Mode::DeltaEncryption)
+        matches!(
+            self,
+            Mode::Delta | Mode::DeltaEncryption | Mode::DeltaSmallest
+        )
     }
 }
 

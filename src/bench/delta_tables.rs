@@ -350,10 +350,14 @@ fn krypta_args(
             keyfile(&mut x, "--keyfile");
         }
         Mode::Whole => {}
-        Mode::Delta => {
+        Mode::Delta | Mode::DeltaSmallest => {
             for v in [&mut c, &mut x] {
                 v.push("--base".into());
                 v.push(t.join("base.kry").into());
+            }
+            if mode == Mode::DeltaSmallest {
+                c.push("-l".into());
+                c.push("7".into());
             }
         }
         Mode::DeltaEncryption => {
@@ -445,4 +449,67 @@ fn has_base_option(exe: &Path) -> bool {
                 .split_whitespace()
                 .any(|w| w.trim_end_matches(',') == "--base")
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `-l 7` row writes against the plain base at level 7 and reads with the base at
+    /// the level the archive says (x takes no level); the default delta row gives no level.
+    #[test]
+    fn the_smallest_delta_row_is_c_base_at_level_7() {
+        let t = Path::new("/t");
+        let (c, x) = krypta_args(
+            Mode::DeltaSmallest,
+            1,
+            t,
+            Path::new("/t/k"),
+            Path::new("/t/o.kry"),
+            Path::new("/t/r"),
+            "f",
+        );
+        fn s(v: &[OsString]) -> Vec<&str> {
+            v.iter().map(|a| a.to_str().unwrap()).collect()
+        }
+        assert_eq!(
+            s(&c),
+            [
+                "c",
+                "--no-fsync",
+                "-j",
+                "1",
+                "--base",
+                "/t/base.kry",
+                "-l",
+                "7",
+                "/t/o.kry",
+                "f"
+            ]
+        );
+        assert_eq!(
+            s(&x),
+            [
+                "x",
+                "-j",
+                "1",
+                "-o",
+                "/t/r",
+                "--base",
+                "/t/base.kry",
+                "/t/o.kry"
+            ]
+        );
+        let (c, _) = krypta_args(
+            Mode::Delta,
+            1,
+            t,
+            Path::new("/t/k"),
+            Path::new("/t/o.kry"),
+            Path::new("/t/r"),
+            "f",
+        );
+        assert!(!s(&c).contains(&"-l"));
+        assert!(Mode::DeltaSmallest.is_delta());
+    }
 }
