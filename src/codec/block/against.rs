@@ -57,13 +57,18 @@ impl OwnParse {
             + self.check.capacity()
     }
 
-    /// The own parser's frame of `raw` against `region` in `self.frame`, decoded and
-    /// compared with `raw`; false (and `self.frame` to be ignored) when libzstd refused the
-    /// sequences or the frame did not give back `raw`.
-    fn encode(&mut self, raw: &[u8], region: &[u8], window_log: u32) -> bool {
+    /// The own parser's frame of `raw` against `region` in `self.frame` when it is shorter
+    /// than `beat` bytes, decoded and compared with `raw`; false (and `self.frame` to be
+    /// ignored) when it is not shorter (then it is not decoded: the check costs a decode of
+    /// the block, ~10 ms per 4 MiB), libzstd refused the sequences, or the frame did not
+    /// give back `raw`.
+    fn encode(&mut self, raw: &[u8], region: &[u8], window_log: u32, beat: usize) -> bool {
         self.parser.parse(region, raw, &mut self.seqs);
         if super::sequences::compress(&self.seqs, raw, window_log, &mut self.frame).is_err() {
             debug_assert!(false, "libzstd refused the own parser's sequences");
+            return false;
+        }
+        if self.frame.len() >= beat {
             return false;
         }
         let decoder = match self.decoder.as_mut() {
@@ -125,7 +130,7 @@ impl BlockEncoder {
         zstd_against(level, raw, base, window, out)?;
         if level.delta_own_parser() && raw.len() <= OWN_PARSER_MAX_BLOCK {
             let own = self.own.get_or_insert_default();
-            if own.encode(raw, base, window) && own.frame.len() < out.len() {
+            if own.encode(raw, base, window, out.len()) {
                 std::mem::swap(out, &mut own.frame);
             }
         }

@@ -76,7 +76,10 @@ fn levels_7_and_up_keep_the_smaller_frame_and_it_decodes() {
         let mut zstd = Vec::new();
         zstd_against(level, &raw, &base, w, &mut zstd).unwrap();
         let mut own = OwnParse::default();
-        assert!(own.encode(&raw, &base, w), "{name}: own frame refused");
+        assert!(
+            own.encode(&raw, &base, w, usize::MAX),
+            "{name}: own frame refused"
+        );
         let mut enc = BlockEncoder::new(Some(level)).unwrap();
         let mut out = Vec::new();
         assert!(enc.encode_against(&raw, &base, &mut out).unwrap(), "{name}");
