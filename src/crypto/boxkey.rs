@@ -192,13 +192,7 @@ pub fn load_secret_with(
 /// [`Error::BadKeyFile`] for a secret key or a key of another kind, a bad checksum, truncation
 /// or an ML-KEM key failing the FIPS 203 §7.2 modulus check. A path is used as its bytes.
 pub fn load_public(path_or_text: impl AsRef<OsStr>) -> Result<PublicKey, Error> {
-    let path = Path::new(path_or_text.as_ref());
-    let (shown, text) = match looks_like_key_text(path.as_os_str()) {
-        Some(t) if fs::symlink_metadata(path).is_err() => {
-            (Path::new(INLINE_KEY_PATH), Zeroizing::new(t.to_string()))
-        }
-        _ => (path, read_key_file(path)?),
-    };
+    let (shown, text) = read_public_key_text(Path::new(path_or_text.as_ref()))?;
     let bytes = decode(&text, KeyKind::BoxPublic).map_err(|e| bad_key(shown, e))?;
     PublicKey::from_bytes(&bytes).map_err(|e| bad_key(shown, e))
 }
@@ -226,6 +220,18 @@ pub fn public_key_text(pk: &PublicKey) -> String {
 /// The one-line key text of a box secret key ("KRYPTA-BOX-SECRET-1-...", no newline).
 pub fn secret_key_text(sk: &SecretKey) -> Zeroizing<String> {
     Zeroizing::new(encode(KeyKind::BoxSecret, &sk.to_bytes()[..]))
+}
+
+/// The text of a public key given as `path` (box or signer): the argument itself when it
+/// looks like key text and names no file (shown as [`INLINE_KEY_PATH`] in errors), else the
+/// file's text. Returns the name errors should show and the text.
+pub(crate) fn read_public_key_text(path: &Path) -> Result<(&Path, Zeroizing<String>), Error> {
+    Ok(match looks_like_key_text(path.as_os_str()) {
+        Some(t) if fs::symlink_metadata(path).is_err() => {
+            (Path::new(INLINE_KEY_PATH), Zeroizing::new(t.to_string()))
+        }
+        _ => (path, read_key_file(path)?),
+    })
 }
 
 /// `arg` as key text when it is UTF-8 starting with [`KEY_TEXT_PREFIX`] (after blanks); `None`

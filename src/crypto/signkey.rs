@@ -22,7 +22,7 @@ use zeroize::Zeroizing;
 
 use super::boxkey::{
     INLINE_KEY_PATH, KeyPassword, bad_key, looks_like_key_text, no_key_password, public_key_path,
-    read_key_file, secret_file_text, secret_payload, write_new,
+    read_key_file, read_public_key_text, secret_file_text, secret_payload, write_new,
 };
 use super::kdf::Kdf;
 use super::keytext::{KeyKind, decode, encode};
@@ -117,13 +117,7 @@ pub fn load_signing_secret_with(
 /// with "KRYPTA-" that is not an existing file) or the path of a file holding it (`NAME.pub`),
 /// used as its bytes.
 pub fn load_signer_public(path_or_text: impl AsRef<OsStr>) -> Result<SignerPublic, Error> {
-    let path = Path::new(path_or_text.as_ref());
-    let (shown, text) = match looks_like_key_text(path.as_os_str()) {
-        Some(t) if fs::symlink_metadata(path).is_err() => {
-            (Path::new(INLINE_KEY_PATH), Zeroizing::new(t.to_string()))
-        }
-        _ => (path, read_key_file(path)?),
-    };
+    let (shown, text) = read_public_key_text(Path::new(path_or_text.as_ref()))?;
     let bytes = decode(&text, KeyKind::SignPublic).map_err(|e| bad_key(shown, e))?;
     SignerPublic::from_bytes(&bytes).map_err(|e| bad_key(shown, e))
 }
