@@ -16,8 +16,8 @@ password stanzas; stored / zstd / zstd-with-reference-prefix / zstd+base blocks;
 and arm64 (from xz's algorithms, §5.2); every record kind; typed fields; the index (both
 encodings) checked against the stream; the footer; delta archives with base regions and
 BASE_REF (§16) including the base binding; a recovery section is skipped (its trailer
-gives the protected length; its own checksums are not verified); a signature frame's
-check value is verified, the signatures themselves are not (ML-DSA-65 is not in pyca).
+gives the protected length; its own checksums are not verified); a signature frame
+is verified (ML-DSA-65 and Ed25519 with pyca/cryptography >= 46, else only its check value).
 Not covered: pq-box stanzas, BCJ filters other than x86/arm64, salvage of damaged
 archives, the one-bit header repair, the hole-hashing budget (§13: holes are always
 hashed), streaming (the archive and its decoded record stream are held in memory).
@@ -553,18 +553,19 @@ class Archive:
         d, v = self.data, self.v
         fpos = self.P - 64
         foot = d[fpos:fpos + 64]
+        # §11 step 8: the footer parses (3), then its tag verifies, then it agrees
         need(foot[24:32] == b"KRYPTAZ\n", 3, "footer magic missing")
-        if self.keys is None:
-            want = blake3_dk("krypta v1 footer checksum", self.id, foot[:32])
-        else:
-            want = hmac256(self.keys.footer_mac, self.id, foot[:32])
-        need(hmac.compare_digest(want, foot[32:]), self.c_sum, "footer tag mismatch")
         if v == 2:
             ioff, D, I, flags = struct.unpack_from("<QQII", foot)
             need(flags & ~1 == 0, 3, "footer flags")
         else:
             ioff, D, I = struct.unpack_from("<QQQ", foot)
             flags = 0
+        if self.keys is None:
+            want = blake3_dk("krypta v1 footer checksum", self.id, foot[:32])
+        else:
+            want = hmac256(self.keys.footer_mac, self.id, foot[:32])
+        need(hmac.compare_digest(want, foot[32:]), self.c_sum, "footer tag mismatch")
         signed = EXT_SIGNER in self.hdr.ext
         need(bool(flags & 1) == signed, self.c_struct, "footer signature flag vs header")
         first_index = self.frames[self.D][1]
@@ -586,9 +587,28 @@ class Archive:
         need(struct.unpack_from("<Q", f, 8)[0] == self.D + self.I, 3, "signature frame seq")
         want = blake3_dk("krypta v2 signature frame checksum", self.id, f[:5373])
         need(want == f[5373:], 3, "signature frame check mismatch")
-        fp = hashlib.sha256(b"krypta/v2/signer" + f[16:2000]).digest()
+        pk_m, pk_e = f[16:1968], f[1968:2000]
+        fp = hashlib.sha256(b"krypta/v2/signer" + pk_m + pk_e).digest()
         need(fp == self.hdr.ext[EXT_SIGNER], 8, "signature frame key is not the header's signer")
-        warn(f"{self.path}: signed archive; signatures NOT verified by this reader")
+        sig_m, sig_e = f[2000:5309], f[5309:5373]
+        tags = b"".join(fr[3] for fr in self.frames)
+        M = (b"krypta/v2/signature" + pk_m + pk_e + hashlib.sha512(self.hdr.bytes).digest()
+             + struct.pack("<Q", len(self.frames)) + hashlib.sha512(tags).digest()
+             + self.data[fpos:fpos + 64])
+        try:
+            from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA65PublicKey
+        except ImportError:
+            warn(f"{self.path}: signed; this pyca has no ML-DSA-65: signatures NOT verified")
+            return
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+        try:
+            MLDSA65PublicKey.from_public_bytes(pk_m).verify(sig_m, M, b"krypta archive signature")
+            Ed25519PublicKey.from_public_bytes(pk_e).verify(sig_e, M)
+        except (InvalidSignature, ValueError) as err:
+            raise Fail(8, f"signature does not verify: {err!r}")
+        print(f"independent_reader: {self.path}: signature by {fp.hex()} verifies "
+              "(ML-DSA-65 and Ed25519)", file=sys.stderr)
 
     # --- blocks ---
     def parse_block(self, body, kind):
