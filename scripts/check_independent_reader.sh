@@ -126,6 +126,10 @@ c -b 64K plain.kry src;                         restore plain src plain.kry src
 c -s -b 64K stored.kry src;                     restore stored src stored.kry src
 c -l 9 -b 64K l9.kry src;                       restore level9-refs src l9.kry src
 c --bcj arm64 -b 64K arm64.kry src;             restore bcj-arm64 src arm64.kry src
+mkdir -p bcjsrc && cp src/ls src/rand.bin bcjsrc/   # every filter, forced, on code and noise
+for f in arm armthumb powerpc sparc ia64 riscv; do
+    c --bcj $f -b 64K bcj_$f.kry bcjsrc;         restore bcj-$f bcjsrc bcj_$f.kry bcjsrc
+done
 c --recovery 5 rec.kry src;                     restore recovery src rec.kry src
 (cd src && "$K" c -q ../dot.kry .);             restore dot-root src dot.kry .
 cat src/text.txt | "$K" c -q -b 64K - - > stream.kry        # stored as "stdin", mtime now

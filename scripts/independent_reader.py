@@ -12,13 +12,13 @@ check exits non-zero with the exit code FORMAT.md §11 gives for it (1 usage, 2
 authentication, 3 structure, 5 checksum, 9 delta base).
 
 Covered: formats 1 and 2; unencrypted, key file (§3.5 KRYPTA-KEY-1), argon2id and pbkdf2
-password stanzas; stored / zstd / zstd-with-reference-prefix / zstd+base blocks; BCJ x86
-and arm64 (from xz's algorithms, §5.2); every record kind; typed fields; the index (both
+password stanzas; stored / zstd / zstd-with-reference-prefix / zstd+base blocks; all eight BCJ
+filters (from xz's algorithms, §5.2); every record kind; typed fields; the index (both
 encodings) checked against the stream; the footer; delta archives with base regions and
 BASE_REF (§16) including the base binding; a recovery section is skipped (its trailer
 gives the protected length; its own checksums are not verified); a signature frame
 is verified (ML-DSA-65 and Ed25519 with pyca/cryptography >= 46, else only its check value).
-Not covered: pq-box stanzas, BCJ filters other than x86/arm64, salvage of damaged
+Not covered: pq-box stanzas, salvage of damaged
 archives, the one-bit header repair, the hole-hashing budget (§13: holes are always
 hashed), streaming (the archive and its decoded record stream are held in memory).
 
@@ -380,7 +380,124 @@ def bcj_arm64_decode(buf, now_pos):
             struct.pack_into("<I", buf, i, instr)
 
 
-BCJ = {1: (bcj_x86_decode, 1), 2: (bcj_arm64_decode, 4)}
+def bcj_arm_decode(buf, now_pos):
+    """xz simple/arm.c: BL (cond AL, byte 3 = 0xEB), pc = now_pos + i + 8."""
+    for i in range(0, len(buf) - 3, 4):
+        if buf[i + 3] == 0xEB:
+            src = (buf[i + 2] << 16 | buf[i + 1] << 8 | buf[i]) << 2
+            dest = ((src - (now_pos + i + 8)) & 0xFFFFFFFF) >> 2
+            buf[i + 2], buf[i + 1], buf[i] = dest >> 16 & 0xFF, dest >> 8 & 0xFF, dest & 0xFF
+
+
+def bcj_armthumb_decode(buf, now_pos):
+    """xz simple/armthumb.c: BL pairs, pc = now_pos + i + 4."""
+    i = 0
+    while i + 4 <= len(buf):
+        if (buf[i + 1] & 0xF8) == 0xF0 and (buf[i + 3] & 0xF8) == 0xF8:
+            src = ((buf[i + 1] & 7) << 19 | buf[i] << 11 | (buf[i + 3] & 7) << 8 | buf[i + 2]) << 1
+            dest = ((src - (now_pos + i + 4)) & 0xFFFFFFFF) >> 1
+            buf[i + 1] = 0xF0 | (dest >> 19 & 7)
+            buf[i] = dest >> 11 & 0xFF
+            buf[i + 3] = 0xF8 | (dest >> 8 & 7)
+            buf[i + 2] = dest & 0xFF
+            i += 2
+        i += 2
+
+
+def bcj_powerpc_decode(buf, now_pos):
+    """xz simple/powerpc.c: big-endian b/bl with AA = 0, LK = 1."""
+    for i in range(0, len(buf) - 3, 4):
+        if (buf[i] >> 2) == 0x12 and (buf[i + 3] & 3) == 1:
+            src = (buf[i] & 3) << 24 | buf[i + 1] << 16 | buf[i + 2] << 8 | (buf[i + 3] & ~3 & 0xFF)
+            dest = (src - (now_pos + i)) & 0xFFFFFFFF
+            buf[i] = 0x48 | (dest >> 24 & 3)
+            buf[i + 1] = dest >> 16 & 0xFF
+            buf[i + 2] = dest >> 8 & 0xFF
+            buf[i + 3] = (buf[i + 3] & 3) | (dest & 0xFF)
+
+
+def bcj_sparc_decode(buf, now_pos):
+    """xz simple/sparc.c: call."""
+    for i in range(0, len(buf) - 3, 4):
+        if (buf[i] == 0x40 and (buf[i + 1] & 0xC0) == 0) or \
+                (buf[i] == 0x7F and (buf[i + 1] & 0xC0) == 0xC0):
+            src = (struct.unpack_from(">I", buf, i)[0] << 2) & 0xFFFFFFFF
+            dest = ((src - (now_pos + i)) & 0xFFFFFFFF) >> 2
+            dest = (((-((dest >> 22) & 1)) << 22) & 0x3FFFFFFF) | (dest & 0x3FFFFF) | 0x40000000
+            struct.pack_into(">I", buf, i, dest & 0xFFFFFFFF)
+
+
+def bcj_riscv_decode(buf, now_pos):
+    """xz 5.6.0 simple/riscv.c, decoder: JAL, and AUIPC pairs (special and "fake")."""
+    M = 0xFFFFFFFF
+    if len(buf) < 8:
+        return
+    last = len(buf) - 8
+    i = 0
+    while i <= last:
+        inst = buf[i]
+        if inst == 0xEF:  # JAL
+            b1 = buf[i + 1]
+            if b1 & 0x0D == 0:
+                b2, b3 = buf[i + 2], buf[i + 3]
+                addr = (((b1 & 0xF0) << 13 | b2 << 9 | b3 << 1) - (now_pos + i)) & M
+                buf[i + 1] = (b1 & 0x0F) | (addr >> 8 & 0xF0)
+                buf[i + 2] = (addr >> 16 & 0x0F) | (addr >> 7 & 0x10) | (addr << 4 & 0xE0)
+                buf[i + 3] = (addr >> 4 & 0x7F) | (addr >> 13 & 0x80)
+                i += 4
+                continue
+        elif inst & 0x7F == 0x17:  # AUIPC
+            inst = struct.unpack_from("<I", buf, i)[0]
+            if inst & 0xE80:  # rd is not x0 or x2: maybe a "fake" pair
+                inst2 = struct.unpack_from("<I", buf, i + 4)[0]
+                if ((inst << 8) ^ (inst2 - 3)) & 0xF8003:
+                    i += 6
+                    continue
+                addr = ((inst & 0xFFFFF000) + (inst2 >> 20)) & M
+                inst = (0x17 | (2 << 7) | (inst2 << 12)) & M
+                inst2 = addr
+            else:  # rd is x0 or x2: a special pair
+                rs1 = inst >> 27
+                if (((inst - 0x3117) << 18) & M) >= (rs1 & 0x1D):
+                    i += 4
+                    continue
+                addr = (struct.unpack_from(">I", buf, i + 4)[0] - (now_pos + i)) & M
+                inst2 = ((inst >> 12) | (addr << 20)) & M
+                inst = (0x17 | (rs1 << 7) | ((addr + 0x800) & 0xFFFFF000)) & M
+            struct.pack_into("<II", buf, i, inst, inst2)
+            i += 8
+            continue
+        i += 2
+
+
+IA64_BRANCH = (0,) * 16 + (4, 4, 6, 6, 0, 0, 7, 7, 4, 4, 0, 0, 4, 4, 0, 0)
+
+
+def bcj_ia64_decode(buf, now_pos):
+    """xz simple/ia64.c: bundle templates, slot branches."""
+    for i in range(0, len(buf) - 15, 16):
+        mask = IA64_BRANCH[buf[i] & 0x1F]
+        bit_pos = 5
+        for slot in range(3):
+            if (mask >> slot) & 1:
+                byte_pos, bit_res = bit_pos >> 3, bit_pos & 7
+                instr = int.from_bytes(buf[i + byte_pos:i + byte_pos + 6], "little")
+                norm = instr >> bit_res
+                if (norm >> 37) & 0xF == 0x5 and (norm >> 9) & 7 == 0:
+                    src = ((norm >> 13) & 0xFFFFF) | (((norm >> 36) & 1) << 20)
+                    src <<= 4
+                    dest = ((src - (now_pos + i)) & 0xFFFFFFFF) >> 4
+                    norm &= ~(0x8FFFFF << 13)
+                    norm |= (dest & 0xFFFFF) << 13
+                    norm |= (dest & 0x100000) << (36 - 20)
+                    instr = (instr & ((1 << bit_res) - 1)) | (norm << bit_res)
+                    buf[i + byte_pos:i + byte_pos + 6] = (instr & (1 << 48) - 1).to_bytes(6, "little")
+            bit_pos += 41
+
+
+BCJ = {1: (bcj_x86_decode, 1), 2: (bcj_arm64_decode, 4), 3: (bcj_arm_decode, 4),
+       4: (bcj_armthumb_decode, 2), 5: (bcj_powerpc_decode, 4), 6: (bcj_sparc_decode, 4),
+       7: (bcj_ia64_decode, 16), 8: (bcj_riscv_decode, 2)}
 BCJ_ALIGN = {0: 1, 1: 1, 2: 4, 3: 4, 4: 2, 5: 4, 6: 4, 7: 16, 8: 2}
 
 
