@@ -263,7 +263,10 @@ def parse_header(buf):
     need(sum(1 for k, _ in h.stanzas if k in (1, 2)) <= 1, 3, "two password stanzas")
     n = r.u32()
     need(n <= 4096, 3, "comment too long")
-    h.comment = r.take(n).decode("utf-8")
+    try:
+        h.comment = r.take(n).decode("utf-8")
+    except UnicodeDecodeError:
+        raise Fail(3, "header: comment is not UTF-8")
     h.ext = {}
     if h.version == 2:
         E = r.u16()
