@@ -168,6 +168,13 @@ restore delta-l9 src2 delta9.kry src --base plain.kry
 restore delta-encrypted src2 deltaenc.kry src --keyfile k2.key --base kf.kry --base-keyfile k.key
 refuse delta-without-base 9 delta.kry
 refuse delta-wrong-base 9 delta.kry --base stored.kry
+# same archive id (SOURCE_DATE_EPOCH, FORMAT.md 12.4), other frames: only the binding differs
+mkdir -p same1 same2 && cp src/text.txt same1/ && cp src/text.txt same2/ && echo other > same2/more
+(cd same1 && SOURCE_DATE_EPOCH=1700000000 "$K" c -q ../same1.kry .)
+(cd same2 && SOURCE_DATE_EPOCH=1700000000 "$K" c -q ../same2.kry .)
+(cd same1 && "$K" c -q --base ../same1.kry ../same-delta.kry .)
+restore delta-reproducible-base same1 same-delta.kry . --base same1.kry
+refuse delta-same-id-other-binding 9 same-delta.kry --base same2.kry
 
 # --- golden archives: format 1 and 2 (test-vectors/), delta (tests/golden/) ---------
 python3 - "$R" "$HERE" <<'EOF' && ok "golden vectors" || { fail "golden vectors"; }
