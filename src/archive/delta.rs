@@ -288,14 +288,14 @@ pub(crate) struct DeltaWriter {
 
 impl DeltaWriter {
     /// A writer's delta state for blocks of `block_size` bytes: regions widened by
-    /// [`widen_for`] on each side, at most [`MAX_REGION`].
+    /// [`widen_for`] on each side, at most [`max_region`]`(block_size)`.
     pub(crate) fn new(map: BaseMap, block_size: usize) -> DeltaWriter {
         DeltaWriter {
             map,
             current: None,
             placed: Vec::new(),
             widen: widen_for(block_size),
-            max: MAX_REGION.max(block_size as u64 + 2 * widen_for(block_size)),
+            max: max_region(block_size),
             referenced: 0,
             ref_span: None,
         }
@@ -381,6 +381,21 @@ impl DeltaWriter {
 fn reference_range(f: &BaseFile) -> Option<(u64, u64)> {
     let end = f.stream_at(f.size)?;
     Some((end, end + record::END_LEN as u64 + 16))
+}
+
+/// Most bytes of base region the writer gives a block of `block_size` bytes: [`MAX_REGION`],
+/// or the block and [`widen_for`] on each side when that is more, but never more than the
+/// format allows a region (docs/FORMAT.md §16.2: 256 MiB, [`MAX_REFERENCE_LEN`]). Without
+/// that cap, blocks of more than 254 MiB (`-b 255M`, `-b 256M`) over a base file of more
+/// than 256 MiB got regions of up to 258 MiB, which every reader refuses ("base region:
+/// length … outside 1..=268435456"): `c` wrote an archive nothing could read. Region and
+/// block then stay within the 512 MiB zstd window of §5.1 too (256 + 256 MiB).
+///
+/// [`MAX_REFERENCE_LEN`]: crate::format::limits::MAX_REFERENCE_LEN
+pub fn max_region(block_size: usize) -> u64 {
+    MAX_REGION
+        .max(block_size as u64 + 2 * widen_for(block_size))
+        .min(u64::from(crate::format::limits::MAX_REFERENCE_LEN))
 }
 
 /// Bytes a region reaches beyond a segment on each side: 1 MiB, whatever the block size.

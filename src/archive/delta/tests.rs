@@ -94,3 +94,28 @@ fn a_region_widens_by_the_growth_of_the_file_and_is_capped() {
     let r = m.region(&[p, q], 0, 300).unwrap();
     assert_eq!((r.seq, r.offset, r.len), (2, 400, 300));
 }
+
+#[test]
+fn a_region_never_exceeds_the_format_limit_whatever_the_block_size() {
+    use crate::format::limits::MAX_REFERENCE_LEN;
+    assert_eq!(max_region(4 << 20), MAX_REGION);
+    assert_eq!(max_region(64 << 20), (64 << 20) + (2 << 20));
+    assert_eq!(max_region(254 << 20), 256 << 20);
+    assert_eq!(max_region(255 << 20), u64::from(MAX_REFERENCE_LEN));
+    assert_eq!(max_region(256 << 20), u64::from(MAX_REFERENCE_LEN));
+    // A 256 MiB block of a file that shrank from 300 MiB: its segments reach the whole base
+    // file (1 MiB each side, and the shrinkage to the right), which is cut to 256 MiB.
+    let m = map(vec![0], 300 << 20);
+    let f = file(300 << 20, &[(0, 300 << 20, 0)]);
+    let p = Placed {
+        file: f,
+        offset: 0,
+        len: 4096,
+        new_size: 4096,
+        records: None,
+    };
+    let mut w = DeltaWriter::new(m, 256 << 20);
+    w.placed.push(p);
+    let r = w.take_region().unwrap();
+    assert_eq!((r.seq, r.offset, r.len), (0, 0, MAX_REFERENCE_LEN));
+}
