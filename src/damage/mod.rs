@@ -372,7 +372,9 @@ pub(crate) fn salvage_without_index(
         // Nothing could be read without the index: nothing to salvage.
         return Err(first);
     }
-    if s.lost.is_empty() && s.base_unusable.is_empty() && damaged == 0 && !s.budget_hit && !cut {
+    // No bytes of the data frames lost: only the index or footer, and any records refused.
+    let frames_whole = s.lost.is_empty() && s.base_unusable.is_empty() && !s.budget_hit && !cut;
+    if frames_whole && damaged == 0 && s.refused.is_empty() {
         // Every data frame verified and the fault is in the index or footer alone: the run
         // ends with that error (the archive is damaged), saying that nothing was lost.
         rep.warn(&format!(
@@ -410,6 +412,10 @@ pub(crate) fn salvage_without_index(
         "listed" => "not listed",
         _ => "not restored",
     };
+    // Entries lost to records refused: part of the run's error, shown with `-q` too.
+    for r in &s.refused {
+        rep.lost(&format!("{}: {r}", crate::fs::shown(archive)));
+    }
     for (p, why) in &s.damaged {
         rep.lost(&format!("{p}: {not}: {why}"));
     }
@@ -438,7 +444,11 @@ pub(crate) fn salvage_without_index(
         restored: s.restored,
         total: s.restored + damaged,
         damaged,
-        code: if own || s.base_unusable.is_empty() {
+        code: if frames_whole && !s.refused.is_empty() {
+            // Every data frame verified: what failed is records refused in them (and the
+            // index or footer), a structure, not a checksum (FORMAT.md §11).
+            worst(sealed, false)
+        } else if own || s.base_unusable.is_empty() {
             worst(sealed, true)
         } else {
             9

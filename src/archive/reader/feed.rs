@@ -85,6 +85,10 @@ pub(super) struct Feed<'a> {
     /// an entry's first record) came out of the base: what a file was read with, so that a
     /// mismatch read with a damaged base is blamed on the base (`records`).
     pub(super) read_base: bool,
+    /// Every block of the data (or of `range`) was delivered: the next one asked for was not
+    /// there. A record parse that fails after this ran out of bytes; before it, it failed on
+    /// bytes that verified (salvage tells the two apart: `resync`).
+    pub(super) exhausted: bool,
 }
 
 impl<'a> Feed<'a> {
@@ -136,6 +140,7 @@ impl<'a> Feed<'a> {
             hasher: None,
             block_on_base: false,
             read_base: false,
+            exhausted: false,
         }
     }
 
@@ -366,6 +371,7 @@ impl<'a> Feed<'a> {
                 if let Some(e) = self.deferred.take() {
                     return Err(e);
                 }
+                self.exhausted = true;
                 return Ok(false);
             };
             let mut decoded = r.map_err(|f| self.ar.fault(offset, h.seq, f))?;

@@ -81,6 +81,11 @@ pub struct StreamSalvage {
     /// A run of frames that verified failed for a reason of its own (a rule broken across
     /// them, not damage around it or the base): the archive's own fault.
     pub broken_run: bool,
+    /// Runs whose records, in frames that verified, broke a rule of the format before the
+    /// run's bytes ran out (an unsafe path, a name given twice, an entry below a symbolic
+    /// link, …): what was refused, and that the rest of the run was not read. Never silent:
+    /// every entry after it in the run is lost with it.
+    pub refused: Vec<String>,
     /// Entries seen whose content was cut by damage: (path, why).
     pub damaged: Vec<(String, String)>,
     /// Entries restored.
@@ -495,6 +500,9 @@ impl Archive {
             Check::Set(set),
             (0, 0),
         );
+        // Parsing failed before the run's blocks ran out: on bytes that verified, not at
+        // the damage that ends the run.
+        let ran_out = feed.exhausted;
         drop(feed);
         drop(pool);
         let (ended, current) = (count.ended, count.current.take());
@@ -504,6 +512,27 @@ impl Archive {
         match r {
             Ok(_) => Ok(true),
             Err(e) if matches!(e.root(), Error::Io { .. }) => Err(e),
+            Err(e) if !ran_out && !on_base => {
+                out.broken_run = true;
+                let why = refusal(&e);
+                let entry = match &e {
+                    Error::InEntry { entry, .. } => Some(entry.clone()),
+                    _ => current,
+                };
+                if let Some(entry) = entry {
+                    out.damaged.push((entry, why.clone()));
+                }
+                out.refused.push(if first == last {
+                    format!(
+                        "frame {first} verified, but its records are refused ({why}): the entries after that point in it were not read"
+                    )
+                } else {
+                    format!(
+                        "frames {first} to {last} verified, but their records are refused ({why}): the entries after that point in them were not read"
+                    )
+                });
+                Ok(false)
+            }
             // Cut where the next frame's base is unusable: lost to the base, named with it.
             Err(e) if at_base.is_some() && !on_base => {
                 let b = at_base.expect("checked");
@@ -538,6 +567,18 @@ impl Archive {
                 Ok(false)
             }
         }
+    }
+}
+
+/// Why the records of frames that verified were refused: the error, or in an encrypted
+/// archive (where such an error reads as a wrong key: the key is known to be right here)
+/// that whoever held the key wrote them so.
+fn refusal(e: &Error) -> String {
+    match e.root() {
+        Error::AuthFailed { .. } => {
+            "they break a rule of the format, though they verified under the key".into()
+        }
+        root => root.to_string(),
     }
 }
 
