@@ -437,23 +437,3 @@ fn a_socket_as_output_is_refused_before_the_base_is_opened() {
             .is_socket()
     );
 }
-
-/// `c -s --base` stored every block whole (no delta, no references: a stored block has no
-/// compressor to take the base) yet wrote a delta archive that needs the base to be read
-/// (helper-51). Refused as a usage error before anything is written.
-#[test]
-fn store_with_a_base_is_refused_before_anything_is_written() {
-    let fx = Fx::new();
-    versions(&fx, Change::Small);
-    fx.ok(&["c", "-q", "base.kry", "v1"]);
-    for s in ["-s", "--store"] {
-        let o = fx.run(&["c", "-q", s, "--base", "base.kry", "d.kry", "v2"]);
-        assert_eq!(code(&o), 1, "{}", err(&o));
-        assert!(
-            err(&o).contains("'--store' cannot be used with '--base <BASE>'"),
-            "{}",
-            err(&o)
-        );
-        assert!(!fx.exists("d.kry"));
-    }
-}

@@ -231,8 +231,8 @@ pub(crate) struct CompressArgs {
     /// Compression level 1 (fast) ..= 9 (smallest); see README for the zstd mapping
     #[arg(short, long, value_name = "1..9", value_parser = clap::value_parser!(u8).range(1..=9))]
     pub(crate) level: Option<u8>,
-    /// Store blocks without compression (not with --base: a delta needs compression)
-    #[arg(short, long, conflicts_with_all = ["level", "base"])]
+    /// Store blocks without compression
+    #[arg(short, long, conflicts_with = "level")]
     pub(crate) store: bool,
     /// Worker threads (default and at most: all cores; with -s the cores minus one)
     #[arg(short = 'j', long, value_name = "N")]
