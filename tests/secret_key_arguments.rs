@@ -1,0 +1,103 @@
+//! Key files on the command line, as a careless user gives them (helper-52): secret key text
+//! where a key file belongs is refused without being echoed; a secret key file group or
+//! others may write is warned about, as a readable one is; an output that is a key file the
+//! command reads is refused even with `-f`.
+
+mod cli_common;
+mod common;
+
+use cli_common::*;
+use common::code;
+
+/// The key line of the key file `name` in `fx`.
+fn key_line(fx: &Fx, name: &str) -> String {
+    String::from_utf8(fx.read(name))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("KRYPTA-"))
+        .expect("a key line")
+        .to_string()
+}
+
+/// `args` fails with exit 1, naming `<argument>` and never the secret `text`.
+fn refused_unechoed(fx: &Fx, args: &[&str], text: &str) {
+    let o = fx.run(args);
+    let (e, so) = (err(&o), out(&o));
+    assert_eq!(code(&o), 1, "{args:?}: {e}");
+    assert!(
+        e.contains("krypta: <argument>: key text given as an argument"),
+        "{args:?}: {e}"
+    );
+    // The payload (after the 13-character prefix) appears nowhere.
+    assert!(!e.contains(&text[13..]), "{args:?} echoed the secret: {e}");
+    assert!(
+        !so.contains(&text[13..]),
+        "{args:?} echoed the secret: {so}"
+    );
+}
+
+/// `-i` and `--sign` refused key text as an argument ("<argument>: key text given as an
+/// argument"), but `--keyfile`, `c --keyfile`, `rekey --new-keyfile` and `--base-keyfile`
+/// took it as a path and printed it whole in "KRYPTA-KEY-1-…: open key file: No such file or
+/// directory": the secret, on stderr and so in the logs of the script that made the mistake.
+#[test]
+fn a_symmetric_key_given_as_text_is_refused_and_not_echoed() {
+    let fx = Fx::new();
+    fx.file("t/a", b"data");
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["keygen", "-q", "-o", "k2"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "a.kry", "t"]);
+    let text = key_line(&fx, "k");
+    // Reading: t, x, l.
+    refused_unechoed(&fx, &["t", "--keyfile", &text, "a.kry"], &text);
+    refused_unechoed(&fx, &["x", "-o", "o", "--keyfile", &text, "a.kry"], &text);
+    refused_unechoed(&fx, &["l", "--keyfile", &text, "a.kry"], &text);
+    // Writing: c --keyfile, rekey --keyfile and --new-keyfile.
+    refused_unechoed(&fx, &["c", "--keyfile", &text, "b.kry", "t"], &text);
+    refused_unechoed(
+        &fx,
+        &[
+            "rekey",
+            "--keyfile",
+            &text,
+            "a.kry",
+            "-o",
+            "r.kry",
+            "--new-keyfile",
+            "k2",
+        ],
+        &text,
+    );
+    refused_unechoed(
+        &fx,
+        &[
+            "rekey",
+            "--keyfile",
+            "k",
+            "a.kry",
+            "-o",
+            "r.kry",
+            "--new-keyfile",
+            &text,
+        ],
+        &text,
+    );
+    // A delta base's key.
+    refused_unechoed(
+        &fx,
+        &[
+            "c",
+            "--base",
+            "a.kry",
+            "--base-keyfile",
+            &text,
+            "d.kry",
+            "t",
+        ],
+        &text,
+    );
+    assert!(!fx.exists("b.kry") && !fx.exists("r.kry") && !fx.exists("d.kry"));
+    // A file of that name is still a file: the rule is only for text naming nothing.
+    std::fs::copy(fx.p("k"), fx.p(&text)).unwrap();
+    fx.ok(&["t", "-q", "--keyfile", &text, "a.kry"]);
+}
