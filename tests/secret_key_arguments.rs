@@ -101,3 +101,51 @@ fn a_symmetric_key_given_as_text_is_refused_and_not_echoed() {
     std::fs::copy(fx.p("k"), fx.p(&text)).unwrap();
     fx.ok(&["t", "-q", "--keyfile", &text, "a.kry"]);
 }
+
+/// Box and signing secret keys warn when group or others may write them too, as key files
+/// do (SECURITY.md: "group- or world-accessible"): only a readable one was warned about, so
+/// a group-writable `alice` or signing key, which another user can replace with their own
+/// (`keygen --pub -k alice` then prints *their* public key), was used in silence.
+#[test]
+fn a_group_writable_secret_key_is_used_with_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fx::new();
+    fx.file("t/a", b"data");
+    fx.ok(&["keygen", "-q", "--box", "-o", "alice"]);
+    fx.ok(&["keygen", "-q", "--sign", "-o", "me"]);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    let mode = |name: &str, m: u32| {
+        std::fs::set_permissions(fx.p(name), std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    for m in [0o620, 0o602] {
+        mode("alice", m);
+        mode("me", m);
+        mode("k", m);
+        let o = fx.ok(&["c", "-q", "-r", "alice.pub", "--sign", "me", "a.kry", "t"]);
+        assert_eq!(
+            err(&o),
+            format!(
+                "krypta: warning: me is writable by group/others (mode 0{m:o}): they could replace the key; chmod 600 me\n"
+            )
+        );
+        let o = fx.ok(&["t", "-q", "-i", "alice", "a.kry"]);
+        assert_eq!(
+            err(&o),
+            format!(
+                "krypta: warning: alice is writable by group/others (mode 0{m:o}): they could replace the key; chmod 600 alice\n"
+            )
+        );
+        // Key files already warned so.
+        let o = fx.ok(&["c", "-q", "--keyfile", "k", "b.kry", "t"]);
+        assert!(err(&o).contains("k: key file is accessible by group or others"));
+        std::fs::remove_file(fx.p("a.kry")).unwrap();
+        std::fs::remove_file(fx.p("b.kry")).unwrap();
+    }
+    // Private again: nothing said.
+    mode("alice", 0o600);
+    mode("me", 0o600);
+    let o = fx.ok(&["c", "-q", "-r", "alice.pub", "--sign", "me", "a.kry", "t"]);
+    assert_eq!(err(&o), "");
+    let o = fx.ok(&["t", "-q", "-i", "alice", "a.kry"]);
+    assert_eq!(err(&o), "");
+}
