@@ -149,3 +149,106 @@ fn a_group_writable_secret_key_is_used_with_a_warning() {
     let o = fx.ok(&["t", "-q", "-i", "alice", "a.kry"]);
     assert_eq!(err(&o), "");
 }
+
+/// An OUTPUT that is a key file the command reads is refused even with `-f`: `c -f --keyfile
+/// k k dir` replaced the only copy of the key with an archive that only that key opens (and
+/// `--pass-file pw pw`, `--sign me me`, `rekey -o k -f --new-keyfile k` alike). The key is
+/// left as it was, however the output names it (a link, another spelling).
+#[test]
+fn an_output_that_is_a_key_file_being_read_is_refused_even_with_force() {
+    let fx = Fx::new();
+    fx.file("t/a", b"data");
+    fx.file("pw", b"a good password\n");
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["keygen", "-q", "-o", "k2"]);
+    fx.ok(&["keygen", "-q", "--sign", "-o", "me"]);
+    fx.ok(&["keygen", "-q", "--box", "-o", "alice"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "a.kry", "t"]);
+    std::os::unix::fs::symlink("k", fx.p("k-link")).unwrap();
+    let before: Vec<(&str, Vec<u8>)> = ["k", "k2", "pw", "me", "alice", "alice.pub"]
+        .into_iter()
+        .map(|n| (n, fx.read(n)))
+        .collect();
+    let argon = ["--kdf-memory", "8", "--kdf-iterations", "1"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["c", "-f", "--keyfile", "k", "k", "t"], "--keyfile"),
+        (
+            vec!["c", "-f", "--keyfile", "k", "./k-link", "t"],
+            "--keyfile",
+        ),
+        (
+            vec!["c", "-f", "--keyfile", "k-link", "k", "t"],
+            "--keyfile",
+        ),
+        (
+            [&["c", "-f", "--pass-file", "pw"][..], &argon, &["pw", "t"]].concat(),
+            "--pass-file",
+        ),
+        (
+            vec!["c", "-f", "--keyfile", "k", "--sign", "me", "me", "t"],
+            "--sign",
+        ),
+        (vec!["c", "-f", "-r", "alice.pub", "alice.pub", "t"], "-r"),
+        (
+            vec![
+                "rekey",
+                "--keyfile",
+                "k",
+                "a.kry",
+                "-o",
+                "k2",
+                "-f",
+                "--new-keyfile",
+                "k2",
+            ],
+            "--new-keyfile",
+        ),
+        (
+            vec![
+                "rekey",
+                "--keyfile",
+                "k",
+                "a.kry",
+                "-o",
+                "k",
+                "-f",
+                "--new-keyfile",
+                "k2",
+            ],
+            "--keyfile",
+        ),
+        (
+            vec![
+                "rekey",
+                "--keyfile",
+                "k",
+                "a.kry",
+                "-o",
+                "me",
+                "-f",
+                "--new-keyfile",
+                "k2",
+                "--sign",
+                "me",
+            ],
+            "--sign",
+        ),
+    ];
+    for (args, option) in &cases {
+        let o = fx.run(args);
+        assert_eq!(code(&o), 1, "{args:?}: {}", err(&o));
+        assert!(
+            err(&o).contains(&format!(
+                "is the file given with {option}: writing the archive over it would destroy that key"
+            )),
+            "{args:?}: {}",
+            err(&o)
+        );
+        for (n, b) in &before {
+            assert_eq!(&fx.read(n), b, "{args:?} changed {n}");
+        }
+    }
+    // Another output is written as before.
+    fx.ok(&["c", "-q", "-f", "--keyfile", "k", "a.kry", "t"]);
+    fx.ok(&["t", "-q", "--keyfile", "k", "a.kry"]);
+}
