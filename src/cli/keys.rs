@@ -257,3 +257,57 @@ pub(crate) fn one_stanza_per_key(recipients: &mut Vec<krypta::crypto::stanza::Re
         true
     });
 }
+
+/// The key files a command that writes `output` reads, each with the option that named it:
+/// password files, key files, secret and public keys, recipients files, a delta base's keys.
+pub(crate) type KeyPaths<'a> = Vec<(&'static str, &'a std::ffi::OsStr)>;
+
+/// Refuses an `output` that is one of the files in `keys` (the same file however spelled: a
+/// link, `./k`, a hard link), even with `-f`. `c -f --keyfile k k dir` wrote the archive over
+/// its only key (and `--pass-file pw pw`, `--sign me me`, `rekey -o k --new-keyfile k` the
+/// same): an archive nothing can ever open, with no copy of the key left. A missing output,
+/// `-` and an object are never a key file.
+pub(crate) fn refuse_output_over_key(output: &std::path::Path, keys: &KeyPaths<'_>) -> Result<()> {
+    use krypta::store::Location;
+    let Ok(out @ Location::Local(_)) = Location::parse(output) else {
+        return Ok(());
+    };
+    if output.as_os_str() == "-" || std::fs::symlink_metadata(output).is_err() {
+        return Ok(());
+    }
+    for (option, key) in keys {
+        let key = std::path::Path::new(key);
+        if std::fs::metadata(key).is_ok()
+            && let Ok(k @ Location::Local(_)) = Location::parse(key)
+            && out.same_archive(&k)
+        {
+            return Err(Error::Usage(format!(
+                "{}: is the file given with {option}: writing the archive over it would destroy \
+                 that key (refused even with -f); give another output name",
+                krypta::fs::shown(output)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The files a delta base's key options name, for [`refuse_output_over_key`].
+pub(crate) fn base_key_paths(b: &BaseArgs) -> KeyPaths<'_> {
+    let mut v: KeyPaths<'_> = Vec::new();
+    v.extend(
+        b.base_pass_file
+            .iter()
+            .map(|p| ("--base-pass-file", p.as_os_str())),
+    );
+    v.extend(
+        b.base_keyfiles
+            .iter()
+            .map(|p| ("--base-keyfile", p.as_os_str())),
+    );
+    v.extend(
+        b.base_identities
+            .iter()
+            .map(|p| ("--base-identity", p.as_os_str())),
+    );
+    v
+}

@@ -83,9 +83,17 @@ pub(crate) fn print_info(
             krypta::crypto::sign::fingerprint_hex(&fp)
         );
         match &f.signature {
-            Some(Ok(())) => out!(
-                "                (ML-DSA-65 + Ed25519 signature verified over the header, every frame tag, the index and the footer)"
-            ),
+            // Without reading the frames (and, encrypted, without the key) only their tags
+            // are checked against the signature, not each frame's bytes against its tag: a
+            // changed frame body (the index's too) still shows this line, and `t` refuses it.
+            Some(Ok(())) => {
+                out!(
+                    "                (ML-DSA-65 + Ed25519 signature verified over the header, every frame's tag and the footer;"
+                );
+                out!(
+                    "                krypta t --signer checks each frame's bytes against its tag)"
+                );
+            }
             Some(Err(why)) => out!("                SIGNATURE REFUSED: {why}"),
             None => {
                 out!("                (signature not checked: a stream; krypta t checks it)")

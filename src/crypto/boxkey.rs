@@ -197,18 +197,30 @@ pub fn load_public(path_or_text: impl AsRef<OsStr>) -> Result<PublicKey, Error> 
     PublicKey::from_bytes(&bytes).map_err(|e| bad_key(shown, e))
 }
 
-/// `Some(warning)` when the secret key file `path` is readable by group or others, e.g.
-/// "id.key is readable by group/others (mode 0644); chmod 600 id.key"; `None` when it is
+/// `Some(warning)` when group or others may read or write the secret key file `path` (any of
+/// mode bits 0o077, as [`super::keyfile::mode_warning`] checks key files), e.g. "id.key is
+/// readable by group/others (mode 0644); chmod 600 id.key", or "… is writable by
+/// group/others (mode 0620): they could replace the key; …" (a replaced box key's `--pub`
+/// names their public key, a replaced signing key signs with theirs); `None` when it is
 /// private or its metadata cannot be read (reading it will report that).
 pub fn secret_key_mode_warning(path: &Path) -> Option<String> {
     let mode = fs::metadata(path).ok()?.permissions().mode() & 0o7777;
-    if mode & 0o044 == 0 {
-        return None;
-    }
     let name = crate::fs::shown(path);
-    Some(format!(
-        "{name} is readable by group/others (mode {mode:04o}); chmod 600 {name}"
-    ))
+    if mode & 0o044 != 0 {
+        Some(format!(
+            "{name} is readable by group/others (mode {mode:04o}); chmod 600 {name}"
+        ))
+    } else if mode & 0o022 != 0 {
+        Some(format!(
+            "{name} is writable by group/others (mode {mode:04o}): they could replace the key; chmod 600 {name}"
+        ))
+    } else if mode & 0o077 != 0 {
+        Some(format!(
+            "{name} is accessible by group/others (mode {mode:04o}); chmod 600 {name}"
+        ))
+    } else {
+        None
+    }
 }
 
 /// The one-line key text of a box public key ("KRYPTA-BOX-PUBLIC-1-...", no newline), as

@@ -110,7 +110,22 @@ pub fn generate_keyfile(path: &Path) -> Result<(), Error> {
 /// Loads the key file at `path`. Errors name the file: [`Error::Io`] when it cannot be read,
 /// [`Error::BadKeyFile`] when it is not a krypta key file, is of another key kind, damaged,
 /// truncated or larger than [`MAX_KEYFILE_LEN`]. See [`mode_warning`] for permissions.
+///
+/// Key text given in place of the path (`--keyfile KRYPTA-KEY-1-…`, naming no file) is refused
+/// as [`super::boxkey::INLINE_KEY_PATH`], as `-i` and `--sign` refuse it: the path is not
+/// echoed, since it is the secret itself (the "No such file" error printed it to stderr, and
+/// so into logs), and a key on the command line shows in the process list.
 pub fn load_keyfile(path: &Path) -> Result<SymmetricKey, Error> {
+    if super::boxkey::looks_like_key_text(path.as_os_str()).is_some()
+        && std::fs::symlink_metadata(path).is_err()
+    {
+        return Err(Error::BadKeyFile {
+            path: super::boxkey::INLINE_KEY_PATH.into(),
+            problem: "key text given as an argument; a key must be read from a file \
+                      (give the path of the key file written by `krypta keygen`)"
+                .to_string(),
+        });
+    }
     let bad = |problem: String| Error::BadKeyFile {
         path: path.to_path_buf(),
         problem,
