@@ -102,7 +102,9 @@ t = -315619200 * 10**9 + 250000000
 os.utime("old", ns=(t, t))
 EOF
     cp /usr/bin/ls ls                                              # x86-64 ELF: BCJ x86
-    cp "$(ls /usr/lib/x86_64-linux-gnu/libz.so.* /lib/x86_64-linux-gnu/libz.so.* 2>/dev/null | head -1)" libz.so
+    # A shared library too (any ELF will do where libz is elsewhere: the case is "a second binary").
+    lib=$(ls /usr/lib/x86_64-linux-gnu/libz.so.* /lib/x86_64-linux-gnu/libz.so.* 2>/dev/null | head -1 || true)
+    cp "${lib:-/usr/bin/ls}" libz.so
     ln -s a.txt link
     ln -s /nonexistent/abs dangling
     ln a.txt sub/hard
