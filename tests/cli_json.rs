@@ -246,3 +246,79 @@ fn test_json_reports_success_and_failure_with_the_exit_code() {
     let v: Value = serde_json::from_str(&out(&o)).unwrap();
     assert_eq!((&v["ok"], &v["exit_code"]), (&json!(false), &json!(3)));
 }
+
+/// The key names of the table under the heading that starts with `heading` in docs/JSON.md,
+/// in the order shown: each row's first cell, its backquoted names (`path` / `path_b64`
+/// and `uid`, `gid` both count; a `_b64` twin takes its plain name's place).
+fn documented_keys(heading: &str) -> Vec<String> {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/JSON.md")).unwrap();
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with(heading))
+        .unwrap_or_else(|| panic!("no section {heading} in docs/JSON.md"));
+    let mut keys = Vec::new();
+    for row in section.lines().filter(|l| l.starts_with("| `")) {
+        let cell = row.split('|').nth(1).unwrap();
+        for name in cell.split('`').skip(1).step_by(2) {
+            let name = name.strip_suffix("_b64").unwrap_or(name);
+            if !keys.iter().any(|k| k == name) {
+                keys.push(name.to_string());
+            }
+        }
+    }
+    keys
+}
+
+/// Asserts that every key of `v` is documented under `heading` and that they come in the
+/// documented order.
+fn assert_in_documented_order(heading: &str, v: &Value) {
+    let doc = documented_keys(heading);
+    let at: Vec<(usize, &str)> = keys(v)
+        .into_iter()
+        .map(|k| {
+            let plain = k.strip_suffix("_b64").unwrap_or(k);
+            let i = doc.iter().position(|d| d == plain);
+            (
+                i.unwrap_or_else(|| panic!("{k} is not in {heading}: {doc:?}")),
+                k,
+            )
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0].0 < w[1].0),
+        "{heading}: output order {:?}, documented {doc:?}",
+        keys(v)
+    );
+}
+
+#[test]
+fn json_keys_come_in_the_order_docs_json_md_shows() {
+    // docs/JSON.md promises "keys always come in the order shown"; `info` put `header_fix`
+    // and `trailing` before `delta_base` and `signer` while the page listed them after, and
+    // `test` put `signer` before `unverified` and `unverified` before `salvage`.
+    let fx = Fx::new();
+    fx.file("t/a", b"hello");
+    std::os::unix::fs::symlink("a", fx.p("t/l")).unwrap();
+    fx.ok(&["keygen", "-q", "--sign", "-o", "me"]);
+    fx.ok(&["c", "-q", "b.kry", "t"]);
+    fx.ok(&["c", "-q", "--sign", "me", "--base", "b.kry", "s.kry", "t"]);
+    fx.ok(&["c", "-q", "--sign", "me", "g.kry", "t"]);
+    for v in lines(&fx.ok(&["l", "--json", "s.kry"])) {
+        assert_in_documented_order("`krypta list --json", &v);
+    }
+    for a in ["b.kry", "s.kry"] {
+        let v: Value = serde_json::from_str(&out(&fx.ok(&["info", "--json", a]))).unwrap();
+        assert_in_documented_order("`krypta info --json", &v);
+    }
+    let v: Value = serde_json::from_str(&out(&fx.ok(&["t", "--json", "g.kry"]))).unwrap();
+    assert!(v.get("signer").is_some(), "{v}");
+    assert_in_documented_order("`krypta test --json", &v);
+    let mut a = std::fs::read(fx.p("b.kry")).unwrap();
+    a[100] ^= 0x40; // inside the only data frame
+    std::fs::write(fx.p("d.kry"), &a).unwrap();
+    let o = fx.run(&["t", "--json", "d.kry"]);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    let v: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_in_documented_order("`krypta test --json", &v);
+}

@@ -130,6 +130,24 @@ fn x_summary_out_counts_the_bytes_written_not_those_of_kept_or_stripped_files() 
 }
 
 #[test]
+fn c_summary_in_counts_a_sparse_file_at_its_size_holes_included() {
+    // It counted only the data extents: 1 MiB of hole and 5 bytes of data said "5 B in"
+    // and a ratio of thousands of percent, while `t` and `x` said 1 MiB.
+    let fx = Fx::new();
+    fx.mkdir("s");
+    let f = std::fs::File::create(fx.p("s/h")).unwrap();
+    f.set_len(1 << 20).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, b"tail\n", 1 << 20).unwrap();
+    drop(f);
+    let o = fx.run(&["c", "a.kry", "s"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let line = err(&o);
+    assert!(line.contains(", 1.0 MiB in, "), "{line}");
+    let o = fx.run(&["x", "a.kry", "-o", "o"]);
+    assert_eq!(extracted_and_out(&o).1, "1.0 MiB");
+}
+
+#[test]
 fn quiet_prints_no_summary() {
     let fx = Fx::new();
     tree(&fx);

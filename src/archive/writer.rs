@@ -478,12 +478,14 @@ impl<W: Write> ArchiveWriter<W> {
             if offset.saturating_add(len as u64) > MAX_FILE_SIZE {
                 return Err(too_big(meta, offset.saturating_add(len as u64)));
             }
-            // Holes before an extent hash as zeros, as the extracted file reads.
-            hash_zeros(&mut hasher, offset.saturating_sub(hashed_to));
+            // Holes before an extent hash as zeros, as the extracted file reads, and count
+            // as content: `content_bytes` is the logical size, holes included.
+            let hole = offset.saturating_sub(hashed_to);
+            hash_zeros(&mut hasher, hole);
             hasher.update(&self.block[data_at..data_at + len]);
             hashed_to = offset + len as u64;
             self.place_data(head_at, data_at, offset, len, align);
-            self.content_bytes += len as u64;
+            self.content_bytes += hole + len as u64;
             progress(self.content_bytes);
             if self.used() == self.cap {
                 self.flush_block()?;
@@ -495,6 +497,7 @@ impl<W: Write> ArchiveWriter<W> {
             return Err(too_big(meta, size));
         }
         hash_zeros(&mut hasher, size - hashed_to);
+        self.content_bytes += size - hashed_to;
         let digest: [u8; 32] = *hasher.finalize().as_bytes();
         let stored = (size >= DIGEST_MIN_SIZE || self.delta.is_some()).then_some(digest);
         self.delta_end_file();

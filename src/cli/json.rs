@@ -226,16 +226,17 @@ pub fn test_ok(path: &std::path::Path, s: &krypta::archive::reader::ScanSummary)
     o.insert("files".into(), json!(s.files));
     o.insert("bytes".into(), json!(s.bytes));
     o.insert("blocks".into(), json!(s.frames));
+    o.insert(
+        "unverified".into(),
+        Value::Array(s.unverified.iter().map(|p| json!(p)).collect()),
+    );
+    // Keys present only sometimes come last, in docs/JSON.md's order.
     if let Some(fp) = &s.signer {
         o.insert(
             "signer".into(),
             json!(krypta::crypto::sign::fingerprint_hex(fp)),
         );
     }
-    o.insert(
-        "unverified".into(),
-        Value::Array(s.unverified.iter().map(|p| json!(p)).collect()),
-    );
     Value::Object(o)
 }
 
