@@ -386,3 +386,39 @@ fn bytes_in_the_padding_are_damage_too() {
     assert_eq!(code(&t), 7, "{}", stderr(&t));
     f.assert_repaired("pad.kry", "padding");
 }
+
+/// helper-54: a header in a segment damaged beyond the recovery data was reported as "not a
+/// krypta archive (no krypta magic at the start)", exit 3, though the intact trailer had just
+/// proved it one: `t`, `x` and `l` now say what `repair --check` says (exit 5).
+#[test]
+fn a_header_beyond_the_recovery_data_is_named_as_such_not_as_no_archive() {
+    for encrypted in [false, true] {
+        let f = Fixture::new(1, encrypted, 0);
+        let mut b = f.bytes.clone();
+        // One shard more than the recovery data rebuilds, from byte 0 (the header's shards).
+        let lost = ((f.capacity() + 1) * SHARD) as usize;
+        for x in &mut b[..lost] {
+            *x ^= 0x55;
+        }
+        f.write("h.kry", &b);
+        let out = f.dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        for args in [
+            &["t", "h.kry"][..],
+            &["l", "h.kry"],
+            &["x", "h.kry", "-C", "out"],
+        ] {
+            let o = f.keyed(args);
+            let e = stderr(&o);
+            assert_eq!(code(&o), 5, "{args:?}, encrypted {encrypted}: {e}");
+            assert!(
+                e.contains("h.kry: damaged beyond the recovery data: segment 0 (bytes 0..")
+                    && !e.contains("not a krypta archive"),
+                "{args:?}, encrypted {encrypted}: {e}"
+            );
+        }
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+        let c = f.run(&["repair", "--check", "h.kry"]);
+        assert_eq!(code(&c), 5, "{}", stderr(&c));
+    }
+}

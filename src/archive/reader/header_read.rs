@@ -62,7 +62,7 @@ pub(super) fn read_header_opened(input: Input, path: &Path) -> Result<HeaderRead
 fn read_header_once(input: Input, path: &Path, scan: bool) -> Result<HeaderRead> {
     use crate::store::healing::{Search, protect};
     let input = match protect(input, path, Search::Trailer)? {
-        Ok(healing) => return read_header_from(Box::new(healing), path),
+        Ok(healing) => return read_header_healed(healing, path),
         Err(input) => input,
     };
     if !input.seekable() {
@@ -71,7 +71,7 @@ fn read_header_once(input: Input, path: &Path, scan: bool) -> Result<HeaderRead>
     match read_header_from(input, path) {
         Ok((h, b, input, fix)) if h.recovery_percent().is_none() => Ok((h, b, input, fix)),
         Ok((h, b, input, fix)) => match protect(input, path, Search::Scan)? {
-            Ok(healing) => read_header_from(Box::new(healing), path),
+            Ok(healing) => read_header_healed(healing, path),
             Err(mut input) => {
                 // Announced but not found: read without it (the commands say so).
                 input
@@ -83,7 +83,7 @@ fn read_header_once(input: Input, path: &Path, scan: bool) -> Result<HeaderRead>
         Err(e @ (Error::Corrupt { .. } | Error::UnsupportedVersion { .. })) if !scan => Err(e),
         Err(e @ (Error::Corrupt { .. } | Error::UnsupportedVersion { .. })) => {
             match protect(crate::store::open_source(path)?, path, Search::Scan)? {
-                Ok(healing) => read_header_from(Box::new(healing), path),
+                Ok(healing) => read_header_healed(healing, path),
                 Err(_) => Err(e),
             }
         }
@@ -98,7 +98,7 @@ fn read_header_once(input: Input, path: &Path, scan: bool) -> Result<HeaderRead>
                 && crate::store::healing::ends_with_shifted_trailer(&mut *again)
                 && let Ok(healing) = protect(again, path, Search::Scan)?
             {
-                return read_header_from(Box::new(healing), path);
+                return read_header_healed(healing, path);
             }
             Err(Error::NotAnArchive {
                 path: p,
@@ -110,6 +110,35 @@ fn read_header_once(input: Input, path: &Path, scan: bool) -> Result<HeaderRead>
         }
         Err(e) => Err(e),
     }
+}
+
+/// [`read_header_from`] through recovery data. A header that does not read as one (no
+/// magic, malformed, an unknown version) where the recovery data has found its segment
+/// beyond repair is reported as that damage (exit 5, as `repair --check` says it), not as
+/// "not a krypta archive": the section just found proves the file is one.
+fn read_header_healed(
+    healing: crate::store::healing::HealingSource,
+    path: &Path,
+) -> Result<HeaderRead> {
+    // Verifies (and repairs, when it can) the header's segment before it is parsed.
+    let _ = crate::store::Source::read_at(&healing, 0, &mut [0u8; 16]);
+    let beyond: Vec<_> = healing
+        .report()
+        .beyond
+        .into_iter()
+        .filter(|b| b.start == 0)
+        .collect();
+    read_header_from(Box::new(healing), path).map_err(|e| match e {
+        Error::NotAnArchive { .. } | Error::Corrupt { .. } | Error::UnsupportedVersion { .. }
+            if !beyond.is_empty() =>
+        {
+            Error::Recovery {
+                path: path.into(),
+                source: crate::recovery::RecoveryError::BeyondRepair { segments: beyond },
+            }
+        }
+        e => e,
+    })
 }
 
 /// How far back from the end of an archive without recovery data the footer is looked for
