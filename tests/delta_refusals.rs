@@ -437,3 +437,51 @@ fn a_socket_as_output_is_refused_before_the_base_is_opened() {
             .is_socket()
     );
 }
+
+/// A wrong *encrypted* base given without its key: the ids in the two headers (read without a
+/// key) already show it is not the delta's base, so that is said (exit 9, both ids), not "give
+/// --base-keyfile" — which only led to the same refusal once the key was found (helper-51).
+/// The right base without its key still asks for the key; from a pipe (the delta's header is
+/// not read twice) the key is asked for as before.
+#[test]
+fn a_wrong_encrypted_base_without_its_key_is_named_wrong_first() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "base.kry", "v1"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "other.kry", "v1"]);
+    fx.ok(&[
+        "c",
+        "-q",
+        "--base",
+        "base.kry",
+        "--base-keyfile",
+        "k",
+        "delta.kry",
+        "v2",
+    ]);
+    let (want, got) = (archive_id(&fx, "base.kry"), archive_id(&fx, "other.kry"));
+    for cmd in [
+        &["t", "--base", "other.kry", "delta.kry"][..],
+        &["x", "-q", "--base", "other.kry", "delta.kry", "-C", "out"],
+    ] {
+        let o = fx.run(cmd);
+        assert_eq!(code(&o), 9, "{}", err(&o));
+        assert_eq!(
+            err(&o).trim(),
+            format!(
+                "krypta: delta.kry: made against base {want}, but other.kry is archive {got}: refusing it"
+            )
+        );
+    }
+    assert!(!fx.exists("out/v2"));
+    let o = fx.run(&["t", "--base", "base.kry", "delta.kry"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o).trim(),
+        "krypta: base.kry: the base archive is encrypted (keyfile): give --base-keyfile"
+    );
+    let o = fx.run_stdin(&["t", "--base", "other.kry", "-"], &fx.read("delta.kry"));
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(err(&o).contains("give --base-keyfile"), "{}", err(&o));
+}

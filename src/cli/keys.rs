@@ -179,7 +179,37 @@ pub(crate) fn open_base_to_read(
     archive: &std::path::Path,
 ) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
     let taken = names_stdin(archive).then_some("the archive");
-    open_base(b, k.jobs, true, stdin_taken(taken, k.pass_fd))
+    match open_base_raw(b, k.jobs, true, stdin_taken(taken, k.pass_fd)) {
+        // The base's key is missing: if the base is not the archive's base at all, say that
+        // first (both ids are in the headers, read without a key), instead of asking for a
+        // key that would only lead to "made against base X, but B is archive Y" (helper-51).
+        Err(e @ Error::KeyRequired { .. }) => match b.base.as_deref() {
+            Some(base) if taken.is_none() => {
+                Err(wrong_base_by_headers(archive, base).unwrap_or_else(|| base_key_required(e)))
+            }
+            _ => Err(base_key_required(e)),
+        },
+        r => r,
+    }
+}
+
+/// [`BaseError::Wrong`](krypta::error::BaseError::Wrong) when `archive` is a delta archive whose
+/// header names another base id than `base`'s header holds; `None` when they agree or either
+/// header cannot be read (the usual open then says what is wrong).
+fn wrong_base_by_headers(archive: &std::path::Path, base: &std::path::Path) -> Option<Error> {
+    use krypta::archive::reader::read_header_only;
+    let (want, _) = read_header_only(archive).ok()?.delta_base()?;
+    let got = read_header_only(base).ok()?.archive_id;
+    let hex = super::show::hex;
+    (want != got).then(|| {
+        Error::Base(krypta::error::BaseError::Wrong {
+            path: archive.to_path_buf(),
+            base: base.to_path_buf(),
+            want_id: hex(&want),
+            got_id: hex(&got),
+            same_id: false,
+        })
+    })
 }
 
 /// Opens the base of a delta archive (`--base` and its `--base-*` keys, which follow the same
@@ -188,6 +218,19 @@ pub(crate) fn open_base_to_read(
 /// which words the refusal of a delta archive given as the base.
 /// `stdin_taken` is what else reads stdin in this command ([`stdin_taken`]).
 pub(crate) fn open_base(
+    b: &BaseArgs,
+    jobs: Option<usize>,
+    reading: bool,
+    stdin_taken: Option<&str>,
+) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
+    open_base_raw(b, jobs, reading, stdin_taken).map_err(|e| match e {
+        e @ Error::KeyRequired { .. } => base_key_required(e),
+        e => e,
+    })
+}
+
+/// [`open_base`] with a missing base key left as [`Error::KeyRequired`].
+fn open_base_raw(
     b: &BaseArgs,
     jobs: Option<usize>,
     reading: bool,
@@ -212,17 +255,23 @@ pub(crate) fn open_base(
     } else {
         krypta::archive::reader::BaseArchive::open(path, opts)
     };
-    match opened {
-        Ok(base) => Ok(Some(base.shared(jobs.filter(|&j| j > 0).unwrap_or_else(
-            || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        )))),
-        // The base's keys have options of their own: name those, not the archive's.
-        Err(Error::KeyRequired {
+    Ok(Some(
+        opened?.shared(
+            jobs.filter(|&j| j > 0)
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        ),
+    ))
+}
+
+/// A base's missing key, worded with the base's own key options (not the archive's).
+fn base_key_required(e: Error) -> Error {
+    match e {
+        Error::KeyRequired {
             path,
             kinds,
             needs,
             unfit,
-        }) => Err(Error::Usage(format!(
+        } => Error::Usage(format!(
             "{}: the base archive is encrypted ({kinds}){}: give {}",
             krypta::fs::shown(&path),
             if unfit {
@@ -231,8 +280,8 @@ pub(crate) fn open_base(
                 ""
             },
             needs.options(true)
-        ))),
-        Err(e) => Err(e),
+        )),
+        e => e,
     }
 }
 
