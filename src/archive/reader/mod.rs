@@ -27,6 +27,7 @@ mod base_fetch;
 mod base_ref;
 mod base_walk;
 mod feed;
+mod feed_faults;
 mod frames;
 mod header_fix;
 mod header_read;
