@@ -106,18 +106,14 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         )));
     }
     // So is a key file this command reads, even with -f: the archive would replace its key.
-    let mut keys: KeyPaths<'_> = Vec::new();
-    keys.extend(a.pass_file.iter().map(|p| ("--pass-file", p.as_os_str())));
-    keys.extend(a.keyfiles.iter().map(|p| ("--keyfile", p.as_os_str())));
-    keys.extend(a.recipients.iter().map(|p| ("-r", p.as_os_str())));
-    keys.extend(a.recipients_files.iter().map(|p| ("-R", p.as_os_str())));
-    keys.extend(a.sign.iter().map(|p| ("--sign", p.as_os_str())));
-    keys.extend(
-        a.key_pass_file
-            .iter()
-            .map(|p| ("--key-pass-file", p.as_os_str())),
-    );
-    keys.extend(base_key_paths(&a.delta));
+    let keys: KeyPaths<'_> = named("--pass-file", &a.pass_file)
+        .chain(named("--keyfile", &a.keyfiles))
+        .chain(named("-r", &a.recipients))
+        .chain(named("-R", &a.recipients_files))
+        .chain(named("--sign", &a.sign))
+        .chain(named("--key-pass-file", &a.key_pass_file))
+        .chain(base_key_paths(&a.delta))
+        .collect();
     refuse_output_over_key(&a.output, &keys)?;
     // So is an existing file without -f (before, a delta base was opened, its key asked for
     // and its index read first: helper-38).

@@ -341,22 +341,19 @@ pub(crate) fn refuse_output_over_key(output: &std::path::Path, keys: &KeyPaths<'
 }
 
 /// The files a delta base's key options name, for [`refuse_output_over_key`].
-pub(crate) fn base_key_paths(b: &BaseArgs) -> KeyPaths<'_> {
-    let mut v: KeyPaths<'_> = Vec::new();
-    v.extend(
-        b.base_pass_file
-            .iter()
-            .map(|p| ("--base-pass-file", p.as_os_str())),
-    );
-    v.extend(
-        b.base_keyfiles
-            .iter()
-            .map(|p| ("--base-keyfile", p.as_os_str())),
-    );
-    v.extend(
-        b.base_identities
-            .iter()
-            .map(|p| ("--base-identity", p.as_os_str())),
-    );
-    v
+pub(crate) fn base_key_paths(
+    b: &BaseArgs,
+) -> impl Iterator<Item = (&'static str, &std::ffi::OsStr)> {
+    named("--base-pass-file", &b.base_pass_file)
+        .chain(named("--base-keyfile", &b.base_keyfiles))
+        .chain(named("--base-identity", &b.base_identities))
+}
+
+/// `(option, path)` for each path `option` named (an `Option` or a `Vec` of them): the rows
+/// of a [`KeyPaths`].
+pub(crate) fn named<'a, P: AsRef<std::ffi::OsStr> + 'a>(
+    option: &'static str,
+    paths: impl IntoIterator<Item = &'a P>,
+) -> impl Iterator<Item = (&'static str, &'a std::ffi::OsStr)> {
+    paths.into_iter().map(move |p| (option, p.as_ref()))
 }

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::args::*;
-use super::keys::{KeyPaths, key_password, open_options};
+use super::keys::{KeyPaths, key_password, named, open_options};
 use super::size::human_bytes;
 use krypta::archive::reader::RekeyOptions;
 use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
@@ -18,34 +18,18 @@ pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
     // keys and password (asked for at the terminal) were read.
     // A key file this command reads as OUT, even with -f: OUT would replace that key.
     let k = &a.keys;
-    let mut keys: KeyPaths<'_> = Vec::new();
-    keys.extend(k.pass_file.iter().map(|p| ("--pass-file", p.as_os_str())));
-    keys.extend(k.keyfiles.iter().map(|p| ("--keyfile", p.as_os_str())));
-    keys.extend(k.identities.iter().map(|p| ("-i", p.as_os_str())));
-    keys.extend(k.signers.iter().map(|p| ("--signer", p.as_os_str())));
-    keys.extend(
-        k.key_pass_file
-            .iter()
-            .map(|p| ("--key-pass-file", p.as_os_str())),
-    );
-    keys.extend(a.sign.iter().map(|p| ("--sign", p.as_os_str())));
-    keys.extend(
-        a.sign_key_pass_file
-            .iter()
-            .map(|p| ("--sign-key-pass-file", p.as_os_str())),
-    );
-    keys.extend(
-        a.new_pass_file
-            .iter()
-            .map(|p| ("--new-pass-file", p.as_os_str())),
-    );
-    keys.extend(
-        a.new_keyfiles
-            .iter()
-            .map(|p| ("--new-keyfile", p.as_os_str())),
-    );
-    keys.extend(a.recipients.iter().map(|p| ("-r", p.as_os_str())));
-    keys.extend(a.recipients_files.iter().map(|p| ("-R", p.as_os_str())));
+    let keys: KeyPaths<'_> = named("--pass-file", &k.pass_file)
+        .chain(named("--keyfile", &k.keyfiles))
+        .chain(named("-i", &k.identities))
+        .chain(named("--signer", &k.signers))
+        .chain(named("--key-pass-file", &k.key_pass_file))
+        .chain(named("--sign", &a.sign))
+        .chain(named("--sign-key-pass-file", &a.sign_key_pass_file))
+        .chain(named("--new-pass-file", &a.new_pass_file))
+        .chain(named("--new-keyfile", &a.new_keyfiles))
+        .chain(named("-r", &a.recipients))
+        .chain(named("-R", &a.recipients_files))
+        .collect();
     super::keys::refuse_output_over_key(&a.output, &keys)?;
     krypta::check_rekey_output(&a.input, &a.output, a.force)?;
     let open = open_options(&a.keys, &a.input)?;

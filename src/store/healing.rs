@@ -99,7 +99,17 @@ pub struct HealingSource {
     /// Checked (or repaired) bytes `win_start..win_start + window.len()`.
     window: Vec<u8>,
     win_start: u64,
-    state: Mutex<State>,
+    /// Shared with [`HealingSource::report_handle`], so that what reading found can be read
+    /// after the source was handed on and dropped.
+    state: std::sync::Arc<Mutex<State>>,
+}
+
+fn report_of(state: &Mutex<State>) -> HealReport {
+    state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .report
+        .clone()
 }
 
 /// The inner source behind its lock, for the methods that take `&mut self` (no locking
@@ -170,9 +180,9 @@ pub fn protect(
                 Some((edit, located)) => {
                     let shifted =
                         super::shifted::Shifted::new(inner, edit, located.layout.file_len);
-                    let mut h = HealingSource::new(Box::new(shifted), located);
+                    let h = HealingSource::new(Box::new(shifted), located);
                     h.state
-                        .get_mut()
+                        .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .report
                         .edit = Some(edit);
@@ -222,7 +232,7 @@ impl HealingSource {
             inner_pos: Some(0),
             window: Vec::new(),
             win_start: 0,
-            state: Mutex::new(State {
+            state: std::sync::Arc::new(Mutex::new(State {
                 table: TableCache::new(located.layout),
                 repaired: None,
                 report: HealReport {
@@ -234,7 +244,7 @@ impl HealingSource {
                     unverified_segments: BTreeSet::new(),
                     edit: None,
                 },
-            }),
+            })),
         }
     }
 
@@ -287,11 +297,14 @@ impl HealingSource {
 
     /// What has been repaired so far.
     pub fn report(&self) -> HealReport {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .report
-            .clone()
+        report_of(&self.state)
+    }
+
+    /// [`HealingSource::report`], callable after the source itself was handed on (to a
+    /// reader that drops it when it fails).
+    pub fn report_handle(&self) -> impl Fn() -> HealReport + use<> {
+        let state = std::sync::Arc::clone(&self.state);
+        move || report_of(&state)
     }
 
     /// Checks the parts of the section that reading P does not touch: every recovery shard

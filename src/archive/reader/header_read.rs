@@ -113,28 +113,29 @@ fn read_header_once(input: Input, path: &Path, scan: bool) -> Result<HeaderRead>
 }
 
 /// [`read_header_from`] through recovery data. A header that does not read as one (no
-/// magic, malformed, an unknown version) where the recovery data has found its segment
-/// beyond repair is reported as that damage (exit 5, as `repair --check` says it), not as
-/// "not a krypta archive": the section just found proves the file is one.
+/// magic, malformed, an unknown version) where the recovery data found its segment beyond
+/// repair (reading it verified the segment) is reported as that damage (exit 5, as `repair
+/// --check` says it), not as "not a krypta archive": the section just found proves the file
+/// is one. The report is looked at only then: no read of its own (on an object, a request).
 fn read_header_healed(
     healing: crate::store::healing::HealingSource,
     path: &Path,
 ) -> Result<HeaderRead> {
-    // Verifies (and repairs, when it can) the header's segment before it is parsed.
-    let _ = crate::store::Source::read_at(&healing, 0, &mut [0u8; 16]);
-    let beyond: Vec<_> = healing
-        .report()
-        .beyond
-        .into_iter()
-        .filter(|b| b.start == 0)
-        .collect();
+    let report = healing.report_handle();
     read_header_from(Box::new(healing), path).map_err(|e| match e {
-        Error::NotAnArchive { .. } | Error::Corrupt { .. } | Error::UnsupportedVersion { .. }
-            if !beyond.is_empty() =>
-        {
-            Error::Recovery {
-                path: path.into(),
-                source: crate::recovery::RecoveryError::BeyondRepair { segments: beyond },
+        Error::NotAnArchive { .. } | Error::Corrupt { .. } | Error::UnsupportedVersion { .. } => {
+            let beyond: Vec<_> = report()
+                .beyond
+                .into_iter()
+                .filter(|b| b.start == 0)
+                .collect();
+            if beyond.is_empty() {
+                e
+            } else {
+                Error::Recovery {
+                    path: path.into(),
+                    source: crate::recovery::RecoveryError::BeyondRepair { segments: beyond },
+                }
             }
         }
         e => e,
