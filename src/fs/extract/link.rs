@@ -18,11 +18,18 @@ impl Extractor {
     /// Creates a hard link to `meta.link`, which must be a file committed earlier in this run
     /// (after stripping the same number of components); otherwise [`Error::UnsafePath`].
     pub fn make_hardlink(&mut self, meta: &EntryMeta) -> Result<()> {
-        let Some(t) = self.target(&meta.path)? else {
+        let Some(t) = self.target(meta)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
         let target = confine::split_entry(&meta.link, self.strip)?;
+        if let Some(tt) = &target
+            && self.unmade_file(&tt.rel)
+        {
+            // Its target's name was too long for the file system (`super::fit`).
+            self.unmade_link(&t, &meta.link);
+            return Ok(());
+        }
         // Not made, and named, when the target's name does not hold the target's file: it was
         // kept (an existing file), or another entry stripped to the same name holds it (with
         // -f a later one replaced it). Only a target never extracted at all is a hostile
@@ -82,7 +89,7 @@ impl Extractor {
     /// Creates a symbolic link with the stored target (not checked, never followed), owner,
     /// attributes and mtime, under a temporary name renamed into place like a file.
     pub fn make_symlink(&mut self, meta: &EntryMeta) -> Result<()> {
-        let Some(t) = self.target(&meta.path)? else {
+        let Some(t) = self.target(meta)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);

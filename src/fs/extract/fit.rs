@@ -1,0 +1,130 @@
+//! Entry names the output's file system cannot hold: a path component longer than its
+//! `NAME_MAX` (255 bytes on Linux file systems; an archive written elsewhere, or crafted, may
+//! hold longer ones). Such an entry is named in a warning and skipped, with everything below
+//! it and the hard links to it, and the rest of the archive is restored (exit 6, as for any
+//! entry that could not be made), as GNU tar reports "File name too long" for that member
+//! and goes on; before, the kernel's `ENAMETOOLONG` stopped the whole run (exit 4).
+//! Also [`Extractor::target`], where every entry's name is first looked at.
+
+use std::collections::HashSet;
+use std::os::fd::AsFd;
+
+use super::super::confine::{self, Target};
+use super::super::names::escape_path;
+use super::super::sink::extracted_key;
+use super::Extractor;
+use crate::Result;
+use crate::format::entry::{EntryKind, EntryMeta};
+
+/// The longest name component, in bytes, of the file system holding `dir` (`statvfs`'s
+/// `f_namemax`); 255, Linux's `NAME_MAX`, when the file system does not say.
+pub(crate) fn name_max(dir: impl AsFd) -> usize {
+    match rustix::fs::fstatvfs(dir) {
+        Ok(s) if s.f_namemax > 0 => usize::try_from(s.f_namemax).unwrap_or(usize::MAX),
+        _ => 255,
+    }
+}
+
+/// The number of leading components of `comps` up to and including the first one longer
+/// than `max` bytes, or `None` when every component fits.
+pub(crate) fn first_too_long(comps: &[&[u8]], max: usize) -> Option<usize> {
+    comps.iter().position(|c| c.len() > max).map(|i| i + 1)
+}
+
+/// The entries not made because of a name too long, and their warnings.
+#[derive(Debug, Default)]
+pub(crate) struct Unmade {
+    /// One warning per too-long name (entries below it are counted, not listed again).
+    warnings: Vec<String>,
+    /// Entries not made (also those below a reported name and hard links to them).
+    count: usize,
+    /// The stripped paths, up to the too-long component, already reported.
+    reported: HashSet<Vec<u8>>,
+    /// Keys ([`extracted_key`]) of the files not made, for the hard links to them.
+    files: HashSet<[u8; 16]>,
+}
+
+impl Unmade {
+    /// Entries not made so far.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+}
+
+impl Extractor {
+    /// Whether `--strip-components` removes `path` entirely (nothing of it is left).
+    pub fn strips_away(&self, path: &[u8]) -> bool {
+        path.split(|&b| b == b'/').count() <= self.strip
+    }
+
+    /// `meta.path` after `--strip-components`, or `None` (counted) when nothing is left or
+    /// when a component is longer than the output's file system allows (named once per
+    /// too-long name, counted as not made).
+    pub(super) fn target<'m>(&mut self, meta: &'m EntryMeta) -> Result<Option<Target<'m>>> {
+        let Some(t) = confine::split_entry(&meta.path, self.strip)? else {
+            self.stripped += 1;
+            return Ok(None);
+        };
+        let comps: Vec<&[u8]> = t.parents.iter().copied().chain([t.name]).collect();
+        let Some(n) = first_too_long(&comps, self.name_max) else {
+            return Ok(Some(t));
+        };
+        let prefix = comps[..n].join(&b'/');
+        let u = &mut self.unmade;
+        u.count += 1;
+        u.files.insert(extracted_key(&t.rel));
+        if u.reported.insert(prefix.clone()) {
+            let on_disk = confine::on_disk(&self.root_path, &prefix).into_os_string();
+            // A name on the way to the entry, or a directory's own: what is below goes too.
+            let what = if n < comps.len() || meta.kind == EntryKind::Dir {
+                "skipped, and everything below it"
+            } else {
+                "skipped"
+            };
+            u.warnings.push(format!(
+                "{}: {what}: its name is {} bytes, longer than the {} bytes the file system allows",
+                escape_path(&on_disk.into_encoded_bytes()),
+                comps[n - 1].len(),
+                self.name_max
+            ));
+        }
+        Ok(None)
+    }
+
+    /// Whether the file at stripped path `rel` was skipped for a too-long name.
+    pub(super) fn unmade_file(&self, rel: &[u8]) -> bool {
+        self.unmade.files.contains(&extracted_key(rel))
+    }
+
+    /// Records a hard link not made because its target was skipped for its name.
+    pub(super) fn unmade_link(&mut self, t: &Target<'_>, target: &[u8]) {
+        self.unmade.count += 1;
+        self.unmade.files.insert(extracted_key(&t.rel));
+        let on_disk = confine::on_disk(&self.root_path, &t.rel).into_os_string();
+        self.unmade.warnings.push(format!(
+            "{}: skipped: hard link to {}, whose name is too long for the file system",
+            escape_path(&on_disk.into_encoded_bytes()),
+            escape_path(target)
+        ));
+    }
+
+    /// The warnings about entries skipped for a too-long name so far (emptied), and how
+    /// many entries that cost in all.
+    pub fn take_unmade(&mut self) -> (Vec<String>, usize) {
+        (std::mem::take(&mut self.unmade.warnings), self.unmade.count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_component_over_the_limit_is_found() {
+        let long = [b'a'; 256];
+        assert_eq!(first_too_long(&[b"d", b"f"], 255), None);
+        assert_eq!(first_too_long(&[&[b'a'; 255][..]], 255), None);
+        assert_eq!(first_too_long(&[b"d", &long, b"f"], 255), Some(2));
+        assert_eq!(first_too_long(&[&long], 255), Some(1));
+    }
+}
