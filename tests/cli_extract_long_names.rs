@@ -169,3 +169,47 @@ fn a_conflict_next_to_a_name_too_long_is_still_refused_up_front() {
     assert_eq!(names(&out), [b"z".to_vec()]);
     assert_eq!(std::fs::read(out.join("z")).unwrap(), b"mine");
 }
+
+#[test]
+fn a_symlink_whose_target_is_longer_than_the_file_system_holds_is_skipped_and_named() {
+    // The format allows targets of 65,536 bytes; Linux symlinks hold 4,095.
+    let tmp = tempfile::tempdir().unwrap();
+    let kry = tmp.path().join("link.kry");
+    let target = b"d/".repeat(2500);
+    let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
+    w.add_entry(&meta(b"deep", EntryKind::Symlink, &target))
+        .unwrap();
+    w.add_entry(&meta(b"short", EntryKind::Symlink, b"d/d"))
+        .unwrap();
+    w.add_file(
+        &meta(b"z", EntryKind::File, b""),
+        &mut ReaderSource::new(&b"last"[..], "mem"),
+    )
+    .unwrap();
+    std::fs::write(&kry, w.finish().unwrap().1).unwrap();
+    let out = tmp.path().join("out");
+    let o = krypta()
+        .args(["x", "-o"])
+        .arg(&out)
+        .arg(&kry)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 6, "{err}");
+    let line = format!(
+        "krypta: warning: {}/deep: skipped: symbolic link whose target of 5000 bytes is longer than the file system allows",
+        out.display()
+    );
+    assert_eq!(err.lines().filter(|l| *l == line).count(), 1, "{err}");
+    assert!(
+        err.contains("extracted, but 1 entry could not be made (see warnings)"),
+        "{err}"
+    );
+    assert_eq!(names(&out), [b"short".to_vec(), b"z".to_vec()]);
+    assert_eq!(
+        std::fs::read_link(out.join("short")).unwrap(),
+        Path::new("d/d")
+    );
+    assert_eq!(std::fs::read(out.join("z")).unwrap(), b"last");
+}

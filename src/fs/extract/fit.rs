@@ -4,7 +4,9 @@
 //! it and the hard links to it, and the rest of the archive is restored (exit 6, as for any
 //! entry that could not be made), as GNU tar reports "File name too long" for that member
 //! and goes on; before, the kernel's `ENAMETOOLONG` stopped the whole run (exit 4).
-//! Also [`Extractor::target`], where every entry's name is first looked at.
+//! A symbolic link whose target is longer than the file system holds (4,095 bytes on Linux;
+//! the format allows 65,536) is named and skipped the same way. Also [`Extractor::target`],
+//! where every entry's name is first looked at.
 
 use std::collections::HashSet;
 use std::os::fd::AsFd;
@@ -23,6 +25,12 @@ pub(crate) fn name_max(dir: impl AsFd) -> usize {
         Ok(s) if s.f_namemax > 0 => usize::try_from(s.f_namemax).unwrap_or(usize::MAX),
         _ => 255,
     }
+}
+
+/// Whether `e` is the kernel's "File name too long" (`ENAMETOOLONG`).
+pub(crate) fn too_long(e: &crate::Error) -> bool {
+    matches!(e, crate::Error::Io { source, .. }
+        if source.raw_os_error() == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()))
 }
 
 /// The number of leading components of `comps` up to and including the first one longer
@@ -105,6 +113,17 @@ impl Extractor {
             "{}: skipped: hard link to {}, whose name is too long for the file system",
             escape_path(&on_disk.into_encoded_bytes()),
             escape_path(target)
+        ));
+    }
+
+    /// Records a symbolic link not made because the file system refused its target's
+    /// length (`len` bytes).
+    pub(super) fn unmade_symlink(&mut self, t: &Target<'_>, len: usize) {
+        self.unmade.count += 1;
+        let on_disk = confine::on_disk(&self.root_path, &t.rel).into_os_string();
+        self.unmade.warnings.push(format!(
+            "{}: skipped: symbolic link whose target of {len} bytes is longer than the file system allows",
+            escape_path(&on_disk.into_encoded_bytes()),
         ));
     }
 
