@@ -213,3 +213,76 @@ fn a_symlink_whose_target_is_longer_than_the_file_system_holds_is_skipped_and_na
     );
     assert_eq!(std::fs::read(out.join("z")).unwrap(), b"last");
 }
+
+#[test]
+fn hard_links_past_the_file_systems_link_limit_are_skipped_and_named() {
+    // ext4 allows 65,000 links to a file; the archive may come from a file system that
+    // allows more (XFS, btrfs). Elsewhere (tmpfs) there is no such limit to meet.
+    let tmp = tempfile::tempdir().unwrap();
+    let kry = tmp.path().join("links.kry");
+    let links = 65_010;
+    let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
+    w.add_file(
+        &meta(b"t", EntryKind::File, b""),
+        &mut ReaderSource::new(&b"shared"[..], "mem"),
+    )
+    .unwrap();
+    for i in 0..links {
+        let p = format!("l/{i:05}");
+        w.add_entry(&meta(p.as_bytes(), EntryKind::Hardlink, b"t"))
+            .unwrap();
+    }
+    w.add_file(
+        &meta(b"z", EntryKind::File, b""),
+        &mut ReaderSource::new(&b"last"[..], "mem"),
+    )
+    .unwrap();
+    std::fs::write(&kry, w.finish().unwrap().1).unwrap();
+    let out = tmp.path().join("out");
+    let o = krypta()
+        .args(["x", "-o"])
+        .arg(&out)
+        .arg(&kry)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let nlink = std::os::unix::fs::MetadataExt::nlink(&std::fs::metadata(out.join("t")).unwrap());
+    if code(&o) == 0 && nlink == links + 1 {
+        eprintln!(
+            "SKIP: {} allows {} links to a file",
+            tmp.path().display(),
+            links + 1
+        );
+        return;
+    }
+    assert_eq!(code(&o), 6, "{}", &err[..err.len().min(2000)]);
+    let made = nlink - 1;
+    let skipped: Vec<&str> = err
+        .lines()
+        .filter(|l| {
+            l.ends_with(
+                ": skipped: hard link to t, which has as many links as the file system allows",
+            )
+        })
+        .collect();
+    assert_eq!(
+        skipped.len() as u64,
+        links - made,
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    // The links past the limit are the last ones of the archive, each named.
+    assert_eq!(
+        skipped[0],
+        format!(
+            "krypta: warning: {}/l/{made:05}: skipped: hard link to t, which has as many links as the file system allows",
+            out.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_dir(out.join("l")).unwrap().count() as u64,
+        made
+    );
+    assert_eq!(std::fs::read(out.join("z")).unwrap(), b"last");
+}

@@ -5,7 +5,8 @@
 //! entry that could not be made), as GNU tar reports "File name too long" for that member
 //! and goes on; before, the kernel's `ENAMETOOLONG` stopped the whole run (exit 4).
 //! A symbolic link whose target is longer than the file system holds (4,095 bytes on Linux;
-//! the format allows 65,536) is named and skipped the same way. Also [`Extractor::target`],
+//! the format allows 65,536), and a hard link to a file that has as many links as the file
+//! system allows (`EMLINK`: 65,000 on ext4), are named and skipped the same way. Also [`Extractor::target`],
 //! where every entry's name is first looked at.
 
 use std::collections::HashSet;
@@ -29,8 +30,12 @@ pub(crate) fn name_max(dir: impl AsFd) -> usize {
 
 /// Whether `e` is the kernel's "File name too long" (`ENAMETOOLONG`).
 pub(crate) fn too_long(e: &crate::Error) -> bool {
-    matches!(e, crate::Error::Io { source, .. }
-        if source.raw_os_error() == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()))
+    is_errno(e, rustix::io::Errno::NAMETOOLONG)
+}
+
+/// Whether `e` is an I/O error with this `errno`.
+pub(crate) fn is_errno(e: &crate::Error, errno: rustix::io::Errno) -> bool {
+    matches!(e, crate::Error::Io { source, .. } if source.raw_os_error() == Some(errno.raw_os_error()))
 }
 
 /// The number of leading components of `comps` up to and including the first one longer
@@ -104,13 +109,14 @@ impl Extractor {
         self.unmade.files.contains(&extracted_key(rel))
     }
 
-    /// Records a hard link not made because its target was skipped for its name.
-    pub(super) fn unmade_link(&mut self, t: &Target<'_>, target: &[u8]) {
+    /// Records a hard link not made for a reason of the file system's: its target was
+    /// skipped for its name, or has as many links as the file system allows (`why`).
+    pub(super) fn unmade_link(&mut self, t: &Target<'_>, target: &[u8], why: &str) {
         self.unmade.count += 1;
         self.unmade.files.insert(extracted_key(&t.rel));
         let on_disk = confine::on_disk(&self.root_path, &t.rel).into_os_string();
         self.unmade.warnings.push(format!(
-            "{}: skipped: hard link to {}, whose name is too long for the file system",
+            "{}: skipped: hard link to {}, {why}",
             escape_path(&on_disk.into_encoded_bytes()),
             escape_path(target)
         ));

@@ -27,7 +27,7 @@ impl Extractor {
             && self.unmade_file(&tt.rel)
         {
             // Its target's name was too long for the file system (`super::fit`).
-            self.unmade_link(&t, &meta.link);
+            self.unmade_link(&t, &meta.link, "whose name is too long for the file system");
             return Ok(());
         }
         // Not made, and named, when the target's name does not hold the target's file: it was
@@ -72,9 +72,22 @@ impl Extractor {
         if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
             return Ok(());
         }
-        let (tmp, (), cleanup_id) = confine::create_temp(&path, |name| {
+        let made = confine::create_temp(&path, |name| {
             linkat(&target_dir, target.name, &*dir, name, AtFlags::empty())
-        })?;
+        });
+        let (tmp, (), cleanup_id) = match made {
+            // The target has as many links as the file system allows (65,000 on ext4; the
+            // archive may come from one that allows more): this link is named and skipped.
+            Err(e) if super::fit::is_errno(&e, rustix::io::Errno::MLINK) => {
+                self.unmade_link(
+                    &t,
+                    &meta.link,
+                    "which has as many links as the file system allows",
+                );
+                return Ok(());
+            }
+            made => made?,
+        };
         let res = confine::place(dir.as_fd(), &tmp, t.name, self.policy.replace(), &path);
         let res = self.placed(res, &t);
         if !matches!(res, Ok(true)) {
