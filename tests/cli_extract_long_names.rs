@@ -1,9 +1,11 @@
-//! Entry names longer than the output's file system allows (a component over 255 bytes: an
-//! archive written on another system, or crafted): `krypta x` names each such entry, skips it
-//! with what is below it and the hard links to it, restores everything else and exits 6, as
-//! GNU tar reports "File name too long" for that member and goes on. Before, the conflict
-//! check of an output that is not empty stopped the whole run with exit 4 ("stat: File name
-//! too long") before anything was written, and an empty output stopped at the entry.
+//! Entries the output's file system cannot hold: a name component over 255 bytes (an archive
+//! written on another system, or crafted), a symbolic link's target over 4,095 bytes, a hard
+//! link past the file system's limit of links to one file, a file larger than it holds in one
+//! file. `krypta x` names each such entry, skips it with what is below it and the hard links
+//! to it, restores everything else and exits 6, as GNU tar reports the member and goes on.
+//! Before, the conflict check of an output that is not empty stopped the whole run with exit
+//! 4 ("stat: File name too long") before anything was written, and otherwise the run stopped
+//! at the entry (exit 4), losing everything after it.
 
 mod common;
 
@@ -284,5 +286,69 @@ fn hard_links_past_the_file_systems_link_limit_are_skipped_and_named() {
         std::fs::read_dir(out.join("l")).unwrap().count() as u64,
         made
     );
+    assert_eq!(std::fs::read(out.join("z")).unwrap(), b"last");
+}
+
+#[test]
+fn a_file_larger_than_the_file_system_holds_is_skipped_not_cut_short_and_the_rest_restored() {
+    // `ulimit -f` gives EFBIG past 2 MiB, as FAT does past 4 GiB (SIGXFSZ ignored, as a
+    // file system's limit sends none); GNU tar leaves such files cut short under their names.
+    let tmp = tempfile::tempdir().unwrap();
+    let kry = tmp.path().join("big.kry");
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
+    let mut file = |p: &[u8], data: &[u8]| {
+        w.add_file(
+            &meta(p, EntryKind::File, b""),
+            &mut ReaderSource::new(data, "mem"),
+        )
+        .unwrap();
+    };
+    file(b"a", b"first");
+    file(b"big", &big);
+    file(b"fits", &big[..1_000_000]);
+    // All zeros: written as one hole, so only setting its length meets the limit.
+    file(b"holes", &vec![0; 3_000_000]);
+    file(b"z", b"last");
+    w.add_entry(&meta(b"hl", EntryKind::Hardlink, b"big"))
+        .unwrap();
+    std::fs::write(&kry, w.finish().unwrap().1).unwrap();
+    let out = tmp.path().join("out");
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 2048; exec \"$0\" x -o \"$1\" \"$2\"")
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .arg(&out)
+        .arg(&kry)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 6, "{err}");
+    for line in [
+        format!(
+            "krypta: warning: {}/big: skipped: larger than the file system allows for one file (File too large (os error 27))",
+            out.display()
+        ),
+        format!(
+            "krypta: warning: {}/hl: skipped: hard link to big, which is larger than the file system allows for one file",
+            out.display()
+        ),
+        format!(
+            "krypta: warning: {}/holes: skipped: larger than the file system allows for one file (File too large (os error 27))",
+            out.display()
+        ),
+    ] {
+        assert_eq!(
+            err.lines().filter(|l| *l == line).count(),
+            1,
+            "{line}\n{err}"
+        );
+    }
+    assert_eq!(
+        names(&out),
+        [b"a".to_vec(), b"fits".to_vec(), b"z".to_vec()]
+    );
+    assert_eq!(std::fs::read(out.join("fits")).unwrap(), &big[..1_000_000]);
     assert_eq!(std::fs::read(out.join("z")).unwrap(), b"last");
 }

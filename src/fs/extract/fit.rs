@@ -6,15 +6,17 @@
 //! and goes on; before, the kernel's `ENAMETOOLONG` stopped the whole run (exit 4).
 //! A symbolic link whose target is longer than the file system holds (4,095 bytes on Linux;
 //! the format allows 65,536), and a hard link to a file that has as many links as the file
-//! system allows (`EMLINK`: 65,000 on ext4), are named and skipped the same way. Also [`Extractor::target`],
-//! where every entry's name is first looked at.
+//! system allows (`EMLINK`: 65,000 on ext4), are named and skipped the same way, and so is a
+//! file larger than the file system holds in one file (`EFBIG`: 4 GiB on FAT, a `ulimit -f`),
+//! never left cut short under its name. Also [`Extractor::target`], where every entry's name
+//! is first looked at.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;
 
 use super::super::confine::{self, Target};
 use super::super::names::escape_path;
-use super::super::sink::extracted_key;
+use super::super::sink::{FileSink, extracted_key};
 use super::Extractor;
 use crate::Result;
 use crate::format::entry::{EntryKind, EntryMeta};
@@ -53,8 +55,9 @@ pub(crate) struct Unmade {
     count: usize,
     /// The stripped paths, up to the too-long component, already reported.
     reported: HashSet<Vec<u8>>,
-    /// Keys ([`extracted_key`]) of the files not made, for the hard links to them.
-    files: HashSet<[u8; 16]>,
+    /// Keys ([`extracted_key`]) of the files not made, for the hard links to them, and what
+    /// a hard link's warning says of that target.
+    files: HashMap<[u8; 16], &'static str>,
 }
 
 impl Unmade {
@@ -85,7 +88,10 @@ impl Extractor {
         let prefix = comps[..n].join(&b'/');
         let u = &mut self.unmade;
         u.count += 1;
-        u.files.insert(extracted_key(&t.rel));
+        u.files.insert(
+            extracted_key(&t.rel),
+            "whose name is too long for the file system",
+        );
         if u.reported.insert(prefix.clone()) {
             let on_disk = confine::on_disk(&self.root_path, &prefix).into_os_string();
             // A name on the way to the entry, or a directory's own: what is below goes too.
@@ -104,16 +110,16 @@ impl Extractor {
         Ok(None)
     }
 
-    /// Whether the file at stripped path `rel` was skipped for a too-long name.
-    pub(super) fn unmade_file(&self, rel: &[u8]) -> bool {
-        self.unmade.files.contains(&extracted_key(rel))
+    /// Why the file at stripped path `rel` was not made (for a hard link's warning), when
+    /// it was skipped here.
+    pub(super) fn unmade_file(&self, rel: &[u8]) -> Option<&'static str> {
+        self.unmade.files.get(&extracted_key(rel)).copied()
     }
 
     /// Records a hard link not made for a reason of the file system's: its target was
     /// skipped for its name, or has as many links as the file system allows (`why`).
     pub(super) fn unmade_link(&mut self, t: &Target<'_>, target: &[u8], why: &str) {
         self.unmade.count += 1;
-        self.unmade.files.insert(extracted_key(&t.rel));
         let on_disk = confine::on_disk(&self.root_path, &t.rel).into_os_string();
         self.unmade.warnings.push(format!(
             "{}: skipped: hard link to {}, {why}",
@@ -131,6 +137,28 @@ impl Extractor {
             "{}: skipped: symbolic link whose target of {len} bytes is longer than the file system allows",
             escape_path(&on_disk.into_encoded_bytes()),
         ));
+    }
+
+    /// For a file whose content failed with `e`: when `e` is `EFBIG` (the file is larger than
+    /// the file system holds in one file: 4 GiB on FAT, or a `ulimit -f`), removes its
+    /// temporary file and records it as not made (hard links to it are skipped too), `Ok`;
+    /// any other error is returned as it is (the sink's temporary file removed all the same).
+    pub fn skip_too_large(&mut self, sink: FileSink, e: crate::Error) -> Result<()> {
+        if !is_errno(&e, rustix::io::Errno::FBIG) {
+            return Err(e);
+        }
+        self.unmade.count += 1;
+        self.unmade.files.insert(
+            sink.rel_key,
+            "which is larger than the file system allows for one file",
+        );
+        self.unmade.warnings.push(format!(
+            "{}: skipped: larger than the file system allows for one file ({})",
+            escape_path(sink.path.as_os_str().as_encoded_bytes()),
+            std::io::Error::from(rustix::io::Errno::FBIG)
+        ));
+        sink.abort();
+        Ok(())
     }
 
     /// The warnings about entries skipped for a too-long name so far (emptied), and how

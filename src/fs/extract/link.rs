@@ -24,10 +24,10 @@ impl Extractor {
         let path = confine::on_disk(&self.root_path, &t.rel);
         let target = confine::split_entry(&meta.link, self.strip)?;
         if let Some(tt) = &target
-            && self.unmade_file(&tt.rel)
+            && let Some(why) = self.unmade_file(&tt.rel)
         {
-            // Its target's name was too long for the file system (`super::fit`).
-            self.unmade_link(&t, &meta.link, "whose name is too long for the file system");
+            // Its target could not be made (`super::fit`).
+            self.unmade_link(&t, &meta.link, why);
             return Ok(());
         }
         // Not made, and named, when the target's name does not hold the target's file: it was
