@@ -163,6 +163,12 @@ fn extract_opened(
         for w in &warnings {
             rep.warn(w);
         }
+        // Entries whose name the file system cannot hold (fs::extract's `fit`).
+        let (unmade, unmade_count) = ex.take_unmade();
+        for w in &unmade {
+            rep.warn(w);
+        }
+        not_made += unmade_count;
         // Directories (and the root entry) get their metadata after the scan, also after a
         // salvage: what was restored is complete.
         let dirs = ex.apply_dirs();

@@ -263,13 +263,23 @@ impl Visitor for ExtractVisitor<'_> {
         self.bytes += bytes.len() as u64;
         if let Some(s) = self.sink.as_mut() {
             self.committer.before_write(offset, bytes.len())?;
-            s.write_at(offset, bytes)?;
+            if let Err(e) = s.write_at(offset, bytes) {
+                // Larger than the file system holds in one file (FAT's 4 GiB): named and
+                // skipped, the rest restored; any other failure stops the run.
+                return match self.sink.take() {
+                    Some(s) => self.ex.skip_too_large(s, e),
+                    None => Err(e),
+                };
+            }
         }
         (self.progress)(self.bytes);
         Ok(())
     }
     fn end(&mut self, _meta: &EntryMeta, size: u64) -> Result<()> {
-        if let Some(s) = self.sink.take() {
+        if let Some(mut s) = self.sink.take() {
+            if let Err(e) = s.extend_to(size) {
+                return self.ex.skip_too_large(s, e);
+            }
             self.committer.commit(s, size)?;
         }
         (self.progress)(self.bytes);

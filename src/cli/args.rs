@@ -31,7 +31,9 @@ Exit codes:
      out (a FIFO, socket or device; a different file under a name stored already)
      x -k: existing files kept; x: entries that could not be made (a hard link
      selected without its target or whose target --strip-components removed, entries
-     below an existing file with --skip-existing)
+     below an existing file with --skip-existing, a name or link target longer than
+     the file system holds, a hard link past its limit of links to a file, a file
+     larger than it holds)
   7  t: every entry verified, but the archive (or with --base its base) is damaged and
      its recovery data can repair it, or its recovery data is damaged or missing
      (krypta repair); x and l repair what they read and exit 0

@@ -231,6 +231,13 @@ pub(crate) fn is_not_a_directory(e: &Error) -> Option<PathBuf> {
     }
 }
 
+/// Whether a lookup's error means nothing can be in the way: the name is missing, or too
+/// long for the file system (a limit below what `statvfs` said; the extraction names it).
+fn not_there(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(Errno::NAMETOOLONG.raw_os_error())
+}
+
 /// How many conflicting names an error message shows before "and N more".
 pub const SHOWN_CONFLICTS: usize = 10;
 
@@ -255,6 +262,9 @@ pub fn preflight<'a>(
         Mode::empty(),
     )
     .map_err(|e| Error::io(root, "open", e.into()))?;
+    // Names the file system cannot hold are skipped by the extraction (named there): they
+    // are in nobody's way, and looking them up would fail (fs::extract's `fit`).
+    let name_max = super::extract::name_max(&fd);
     let mut chain = DirChain::new();
     let mut found: Vec<Conflict> = Vec::new();
     let mut seen: HashSet<PathBuf> = HashSet::new();
@@ -271,6 +281,10 @@ pub fn preflight<'a>(
         let Some(t) = confine::split_entry(path, strip)? else {
             continue;
         };
+        let comps: Vec<&[u8]> = t.parents.iter().copied().chain([t.name]).collect();
+        if super::extract::first_too_long(&comps, name_max).is_some() {
+            continue;
+        }
         let here = confine::on_disk(root, &t.rel);
         let below_settled =
             (1..=t.parents.len()).any(|n| settled.contains(&t.parents[..n].join(&b'/')));
@@ -294,9 +308,7 @@ pub fn preflight<'a>(
                     continue;
                 }
                 match e {
-                    Error::Io { ref source, .. }
-                        if source.kind() == std::io::ErrorKind::NotFound =>
-                    {
+                    Error::Io { ref source, .. } if not_there(source) => {
                         chain.clear();
                         continue;
                     }
@@ -304,7 +316,11 @@ pub fn preflight<'a>(
                 }
             }
         };
-        let there = lstat_type(dir, t.name).map_err(|e| Error::io(&here, "stat", e))?;
+        let there = match lstat_type(dir, t.name) {
+            Ok(there) => there,
+            Err(e) if not_there(&e) => continue,
+            Err(e) => return Err(Error::io(&here, "stat", e)),
+        };
         let outcome = decide(there, kind == EntryKind::Dir, policy);
         if kind == EntryKind::Dir && matches!(outcome, Outcome::Keep(_) | Outcome::RemoveFirst) {
             settled.insert(t.rel.clone());

@@ -74,9 +74,11 @@ pub use super::sink::FileSink;
 use super::sink::{Extracted, Temp, extracted_key};
 use super::unnamed::{self, Linker};
 
+mod fit;
 mod link;
 use crate::format::entry::EntryMeta;
 use crate::{Error, Result};
+pub(crate) use fit::{first_too_long, name_max};
 
 /// Mode of a directory entry's directory until [`Extractor::finish`] sets the stored one.
 const DIR_MODE_WHILE_EXTRACTING: u32 = 0o700;
@@ -140,6 +142,10 @@ pub struct Extractor {
     conflicts: ConflictLog,
     /// Entries `--strip-components` removed entirely (nothing left of their path).
     stripped: usize,
+    /// The longest name component the output's file system holds (`fit`).
+    name_max: usize,
+    /// Entries skipped because a name was longer than that (`fit`).
+    unmade: fit::Unmade,
     /// The output directory existed before this run (`-k` leaves its metadata alone).
     root_existed: bool,
     /// With `-k`/`--skip-existing`: the directories this run made for directory entries
@@ -191,6 +197,7 @@ impl Extractor {
         let umask = process_umask();
         let egid = rustix::process::getegid().as_raw();
         let root_info = DirInfo::probe(fd.as_fd(), egid).ok();
+        let name_max = fit::name_max(&fd);
         let mut chain = DirChain::new();
         if opts.existing.keeps_dirs() {
             chain.record_made();
@@ -230,6 +237,8 @@ impl Extractor {
             notes: Notes::default(),
             conflicts: ConflictLog::default(),
             stripped: 0,
+            name_max,
+            unmade: Default::default(),
             root_existed,
             run_dirs: Default::default(),
             kept_dirs: 0,
@@ -245,24 +254,11 @@ impl Extractor {
 
     /// How many entries given to this extractor so far were not made: kept out by what was
     /// in the output (also those below a kept directory, which are not listed) or removed
-    /// by `--strip-components`, or directories that existed and kept their metadata (`-k`,
-    /// `--skip-existing`). The summary counts entries made, not entries visited.
+    /// by `--strip-components`, skipped for a name the file system cannot hold, or
+    /// directories that existed and kept their metadata (`-k`, `--skip-existing`). The
+    /// summary counts entries made, not entries visited.
     pub fn not_made_count(&self) -> usize {
-        self.conflicts.entries() + self.stripped + self.kept_dirs
-    }
-
-    /// Whether `--strip-components` removes `path` entirely (nothing of it is left).
-    pub fn strips_away(&self, path: &[u8]) -> bool {
-        path.split(|&b| b == b'/').count() <= self.strip
-    }
-
-    /// `meta.path` after `--strip-components`, or `None` (counted) when nothing is left.
-    fn target<'m>(&mut self, path: &'m [u8]) -> Result<Option<Target<'m>>> {
-        let t = confine::split_entry(path, self.strip)?;
-        if t.is_none() {
-            self.stripped += 1;
-        }
-        Ok(t)
+        self.conflicts.entries() + self.stripped + self.kept_dirs + self.unmade.count()
     }
 
     /// Records that the entry `t` (on disk `path`) was kept for `reason`.
@@ -331,7 +327,7 @@ impl Extractor {
     /// or `None` when `--strip-components` removes the entry or the conflict policy keeps
     /// what is at its name (recorded in [`Extractor::conflicts`]).
     pub fn begin_file(&mut self, meta: &EntryMeta) -> Result<Option<FileSink>> {
-        let Some(t) = self.target(&meta.path)? else {
+        let Some(t) = self.target(meta)? else {
             return Ok(None);
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
@@ -394,7 +390,7 @@ impl Extractor {
             }
             return Ok(());
         }
-        let Some(t) = self.target(&meta.path)? else {
+        let Some(t) = self.target(meta)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);

@@ -173,6 +173,19 @@ impl FileSink {
         Ok(())
     }
 
+    /// Extends the file to `size` bytes when its data ends before (a trailing hole: one
+    /// `ftruncate`, which [`FileSink::commit`] then does not repeat). Done before the commit,
+    /// which may run on another thread, so that a size the file system cannot hold
+    /// (`EFBIG`) is known while the entry is still the current one.
+    pub fn extend_to(&mut self, size: u64) -> Result<()> {
+        if size > self.written_end && size >= self.pos {
+            ftruncate(&self.file, size)
+                .map_err(|e| Error::io(&self.path, "set length", e.into()))?;
+            self.written_end = size;
+        }
+        Ok(())
+    }
+
     /// Sets the final length `size` in bytes (a trailing gap becomes a hole; `ftruncate` only
     /// then), the metadata (owner when restoring owners, extended attributes, mode, mtime, in
     /// that order), then gives the file its final name (`linkat` of the unnamed file, or a

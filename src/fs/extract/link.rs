@@ -18,11 +18,18 @@ impl Extractor {
     /// Creates a hard link to `meta.link`, which must be a file committed earlier in this run
     /// (after stripping the same number of components); otherwise [`Error::UnsafePath`].
     pub fn make_hardlink(&mut self, meta: &EntryMeta) -> Result<()> {
-        let Some(t) = self.target(&meta.path)? else {
+        let Some(t) = self.target(meta)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
         let target = confine::split_entry(&meta.link, self.strip)?;
+        if let Some(tt) = &target
+            && let Some(why) = self.unmade_file(&tt.rel)
+        {
+            // Its target could not be made (`super::fit`).
+            self.unmade_link(&t, &meta.link, why);
+            return Ok(());
+        }
         // Not made, and named, when the target's name does not hold the target's file: it was
         // kept (an existing file), or another entry stripped to the same name holds it (with
         // -f a later one replaced it). Only a target never extracted at all is a hostile
@@ -65,9 +72,22 @@ impl Extractor {
         if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
             return Ok(());
         }
-        let (tmp, (), cleanup_id) = confine::create_temp(&path, |name| {
+        let made = confine::create_temp(&path, |name| {
             linkat(&target_dir, target.name, &*dir, name, AtFlags::empty())
-        })?;
+        });
+        let (tmp, (), cleanup_id) = match made {
+            // The target has as many links as the file system allows (65,000 on ext4; the
+            // archive may come from one that allows more): this link is named and skipped.
+            Err(e) if super::fit::is_errno(&e, rustix::io::Errno::MLINK) => {
+                self.unmade_link(
+                    &t,
+                    &meta.link,
+                    "which has as many links as the file system allows",
+                );
+                return Ok(());
+            }
+            made => made?,
+        };
         let res = confine::place(dir.as_fd(), &tmp, t.name, self.policy.replace(), &path);
         let res = self.placed(res, &t);
         if !matches!(res, Ok(true)) {
@@ -82,7 +102,7 @@ impl Extractor {
     /// Creates a symbolic link with the stored target (not checked, never followed), owner,
     /// attributes and mtime, under a temporary name renamed into place like a file.
     pub fn make_symlink(&mut self, meta: &EntryMeta) -> Result<()> {
-        let Some(t) = self.target(&meta.path)? else {
+        let Some(t) = self.target(meta)? else {
             return Ok(());
         };
         let path = confine::on_disk(&self.root_path, &t.rel);
@@ -101,8 +121,16 @@ impl Extractor {
         let plan = self
             .policy
             .plan(meta, info.as_ref(), &mut self.ids, Made::Symlink);
-        let (tmp, (), cleanup_id) =
-            confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &*dir, name))?;
+        let made = confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &*dir, name));
+        let (tmp, (), cleanup_id) = match made {
+            // A target longer than the file system holds (4,095 bytes on Linux; the format
+            // allows 65,536): this link is named and skipped, the rest restored.
+            Err(e) if super::fit::too_long(&e) => {
+                self.unmade_symlink(&t, meta.link.len());
+                return Ok(());
+            }
+            made => made?,
+        };
         let res = restore::apply(
             On::Link(dir.as_fd(), &tmp),
             meta,
