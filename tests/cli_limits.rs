@@ -85,6 +85,50 @@ fn a_file_size_limit_is_a_failed_write_naming_the_file_not_a_silent_death() {
     assert_eq!(names_in(&fx.p("out/in")), ["a"]);
 }
 
+/// Regression: under a low descriptor limit (`ulimit -n 8`) a directory krypta had no
+/// descriptor left to open was "stored empty" with a warning and exit 6, the code of a
+/// socket left out every night: the backup of the whole tree was an empty directory. A want
+/// of krypta's own (EMFILE, ENFILE, ENOMEM) is not the input's fault: the run stops, exit 4,
+/// and an older archive replaced with -f is kept.
+#[test]
+fn out_of_descriptors_stops_the_run_instead_of_storing_a_directory_empty() {
+    let fx = Fx::new();
+    for i in 0..3 {
+        fx.file(&format!("in/d/f{i}"), &bytes(100, i, true));
+    }
+    fx.ok(&["c", "-q", "old.kry", "in/d/f0"]);
+    let old = fx.read("old.kry");
+    let bin = env!("CARGO_BIN_EXE_krypta");
+    let mut stopped = 0;
+    for n in 5..=16 {
+        let o = std::process::Command::new("sh")
+            .current_dir(fx.p(""))
+            .args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), bin])
+            .args(["c", "-q", "-f", "old.kry", "in"])
+            .output()
+            .unwrap();
+        match code(&o) {
+            0 => {
+                let listed = fx.names("old.kry");
+                assert_eq!(
+                    listed,
+                    ["in", "in/d", "in/d/f0", "in/d/f1", "in/d/f2"],
+                    "{n}"
+                );
+                fx.file("old.kry", &old);
+            }
+            4 => {
+                assert!(err(&o).contains("Too many open files"), "{n}: {}", err(&o));
+                assert_eq!(fx.read("old.kry"), old, "{n}");
+                stopped += usize::from(err(&o).contains("in: open directory"));
+            }
+            rc => panic!("ulimit -n {n}: exit {rc}: {}", err(&o)),
+        }
+        assert_eq!(names(&fx), ["in", "old.kry"], "{n}");
+    }
+    assert!(stopped > 0, "no limit made the walk run out of descriptors");
+}
+
 /// The names in `dir`, sorted (temporary files included: there must be none).
 fn names_in(dir: &std::path::Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
