@@ -157,7 +157,7 @@ fn compress_into(
                 Ok(())
             }
             fs::walk::WalkEvent::Skipped(s) => {
-                if strict {
+                if strict || fs::walk::is_out_of_resources(&s.error) {
                     return Err(s.into_error());
                 }
                 rep.warn(&s.to_string());
@@ -195,7 +195,9 @@ fn compress_into(
                     return Ok(());
                 }
                 let mut skip = |err: Error| {
-                    if strict {
+                    let ours = matches!(err.root(), Error::Io { source, .. }
+                        if fs::walk::is_out_of_resources(source));
+                    if strict || ours {
                         return Err(err);
                     }
                     // Vanished or became unreadable since the walk (a stream: could not be

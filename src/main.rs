@@ -9,6 +9,8 @@
 //! at a password prompt), 143 for SIGTERM, 129 for SIGHUP. A second signal while the cleanup
 //! still runs (an upload's abort waiting on a stalled store) exits at once, printing what the
 //! unfinished cleanup leaves behind (the upload's id and the command that removes it).
+//! SIGXFSZ gets a handler that does nothing, so a write past `ulimit -f` is an error (EFBIG)
+//! naming the file, exit 4, not a silent death.
 
 // Diagnostics through `krypta::to_stderr!` (clippy.toml says why).
 #![warn(clippy::disallowed_macros)]
@@ -260,7 +262,14 @@ fn main() -> ExitCode {
 /// See the module documentation. If the handler cannot be installed the default actions
 /// stay (the process dies by the signal, temporary files may remain).
 fn handle_signals() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGXFSZ};
+    // A write past the file-size limit (`ulimit -f`, RLIMIT_FSIZE) raises SIGXFSZ, whose
+    // default action killed krypta without a word (exit 153), the hidden temporary file of a
+    // file system without `O_TMPFILE` left behind. With a handler installed the write fails
+    // with EFBIG instead, reported as any failed write: the file named, exit 4, temporary
+    // files removed. (A handler, unlike SIG_IGN, is reset for any program krypta starts.)
+    let _ =
+        signal_hook::flag::register(SIGXFSZ, Arc::new(std::sync::atomic::AtomicBool::new(false)));
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };

@@ -59,8 +59,8 @@ mod list;
 mod stream;
 
 pub use list::OpenFile;
-pub(crate) use list::raise_descriptor_limit;
 use list::stat_child;
+pub(crate) use list::{is_out_of_resources, raise_descriptor_limit};
 
 use std::collections::{HashMap, HashSet};
 use std::io;
