@@ -402,6 +402,9 @@ pub(crate) struct ExtractArgs {
     /// PATHs are glob patterns (as --exclude: *.conf matches at any depth, /etc/* anchors)
     #[arg(long)]
     pub(crate) wildcards: bool,
+    /// Take PATHs byte for byte (default: as `l` prints names, a\nb = a newline)
+    #[arg(long, conflicts_with = "wildcards")]
+    pub(crate) no_unquote: bool,
     /// Output directory (-C DIR as in tar works too)
     #[arg(
         short,

@@ -32,4 +32,4 @@ pub mod walk;
 pub mod xattr;
 
 pub use ahead::{walk_ahead, walk_ahead_in};
-pub use names::{escape_path, shown, unescape_path};
+pub use names::{escape_path, member_name, shown, unescape_path};
