@@ -1,5 +1,15 @@
 //! `krypta keygen`: key files, box keypairs and signing keypairs, optionally with the secret
 //! key protected by a password (`--protect`, `crypto::protect`).
+//!
+//! Decision on what goes to stdout (README, "Passwords and keys"): stdout carries exactly one
+//! key line, what a script would capture. With `-o -` that is the secret key (the public key of
+//! `--box`/`--sign` goes to stderr as `Public key: ...`, as `age-keygen -o -` does); with
+//! `-o NAME` it is the public key of `--box` and of `--sign`, the line of `NAME.pub` (a key
+//! file made by plain `-o FILE` has no public part: nothing); `--pub -k` prints it too. The
+//! messages for people go to stderr. `age-keygen -o FILE` prints its public key to stderr
+//! instead; krypta has printed the box public key on stdout since `keygen --box` existed, and
+//! `PUB=$(krypta keygen --box -o k)` scripts rely on it, so the signing keypair was made to
+//! follow that rule (it printed nothing on stdout) rather than the box keypair changed.
 
 use super::args::*;
 use krypta::crypto::kdf::Kdf;
@@ -166,6 +176,7 @@ fn sign_keypair(out: &std::path::Path, protect: Option<(&Secret, Kdf)>, quiet: b
             krypta::fs::shown(out),
             fingerprint_hex(&pk.fingerprint())
         );
+        super::write_stdout(&format!("{}\n", signkey::public_key_text(&pk)))?;
     }
     Ok(0)
 }
