@@ -307,3 +307,31 @@ fn an_output_that_is_a_key_file_being_read_is_refused_even_with_force() {
     fx.ok(&["c", "-q", "-f", "--keyfile", "k", "a.kry", "t"]);
     fx.ok(&["t", "-q", "--keyfile", "k", "a.kry"]);
 }
+
+/// `keygen --pub -k NAME` read a group- or world-accessible secret key in silence, while `-i`,
+/// `c --sign` and `rekey --sign` warned: one helper now, for box and signing keys alike.
+#[test]
+fn keygen_pub_warns_about_an_accessible_secret_key_as_every_other_use_does() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-q", "--box", "-o", "alice"]);
+    fx.ok(&["keygen", "-q", "--sign", "-o", "me"]);
+    for name in ["alice", "me"] {
+        let public = String::from_utf8(fx.read(&format!("{name}.pub"))).unwrap();
+        let o = fx.ok(&["keygen", "--pub", "-k", name]);
+        assert_eq!((out(&o), err(&o)), (public.clone(), String::new()));
+        for (m, how) in [
+            (0o640, "is readable by group/others (mode 0640); chmod 600"),
+            (
+                0o620,
+                "is writable by group/others (mode 0620): they could replace the key; chmod 600",
+            ),
+        ] {
+            std::fs::set_permissions(fx.p(name), std::fs::Permissions::from_mode(m)).unwrap();
+            let o = fx.ok(&["keygen", "--pub", "-k", name]);
+            assert_eq!(out(&o), public, "{name}: stdout is still the public key");
+            assert_eq!(err(&o), format!("krypta: warning: {name} {how} {name}\n"));
+        }
+        std::fs::set_permissions(fx.p(name), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+}

@@ -154,16 +154,13 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     }
     // The signing key is read before any password prompt, so a wrong path fails at once.
     let signer = match &a.sign {
-        Some(f) => {
-            let sk = krypta::crypto::signkey::load_signing_secret_with(
+        Some(f) => Some(secret_key_warned(
+            f,
+            krypta::crypto::signkey::load_signing_secret_with(
                 f,
                 &mut super::keys::key_password(a.key_pass_file.as_deref()),
-            )?;
-            if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(f) {
-                krypta::to_stderr!("krypta: warning: {w}");
-            }
-            Some(sk)
-        }
+            ),
+        )?),
         None => None,
     };
     if let Some(src) = src {

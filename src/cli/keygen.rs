@@ -28,14 +28,20 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             .map(|b| b.windows(19).any(|w| w == b"KRYPTA-SIGN-SECRET-"))
             .unwrap_or(false);
         if is_sign {
-            let sk = krypta::crypto::signkey::load_signing_secret_with(key, &mut pw)?;
+            let sk = super::keys::secret_key_warned(
+                key,
+                krypta::crypto::signkey::load_signing_secret_with(key, &mut pw),
+            )?;
             super::write_stdout(&format!(
                 "{}\n",
                 krypta::crypto::signkey::public_key_text(&sk.public())
             ))?;
             return Ok(0);
         }
-        let sk = krypta::crypto::boxkey::load_secret_with(key, &mut pw)?;
+        let sk = super::keys::secret_key_warned(
+            key,
+            krypta::crypto::boxkey::load_secret_with(key, &mut pw),
+        )?;
         super::write_stdout(&format!(
             "{}\n",
             krypta::crypto::boxkey::public_key_text(&sk.public_key())

@@ -88,6 +88,18 @@ pub(crate) fn load_keyfile(f: &std::path::Path) -> Result<krypta::crypto::keyfil
     Ok(key)
 }
 
+/// A box or signing secret key loaded from `path` (`loaded`), with a warning when group or
+/// others may read or write the file (`crypto::boxkey::secret_key_mode_warning`), for every
+/// command that reads one: `-i`, `c`/`rekey --sign`, `keygen --pub -k`. The warning comes
+/// after the key loaded, so a file of the wrong kind gets only its error.
+pub(crate) fn secret_key_warned<T>(path: &std::path::Path, loaded: Result<T>) -> Result<T> {
+    let key = loaded?;
+    if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(path) {
+        krypta::to_stderr!("krypta: warning: {w}");
+    }
+    Ok(key)
+}
+
 /// The identities `k` gives; `what` is the password they open (the archive's, a base's).
 pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> {
     let mut ids = Vec::new();
@@ -98,13 +110,13 @@ pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> 
         ids.push(Identity::KeyFile(load_keyfile(f)?));
     }
     for s in &k.identities {
-        let key = krypta::crypto::boxkey::load_secret_with(
-            s,
-            &mut key_password(k.key_pass_file.as_deref()),
+        let key = secret_key_warned(
+            std::path::Path::new(s),
+            krypta::crypto::boxkey::load_secret_with(
+                s,
+                &mut key_password(k.key_pass_file.as_deref()),
+            ),
         )?;
-        if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(std::path::Path::new(s)) {
-            krypta::to_stderr!("krypta: warning: {w}");
-        }
         ids.push(Identity::PqBox(key));
     }
     Ok(ids)

@@ -34,17 +34,13 @@ pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
     krypta::check_rekey_output(&a.input, &a.output, a.force)?;
     let open = open_options(&a.keys, &a.input)?;
     let signer = match &a.sign {
-        Some(f) => {
-            let sk = krypta::crypto::signkey::load_signing_secret_with(
+        Some(f) => Some(super::keys::secret_key_warned(
+            f,
+            krypta::crypto::signkey::load_signing_secret_with(
                 f,
                 &mut key_password(a.sign_key_pass_file.as_deref()),
-            )?;
-            // As `c --sign` warns.
-            if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(f) {
-                krypta::to_stderr!("krypta: warning: {w}");
-            }
-            Some(sk)
-        }
+            ),
+        )?),
         None => None,
     };
     let recipients = new_recipients(&a)?;
