@@ -153,16 +153,15 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         krypta::to_stderr!("krypta: encrypting with the password in KRYPTA_PASSWORD");
     }
     // The signing key is read before any password prompt, so a wrong path fails at once.
+    let pass = KeyPassFile::new("--key-pass-file", a.key_pass_file.as_deref());
     let signer = match &a.sign {
         Some(f) => Some(secret_key_warned(
             f,
-            krypta::crypto::signkey::load_signing_secret_with(
-                f,
-                &mut super::keys::key_password(a.key_pass_file.as_deref()),
-            ),
+            krypta::crypto::signkey::load_signing_secret_with(f, &mut pass.source()),
         )?),
         None => None,
     };
+    pass.warn_if_unused("the signing key given with --sign is not password-protected");
     if let Some(src) = src {
         let kdf = super::kdf_args::kdf_from_args(a.kdf, a.kdf_memory.as_deref(), a.kdf_iterations)?;
         recipients.push(Recipient::Password {

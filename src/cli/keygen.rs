@@ -16,13 +16,17 @@ use krypta::crypto::kdf::Kdf;
 use krypta::crypto::password::{Secret, read_key_password};
 use krypta::{Error, Result};
 
+/// Why `keygen --pub -k` did not use `--key-pass-file`.
+const NOT_PROTECTED: &str = "the secret key given with -k is not password-protected";
+
 pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
     if a.public {
         let key = a
             .key
             .as_ref()
             .ok_or_else(|| Error::Usage("--pub needs -k SECRET".into()))?;
-        let mut pw = super::keys::key_password(a.key_pass_file.as_deref());
+        let pass = super::keys::KeyPassFile::new("--key-pass-file", a.key_pass_file.as_deref());
+        let mut pw = pass.source();
         // A signing secret key, told from a box key by its key line's prefix.
         let is_sign = std::fs::read(key)
             .map(|b| b.windows(19).any(|w| w == b"KRYPTA-SIGN-SECRET-"))
@@ -32,6 +36,8 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
                 key,
                 krypta::crypto::signkey::load_signing_secret_with(key, &mut pw),
             )?;
+            drop(pw);
+            pass.warn_if_unused(NOT_PROTECTED);
             super::write_stdout(&format!(
                 "{}\n",
                 krypta::crypto::signkey::public_key_text(&sk.public())
@@ -42,6 +48,8 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             key,
             krypta::crypto::boxkey::load_secret_with(key, &mut pw),
         )?;
+        drop(pw);
+        pass.warn_if_unused(NOT_PROTECTED);
         super::write_stdout(&format!(
             "{}\n",
             krypta::crypto::boxkey::public_key_text(&sk.public_key())
@@ -57,6 +65,10 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             "--protect applies to the secret key of --box or --sign (a key file is the key itself)"
                 .into(),
         ));
+    }
+    if !a.protect {
+        super::keys::KeyPassFile::new("--key-pass-file", a.key_pass_file.as_deref())
+            .warn_if_unused("it is the password of --protect or of a protected --pub -k key");
     }
     let kdf = protect_kdf(&a)?;
     let password = match kdf {
