@@ -150,6 +150,20 @@ fn key_text_where_any_path_belongs_is_refused_and_not_echoed() {
         named(&["keygen", "-o", text], "--output");
     }
     assert!(!fx.exists("b.kry") && !fx.exists("d.kry") && !fx.exists("o"));
+    // A key typed where a member PATH goes was echoed by "not found in a.kry: KRYPTA-…".
+    let text = key_line(&fx, "k");
+    for args in [
+        &["l", "a.kry", &text][..],
+        &["x", "a.kry", &text, "-C", "o"],
+    ] {
+        let o = fx.run(args);
+        assert_eq!(code(&o), 1, "{args:?}");
+        assert_eq!(
+            err(&o),
+            "krypta: not found in a.kry: <argument> (key text, not shown)\n",
+            "{args:?}"
+        );
+    }
     // A file of that name is still a file.
     let text = key_line(&fx, "k");
     fx.file(&text, b"t/a\n");
