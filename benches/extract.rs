@@ -138,6 +138,7 @@ fn small_tree(root: &Path) -> PathBuf {
 
 fn compress_request(output: PathBuf, input: PathBuf) -> krypta::CompressRequest {
     krypta::CompressRequest {
+        directory: None,
         output,
         inputs: vec![input],
         force: false,

@@ -14,6 +14,9 @@ pub struct CompressRequest {
     /// input that is a symbolic link to a pipe or socket (`<(cmd)`: `/dev/fd/63`, stored as
     /// `dev/fd/63`; see `fs::walk`'s streams).
     pub inputs: Vec<PathBuf>,
+    /// The directory the inputs are relative to (`-C DIR`): each is read at `DIR/INPUT` and
+    /// stored under the name INPUT gives, as if run in DIR; `None`: the current directory.
+    pub directory: Option<PathBuf>,
     /// Overwrite an existing output.
     pub force: bool,
     /// `fsync` a local archive and its directory before reporting success (the default;
@@ -55,7 +58,12 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
     }
     // Before anything is created: the walk would read the file -f replaces.
     if req.force
-        && let Some(path) = fs::select::output_among_inputs(&req.output, &req.inputs, &req.select)
+        && let Some(path) = fs::select::output_among_inputs(
+            &req.output,
+            req.directory.as_deref(),
+            &req.inputs,
+            &req.select,
+        )
     {
         return Err(Error::OutputIsInput { path });
     }
@@ -262,7 +270,13 @@ fn compress_into(
     };
     // The walk runs ahead on its own thread (`fs::ahead` says why) and opens the files.
     fs::walk::raise_descriptor_limit();
-    fs::walk_ahead(&req.inputs, &opts, &req.select, &mut on_event)?;
+    fs::walk_ahead_in(
+        req.directory.as_deref(),
+        &req.inputs,
+        &opts,
+        &req.select,
+        &mut on_event,
+    )?;
     if stored == 0 && skipped + left_out > 0 {
         // Dropping the writer drops the sink unfinished: the temporary file is removed (an
         // upload aborted), nothing is renamed over the output.

@@ -414,7 +414,11 @@ pub(crate) fn unverifiable_stream<T>(ar: &Archive, archive: &Path, r: Result<T>)
 /// [`Archive::open`], with a warning when keys were given (and allowed past, see
 /// [`OpenOptions::allow_unencrypted`]) but the archive is not encrypted: nothing was
 /// authenticated, and the key was not used.
-fn open_warning(archive: &Path, open: OpenOptions, rep: &mut dyn Reporter) -> Result<Archive> {
+pub(crate) fn open_warning(
+    archive: &Path,
+    open: OpenOptions,
+    rep: &mut dyn Reporter,
+) -> Result<Archive> {
     open_warning_with(archive, open, rep, |o| Archive::open(archive, o))
 }
 
@@ -459,7 +463,7 @@ pub fn list_with(
     open: OpenOptions,
     rep: &mut dyn Reporter,
 ) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
-    let mut ar = Archive::open(archive, open)?;
+    let mut ar = open_warning(archive, open, rep)?;
     report_source(&ar, rep);
     let ix = if ar.seekable() {
         ar.read_index()?.1
@@ -482,7 +486,7 @@ pub fn list_with_digests(
     open: OpenOptions,
     rep: &mut dyn Reporter,
 ) -> Result<(Vec<IndexEntry>, Vec<u32>)> {
-    let mut ar = Archive::open(archive, open)?;
+    let mut ar = open_warning(archive, open, rep)?;
     report_source(&ar, rep);
     let r = list_digests_opened(&mut ar);
     let r = unverifiable_stream(&ar, archive, r);

@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use krypta::format::{EntryKind, EntryMeta};
 use krypta::{Error, Reporter};
@@ -207,8 +206,8 @@ impl Reporter for Term {
 fn main() -> ExitCode {
     // clap exits with 2 on a usage error, but 2 means "authentication failed" here: a bad
     // option is a usage error, exit 1 (README, `--help`). Help and version stay 0.
-    let args = match cli::Cli::try_parse() {
-        Ok(args) => args,
+    let (args, matches) = match cli::parse() {
+        Ok(parsed) => parsed,
         Err(e) => {
             if e.use_stderr() {
                 let _ = e.print();
@@ -228,6 +227,11 @@ fn main() -> ExitCode {
             };
         }
     };
+    if let Err(e) = cli::refuse_key_text(&matches) {
+        krypta::to_stderr!("krypta: {e}");
+        return ExitCode::from(e.exit_code() as u8);
+    }
+    drop(matches);
     handle_signals();
     let verbose = args.verbose();
     let quiet = args.quiet();

@@ -241,6 +241,34 @@ fn keygen_to_stdout_writes_the_secret_there_and_the_public_key_to_stderr() {
 }
 
 #[test]
+fn keygen_with_o_name_prints_one_public_key_line_on_stdout_for_box_and_sign_alike() {
+    let fx = Fx::new();
+    // --sign printed nothing on stdout while --box printed its public key there.
+    for (kind, prefix) in [
+        ("--box", "KRYPTA-BOX-PUBLIC-1-"),
+        ("--sign", "KRYPTA-SIGN-PUBLIC-1-"),
+    ] {
+        let name = &kind[2..];
+        let o = fx.ok(&["keygen", kind, "-o", name]);
+        let public = String::from_utf8(fx.read(&format!("{name}.pub"))).unwrap();
+        assert_eq!(out(&o), public, "{kind}: stdout is the .pub file");
+        assert!(public.starts_with(prefix) && public.lines().count() == 1);
+        assert!(!err(&o).contains("PUBLIC-1-"), "{kind}: no key on stderr");
+        // -q: neither the message nor the line.
+        let o = fx.ok(&["keygen", "-q", kind, "-o", &format!("{name}2")]);
+        assert_eq!((out(&o), err(&o)), (String::new(), String::new()));
+    }
+    // A key file has no public part: nothing on stdout.
+    let o = fx.ok(&["keygen", "-o", "k.key"]);
+    assert_eq!(out(&o), "");
+    assert!(err(&o).starts_with("krypta: wrote key file k.key (mode 0600)"));
+    // -o - of --sign: the secret on stdout, the public key on stderr, as --box.
+    let o = fx.ok(&["keygen", "--sign", "-o", "-"]);
+    assert!(out(&o).contains("KRYPTA-SIGN-SECRET-1-") && !out(&o).contains("Public key:"));
+    assert!(err(&o).starts_with("Public key: KRYPTA-SIGN-PUBLIC-1-"));
+}
+
+#[test]
 fn each_prompt_says_which_password_it_asks_for() {
     // Regression: the prompt for an encrypted delta base's password read just "Password: ",
     // the archive's own prompt, though the archive's key came from --pass-file.

@@ -98,3 +98,34 @@ fn krypta_password_alone_reads_an_unencrypted_archive_with_a_warning() {
     assert_eq!(code(&o), 2);
     assert_eq!(stderr(&o), not_encrypted_line("plain.kry"));
 }
+
+/// `l` read an unencrypted archive with KRYPTA_PASSWORD set (or a key and
+/// `--allow-unencrypted`) in silence, while `t` and `x` said the key was not used: `l`, `l
+/// --b3` and `l --json` say it now too (on stderr; the listing is unchanged).
+#[test]
+fn list_says_the_key_was_not_used_as_test_and_extract_do() {
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "plain.kry", "src"]);
+    let warning = "krypta: warning: plain.kry: the archive is not encrypted: the key given was not used, and its checksums do not show who wrote it\n";
+    let plain = fx.ok(&["l", "plain.kry"]);
+    assert_eq!(stderr(&plain), "");
+    for extra in [&[][..], &["--b3"], &["--json"]] {
+        let o = krypta()
+            .current_dir(fx.dir.path())
+            .env("KRYPTA_PASSWORD", "correct horse")
+            .args(with(&with(&["l"], extra), &["plain.kry"]))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{extra:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), warning, "{extra:?}");
+        let quiet = fx.ok(&with(&with(&["l"], extra), &["plain.kry"]));
+        assert_eq!(o.stdout, quiet.stdout, "{extra:?}: the listing is the same");
+        let o = fx.ok(&with(
+            &with(&["l", "--keyfile", "k", "--allow-unencrypted"], extra),
+            &["plain.kry"],
+        ));
+        assert_eq!(stderr(&o), warning, "{extra:?}");
+    }
+}

@@ -252,3 +252,136 @@ fn at_a_terminal_the_key_password_is_asked_for_and_a_wrong_one_is_its_own_error(
     );
     assert!(!fx.exists("o2/t"));
 }
+
+/// `--key-pass-file` given for secret keys that are not protected (or for none) was ignored in
+/// silence: a user who thought the key protected learnt nothing. Each use names it now, as
+/// a key given for an unencrypted archive is named "not used"; a protected key uses it
+/// without a word.
+#[test]
+fn a_key_pass_file_no_key_asked_for_is_named_as_not_used() {
+    let fx = Fx::new();
+    fx.file("pw", b"key password\n");
+    fx.file("t/a", b"payload");
+    fx.ok(&["keygen", "-q", "--box", "-o", "alice"]);
+    fx.ok(&["keygen", "-q", "--sign", "-o", "me"]);
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    let mut protect = vec![
+        "keygen",
+        "-q",
+        "--box",
+        "--protect",
+        "--key-pass-file",
+        "pw",
+    ];
+    protect.extend(FAST);
+    protect.extend(["-o", "bob"]);
+    fx.ok(&protect);
+    fx.ok(&["c", "-q", "-r", "alice.pub", "-r", "bob.pub", "a.kry", "t"]);
+    fx.ok(&["c", "-q", "--keyfile", "k", "k.kry", "t"]);
+    let warned = |args: &[&str], option: &str, why: &str| {
+        let o = fx.ok(args);
+        assert_eq!(
+            err(&o),
+            format!("krypta: warning: {option} pw was not used: {why}\n"),
+            "{args:?}"
+        );
+    };
+    let unprotected_i = "no secret key given with -i is password-protected";
+    warned(
+        &["t", "-q", "-i", "alice", "--key-pass-file", "pw", "a.kry"],
+        "--key-pass-file",
+        unprotected_i,
+    );
+    warned(
+        &["l", "-q", "-i", "alice", "--key-pass-file", "pw", "a.kry"],
+        "--key-pass-file",
+        unprotected_i,
+    );
+    warned(
+        &[
+            "x",
+            "-q",
+            "-i",
+            "alice",
+            "--key-pass-file",
+            "pw",
+            "a.kry",
+            "-C",
+            "o1",
+        ],
+        "--key-pass-file",
+        unprotected_i,
+    );
+    warned(
+        &[
+            "t",
+            "-q",
+            "--keyfile",
+            "k",
+            "--key-pass-file",
+            "pw",
+            "k.kry",
+        ],
+        "--key-pass-file",
+        "no secret key was given with -i",
+    );
+    let unprotected_sign = "the signing key given with --sign is not password-protected";
+    warned(
+        &[
+            "c",
+            "-q",
+            "--sign",
+            "me",
+            "--key-pass-file",
+            "pw",
+            "s.kry",
+            "t",
+        ],
+        "--key-pass-file",
+        unprotected_sign,
+    );
+    warned(
+        &[
+            "rekey",
+            "-q",
+            "a.kry",
+            "-i",
+            "alice",
+            "-o",
+            "r.kry",
+            "-r",
+            "alice.pub",
+            "--sign",
+            "me",
+            "--sign-key-pass-file",
+            "pw",
+        ],
+        "--sign-key-pass-file",
+        unprotected_sign,
+    );
+    warned(
+        &["keygen", "--pub", "-k", "alice", "--key-pass-file", "pw"],
+        "--key-pass-file",
+        "the secret key given with -k is not password-protected",
+    );
+    warned(
+        &["keygen", "-q", "-o", "k2", "--key-pass-file", "pw"],
+        "--key-pass-file",
+        "it is the password of --protect or of a protected --pub -k key",
+    );
+    // Used: no word.
+    let o = fx.ok(&["t", "-q", "-i", "bob", "--key-pass-file", "pw", "a.kry"]);
+    assert_eq!(err(&o), "");
+    let o = fx.ok(&[
+        "t",
+        "-q",
+        "-i",
+        "alice",
+        "-i",
+        "bob",
+        "--key-pass-file",
+        "pw",
+        "a.kry",
+    ]);
+    assert_eq!(err(&o), "");
+}

@@ -102,6 +102,75 @@ fn a_symmetric_key_given_as_text_is_refused_and_not_echoed() {
     fx.ok(&["t", "-q", "--keyfile", &text, "a.kry"]);
 }
 
+/// Key text given where a path belongs that is no key option (`x --base KRYPTA-KEY-1-…`,
+/// `--pass-file`, ARCHIVE, an input of `c`, `-C`, `-o`) was taken as a path and echoed whole
+/// by "KRYPTA-KEY-1-…: No such file or directory". Every path argument is checked now.
+#[test]
+fn key_text_where_any_path_belongs_is_refused_and_not_echoed() {
+    let fx = Fx::new();
+    fx.file("t/a", b"data");
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["keygen", "-q", "--box", "-o", "alice"]);
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+    for text in [key_line(&fx, "k"), key_line(&fx, "alice")] {
+        let text = text.as_str();
+        let named = |args: &[&str], what: &str| {
+            refused_unechoed(&fx, args, text);
+            let e = err(&fx.run(args));
+            assert!(
+                e.contains(&format!("where {what} takes the path of a file")),
+                "{args:?}: {e}"
+            );
+        };
+        for cmd in ["x", "t", "l"] {
+            named(&[cmd, "--base", text, "a.kry"], "--base");
+            named(&[cmd, text], "ARCHIVE");
+            named(&[cmd, "--pass-file", text, "a.kry"], "--pass-file");
+        }
+        named(&["c", "--base", text, "d.kry", "t"], "--base");
+        named(&["c", "b.kry", "t", text], "INPUTS");
+        named(&["c", text, "t"], "OUTPUT");
+        named(&["c", "--files-from", text, "b.kry"], "--files-from");
+        named(
+            &["c", "--exclude-from", text, "b.kry", "t"],
+            "--exclude-from",
+        );
+        named(&["c", "-C", text, "b.kry", "t"], "--directory");
+        named(&["c", "-R", text, "b.kry", "t"], "--recipients-file");
+        named(&["x", "a.kry", "-C", text], "--output");
+        named(
+            &["t", "-i", "alice", "--key-pass-file", text, "a.kry"],
+            "--key-pass-file",
+        );
+        named(
+            &["rekey", "a.kry", "-o", text, "--new-keyfile", "k"],
+            "--output",
+        );
+        named(&["info", text], "ARCHIVE");
+        named(&["keygen", "-o", text], "--output");
+    }
+    assert!(!fx.exists("b.kry") && !fx.exists("d.kry") && !fx.exists("o"));
+    // A key typed where a member PATH goes was echoed by "not found in a.kry: KRYPTA-…".
+    let text = key_line(&fx, "k");
+    for args in [
+        &["l", "a.kry", &text][..],
+        &["x", "a.kry", &text, "-C", "o"],
+    ] {
+        let o = fx.run(args);
+        assert_eq!(code(&o), 1, "{args:?}");
+        assert_eq!(
+            err(&o),
+            "krypta: not found in a.kry: <argument> (key text, not shown)\n",
+            "{args:?}"
+        );
+    }
+    // A file of that name is still a file.
+    let text = key_line(&fx, "k");
+    fx.file(&text, b"t/a\n");
+    fx.ok(&["c", "-q", "--files-from", &text, "f.kry"]);
+    assert_eq!(fx.names("f.kry"), ["t/a"]);
+}
+
 /// Box and signing secret keys warn when group or others may write them too, as key files
 /// do (SECURITY.md: "group- or world-accessible"): only a readable one was warned about, so
 /// a group-writable `alice` or signing key, which another user can replace with their own
@@ -251,4 +320,32 @@ fn an_output_that_is_a_key_file_being_read_is_refused_even_with_force() {
     // Another output is written as before.
     fx.ok(&["c", "-q", "-f", "--keyfile", "k", "a.kry", "t"]);
     fx.ok(&["t", "-q", "--keyfile", "k", "a.kry"]);
+}
+
+/// `keygen --pub -k NAME` read a group- or world-accessible secret key in silence, while `-i`,
+/// `c --sign` and `rekey --sign` warned: one helper now, for box and signing keys alike.
+#[test]
+fn keygen_pub_warns_about_an_accessible_secret_key_as_every_other_use_does() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fx::new();
+    fx.ok(&["keygen", "-q", "--box", "-o", "alice"]);
+    fx.ok(&["keygen", "-q", "--sign", "-o", "me"]);
+    for name in ["alice", "me"] {
+        let public = String::from_utf8(fx.read(&format!("{name}.pub"))).unwrap();
+        let o = fx.ok(&["keygen", "--pub", "-k", name]);
+        assert_eq!((out(&o), err(&o)), (public.clone(), String::new()));
+        for (m, how) in [
+            (0o640, "is readable by group/others (mode 0640); chmod 600"),
+            (
+                0o620,
+                "is writable by group/others (mode 0620): they could replace the key; chmod 600",
+            ),
+        ] {
+            std::fs::set_permissions(fx.p(name), std::fs::Permissions::from_mode(m)).unwrap();
+            let o = fx.ok(&["keygen", "--pub", "-k", name]);
+            assert_eq!(out(&o), public, "{name}: stdout is still the public key");
+            assert_eq!(err(&o), format!("krypta: warning: {name} {how} {name}\n"));
+        }
+        std::fs::set_permissions(fx.p(name), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
 }

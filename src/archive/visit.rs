@@ -164,13 +164,23 @@ impl Selection {
     }
 
     /// The selectors that matched nothing, escaped as listings show names (a newline or a
-    /// terminal escape in one cannot forge a line; invalid UTF-8 is `\xHH`, not U+FFFD).
+    /// terminal escape in one cannot forge a line; invalid UTF-8 is `\xHH`, not U+FFFD). A
+    /// selector that is krypta key text (`x a.kry KRYPTA-KEY-1-…`: a key typed where a PATH
+    /// goes) is shown as `<argument> (key text, not shown)`: it may be the secret itself.
     pub fn unmatched(&self) -> Vec<String> {
         self.paths
             .iter()
             .zip(&self.hits)
             .filter(|(_, h)| !**h)
-            .map(|(p, _)| crate::fs::escape_path(p))
+            .map(|(p, _)| {
+                let key = std::str::from_utf8(p)
+                    .ok()
+                    .and_then(crate::crypto::keytext::kind_of);
+                match key {
+                    Some(_) => "<argument> (key text, not shown)".to_string(),
+                    None => crate::fs::escape_path(p),
+                }
+            })
             .collect()
     }
 }

@@ -230,6 +230,10 @@ pub(crate) struct CompressArgs {
     /// pipe, as <(cmd) gives, is read the same way)
     #[arg(required_unless_present = "files_from")]
     pub(crate) inputs: Vec<PathBuf>,
+    /// Read the inputs (and --files-from names) relative to DIR and store them as named
+    /// there, as tar -C DIR (OUTPUT and option files stay relative to here)
+    #[arg(short = 'C', long, value_name = "DIR")]
+    pub(crate) directory: Option<PathBuf>,
     /// Compression level 1 (fast) ..= 9 (smallest); see README for the zstd mapping
     #[arg(short, long, value_name = "1..9", value_parser = clap::value_parser!(u8).range(1..=9))]
     pub(crate) level: Option<u8>,
@@ -400,6 +404,9 @@ pub(crate) struct ExtractArgs {
     /// PATHs are glob patterns (as --exclude: *.conf matches at any depth, /etc/* anchors)
     #[arg(long)]
     pub(crate) wildcards: bool,
+    /// Take PATHs byte for byte (default: as `l` prints names, a\nb = a newline)
+    #[arg(long, conflicts_with = "wildcards")]
+    pub(crate) no_unquote: bool,
     /// Output directory (-C DIR as in tar works too)
     #[arg(
         short,

@@ -77,8 +77,8 @@ pub(crate) struct RekeyArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct KeygenArgs {
-    /// Output file (never overwritten); with --box also OUTPUT.pub. - = stdout (the
-    /// public key of --box then goes to stderr, as age-keygen does)
+    /// Output file (never overwritten); with --box/--sign also OUTPUT.pub, whose line is
+    /// printed on stdout. - = stdout (the public key then goes to stderr, as age-keygen -o -)
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
     /// Generate an ML-KEM-768 + X25519 box keypair instead of a symmetric key file

@@ -18,6 +18,9 @@ pub(crate) struct ListArgs {
     /// PATHs are glob patterns (as x --wildcards)
     #[arg(long)]
     pub(crate) wildcards: bool,
+    /// Take PATHs byte for byte (default: as `l` prints names, a\nb = a newline)
+    #[arg(long, conflicts_with = "wildcards")]
+    pub(crate) no_unquote: bool,
     /// Long listing: owner, stored (compressed) size and ratio per entry (with -v: and the
     /// blocks each spans)
     #[arg(short = 'l', long, conflicts_with_all = ["b3", "json"])]

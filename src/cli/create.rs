@@ -15,6 +15,22 @@
 //! time 2.35 s against 2.7-2.8 s), about 1-2 % of the run. Nightly jobs without a terminal
 //! never start it. The total is what the walk saw; files that change
 //! meanwhile make the ETA approximate, never the archive.
+//!
+//! Decision on `-C DIR` (README, "Creating archives"): one `-C` for the whole command, applying
+//! to every input wherever it stands on the line, as bsdtar's common `tar -cf out -C dir .`
+//! use; not GNU tar's positional `-C a x -C b y`, which clap's derive cannot express without
+//! re-reading the raw argument order, and whose "inputs before it relative to here, after it
+//! to DIR" rule is easy to misread in a backup script. Each input (and each name listed in
+//! `--files-from`, as tar reads `-T` names) is read at `DIR/INPUT` and stored under the name
+//! INPUT gives, so `c -C /srv out.kry www` stores `www/...`; an absolute input is read as
+//! given (and stored without its leading `/`, as always). `-` is stdin whatever `-C` says.
+//! OUTPUT, `--files-from`'s own list file, `--exclude-from`, key files and `--base` stay
+//! relative to the current directory: they are options of the command, not inputs (tar's
+//! archive file is opened before its `-C` too). Patterns and a delta's matching against its
+//! base see the stored names, so `c -C /srv new.kry --base old.kry www` matches
+//! `www/index.html` with the base's `www/index.html` however the base was made. The library
+//! does the joining (`CompressRequest::directory`); the process never changes its directory,
+//! so no other path of the command can be read relative to the wrong one.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -70,6 +86,9 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         other => BcjMode::Force(other.parse::<Filter>().map_err(Error::Usage)?),
     };
     let mut recipients = Vec::new();
+    if let Some(dir) = &a.directory {
+        check_directory(dir)?;
+    }
     let inputs = collect_inputs(&a)?;
     let stdin_in_use = inputs.iter().any(|p| super::keys::names_stdin(p))
         || a.files_from
@@ -134,19 +153,15 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
         krypta::to_stderr!("krypta: encrypting with the password in KRYPTA_PASSWORD");
     }
     // The signing key is read before any password prompt, so a wrong path fails at once.
+    let pass = KeyPassFile::new("--key-pass-file", a.key_pass_file.as_deref());
     let signer = match &a.sign {
-        Some(f) => {
-            let sk = krypta::crypto::signkey::load_signing_secret_with(
-                f,
-                &mut super::keys::key_password(a.key_pass_file.as_deref()),
-            )?;
-            if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(f) {
-                krypta::to_stderr!("krypta: warning: {w}");
-            }
-            Some(sk)
-        }
+        Some(f) => Some(secret_key_warned(
+            f,
+            krypta::crypto::signkey::load_signing_secret_with(f, &mut pass.source()),
+        )?),
         None => None,
     };
+    pass.warn_if_unused("the signing key given with --sign is not password-protected");
     if let Some(src) = src {
         let kdf = super::kdf_args::kdf_from_args(a.kdf, a.kdf_memory.as_deref(), a.kdf_iterations)?;
         recipients.push(Recipient::Password {
@@ -208,7 +223,8 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     let started = Instant::now();
     let scan = if term.shows_progress() && !inputs.iter().any(|p| p.as_os_str() == "-") {
         let scan = Arc::new(TotalScan::default());
-        spawn_total_scan(&scan, inputs.clone(), a.dereference, select.clone());
+        let dir = a.directory.clone();
+        spawn_total_scan(&scan, dir, inputs.clone(), a.dereference, select.clone());
         term.set_total_scan(Arc::clone(&scan));
         Some(scan)
     } else {
@@ -220,6 +236,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     let req = krypta::CompressRequest {
         output: a.output.clone(),
         inputs,
+        directory: a.directory.clone(),
         force: a.force,
         sync: !a.no_fsync,
         dereference: a.dereference,
@@ -302,6 +319,18 @@ fn collect_inputs(a: &CompressArgs) -> Result<Vec<PathBuf>> {
     Ok(inputs)
 }
 
+/// Refuses a `-C DIR` that is not a directory, naming it, before a password is asked for.
+fn check_directory(dir: &std::path::Path) -> Result<()> {
+    let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, "use as -C directory", e))?;
+    if !meta.is_dir() {
+        return Err(Error::Usage(format!(
+            "-C {}: not a directory",
+            krypta::fs::shown(dir)
+        )));
+    }
+    Ok(())
+}
+
 /// The selection of `--exclude`, `--exclude-from`, `--one-file-system`, `--exclude-caches`.
 fn selector(a: &CompressArgs) -> Result<krypta::fs::select::Selector> {
     let mut b = krypta::fs::pattern::PatternsBuilder::new();
@@ -340,6 +369,7 @@ pub(crate) struct TotalScan {
 
 fn spawn_total_scan(
     scan: &Arc<TotalScan>,
+    dir: Option<PathBuf>,
     inputs: Vec<PathBuf>,
     dereference: bool,
     select: krypta::fs::select::Selector,
@@ -359,20 +389,26 @@ fn spawn_total_scan(
                 open_files: false,
             };
             let mut sum = 0u64;
-            let walked = krypta::fs::walk::walk_selected(&inputs, &opts, &select, &mut |ev| {
-                if scan.cancel.load(Ordering::Relaxed) {
-                    return Err(Error::Usage("size scan stopped".into()));
-                }
-                if let krypta::fs::walk::WalkEvent::Entry(e) = ev {
-                    if e.stream {
-                        // `<(cmd)`: its size is not known before it is read, so no total is.
-                        return Err(Error::Usage("size scan stopped at a stream".into()));
+            let walked = krypta::fs::walk::walk_selected_in(
+                dir.as_deref(),
+                &inputs,
+                &opts,
+                &select,
+                &mut |ev| {
+                    if scan.cancel.load(Ordering::Relaxed) {
+                        return Err(Error::Usage("size scan stopped".into()));
                     }
-                    sum = sum.saturating_add(e.size);
-                    scan.bytes.store(sum, Ordering::Relaxed);
-                }
-                Ok(())
-            });
+                    if let krypta::fs::walk::WalkEvent::Entry(e) = ev {
+                        if e.stream {
+                            // `<(cmd)`: its size is not known before it is read, so no total is.
+                            return Err(Error::Usage("size scan stopped at a stream".into()));
+                        }
+                        sum = sum.saturating_add(e.size);
+                        scan.bytes.store(sum, Ordering::Relaxed);
+                    }
+                    Ok(())
+                },
+            );
             if walked.is_ok() {
                 scan.done.store(true, Ordering::Release);
             }

@@ -1,6 +1,7 @@
 //! What a listing shows about each index entry, read through one adapter ([`view`]) so that a
 //! change of the index (format 2 makes the digest optional and adds per-frame lengths) is met
-//! in one place, and the stored (compressed) bytes of each entry.
+//! in one place, and the stored (compressed) bytes of each entry; and the PATH arguments of
+//! `x` and `l` as member names ([`member_args`]).
 //!
 //! Decision on "stored": blocks hold the records of many entries (small files share one),
 //! and the index gives each entry the frames it spans, not its bytes in them. So each data
@@ -106,6 +107,21 @@ pub fn stored_shares(views: &[EntryView<'_>], frame_lens: &[u32]) -> Vec<u64> {
         }
     }
     out
+}
+
+/// The PATH arguments of `x` and `l` as member names: unquoted as `l` escapes names
+/// ([`krypta::fs::member_name`]) unless `--no-unquote`; glob patterns (`--wildcards`) as given,
+/// since `\` is their own escape (a name with a control character: match it with `?`).
+pub(crate) fn member_args(
+    paths: &[std::ffi::OsString],
+    wildcards: bool,
+    no_unquote: bool,
+) -> Vec<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    paths
+        .iter()
+        .map(|p| krypta::fs::member_name(p.as_bytes(), !wildcards && !no_unquote))
+        .collect()
 }
 
 #[cfg(test)]

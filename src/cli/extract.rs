@@ -33,7 +33,7 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
     let d = krypta::fs::extract::ExtractOptions::default();
     let req = krypta::ExtractRequest {
         output: a.output.clone(),
-        paths: a.paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        paths: super::entries::member_args(&a.paths, a.wildcards, a.no_unquote),
         wildcards: a.wildcards,
         stdout: a.stdout,
         fs: krypta::fs::extract::ExtractOptions {

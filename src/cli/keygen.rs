@@ -1,10 +1,23 @@
 //! `krypta keygen`: key files, box keypairs and signing keypairs, optionally with the secret
 //! key protected by a password (`--protect`, `crypto::protect`).
+//!
+//! Decision on what goes to stdout (README, "Passwords and keys"): stdout carries exactly one
+//! key line, what a script would capture. With `-o -` that is the secret key (the public key of
+//! `--box`/`--sign` goes to stderr as `Public key: ...`, as `age-keygen -o -` does); with
+//! `-o NAME` it is the public key of `--box` and of `--sign`, the line of `NAME.pub` (a key
+//! file made by plain `-o FILE` has no public part: nothing); `--pub -k` prints it too. The
+//! messages for people go to stderr. `age-keygen -o FILE` prints its public key to stderr
+//! instead; krypta has printed the box public key on stdout since `keygen --box` existed, and
+//! `PUB=$(krypta keygen --box -o k)` scripts rely on it, so the signing keypair was made to
+//! follow that rule (it printed nothing on stdout) rather than the box keypair changed.
 
 use super::args::*;
 use krypta::crypto::kdf::Kdf;
 use krypta::crypto::password::{Secret, read_key_password};
 use krypta::{Error, Result};
+
+/// Why `keygen --pub -k` did not use `--key-pass-file`.
+const NOT_PROTECTED: &str = "the secret key given with -k is not password-protected";
 
 pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
     if a.public {
@@ -12,20 +25,31 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             .key
             .as_ref()
             .ok_or_else(|| Error::Usage("--pub needs -k SECRET".into()))?;
-        let mut pw = super::keys::key_password(a.key_pass_file.as_deref());
+        let pass = super::keys::KeyPassFile::new("--key-pass-file", a.key_pass_file.as_deref());
+        let mut pw = pass.source();
         // A signing secret key, told from a box key by its key line's prefix.
         let is_sign = std::fs::read(key)
             .map(|b| b.windows(19).any(|w| w == b"KRYPTA-SIGN-SECRET-"))
             .unwrap_or(false);
         if is_sign {
-            let sk = krypta::crypto::signkey::load_signing_secret_with(key, &mut pw)?;
+            let sk = super::keys::secret_key_warned(
+                key,
+                krypta::crypto::signkey::load_signing_secret_with(key, &mut pw),
+            )?;
+            drop(pw);
+            pass.warn_if_unused(NOT_PROTECTED);
             super::write_stdout(&format!(
                 "{}\n",
                 krypta::crypto::signkey::public_key_text(&sk.public())
             ))?;
             return Ok(0);
         }
-        let sk = krypta::crypto::boxkey::load_secret_with(key, &mut pw)?;
+        let sk = super::keys::secret_key_warned(
+            key,
+            krypta::crypto::boxkey::load_secret_with(key, &mut pw),
+        )?;
+        drop(pw);
+        pass.warn_if_unused(NOT_PROTECTED);
         super::write_stdout(&format!(
             "{}\n",
             krypta::crypto::boxkey::public_key_text(&sk.public_key())
@@ -41,6 +65,10 @@ pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
             "--protect applies to the secret key of --box or --sign (a key file is the key itself)"
                 .into(),
         ));
+    }
+    if !a.protect {
+        super::keys::KeyPassFile::new("--key-pass-file", a.key_pass_file.as_deref())
+            .warn_if_unused("it is the password of --protect or of a protected --pub -k key");
     }
     let kdf = protect_kdf(&a)?;
     let password = match kdf {
@@ -166,6 +194,7 @@ fn sign_keypair(out: &std::path::Path, protect: Option<(&Secret, Kdf)>, quiet: b
             krypta::fs::shown(out),
             fingerprint_hex(&pk.fingerprint())
         );
+        super::write_stdout(&format!("{}\n", signkey::public_key_text(&pk)))?;
     }
     Ok(0)
 }

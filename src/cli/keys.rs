@@ -88,6 +88,18 @@ pub(crate) fn load_keyfile(f: &std::path::Path) -> Result<krypta::crypto::keyfil
     Ok(key)
 }
 
+/// A box or signing secret key loaded from `path` (`loaded`), with a warning when group or
+/// others may read or write the file (`crypto::boxkey::secret_key_mode_warning`), for every
+/// command that reads one: `-i`, `c`/`rekey --sign`, `keygen --pub -k`. The warning comes
+/// after the key loaded, so a file of the wrong kind gets only its error.
+pub(crate) fn secret_key_warned<T>(path: &std::path::Path, loaded: Result<T>) -> Result<T> {
+    let key = loaded?;
+    if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(path) {
+        krypta::to_stderr!("krypta: warning: {w}");
+    }
+    Ok(key)
+}
+
 /// The identities `k` gives; `what` is the password they open (the archive's, a base's).
 pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> {
     let mut ids = Vec::new();
@@ -97,16 +109,19 @@ pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> 
     for f in &k.keyfiles {
         ids.push(Identity::KeyFile(load_keyfile(f)?));
     }
+    let pass = KeyPassFile::new("--key-pass-file", k.key_pass_file.as_deref());
     for s in &k.identities {
-        let key = krypta::crypto::boxkey::load_secret_with(
-            s,
-            &mut key_password(k.key_pass_file.as_deref()),
+        let key = secret_key_warned(
+            std::path::Path::new(s),
+            krypta::crypto::boxkey::load_secret_with(s, &mut pass.source()),
         )?;
-        if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(std::path::Path::new(s)) {
-            krypta::to_stderr!("krypta: warning: {w}");
-        }
         ids.push(Identity::PqBox(key));
     }
+    pass.warn_if_unused(if k.identities.is_empty() {
+        "no secret key was given with -i"
+    } else {
+        "no secret key given with -i is password-protected"
+    });
     Ok(ids)
 }
 
@@ -120,6 +135,51 @@ pub(crate) fn key_password(
             return krypta::crypto::boxkey::no_key_password(key);
         }
         krypta::crypto::password::read_key_password(key, file, false)
+    }
+}
+
+/// The password file of protected secret keys given with one option (`--key-pass-file`,
+/// `rekey --sign-key-pass-file`), noting whether a key asked for it, so that a file given
+/// for keys that are not protected (or for no key) is named as not used, as an archive's key
+/// given for an unencrypted archive is, instead of being ignored in silence.
+pub(crate) struct KeyPassFile<'a> {
+    option: &'static str,
+    file: Option<&'a std::path::Path>,
+    used: std::cell::Cell<bool>,
+}
+
+impl<'a> KeyPassFile<'a> {
+    pub(crate) fn new(option: &'static str, file: Option<&'a std::path::Path>) -> Self {
+        KeyPassFile {
+            option,
+            file,
+            used: std::cell::Cell::new(false),
+        }
+    }
+
+    /// [`key_password`] of this file, noting that a protected key asked for it.
+    pub(crate) fn source(
+        &self,
+    ) -> impl FnMut(&std::path::Path) -> Result<krypta::crypto::password::Secret> + '_ {
+        let mut inner = key_password(self.file);
+        move |key| {
+            self.used.set(true);
+            inner(key)
+        }
+    }
+
+    /// Warns, naming the option and the file, when a file was given and no key asked for it;
+    /// `why` says which keys were not protected.
+    pub(crate) fn warn_if_unused(&self, why: &str) {
+        if let Some(f) = self.file
+            && !self.used.get()
+        {
+            krypta::to_stderr!(
+                "krypta: warning: {} {} was not used: {why}",
+                self.option,
+                krypta::fs::shown(f)
+            );
+        }
     }
 }
 

@@ -13,6 +13,7 @@ mod entries;
 mod extract;
 mod json;
 mod kdf_args;
+mod key_text;
 mod keygen;
 mod keys;
 mod read;
@@ -27,6 +28,20 @@ use crate::Term;
 pub use args::Cli;
 use args::*;
 pub(crate) use create::TotalScan;
+
+/// Parses the command line (clap): the arguments, or clap's error (usage, help, version).
+/// The matches are kept for checks over every argument ([`refuse_key_text`]).
+pub fn parse() -> std::result::Result<(Cli, clap::ArgMatches), clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let m = Cli::command().try_get_matches()?;
+    Ok((Cli::from_arg_matches(&m)?, m))
+}
+
+/// Refuses key text given where a path belongs, without showing it (`key_text`).
+pub fn refuse_key_text(m: &clap::ArgMatches) -> Result<()> {
+    use clap::CommandFactory;
+    key_text::refuse_key_text_paths(&Cli::command(), m)
+}
 
 /// Runs the parsed command; returns the exit code for success paths.
 pub fn run(cli: Cli) -> Result<u8> {

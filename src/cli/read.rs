@@ -1,8 +1,6 @@
 //! `krypta l`, `krypta t` and `krypta info`: reading an archive and printing what it holds,
 //! as text or JSON (`super::json`).
 
-use std::os::unix::ffi::OsStrExt;
-
 use super::args::*;
 use super::clock::Clock;
 use super::entries::{stored_shares, view};
@@ -17,7 +15,7 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
     // A delta archive's index lists it without the base; its blocks (read for --b3, or
     // front to back when the index is damaged) decode only against it.
     open.base = super::keys::open_base_to_read(&a.delta, &a.keys, &a.archive)?;
-    let paths: Vec<Vec<u8>> = a.paths.iter().map(|p| p.as_bytes().to_vec()).collect();
+    let paths = super::entries::member_args(&a.paths, a.wildcards, a.no_unquote);
     let mut select = if a.wildcards {
         Selection::wildcards(&paths)?
     } else {

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::args::*;
-use super::keys::{KeyPaths, key_password, named, open_options};
+use super::keys::{KeyPaths, named, open_options};
 use super::size::human_bytes;
 use krypta::archive::reader::RekeyOptions;
 use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
@@ -33,20 +33,16 @@ pub(crate) fn rekey(a: RekeyArgs, quiet: bool) -> Result<u8> {
     super::keys::refuse_output_over_key(&a.output, &keys)?;
     krypta::check_rekey_output(&a.input, &a.output, a.force)?;
     let open = open_options(&a.keys, &a.input)?;
+    let pass =
+        super::keys::KeyPassFile::new("--sign-key-pass-file", a.sign_key_pass_file.as_deref());
     let signer = match &a.sign {
-        Some(f) => {
-            let sk = krypta::crypto::signkey::load_signing_secret_with(
-                f,
-                &mut key_password(a.sign_key_pass_file.as_deref()),
-            )?;
-            // As `c --sign` warns.
-            if let Some(w) = krypta::crypto::boxkey::secret_key_mode_warning(f) {
-                krypta::to_stderr!("krypta: warning: {w}");
-            }
-            Some(sk)
-        }
+        Some(f) => Some(super::keys::secret_key_warned(
+            f,
+            krypta::crypto::signkey::load_signing_secret_with(f, &mut pass.source()),
+        )?),
         None => None,
     };
+    pass.warn_if_unused("the signing key given with --sign is not password-protected");
     let recipients = new_recipients(&a)?;
     let started = Instant::now();
     let s = krypta::rekey(

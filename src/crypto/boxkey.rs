@@ -246,6 +246,12 @@ pub(crate) fn read_public_key_text(path: &Path) -> Result<(&Path, Zeroizing<Stri
     })
 }
 
+/// Whether `arg`, given where a path belongs, is key text naming no file: an argument to
+/// refuse without showing it (as [`INLINE_KEY_PATH`]), since it may be the secret itself.
+pub fn is_key_text_not_a_file(arg: &OsStr) -> bool {
+    looks_like_key_text(arg).is_some() && fs::symlink_metadata(arg).is_err()
+}
+
 /// `arg` as key text when it is UTF-8 starting with [`KEY_TEXT_PREFIX`] (after blanks); `None`
 /// for anything else, which is a path (key text is ASCII, so an argument that is not UTF-8
 /// cannot be key text: it is never converted lossily, always opened as given).

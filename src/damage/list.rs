@@ -6,7 +6,6 @@ use std::path::Path;
 use super::{Tracker, is_index_damage, salvage_without_index};
 use crate::Reporter;
 use crate::archive::Visitor;
-use crate::archive::reader::Archive;
 use crate::error::{Error, Result};
 use crate::format::{EntryKind, EntryMeta};
 
@@ -71,7 +70,8 @@ pub fn list_or_salvage(
     open: crate::archive::reader::OpenOptions,
     rep: &mut dyn Reporter,
 ) -> Result<Listing> {
-    let mut ar = Archive::open(archive, open)?;
+    // A key given for an unencrypted archive is named as not used, as by `t` and `x`.
+    let mut ar = crate::open_warning(archive, open, rep)?;
     if let Some(d) = ar.source().describe() {
         rep.detail(&d);
     }

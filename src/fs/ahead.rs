@@ -17,7 +17,7 @@
 use std::sync::mpsc::sync_channel;
 
 use super::select::Selector;
-use super::walk::{WalkEvent, WalkOptions, walk_selected};
+use super::walk::{WalkEvent, WalkOptions, walk_selected_in};
 use crate::{Error, Result};
 
 /// Events handed over together.
@@ -29,6 +29,17 @@ pub(crate) const QUEUE: usize = 4;
 /// [`walk_selected`] on a thread of its own, `on_event` called on this one, in the walk's
 /// order. Returns the first error of `on_event` or, failing that, of the walk.
 pub fn walk_ahead(
+    inputs: &[std::path::PathBuf],
+    opts: &WalkOptions,
+    select: &Selector,
+    on_event: &mut dyn FnMut(WalkEvent) -> Result<()>,
+) -> Result<()> {
+    walk_ahead_in(None, inputs, opts, select, on_event)
+}
+
+/// [`walk_ahead`] of inputs relative to `dir` ([`super::walk::walk_selected_in`]).
+pub fn walk_ahead_in(
+    dir: Option<&std::path::Path>,
     inputs: &[std::path::PathBuf],
     opts: &WalkOptions,
     select: &Selector,
@@ -48,7 +59,7 @@ pub fn walk_ahead(
                     }
                     Ok(())
                 };
-                let res = walk_selected(inputs, opts, select, &mut hand);
+                let res = walk_selected_in(dir, inputs, opts, select, &mut hand);
                 // The events before an error (or the end) go first.
                 if !batch.is_empty() && tx.send(batch).is_err() {
                     return Err(stopped());
@@ -85,6 +96,7 @@ fn stopped() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::walk::walk_selected;
     use std::path::PathBuf;
 
     /// A tree of `n` files in 7 directories, with one FIFO in the middle.

@@ -31,5 +31,5 @@ pub(crate) mod unnamed;
 pub mod walk;
 pub mod xattr;
 
-pub use ahead::walk_ahead;
-pub use names::{escape_path, shown, unescape_path};
+pub use ahead::{walk_ahead, walk_ahead_in};
+pub use names::{escape_path, member_name, shown, unescape_path};

@@ -48,8 +48,25 @@ pub fn shown(p: &Path) -> String {
 /// Inverts [`escape_path`]: `\\`, `\n`, `\t` and `\xHH` are decoded, other characters taken as
 /// their UTF-8 bytes. Returns `None` for a malformed escape (a lone `\` or bad hex digits).
 pub fn unescape_path(text: &str) -> Option<Vec<u8>> {
+    unescape_bytes(text.as_bytes())
+}
+
+/// A member name given on the command line (`x`/`l` PATH), unquoted as tar does by default:
+/// written the way `l` prints it ([`escape_path`]), so `a\nb` names the entry whose name
+/// holds a newline, `\xff` the byte 0xff, `\\` one backslash. An argument that is not a
+/// well-formed escape (`C:\dir`, a lone `\`) can not have come from `l` and is taken as it
+/// is, byte for byte; so is every argument when `unquote` is false (`--no-unquote`).
+pub fn member_name(arg: &[u8], unquote: bool) -> Vec<u8> {
+    match unquote.then(|| unescape_bytes(arg)).flatten() {
+        Some(name) => name,
+        None => arg.to_vec(),
+    }
+}
+
+/// [`unescape_path`] on raw bytes (an argument need not be UTF-8).
+fn unescape_bytes(text: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len());
-    let mut it = text.bytes();
+    let mut it = text.iter().copied();
     while let Some(b) = it.next() {
         if b != b'\\' {
             out.push(b);
@@ -119,6 +136,15 @@ mod tests {
         for bad in ["\\", "\\q", "\\x4", "\\xzz"] {
             assert_eq!(unescape_path(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_member_name_is_unquoted_unless_malformed_or_asked_not_to() {
+        assert_eq!(member_name(b"a\\nb", true), b"a\nb");
+        assert_eq!(member_name(b"a\\tb\\\\c\\xff", true), b"a\tb\\c\xff");
+        assert_eq!(member_name(b"C:\\dir\\q", true), b"C:\\dir\\q");
+        assert_eq!(member_name(b"\xfe\\n", true), b"\xfe\n");
+        assert_eq!(member_name(b"a\\nb", false), b"a\\nb");
     }
 
     proptest! {

@@ -42,9 +42,11 @@ use super::pattern::Patterns;
 /// (`canonicalize`), so `./t/x`, `t/../t/x` and an absolute path are the same file; an input
 /// that is a symbolic link is not followed into (the walk stores the link). This is the check
 /// before anything is written; the walk checks again by device and inode while archiving
-/// (`-L`, bind mounts).
+/// (`-L`, bind mounts). With `dir` (`-C DIR`), inputs are read below it
+/// ([`super::walk::on_disk`]) and stored under the names they give.
 pub fn output_among_inputs(
     output: &std::path::Path,
+    dir: Option<&std::path::Path>,
     inputs: &[std::path::PathBuf],
     select: &Selector,
 ) -> Option<std::path::PathBuf> {
@@ -67,13 +69,14 @@ pub fn output_among_inputs(
             }
             continue;
         }
+        let stored_in = super::walk::archive_path_of(input.as_os_str().as_bytes()).0;
+        let input = &super::walk::on_disk(dir, input);
         let Ok(lmeta) = std::fs::symlink_metadata(input) else {
             continue;
         };
         let Ok(real_in) = std::fs::canonicalize(input) else {
             continue;
         };
-        let stored_in = super::walk::archive_path_of(input.as_os_str().as_bytes()).0;
         let (reached, stored) = if real_out == real_in {
             (input.clone(), stored_in)
         } else if lmeta.is_dir()

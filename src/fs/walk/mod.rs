@@ -56,7 +56,10 @@
 //!   at most 64 directories whose files are still to be opened (`list` says why and how).
 
 mod list;
+mod skipped;
 mod stream;
+
+pub use skipped::Skipped;
 
 pub use list::OpenFile;
 use list::stat_child;
@@ -78,8 +81,8 @@ use super::names::escape_path;
 use super::overlap::{self, Overlap};
 use super::select::{Selector, Verdict};
 use super::xattr::XattrSelect;
+use crate::Result;
 use crate::format::entry::{EntryKind, EntryMeta, MAX_PATH_LEN, Xattr};
-use crate::{Error, Result};
 
 /// The archive path of the root entry: the directory an input such as `.` or `dir/.` names.
 pub const ROOT_PATH: &[u8] = b".";
@@ -139,39 +142,6 @@ pub enum WalkEvent {
     Skipped(Skipped),
 }
 
-/// A file the walk could not read, and what was done about it.
-#[derive(Debug)]
-pub struct Skipped {
-    /// The file on disk.
-    pub path: PathBuf,
-    /// What failed ("stat", "open directory", "read", ...).
-    pub op: &'static str,
-    /// The error.
-    pub error: io::Error,
-    /// What the walk did: "skipped", "stored empty", "listing cut short".
-    pub outcome: &'static str,
-}
-
-impl Skipped {
-    /// The I/O error this skip stands for ([`Error::Io`] naming the file), for `--strict`.
-    pub fn into_error(self) -> Error {
-        Error::io(self.path, self.op, self.error)
-    }
-}
-
-impl std::fmt::Display for Skipped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: cannot {} ({}); {}",
-            escape_path(self.path.as_os_str().as_bytes()),
-            self.op,
-            self.error,
-            self.outcome
-        )
-    }
-}
-
 /// A path waiting on the walk's stack: its stat was taken when its directory was listed.
 struct Pending {
     source: PathBuf,
@@ -207,6 +177,20 @@ pub fn walk_selected(
     select: &Selector,
     on_event: &mut dyn FnMut(WalkEvent) -> Result<()>,
 ) -> Result<()> {
+    walk_selected_in(None, inputs, opts, select, on_event)
+}
+
+/// [`walk_selected`] with the inputs relative to `dir` (`krypta c -C DIR`): each input is
+/// read at `dir/INPUT` ([`on_disk`]) and stored under the name INPUT gives, as if the walk
+/// ran in `dir`; `-` is still stdin. Warnings and [`InputEntry::source`] name the file on
+/// disk (`dir/INPUT`).
+pub fn walk_selected_in(
+    dir: Option<&Path>,
+    inputs: &[PathBuf],
+    opts: &WalkOptions,
+    select: &Selector,
+    on_event: &mut dyn FnMut(WalkEvent) -> Result<()>,
+) -> Result<()> {
     let roots: Vec<Option<Vec<u8>>> = inputs
         .iter()
         .map(|i| Some(stream::input_path(i).0))
@@ -232,13 +216,22 @@ pub fn walk_selected(
         .iter()
         .position(|r| r.as_ref().is_some_and(|r| r.is_empty()))
     {
-        w.root_entry(&inputs[i])?;
+        w.root_entry(&on_disk(dir, &inputs[i]))?;
     }
     for (i, input) in inputs.iter().enumerate() {
         w.input = i;
-        w.walk_input(input)?;
+        w.walk_input(input, &on_disk(dir, input))?;
     }
     Ok(())
+}
+
+/// Where the input `input` is read when inputs are relative to `dir` (`-C DIR`): `dir/input`;
+/// an absolute input and `-` (stdin) as given, and every input without `dir`.
+pub fn on_disk(dir: Option<&Path>, input: &Path) -> PathBuf {
+    match dir {
+        Some(d) if !stream::is_stdin(input) => d.join(input),
+        _ => input.to_path_buf(),
+    }
 }
 
 struct Walker<'a> {
@@ -352,8 +345,9 @@ impl Walker<'_> {
         }))
     }
 
-    fn walk_input(&mut self, input: &Path) -> Result<()> {
-        let (arch, note) = stream::input_path(input);
+    /// Walks the input `given` (its archive path comes from this), read at `input`.
+    fn walk_input(&mut self, given: &Path, input: &Path) -> Result<()> {
+        let (arch, note) = stream::input_path(given);
         if let Some(note) = note
             && self.notes_shown.insert(note.clone())
         {
