@@ -108,4 +108,15 @@ for f in glob.glob("out/*.kry"):
         open(f"{C}/record/{n}", "wb").write(b"\0" + data)
         open(f"{C}/record/{n}_entry", "wb").write(b"\1" + data[1:])
 PY
+# delta: the frozen delta archives of tests/golden/*.hex (each file's first archive is the
+# base the target reads them with; the rest are deltas against it).
+mkdir -p "$C/delta"
+C="$C" G="$C/../../tests/golden" python3 - <<'PY'
+import glob, os
+for f in glob.glob(os.environ["G"] + "/*.hex"):
+    lines = [l.strip() for l in open(f) if l.strip() and not l.startswith("#")]
+    for i, l in enumerate(lines[1:]):
+        n = os.path.basename(f)[:-4]
+        open(f"{os.environ['C']}/delta/{n}_{i}", "wb").write(bytes.fromhex(l))
+PY
 for d in "$C"/*; do echo "$(basename "$d"): $(ls "$d" | wc -l) seeds"; done

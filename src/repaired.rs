@@ -25,6 +25,7 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
             base.trailing()
                 .and_then(|t| trailing_warning(&base_name, t)),
         );
+        out.extend(base.undone_edit().map(|e| edit_warning(&base_name, e)));
         out.extend(
             r.map(|r| report_warnings(&r, &base_name))
                 .unwrap_or_default(),
@@ -42,24 +43,7 @@ pub(crate) fn heal_warnings(ar: &Archive, archive: &Path) -> Vec<String> {
     if let Some(p) = ar.stream_section_problem().filter(|p| p.warn) {
         out.push(format!("{name}: {}", p.what));
     }
-    if let Some((at, n, frame)) = ar.undone_edit() {
-        let what = crate::counted(n.unsigned_abs(), "byte was", "bytes were");
-        out.push(if frame == crate::archive::reader::AFTER_INDEX {
-            // Between the index and the footer: no frame holds them, nothing was overwritten
-            // (it said "an entry they touched is lost" of `cat a.kry a.kry`).
-            format!(
-                "{name}: {what} inserted at or before byte {at}, between the index and the footer (a bad copy, or the archive appended to itself?): read without {}; no entry was touched",
-                crate::them(n.unsigned_abs())
-            )
-        } else {
-            format!(
-                "{name}: {what} {} at or before byte {at} (a bad copy?): read with {them} undone; the archive has no recovery data to rebuild what {they} overwrote, so an entry {they} touched is lost (named if so)",
-                if n > 0 { "inserted" } else { "removed" },
-                them = crate::them(n.unsigned_abs()),
-                they = if n.unsigned_abs() == 1 { "it" } else { "they" }
-            )
-        });
-    }
+    out.extend(ar.undone_edit().map(|e| edit_warning(&name, e)));
     let Some(r) = ar.source().heal_report() else {
         if let Some((missing, written, rebuildable)) = ar.missing_beyond_recovery() {
             out.push(format!(
@@ -82,6 +66,27 @@ pub fn header_fix_warning(name: &str, f: crate::archive::reader::HeaderFix) -> S
         "{name}: one bit of the header is flipped (byte {}, bit {}; a bad disk or copy?): read with it undone, since the header's checksum verifies so (the file is left as it is: copy it again from a good copy, or re-create it)",
         f.byte, f.bit
     )
+}
+
+/// The warning for bytes inserted or removed in one place that the reader undid without
+/// recovery data (`Archive::undone_edit`): where, bytes inserted (negative: removed), frame.
+fn edit_warning(name: &str, (at, n, frame): (u64, i64, u64)) -> String {
+    let what = crate::counted(n.unsigned_abs(), "byte was", "bytes were");
+    if frame == crate::archive::reader::AFTER_INDEX {
+        // Between the index and the footer: no frame holds them, nothing was overwritten
+        // (it said "an entry they touched is lost" of `cat a.kry a.kry`).
+        format!(
+            "{name}: {what} inserted at or before byte {at}, between the index and the footer (a bad copy, or the archive appended to itself?): read without {}; no entry was touched",
+            crate::them(n.unsigned_abs())
+        )
+    } else {
+        format!(
+            "{name}: {what} {} at or before byte {at} (a bad copy?): read with {them} undone; the archive has no recovery data to rebuild what {they} overwrote, so an entry {they} touched is lost (named if so)",
+            if n > 0 { "inserted" } else { "removed" },
+            them = crate::them(n.unsigned_abs()),
+            they = if n.unsigned_abs() == 1 { "it" } else { "they" }
+        )
+    }
 }
 
 /// The warning for bytes after the footer (`store::clamped`), none for zero padding (a
@@ -182,6 +187,19 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
             recovery: false,
             byte: f.byte,
             bit: f.bit,
+            sealed: base.encrypted(),
+        });
+    }
+    if let Some(base) = ar.base()
+        && let Some((at, bytes, frame)) = base.undone_edit()
+    {
+        // Every entry verified, with an insertion or removal in the base undone: the base is
+        // not as written and, without recovery data, nothing repairs it (as for the archive).
+        return Err(Error::EditUndone {
+            path: base.path().to_path_buf(),
+            at,
+            bytes,
+            frame: (frame != crate::archive::reader::AFTER_INDEX).then_some(frame),
             sealed: base.encrypted(),
         });
     }

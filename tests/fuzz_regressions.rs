@@ -137,3 +137,22 @@ fn test_progress_total_of_huge_index_sizes_does_not_overflow() {
     let err = krypta::list(&path, open()).unwrap_err();
     assert_eq!(err.exit_code(), 3, "{err}");
 }
+
+/// The stanza fuzz target's crash (its own assertion indexed `params()` of an unknown kind,
+/// which is documented empty): a format-2 stanza of kind 0 with an empty body parses as
+/// `Stanza::Unknown`, keeps its kind and bytes, and has no parameters; format 1 refuses it.
+#[test]
+fn unknown_kind_stanza_has_empty_params_and_round_trips() {
+    use krypta::format::{Reader, Stanza};
+    let bytes = [0u8; 8];
+    let mut r = Reader::new(&bytes, "stanza");
+    let s = Stanza::parse(&mut r, Version::V2).expect("format 2 keeps unknown kinds");
+    assert!(matches!(s, Stanza::Unknown { .. }));
+    assert_eq!(r.position(), 8);
+    assert_eq!(s.kind(), 0);
+    assert!(s.params().is_empty());
+    let mut again = Vec::new();
+    s.write(&mut again);
+    assert_eq!(again, bytes);
+    assert!(Stanza::parse(&mut Reader::new(&bytes, "stanza"), Version::V1).is_err());
+}

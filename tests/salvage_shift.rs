@@ -151,3 +151,50 @@ fn one_byte_inserted_before_the_footer_is_said_so() {
         "1 byte was inserted at or before byte {at}, between the index and the footer"
     )));
 }
+
+/// A bad copy that duplicated one whole frame: the copy verifies (its tag does not cover
+/// where it lies), and the index is found where it ends, as for any insertion. Regression:
+/// the last data frame duplicated sits exactly where the verified footer says the index
+/// starts, and that verified data frame was refused as a broken rule ("frame sequence:
+/// expected index frame seq 10, found Data seq 9", exit 3, nothing restored), while a copy
+/// of any other frame was read with the edit undone. Found by scripts/mutate_campaign.py.
+#[test]
+fn a_duplicated_frame_is_an_insertion_wherever_it_is() {
+    let fx = Fx::new();
+    fx.file("t/big.bin", &bytes(600_000, 3, false));
+    fx.file("t/small.txt", &bytes(5000, 4, true));
+    fx.ok(&["keygen", "-o", "k"]);
+    fx.ok(&["c", "-q", "-b", "64K", "--keyfile", "k", "e.kry", "t"]);
+    fx.ok(&["c", "-q", "-b", "64K", "u.kry", "t"]);
+    for (name, sealed) in [("u.kry", false), ("e.kry", true)] {
+        let a = std::fs::read(fx.p(name)).unwrap();
+        let keys: &[&str] = if sealed { &["--keyfile", "k"] } else { &[] };
+        // (start, end) of each data frame
+        let mut at = u32::from_le_bytes(a[12..16].try_into().unwrap()) as usize;
+        let mut data = Vec::new();
+        while a[at] == 1 {
+            let end = at + 48 + u32::from_le_bytes(a[at + 4..at + 8].try_into().unwrap()) as usize;
+            data.push((at, end));
+            at = end;
+        }
+        assert!(data.len() >= 9, "{name}: {} data frames", data.len());
+        for k in [0, data.len() / 2, data.len() - 1] {
+            let (s, e) = data[k];
+            let what = format!("{name}: data frame {k} of {} duplicated", data.len());
+            let c = [&a[..e], &a[s..e], &a[e..]].concat();
+            std::fs::write(fx.p("c.kry"), &c).unwrap();
+            let x = fx.run(&[&["x", "-o", "o", "c.kry"], keys].concat());
+            assert_eq!(code(&x), 0, "{what}: {}", err(&x));
+            let said = format!("{} bytes were inserted at or before byte {e}", e - s);
+            assert!(err(&x).contains(&said), "{what}: {}", err(&x));
+            for f in ["t/big.bin", "t/small.txt"] {
+                assert_eq!(fx.read(&format!("o/{f}")), fx.read(f), "{what}: {f}");
+            }
+            let t = fx.run(&[&["t", "c.kry"], keys].concat());
+            assert_eq!(code(&t), if sealed { 2 } else { 5 }, "{what}: {}", err(&t));
+            let said = format!("{} bytes inserted at byte {e} (frame {})", e - s, k + 1);
+            assert!(err(&t).contains(&said), "{what}: {}", err(&t));
+            std::fs::remove_dir_all(fx.p("o")).unwrap();
+        }
+    }
+}

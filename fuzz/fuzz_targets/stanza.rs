@@ -19,7 +19,13 @@ fuzz_target!(|data: &[u8]| {
             again == data[..used],
             "stanza re-serialises to different bytes"
         );
-        // `params` slices the body: it must not panic for any parsed stanza.
-        assert_eq!(s.params()[0], s.kind());
+        // `params` slices the body: it must not panic for any parsed stanza. It starts with
+        // the kind byte, and is empty only for a kind krypta does not know (format 2 keeps
+        // those as `Stanza::Unknown`, which has no known tag: the 8 bytes of a kind-0
+        // stanza with an empty body made this target index an empty vector).
+        match s.params().first() {
+            Some(&k) => assert_eq!(k, s.kind()),
+            None => assert!(matches!(s, Stanza::Unknown { .. })),
+        }
     }
 });

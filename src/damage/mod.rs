@@ -185,6 +185,29 @@ pub(crate) fn is_index_damage(e: &Error) -> bool {
     }
 }
 
+/// Whether `e` is a frame that verified but is not the one its place holds (FORMAT.md §4: a
+/// sequence number or kind out of order; sealed, any structure refused after the checks),
+/// as where the verified footer says the index starts: a data frame, copied there when a
+/// bad copy duplicated the last data frame. Like [`is_index_damage`], worth looking for the
+/// index moved by one insertion (`archive::reader::moved`), which only ever reads frames
+/// that verify, as written.
+pub(crate) fn is_out_of_sequence(e: &Error) -> bool {
+    use crate::format::FormatError;
+    matches!(
+        e.root(),
+        Error::Corrupt {
+            source: FormatError::Invalid {
+                what: "frame sequence",
+                ..
+            },
+            ..
+        } | Error::AuthFailed {
+            check: AuthCheck::Structure,
+            ..
+        }
+    )
+}
+
 /// Whether damage is in the footer alone (cut, unparsable, or failing its check): every frame
 /// before it was read whole. From a pipe (the footer comes last) nothing else was lost, as
 /// when a file's footer is damaged ([`salvage_without_index`] says every data frame verified).

@@ -92,6 +92,8 @@ pub struct BaseArchive {
     reproducible: bool,
     /// One flipped bit of its header, undone by its tag (`header_fix`).
     header_fix: Option<HeaderFix>,
+    /// Bytes inserted or removed in one place, undone ([`Archive::undone_edit`]).
+    undone_edit: Option<(u64, i64, u64)>,
     /// Whether it is encrypted.
     encrypted: bool,
     /// Workers that ask for regions at the same time ([`BaseArchive::shared`]).
@@ -216,6 +218,7 @@ impl BaseArchive {
             version,
             protection,
             header_fix,
+            undone_edit,
             ..
         } = ar;
         Ok(BaseArchive {
@@ -239,6 +242,7 @@ impl BaseArchive {
             workers: 1,
             unchecked,
             header_fix,
+            undone_edit,
             encrypted: header.encrypted(),
             reproducible: !header.encrypted()
                 && header.archive_id == crate::create::reproducible_archive_id(header.created),
@@ -256,6 +260,13 @@ impl BaseArchive {
     /// the file is not (a warning; `test` fails).
     pub fn header_fix(&self) -> Option<HeaderFix> {
         self.header_fix
+    }
+
+    /// Bytes inserted or removed in one place that the reader undid (its index found
+    /// moved): where, bytes inserted (negative: removed), and the frame there
+    /// ([`Archive::undone_edit`]). Read as written, but the file is not (`test` fails).
+    pub fn undone_edit(&self) -> Option<(u64, i64, u64)> {
+        self.undone_edit
     }
 
     /// Whether it is encrypted.

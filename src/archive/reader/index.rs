@@ -146,10 +146,11 @@ impl Archive {
                 .map_err(|e| Error::io(&self.path, "seek", e))?;
             return self.read_index_unchecked();
         }
-        // Not where the verified footer says: maybe moved by one insertion or removal.
+        // Not where the verified footer says: maybe moved by one insertion or removal (also
+        // when a verified frame is there, out of sequence: the last data frame duplicated).
         if self.undone_edit.is_none()
             && self.input.trailing().is_none()
-            && crate::damage::is_index_damage(&first)
+            && (crate::damage::is_index_damage(&first) || crate::damage::is_out_of_sequence(&first))
             && let Some(edit) = self.undo_moved_index()?
         {
             self.undone_edit = Some(edit);
