@@ -75,7 +75,7 @@ fn a_file_size_limit_is_a_failed_write_naming_the_file_not_a_silent_death() {
     // larger than the output may hold is one entry the file system cannot hold, skipped as a
     // too-long name is (tests/cli_extract_long_names.rs): exit 6, the rest restored.
     fx.ok(&["c", "-q", "big.kry", "in"]);
-    let o = under_file_size_limit(&fx, &["x", "-q", "-o", "out", "big.kry"]);
+    let o = under_file_size_limit(&fx, &["x", "-o", "out", "big.kry"]);
     assert_eq!(code(&o), 6, "{}", err(&o));
     assert!(
         err(&o).contains("out/in/b: skipped: larger than the file system allows for one file"),

@@ -152,6 +152,34 @@ fn spilled_writer_output_equals_in_memory_output() {
     );
 }
 
+/// Regression (helper-58): a spill file that could not be made or written said only
+/// "temporary spill file: write: No space left on device" under the name of the output, so
+/// the user freed space where the archive goes, not in the full temporary directory.
+#[test]
+fn a_failed_spill_names_its_directory() {
+    let p = bytes(3 << 20, 9);
+    let mut small = opts(5, 4096, 256);
+    small.memory_budget = 10_000;
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("no-such-dir");
+    small.spill_dir = Some(gone.clone());
+    use std::io::Write;
+    let mut w = RecoveryWriter::new(Vec::new(), &small).unwrap();
+    let e = w
+        .write_all(&p)
+        .err()
+        .map(|e| e.to_string())
+        .or_else(|| w.finish().err().map(|e| e.to_string()))
+        .expect("the spill cannot be made");
+    assert_eq!(
+        e,
+        format!(
+            "recovery data: temporary spill file in {}: create: No such file or directory (os error 2)",
+            gone.display()
+        )
+    );
+}
+
 #[test]
 fn memory_bound_follows_the_percentage() {
     let mib = 1u64 << 20;

@@ -62,10 +62,13 @@ pub enum RecoveryError {
         source: io::Error,
     },
     /// The encoder's spill file (recovery shards beyond the memory budget) failed.
-    #[error("recovery data: temporary spill file: {op}: {source}")]
+    #[error("recovery data: temporary spill file{}: {op}: {source}", in_dir(.dir.as_deref()))]
     Spill {
         /// What was being done.
         op: &'static str,
+        /// The directory of the spill file (`TMPDIR` unless set), when one was involved: a
+        /// full or read-only temporary directory is a different fix from a full output.
+        dir: Option<std::path::PathBuf>,
         /// The I/O error.
         #[source]
         source: io::Error,
@@ -145,4 +148,10 @@ impl RecoveryError {
             source,
         }
     }
+}
+
+/// " in DIR" for a spill file's directory, shown as every user-facing path is.
+fn in_dir(dir: Option<&std::path::Path>) -> String {
+    dir.map(|d| format!(" in {}", crate::fs::shown(d)))
+        .unwrap_or_default()
 }

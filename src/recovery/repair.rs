@@ -135,6 +135,7 @@ pub fn repair_to<S: ByteSource + ?Sized, W: Write + Send>(
         .build()
         .map_err(|e| RecoveryError::Spill {
             op: "start the repair threads",
+            dir: None,
             source: std::io::Error::other(e),
         })?;
     let mut beyond: Vec<BeyondRepair> = Vec::new();

@@ -34,6 +34,7 @@ impl Spool {
             self.mem.extend_from_slice(bytes);
             return Ok(());
         }
+        let dir = || Some(budget.dir.clone().unwrap_or_else(std::env::temp_dir));
         if self.file.is_none() {
             let f = match &budget.dir {
                 Some(d) => tempfile::tempfile_in(d),
@@ -41,6 +42,7 @@ impl Spool {
             }
             .map_err(|source| RecoveryError::Spill {
                 op: "create",
+                dir: dir(),
                 source,
             })?;
             self.file = Some(f);
@@ -50,6 +52,7 @@ impl Spool {
             .write_all(bytes)
             .map_err(|source| RecoveryError::Spill {
                 op: "write",
+                dir: dir(),
                 source,
             })?;
         self.file_len += bytes.len() as u64;

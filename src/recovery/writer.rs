@@ -219,6 +219,7 @@ impl<W: Write> RecoveryWriter<W> {
                 .spawn(move || work(enc, jobs_rx, free_tx))
                 .map_err(|source| RecoveryError::Spill {
                     op: "start the encoder thread",
+                    dir: None,
                     source,
                 })?;
             Sink::Thread {
