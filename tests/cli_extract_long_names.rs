@@ -63,6 +63,17 @@ fn archive(path: &Path) {
     std::fs::write(path, w.finish().unwrap().1).unwrap();
 }
 
+/// `krypta x -o OUT KRY`, stdin closed.
+fn x_into(out: &Path, kry: &Path) -> Output {
+    krypta()
+        .args(["x", "-o"])
+        .arg(out)
+        .arg(kry)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 fn names(dir: &Path) -> Vec<Vec<u8>> {
     let mut v: Vec<Vec<u8>> = std::fs::read_dir(dir)
         .unwrap()
@@ -117,13 +128,7 @@ fn a_name_too_long_in_an_output_that_is_not_empty_is_skipped_and_named_and_the_r
     archive(&kry);
     let out = tmp.path().join("out");
     common::write(&out.join("there"), b"kept");
-    let o = krypta()
-        .args(["x", "-o"])
-        .arg(&out)
-        .arg(&kry)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = x_into(&out, &kry);
     assert_rest_restored(&o, &out, &[b"there"]);
     assert_eq!(std::fs::read(out.join("there")).unwrap(), b"kept");
     // The summary counts the entries made: a, the 255-byte name and z.
@@ -158,13 +163,7 @@ fn a_conflict_next_to_a_name_too_long_is_still_refused_up_front() {
     archive(&kry);
     let out = tmp.path().join("out");
     common::write(&out.join("z"), b"mine");
-    let o = krypta()
-        .args(["x", "-o"])
-        .arg(&out)
-        .arg(&kry)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = x_into(&out, &kry);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 1, "{err}");
     assert!(err.contains("z"), "{err}");
@@ -190,13 +189,7 @@ fn a_symlink_whose_target_is_longer_than_the_file_system_holds_is_skipped_and_na
     .unwrap();
     std::fs::write(&kry, w.finish().unwrap().1).unwrap();
     let out = tmp.path().join("out");
-    let o = krypta()
-        .args(["x", "-o"])
-        .arg(&out)
-        .arg(&kry)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = x_into(&out, &kry);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 6, "{err}");
     let line = format!(
@@ -241,13 +234,7 @@ fn hard_links_past_the_file_systems_link_limit_are_skipped_and_named() {
     .unwrap();
     std::fs::write(&kry, w.finish().unwrap().1).unwrap();
     let out = tmp.path().join("out");
-    let o = krypta()
-        .args(["x", "-o"])
-        .arg(&out)
-        .arg(&kry)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = x_into(&out, &kry);
     let err = String::from_utf8_lossy(&o.stderr);
     let nlink = std::os::unix::fs::MetadataExt::nlink(&std::fs::metadata(out.join("t")).unwrap());
     if code(&o) == 0 && nlink == links + 1 {
