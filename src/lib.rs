@@ -200,6 +200,10 @@ struct Tap<'a, V: archive::Visitor + KeptCount> {
     written: u64,
     /// The current file was kept out when it began.
     file_kept: bool,
+    /// The visitor's [`KeptCount`] once the current file began: a file given up on later,
+    /// while its data is written (`EFBIG` past the file system's size limit), raises it
+    /// before the file's end, and is then not done either.
+    kept_at_begin: usize,
 }
 
 impl<'a, V: archive::Visitor + KeptCount> Tap<'a, V> {
@@ -210,6 +214,7 @@ impl<'a, V: archive::Visitor + KeptCount> Tap<'a, V> {
             bytes: 0,
             written: 0,
             file_kept: false,
+            kept_at_begin: 0,
         }
     }
 
@@ -253,6 +258,7 @@ impl<V: archive::Visitor + KeptCount> archive::Visitor for Tap<'_, V> {
         let kept = self.inner.kept() != before;
         if meta.kind == EntryKind::File {
             self.file_kept = kept;
+            self.kept_at_begin = self.inner.kept();
         } else if !kept {
             self.rep.entry_done(meta);
         }
@@ -265,10 +271,9 @@ impl<V: archive::Visitor + KeptCount> archive::Visitor for Tap<'_, V> {
         Ok(())
     }
     fn end(&mut self, meta: &EntryMeta, size: u64) -> Result<()> {
-        let before = self.inner.kept();
         self.inner.end(meta, size)?;
         self.rep.progress(self.bytes);
-        if !self.file_kept && self.inner.kept() == before {
+        if !self.file_kept && self.inner.kept() == self.kept_at_begin {
             self.written += size;
             self.rep.entry_done(meta);
         }

@@ -339,3 +339,49 @@ fn a_file_larger_than_the_file_system_holds_is_skipped_not_cut_short_and_the_res
     assert_eq!(std::fs::read(out.join("fits")).unwrap(), &big[..1_000_000]);
     assert_eq!(std::fs::read(out.join("z")).unwrap(), b"last");
 }
+
+#[test]
+fn a_file_skipped_as_too_large_while_written_is_not_counted_or_listed_as_extracted() {
+    // The limit met by a write (data past it) and by setting the length (a trailing hole):
+    // both files are skipped. Before, the first was still listed by -v and counted in the
+    // summary ("3 entries extracted, 3.0 MiB out"), as the skip came before the file's end.
+    let tmp = tempfile::tempdir().unwrap();
+    let kry = tmp.path().join("big.kry");
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
+    let mut file = |p: &[u8], data: &[u8]| {
+        w.add_file(
+            &meta(p, EntryKind::File, b""),
+            &mut ReaderSource::new(data, "mem"),
+        )
+        .unwrap();
+    };
+    file(b"a", b"first");
+    file(b"big", &big);
+    file(b"holes", &vec![0; 3_000_000]);
+    file(b"z", b"last");
+    std::fs::write(&kry, w.finish().unwrap().1).unwrap();
+    let out = tmp.path().join("out");
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 2048; exec \"$0\" x -v -o \"$1\" \"$2\"")
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .arg(&out)
+        .arg(&kry)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 6, "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "a\nz\n");
+    let summary = err
+        .lines()
+        .find(|l| l.contains(" extracted, "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        summary.starts_with(&format!("krypta: {}: 2 entries extracted, ", kry.display()))
+            && summary.contains(" in, 9 B out "),
+        "{summary}"
+    );
+    assert_eq!(names(&out), [b"a".to_vec(), b"z".to_vec()]);
+}

@@ -154,6 +154,46 @@ fn a_name_not_found_is_named_as_l_would_print_it() {
     assert_eq!(common::code(&o), 1);
     assert_eq!(
         String::from_utf8_lossy(&o.stderr).trim_end(),
-        "krypta: not found in n.kry: t/x\\ny"
+        format!("krypta: not found in n.kry: t/x\\ny {HINT}")
+    );
+}
+
+/// What "not found" adds for a PATH that unquoting changed and that held a backslash.
+const HINT: &str = "(a PATH is read as `l` prints names: a backslash that is part of a name \
+                    is \\\\ there, so 'a\\\\nb' names a\\nb; or give --no-unquote to take PATHs as typed)";
+
+#[test]
+fn a_name_with_a_backslash_typed_as_is_gets_a_hint_when_not_found() {
+    // `e\nf` typed meaning a backslash (as `ls` shows such a name) is unquoted to a
+    // newline: not found, and the message said only the PATH as typed, a name the user may
+    // see on disk. It now says how such a name is written.
+    let tmp = archived();
+    for cmd in ["l", "x"] {
+        let mut args = vec![os(cmd), os("-q"), os("n.kry"), os("t/e\\nf"), os("t/zz")];
+        let out = tmp.path().join("out");
+        if cmd == "x" {
+            args.extend([os("-o"), out.as_os_str()]);
+        }
+        let o = run(tmp.path(), &args);
+        assert_eq!(common::code(&o), 1, "{cmd}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr).trim_end(),
+            format!("krypta: not found in n.kry: t/e\\nf, t/zz {HINT}"),
+            "{cmd}"
+        );
+    }
+    // A PATH without a backslash gets none; --no-unquote takes the PATH as typed.
+    let o = run(tmp.path(), &[os("l"), os("n.kry"), os("t/zz")]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        "krypta: not found in n.kry: t/zz"
+    );
+    let o = run(
+        tmp.path(),
+        &[os("l"), os("--no-unquote"), os("n.kry"), os("t/e\\nf")],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        "krypta: not found in n.kry: t/e\\\\nf"
     );
 }

@@ -124,6 +124,38 @@ pub(crate) fn member_args(
         .collect()
 }
 
+/// `err` with a hint added when it is the "not found in ARCHIVE" of a PATH that unquoting
+/// changed and that had a backslash in it (`'C:\new'`, `'a\nb'` meant as typed): the listing
+/// shows such a name's own backslash as `\\`, and only there or with `--no-unquote` does the
+/// PATH name it. Without the hint the message named the PATH as typed, the very name `ls`
+/// shows, and said it was not there.
+pub(crate) fn with_unquote_hint(
+    err: krypta::Error,
+    paths: &[std::ffi::OsString],
+    wildcards: bool,
+    no_unquote: bool,
+) -> krypta::Error {
+    use std::os::unix::ffi::OsStrExt;
+    let krypta::Error::Usage(msg) = err else {
+        return err;
+    };
+    let Some(listed) = msg.strip_prefix("not found in ") else {
+        return krypta::Error::Usage(msg);
+    };
+    let changed = paths.iter().any(|p| {
+        let raw = p.as_bytes();
+        let name = krypta::fs::member_name(raw, !wildcards && !no_unquote);
+        raw.contains(&b'\\') && name != raw && listed.contains(&krypta::fs::escape_path(&name))
+    });
+    if !changed {
+        return krypta::Error::Usage(msg);
+    }
+    krypta::Error::Usage(format!(
+        "{msg} (a PATH is read as `l` prints names: a backslash that is part of a name is \\\\ \
+         there, so 'a\\\\nb' names a\\nb; or give --no-unquote to take PATHs as typed)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,5 +73,7 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
             super::clock::duration(started.elapsed())
         );
     }
-    result.map(|_| 0)
+    result
+        .map(|_| 0)
+        .map_err(|e| super::entries::with_unquote_hint(e, &a.paths, a.wildcards, a.no_unquote))
 }

@@ -68,11 +68,17 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
         return Err(e);
     }
     if !missing.is_empty() {
-        return Err(Error::Usage(format!(
+        let e = Error::Usage(format!(
             "not found in {}: {}",
             krypta::fs::escape_path(a.archive.as_os_str().as_encoded_bytes()),
             missing.join(", ")
-        )));
+        ));
+        return Err(super::entries::with_unquote_hint(
+            e,
+            &a.paths,
+            a.wildcards,
+            a.no_unquote,
+        ));
     }
     Ok(0)
 }
