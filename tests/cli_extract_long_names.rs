@@ -74,6 +74,26 @@ fn x_into(out: &Path, kry: &Path) -> Output {
         .unwrap()
 }
 
+/// Bytes that do not compress to nothing and do not repeat within a block.
+fn patterned(len: u32) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+/// `krypta x [FLAG] -o OUT KRY` under `ulimit -f 2048` (2 MiB; SIGXFSZ ignored, as a file
+/// system's own limit sends none): every file past 2 MiB meets EFBIG.
+fn x_under_2_mib_limit(flag: &str, out: &Path, kry: &Path) -> Output {
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 2048; exec \"$0\" x $1 -o \"$2\" \"$3\"")
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .arg(flag)
+        .arg(out)
+        .arg(kry)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 fn names(dir: &Path) -> Vec<Vec<u8>> {
     let mut v: Vec<Vec<u8>> = std::fs::read_dir(dir)
         .unwrap()
@@ -282,7 +302,7 @@ fn a_file_larger_than_the_file_system_holds_is_skipped_not_cut_short_and_the_res
     // file system's limit sends none); GNU tar leaves such files cut short under their names.
     let tmp = tempfile::tempdir().unwrap();
     let kry = tmp.path().join("big.kry");
-    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let big = patterned(3_000_000);
     let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
     let mut file = |p: &[u8], data: &[u8]| {
         w.add_file(
@@ -301,15 +321,7 @@ fn a_file_larger_than_the_file_system_holds_is_skipped_not_cut_short_and_the_res
         .unwrap();
     std::fs::write(&kry, w.finish().unwrap().1).unwrap();
     let out = tmp.path().join("out");
-    let o = std::process::Command::new("bash")
-        .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 2048; exec \"$0\" x -o \"$1\" \"$2\"")
-        .arg(env!("CARGO_BIN_EXE_krypta"))
-        .arg(&out)
-        .arg(&kry)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = x_under_2_mib_limit("", &out, &kry);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 6, "{err}");
     for line in [
@@ -347,7 +359,7 @@ fn a_file_skipped_as_too_large_while_written_is_not_counted_or_listed_as_extract
     // summary ("3 entries extracted, 3.0 MiB out"), as the skip came before the file's end.
     let tmp = tempfile::tempdir().unwrap();
     let kry = tmp.path().join("big.kry");
-    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let big = patterned(3_000_000);
     let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
     let mut file = |p: &[u8], data: &[u8]| {
         w.add_file(
@@ -362,15 +374,7 @@ fn a_file_skipped_as_too_large_while_written_is_not_counted_or_listed_as_extract
     file(b"z", b"last");
     std::fs::write(&kry, w.finish().unwrap().1).unwrap();
     let out = tmp.path().join("out");
-    let o = std::process::Command::new("bash")
-        .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 2048; exec \"$0\" x -v -o \"$1\" \"$2\"")
-        .arg(env!("CARGO_BIN_EXE_krypta"))
-        .arg(&out)
-        .arg(&kry)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = x_under_2_mib_limit("-v", &out, &kry);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 6, "{err}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), "a\nz\n");
