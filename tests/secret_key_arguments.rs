@@ -118,7 +118,7 @@ fn key_text_where_any_path_belongs_is_refused_and_not_echoed() {
             refused_unechoed(&fx, args, text);
             let e = err(&fx.run(args));
             assert!(
-                e.contains(&format!("where {what} takes the path of a file")),
+                e.contains(&format!("where {what} takes a path (the text is not shown")),
                 "{args:?}: {e}"
             );
         };

@@ -42,8 +42,8 @@ pub(crate) fn refuse_key_text_paths(cmd: &clap::Command, m: &clap::ArgMatches) -
                 return Err(Error::BadKeyFile {
                     path: krypta::crypto::boxkey::INLINE_KEY_PATH.into(),
                     problem: format!(
-                        "key text given as an argument where {name} takes the path of a \
-                         file (the text is not shown: it may be a secret key)"
+                        "key text given as an argument where {name} takes a path (the \
+                         text is not shown: it may be a secret key)"
                     ),
                 });
             }
