@@ -36,6 +36,15 @@ fn name(c: u8, n: usize) -> Vec<u8> {
     vec![c; n]
 }
 
+/// Adds the file `p` holding `data` to `w`.
+fn file(w: &mut ArchiveWriter<Vec<u8>>, p: &[u8], data: &[u8]) {
+    w.add_file(
+        &meta(p, EntryKind::File, b""),
+        &mut ReaderSource::new(data, "mem"),
+    )
+    .unwrap();
+}
+
 /// Writes, with the library's writer: `a` ("first"), a 256-byte file name, a 300-byte
 /// directory with a file in it, a 255-byte file name (fits), `z` ("last"), and a hard link
 /// `hl` to the too-long file.
@@ -45,13 +54,6 @@ fn archive(path: &Path) {
     let inside = [&long_dir[..], b"/in"].concat();
     let fits = name(b'k', 255);
     let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
-    let file = |w: &mut ArchiveWriter<Vec<u8>>, p: &[u8], data: &[u8]| {
-        w.add_file(
-            &meta(p, EntryKind::File, b""),
-            &mut ReaderSource::new(data, "mem"),
-        )
-        .unwrap();
-    };
     file(&mut w, b"a", b"first");
     file(&mut w, &long_file, b"too long a name");
     w.add_entry(&meta(&long_dir, EntryKind::Dir, b"")).unwrap();
@@ -202,11 +204,7 @@ fn a_symlink_whose_target_is_longer_than_the_file_system_holds_is_skipped_and_na
         .unwrap();
     w.add_entry(&meta(b"short", EntryKind::Symlink, b"d/d"))
         .unwrap();
-    w.add_file(
-        &meta(b"z", EntryKind::File, b""),
-        &mut ReaderSource::new(&b"last"[..], "mem"),
-    )
-    .unwrap();
+    file(&mut w, b"z", b"last");
     std::fs::write(&kry, w.finish().unwrap().1).unwrap();
     let out = tmp.path().join("out");
     let o = x_into(&out, &kry);
@@ -237,21 +235,13 @@ fn hard_links_past_the_file_systems_link_limit_are_skipped_and_named() {
     let kry = tmp.path().join("links.kry");
     let links = 65_010;
     let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
-    w.add_file(
-        &meta(b"t", EntryKind::File, b""),
-        &mut ReaderSource::new(&b"shared"[..], "mem"),
-    )
-    .unwrap();
+    file(&mut w, b"t", b"shared");
     for i in 0..links {
         let p = format!("l/{i:05}");
         w.add_entry(&meta(p.as_bytes(), EntryKind::Hardlink, b"t"))
             .unwrap();
     }
-    w.add_file(
-        &meta(b"z", EntryKind::File, b""),
-        &mut ReaderSource::new(&b"last"[..], "mem"),
-    )
-    .unwrap();
+    file(&mut w, b"z", b"last");
     std::fs::write(&kry, w.finish().unwrap().1).unwrap();
     let out = tmp.path().join("out");
     let o = x_into(&out, &kry);
@@ -304,19 +294,12 @@ fn a_file_larger_than_the_file_system_holds_is_skipped_not_cut_short_and_the_res
     let kry = tmp.path().join("big.kry");
     let big = patterned(3_000_000);
     let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
-    let mut file = |p: &[u8], data: &[u8]| {
-        w.add_file(
-            &meta(p, EntryKind::File, b""),
-            &mut ReaderSource::new(data, "mem"),
-        )
-        .unwrap();
-    };
-    file(b"a", b"first");
-    file(b"big", &big);
-    file(b"fits", &big[..1_000_000]);
+    file(&mut w, b"a", b"first");
+    file(&mut w, b"big", &big);
+    file(&mut w, b"fits", &big[..1_000_000]);
     // All zeros: written as one hole, so only setting its length meets the limit.
-    file(b"holes", &vec![0; 3_000_000]);
-    file(b"z", b"last");
+    file(&mut w, b"holes", &vec![0; 3_000_000]);
+    file(&mut w, b"z", b"last");
     w.add_entry(&meta(b"hl", EntryKind::Hardlink, b"big"))
         .unwrap();
     std::fs::write(&kry, w.finish().unwrap().1).unwrap();
@@ -361,17 +344,10 @@ fn a_file_skipped_as_too_large_while_written_is_not_counted_or_listed_as_extract
     let kry = tmp.path().join("big.kry");
     let big = patterned(3_000_000);
     let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
-    let mut file = |p: &[u8], data: &[u8]| {
-        w.add_file(
-            &meta(p, EntryKind::File, b""),
-            &mut ReaderSource::new(data, "mem"),
-        )
-        .unwrap();
-    };
-    file(b"a", b"first");
-    file(b"big", &big);
-    file(b"holes", &vec![0; 3_000_000]);
-    file(b"z", b"last");
+    file(&mut w, b"a", b"first");
+    file(&mut w, b"big", &big);
+    file(&mut w, b"holes", &vec![0; 3_000_000]);
+    file(&mut w, b"z", b"last");
     std::fs::write(&kry, w.finish().unwrap().1).unwrap();
     let out = tmp.path().join("out");
     let o = x_under_2_mib_limit("-v", &out, &kry);

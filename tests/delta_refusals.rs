@@ -38,19 +38,28 @@ fn extracting_without_the_base_names_it_and_writes_nothing() {
     assert!(!fx.exists("out/v2"));
 }
 
-#[test]
-fn another_archive_as_base_is_refused_naming_both_ids() {
-    let fx = Fx::new();
-    setup(&fx);
-    fx.ok(&["c", "-q", "other.kry", "v1"]);
-    let (want, got) = (archive_id(&fx, "base.kry"), archive_id(&fx, "other.kry"));
-    let o = fx.run(&["x", "-q", "--base", "other.kry", "delta.kry", "-C", "out"]);
-    assert_eq!(code(&o), 9, "{}", err(&o));
+/// `cmd` (with `--base other.kry` for `delta.kry`, made against `base.kry`) exits 9 naming
+/// both archive ids.
+fn assert_refused_as_other_base(fx: &Fx, cmd: &[&str]) {
+    let (want, got) = (archive_id(fx, "base.kry"), archive_id(fx, "other.kry"));
+    let o = fx.run(cmd);
+    assert_eq!(code(&o), 9, "{cmd:?}: {}", err(&o));
     assert_eq!(
         err(&o).trim(),
         format!(
             "krypta: delta.kry: made against base {want}, but other.kry is archive {got}: refusing it"
         )
+    );
+}
+
+#[test]
+fn another_archive_as_base_is_refused_naming_both_ids() {
+    let fx = Fx::new();
+    setup(&fx);
+    fx.ok(&["c", "-q", "other.kry", "v1"]);
+    assert_refused_as_other_base(
+        &fx,
+        &["x", "-q", "--base", "other.kry", "delta.kry", "-C", "out"],
     );
     assert!(!fx.exists("out/v2"));
     // A base given for an archive that is no delta: a usage error.
@@ -460,19 +469,11 @@ fn a_wrong_encrypted_base_without_its_key_is_named_wrong_first() {
         "delta.kry",
         "v2",
     ]);
-    let (want, got) = (archive_id(&fx, "base.kry"), archive_id(&fx, "other.kry"));
     for cmd in [
         &["t", "--base", "other.kry", "delta.kry"][..],
         &["x", "-q", "--base", "other.kry", "delta.kry", "-C", "out"],
     ] {
-        let o = fx.run(cmd);
-        assert_eq!(code(&o), 9, "{}", err(&o));
-        assert_eq!(
-            err(&o).trim(),
-            format!(
-                "krypta: delta.kry: made against base {want}, but other.kry is archive {got}: refusing it"
-            )
-        );
+        assert_refused_as_other_base(&fx, cmd);
     }
     assert!(!fx.exists("out/v2"));
     let o = fx.run(&["t", "--base", "base.kry", "delta.kry"]);
