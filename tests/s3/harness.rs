@@ -251,11 +251,15 @@ fn spawn(dir: &Path, p: &[u16], extra: &[String]) -> Child {
         .stderr(log)
         .spawn()
         .expect("start weed");
-    // Ends the server (by its pid) once this test process is gone, whatever way it ends.
+    // Ends the server (by its pid) once this test process is gone, whatever way it ends,
+    // and then removes its directory: the shared server lives in a static that is never
+    // dropped, so its TempDir (~340 MB of SeaweedFS volumes) stayed behind in $TMPDIR after
+    // every run of a test binary (79 of them, 15 GB, filled this machine's disk).
     let watchdog = format!(
-        "while kill -0 {} 2>/dev/null; do sleep 1; done; kill {} 2>/dev/null",
+        "while kill -0 {} 2>/dev/null; do sleep 1; done; kill {} 2>/dev/null; sleep 2; rm -rf '{}'",
         std::process::id(),
-        child.id()
+        child.id(),
+        dir.display()
     );
     let _ = Command::new("sh")
         .args(["-c", &watchdog])
