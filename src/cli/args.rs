@@ -17,7 +17,7 @@ Exit codes:
   0  success
   1  usage or general error (bad option, output exists or is a directory, key missing,
      path not in archive, a directory or a pipe where a seekable archive is needed, no AWS
-     credentials for an s3:// path)
+     credentials for an s3:// path, c -C DIR missing or not a directory)
   2  authentication failed: wrong password or key, or the archive was modified
      (or a key was given for an unencrypted archive: see --allow-unencrypted)
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure

@@ -321,14 +321,19 @@ fn collect_inputs(a: &CompressArgs) -> Result<Vec<PathBuf>> {
 
 /// Refuses a `-C DIR` that is not a directory, naming it, before a password is asked for.
 fn check_directory(dir: &std::path::Path) -> Result<()> {
-    let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, "use as -C directory", e))?;
-    if !meta.is_dir() {
-        return Err(Error::Usage(format!(
-            "-C {}: not a directory",
-            krypta::fs::shown(dir)
-        )));
-    }
-    Ok(())
+    let problem = match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => "not a directory",
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory",
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+            "no such directory (a part of the path is not a directory)"
+        }
+        Err(e) => return Err(Error::io(dir, "use as -C directory", e)),
+    };
+    Err(Error::Usage(format!(
+        "-C {}: {problem}",
+        krypta::fs::shown(dir)
+    )))
 }
 
 /// The selection of `--exclude`, `--exclude-from`, `--one-file-system`, `--exclude-caches`.
