@@ -320,6 +320,10 @@ fn collect_inputs(a: &CompressArgs) -> Result<Vec<PathBuf>> {
 }
 
 /// Refuses a `-C DIR` that is not a directory, naming it, before a password is asked for.
+/// Missing (or through a dangling link, or below a file) and not a directory are both the
+/// argument naming the wrong thing: a usage error (exit 1) alike, as GNU tar treats both
+/// alike (it exits 2 for each). A directory that cannot be reached for another reason (no
+/// permission on a parent, an I/O error) stays an I/O error (exit 4).
 fn check_directory(dir: &std::path::Path) -> Result<()> {
     let problem = match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => return Ok(()),
