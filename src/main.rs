@@ -49,6 +49,9 @@ pub struct Term {
 
 impl Term {
     fn new(quiet: bool, verbose: bool) -> Self {
+        // `-q` hides warnings: the errors that count what they named must not say "see
+        // warnings".
+        krypta::error::set_warnings_hidden(quiet);
         Term {
             quiet,
             verbose,
