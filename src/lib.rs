@@ -29,6 +29,7 @@ macro_rules! to_stderr {
 
 pub mod archive;
 pub mod bench;
+pub mod closed_stdio;
 pub mod codec;
 mod create;
 pub mod crypto;

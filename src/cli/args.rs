@@ -23,7 +23,7 @@ Exit codes:
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
   4  I/O error (disk full, permission denied, missing input; c: no input could be
      archived, nothing written; s3://: missing bucket or key, refused credentials, store
-     unreachable)
+     unreachable; stdout or stdin closed (>&-, <&-) where data was to go or come from)
   5  data integrity: checksum mismatch in an unencrypted archive; damage beyond the
      recovery data (repair; the salvage of x and t exits 5, or 2 when encrypted)
   6  finished, but some items were skipped, each named in a warning:

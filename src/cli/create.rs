@@ -42,6 +42,7 @@ use super::keys::*;
 use super::size::*;
 use crate::Term;
 use krypta::archive::writer::{BcjMode, WriteOptions};
+use krypta::closed_stdio::{self, Stream};
 use krypta::codec::{DEFAULT_BLOCK_SIZE, Filter, Level, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
 use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
 use krypta::crypto::stanza::Recipient;
@@ -89,6 +90,12 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     if let Some(dir) = &a.directory {
         check_directory(dir)?;
     }
+    if a.files_from
+        .as_deref()
+        .is_some_and(super::keys::names_stdin)
+    {
+        closed_stdio::require(Stream::Stdin, "--files-from has no list to read")?;
+    }
     let inputs = collect_inputs(&a)?;
     let stdin_in_use = inputs.iter().any(|p| super::keys::names_stdin(p))
         || a.files_from
@@ -97,6 +104,12 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     let input_on_stdin = stdin_in_use.then_some("the input");
     check_pass_fd(PromptFor::Archive, a.pass_fd, input_on_stdin)?;
     let select = selector(&a)?;
+    // A stream closed when krypta started (`>&-`, `<&-`) is refused before a password is
+    // asked for or an input read: std put /dev/null in its place (krypta::closed_stdio).
+    closed_stdio::require_archive_path(&a.output, true)?;
+    if stdin_in_use {
+        closed_stdio::require(Stream::Stdin, "it is an input: nothing was written")?;
+    }
     if a.output.as_os_str() == "-" && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return Err(Error::Usage(
             "refusing to write an archive to a terminal; redirect stdout or give an OUTPUT file"

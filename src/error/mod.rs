@@ -53,6 +53,22 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A standard stream krypta was to carry data on was closed when it started (`>&-`,
+    /// `<&-`): refused before anything is read or written, not taken as `/dev/null`
+    /// ([`crate::closed_stdio`]). Exit 4, as a failed write to stdout.
+    #[error(
+        "{} is closed (descriptor {} was closed when krypta started){}{}",
+        stream.name(),
+        stream.fd(),
+        if what.is_empty() { "" } else { ": " },
+        what
+    )]
+    StreamClosed {
+        /// The stream.
+        stream: crate::closed_stdio::Stream,
+        /// What that means for the command ("nothing was written"), or empty.
+        what: &'static str,
+    },
     /// An archive path names a directory (exit 1: the argument names the wrong thing, and
     /// nothing failed that trying again could fix; as `repair -o DIR`).
     #[error("{}: is a directory, not an archive", shown(path))]

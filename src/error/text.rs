@@ -61,12 +61,15 @@ impl Error {
     }
 
     /// Builds an [`Error::Io`].
+    ///
+    /// A read of stdin or write to stdout (`<stdin>`, `<stdout>`) that failed because the
+    /// stream was closed when krypta started is [`Error::StreamClosed`] instead.
     pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            op,
-            source,
+        let path = path.into();
+        if let Some(closed) = crate::closed_stdio::closed_stream_error(&path, &source) {
+            return closed;
         }
+        Error::Io { path, op, source }
     }
 }
 
