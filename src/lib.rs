@@ -29,6 +29,7 @@ macro_rules! to_stderr {
 
 pub mod archive;
 pub mod bench;
+pub mod closed_stdio;
 pub mod codec;
 mod create;
 pub mod crypto;
@@ -435,10 +436,21 @@ fn open_warning_with(
     opener: impl FnOnce(OpenOptions) -> Result<Archive>,
 ) -> Result<Archive> {
     let keyed = open.identities.iter().any(|i| !i.is_prompt());
+    // An encrypted base: the key (`KRYPTA_PASSWORD` most often, which serves the base and
+    // the archive alike) may well have been used, to open it; "not used" would be untrue.
+    let encrypted_base = open
+        .base
+        .as_ref()
+        .filter(|b| b.encrypted())
+        .map(|b| b.path().to_path_buf());
     let ar = opener(open)?;
     if keyed && !ar.header().encrypted() {
+        let key = match &encrypted_base {
+            Some(base) => format!("only its base {} is", crate::fs::shown(base)),
+            None => "the key given was not used".to_string(),
+        };
         rep.warn(&format!(
-            "{}: the archive is not encrypted: the key given was not used, and its checksums do not show who wrote it",
+            "{}: the archive is not encrypted: {key}, and its checksums do not show who wrote it",
             crate::fs::shown(archive)
         ));
     }

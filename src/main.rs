@@ -11,6 +11,11 @@
 //! unfinished cleanup leaves behind (the upload's id and the command that removes it).
 //! SIGXFSZ gets a handler that does nothing, so a write past `ulimit -f` is an error (EFBIG)
 //! naming the file, exit 4, not a silent death.
+//!
+//! A standard stream closed when krypta started (`>&-`) is noted before std's runtime puts
+//! `/dev/null` in its place (`RECORD_CLOSED_STDIO`, `krypta::closed_stdio`): an archive, data,
+//! a key or a listing for a closed stdout, or read from a closed stdin, is refused (exit 4),
+//! never written into nothing.
 
 // Diagnostics through `krypta::to_stderr!` (clippy.toml says why).
 #![warn(clippy::disallowed_macros)]
@@ -45,10 +50,15 @@ pub struct Term {
     /// The first failed write of the `-v` listing to stdout (not a reader that left early):
     /// the run goes on, then ends with it ([`Term::take_stdout_error`]).
     stdout_error: Option<std::io::Error>,
+    /// `-v` asked for a listing on a stdout closed when krypta started ([`Term::list_entries`]).
+    listing_closed: bool,
 }
 
 impl Term {
     fn new(quiet: bool, verbose: bool) -> Self {
+        // `-q` hides warnings: the errors that count what they named must not say "see
+        // warnings".
+        krypta::error::set_warnings_hidden(quiet);
         Term {
             quiet,
             verbose,
@@ -60,6 +70,7 @@ impl Term {
             scan: None,
             done: 0,
             stdout_error: None,
+            listing_closed: false,
         }
     }
 }
@@ -77,13 +88,26 @@ impl Term {
 
     /// `-v`: print each entry as it is done, as tar does: on stdout, or on stderr when
     /// stdout carries data (`c` to `-`, `x --stdout`).
+    /// A stdout closed when krypta started takes no listing: the command's work goes on
+    /// (an archive is still written, as by `tar cvf`), then the run fails naming it.
     pub(crate) fn list_entries(&mut self, to_stderr: bool) {
+        use krypta::closed_stdio::{Stream, was_closed};
+        if !to_stderr && was_closed(Stream::Stdout) {
+            self.listing_closed = true;
+            return;
+        }
         self.list = Some(to_stderr);
     }
 
     /// The `-v` listing's failed write to stdout, if one failed: the command's work was
     /// done, but the listing the user asked for is incomplete (exit 4, naming `<stdout>`).
     pub(crate) fn take_stdout_error(&mut self) -> Option<Error> {
+        if std::mem::take(&mut self.listing_closed) {
+            return Some(Error::StreamClosed {
+                stream: krypta::closed_stdio::Stream::Stdout,
+                what: "the -v listing was not written",
+            });
+        }
         self.stdout_error
             .take()
             .map(|e| Error::io("<stdout>", "write", e))
@@ -203,6 +227,17 @@ impl Reporter for Term {
     }
 }
 
+/// Notes which of descriptors 0, 1, 2 were closed, before std's runtime reopens them on
+/// `/dev/null` and a closed stdout swallows an archive (`krypta::closed_stdio` says what
+/// stands in their place). An `.init_array` entry runs before `main` and before std's own
+/// start-up, on the one thread there is; the function takes no arguments and touches only
+/// descriptors 0 to 2 and an atomic.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static RECORD_CLOSED_STDIO: extern "C" fn() = krypta::closed_stdio::record;
+
 fn main() -> ExitCode {
     // clap exits with 2 on a usage error, but 2 means "authentication failed" here: a bad
     // option is a usage error, exit 1 (README, `--help`). Help and version stay 0.
@@ -214,8 +249,15 @@ fn main() -> ExitCode {
                 return ExitCode::from(1);
             }
             // Help and version go to stdout: a failed write there (a full disk) is exit 4
-            // naming <stdout>, as for every other output; a reader that stopped early
-            // (`krypta --help | head`) is not an error.
+            // naming <stdout>, as for every other output, and so is a stdout closed when
+            // krypta started (which takes every write: krypta::closed_stdio); a reader that
+            // stopped early (`krypta --help | head`) is not an error.
+            if let Err(closed) =
+                krypta::closed_stdio::require(krypta::closed_stdio::Stream::Stdout, "")
+            {
+                krypta::to_stderr!("krypta: {closed}");
+                return ExitCode::from(closed.exit_code() as u8);
+            }
             let printed = e.print().and_then(|()| std::io::stdout().flush());
             return match printed {
                 Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {

@@ -399,15 +399,63 @@ fn c_f_and_rekey_f_through_a_symbolic_link_replace_the_file_it_names_and_keep_th
             .collect();
         assert!(tmp.is_empty(), "temporary files left in {d}");
     }
-    // A dangling link is replaced by the archive itself.
-    std::os::unix::fs::symlink("nas/missing.kry", fx.p("dangling.kry")).unwrap();
-    fx.ok(&["c", "-f", "dangling.kry", "etc"]);
-    assert!(
-        std::fs::symlink_metadata(fx.p("dangling.kry"))
-            .unwrap()
-            .is_file()
+}
+
+#[test]
+fn a_dangling_link_as_output_is_written_through_with_or_without_f_and_stays_a_link() {
+    // Regression (h61): `c -f` replaced a dangling link by a regular file (the archive went
+    // where the link was, not where it points), and without -f the link was "already
+    // exists" though nothing was there to overwrite. As tar, zstd and the shell's `>`, the
+    // archive is created where the link points, and the link stays.
+    let fx = Fx::new();
+    fx.file("etc/a", b"first\n");
+    std::fs::create_dir(fx.p("nas")).unwrap();
+    for (force, link, target) in [
+        (false, "dangling.kry", "nas/missing.kry"),
+        (true, "dangling-f.kry", "nas/missing-f.kry"),
+    ] {
+        // Relative to the link's directory, through a second link (a chain).
+        std::os::unix::fs::symlink("hop.kry", fx.p(&format!("nas/{link}"))).unwrap();
+        std::os::unix::fs::symlink(target.strip_prefix("nas/").unwrap(), fx.p("nas/hop.kry"))
+            .unwrap();
+        let args = if force {
+            vec!["c", "-f", "-q"]
+        } else {
+            vec!["c", "-q"]
+        };
+        let out = format!("nas/{link}");
+        let o = fx.run(&[&args[..], &[out.as_str(), "etc"]].concat());
+        assert_eq!(code(&o), 0, "-f {force}: {}", err(&o));
+        assert_eq!(err(&o), "");
+        let l = std::fs::symlink_metadata(fx.p(&out)).unwrap();
+        assert!(l.file_type().is_symlink(), "-f {force}: link replaced");
+        assert_eq!(
+            std::fs::read_link(fx.p(&out)).unwrap(),
+            std::path::Path::new("hop.kry")
+        );
+        assert_eq!(fx.names(target), ["etc", "etc/a"]);
+        std::fs::remove_file(fx.p("nas/hop.kry")).unwrap();
+    }
+    // Now the link names an existing archive: refused without -f, as any existing output.
+    std::os::unix::fs::symlink("missing.kry", fx.p("nas/again.kry")).unwrap();
+    let o = fx.run(&["c", "nas/again.kry", "etc"]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: nas/again.kry: already exists (use -f/--force to overwrite)\n"
     );
-    assert!(!fx.p("nas/missing.kry").exists());
+    // A link into a directory that does not exist: nothing made, the link kept.
+    std::os::unix::fs::symlink("gone/x.kry", fx.p("nowhere.kry")).unwrap();
+    let o = fx.run(&["c", "-f", "nowhere.kry", "etc"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(err(&o).contains("gone/x.kry"), "{}", err(&o));
+    assert!(
+        std::fs::symlink_metadata(fx.p("nowhere.kry"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(!fx.p("gone").exists());
 }
 
 #[test]

@@ -111,17 +111,25 @@ fn an_output_reached_through_dir_is_still_refused_with_force() {
 
 #[test]
 fn a_missing_dir_or_a_file_as_dir_is_refused_before_anything_is_written() {
+    // Regression (h61): a missing DIR exited 4 ("nowhere: use as -C directory: No such file
+    // or directory") and a file as DIR 1: the same mistake, the argument naming no directory,
+    // now exits 1 alike, each message naming the option and the path.
     let fx = site();
-    let o = fx.run(&["c", "n.kry", "-C", "nowhere", "www"]);
-    assert_eq!(code(&o), 4, "{}", err(&o));
-    assert_eq!(
-        err(&o).trim_end(),
-        "krypta: nowhere: use as -C directory: No such file or directory (os error 2)"
-    );
-    let o = fx.run(&["c", "n.kry", "-C", "www/decoy", "www"]);
-    assert_eq!(code(&o), 1, "{}", err(&o));
-    assert_eq!(err(&o).trim_end(), "krypta: -C www/decoy: not a directory");
-    assert!(!fx.exists("n.kry"));
+    std::os::unix::fs::symlink("gone", fx.p("dangling")).unwrap();
+    for (dir, problem) in [
+        ("nowhere", "no such directory"),
+        ("dangling", "no such directory"),
+        ("www/decoy", "not a directory"),
+        (
+            "www/decoy/sub",
+            "no such directory (a part of the path is not a directory)",
+        ),
+    ] {
+        let o = fx.run(&["c", "n.kry", "-C", dir, "www"]);
+        assert_eq!(code(&o), 1, "{dir}: {}", err(&o));
+        assert_eq!(err(&o), format!("krypta: -C {dir}: {problem}\n"));
+        assert!(!fx.exists("n.kry"));
+    }
 }
 
 #[test]

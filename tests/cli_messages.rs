@@ -114,3 +114,41 @@ fn the_archive_being_written_is_never_archived_nor_left_behind() {
         assert_eq!(left, ["killed.kry"], "finished before the kill: {st:?}");
     }
 }
+
+/// Regression (h61): with `-q`, which hides warnings, the closing line still sent the reader
+/// to them ("(… skipped, see warnings)", "(-k; see warnings)"): it now says that -q hid them.
+/// Without -q the warnings are printed and pointed to as before.
+#[test]
+fn under_q_the_closing_line_does_not_point_to_warnings_that_were_not_printed() {
+    let fx = Fx::new();
+    fx.mkdir("s");
+    std::os::unix::net::UnixListener::bind(fx.p("s/sock")).unwrap();
+    let o = fx.run(&["c", "-q", "n.kry", "s/sock"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: n.kry: not written: nothing could be archived (1 input(s) or item(s) \
+         skipped, named in warnings that -q hid)\n"
+    );
+    let o = fx.run(&["c", "n.kry", "s/sock"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: warning: s/sock: skipping socket\nkrypta: n.kry: not written: nothing could \
+         be archived (1 input(s) or item(s) skipped, see warnings)\n"
+    );
+    fx.file("t/a", b"alpha");
+    fx.ok(&["c", "-q", "a.kry", "t"]);
+    fx.ok(&["x", "-q", "-o", "o", "a.kry"]);
+    let o = fx.run(&["x", "-q", "-k", "-o", "o", "a.kry"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: extracted, but 1 existing file(s) were kept, not replaced (-k; named in \
+         warnings that -q hid)\n"
+    );
+    // `c -q` with an input skipped: exit 6 and nothing printed, as README says of -q.
+    let o = fx.run(&["c", "-q", "w.kry", "t", "s/sock"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    assert_eq!(err(&o), "");
+}

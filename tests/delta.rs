@@ -203,3 +203,52 @@ fn encrypted_bases_and_outputs_use_their_own_keys() {
     assert_eq!(code(&o), 2, "{}", err(&o));
     assert!(!fx.exists("o9/v2"));
 }
+
+/// Regression (h61): `KRYPTA_PASSWORD` that opened an encrypted base while the delta archive
+/// itself is not encrypted was reported as "the key given was not used" by `x` and `t`,
+/// though the base could not have been read without it. The warning now says which is
+/// encrypted; with a plain base it is as before.
+#[test]
+fn a_password_that_opened_only_the_base_is_not_called_unused() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    fx.file("pw", b"base password\n");
+    let fast = ["--kdf", "pbkdf2", "--kdf-iterations", "100000"];
+    fx.ok(&[
+        &["c", "-q", "--pass-file", "pw"][..],
+        &fast,
+        &["base-pw.kry", "v1"],
+    ]
+    .concat());
+    fx.ok(&[
+        "c",
+        "-q",
+        "--base",
+        "base-pw.kry",
+        "--base-pass-file",
+        "pw",
+        "d.kry",
+        "v2",
+    ]);
+    let env = [("KRYPTA_PASSWORD", "base password")];
+    for cmd in [&["t"][..], &["x", "-o", "out"]] {
+        let o = fx.run_env(&[cmd, &["--base", "base-pw.kry", "d.kry"]].concat(), &env);
+        assert_eq!(code(&o), 0, "{cmd:?}: {}", err(&o));
+        assert_eq!(
+            err(&o).lines().next().unwrap(),
+            "krypta: warning: d.kry: the archive is not encrypted: only its base base-pw.kry \
+             is, and its checksums do not show who wrote it",
+            "{cmd:?}"
+        );
+    }
+    // A plain base: the password was used for nothing.
+    fx.ok(&["c", "-q", "base.kry", "v1"]);
+    fx.ok(&["c", "-q", "--base", "base.kry", "d2.kry", "v2"]);
+    let o = fx.run_env(&["t", "--base", "base.kry", "d2.kry"], &env);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(
+        err(&o).lines().next().unwrap(),
+        "krypta: warning: d2.kry: the archive is not encrypted: the key given was not used, \
+         and its checksums do not show who wrote it"
+    );
+}

@@ -385,3 +385,124 @@ fn a_key_pass_file_no_key_asked_for_is_named_as_not_used() {
     ]);
     assert_eq!(err(&o), "");
 }
+
+/// Regression (h61): a delta base encrypted to a protected box key (`--base-identity`) had
+/// no way to take the key's password from a file, as `-i` takes `--key-pass-file`: without a
+/// terminal it failed, naming `--key-pass-file`, which is the archive's option and does not
+/// reach the base. `--base-key-pass-file` is the base's, named in its messages; the same
+/// holds for `rekey --sign`, whose error named `--key-pass-file` for `--sign-key-pass-file`.
+#[test]
+fn a_protected_base_identity_takes_its_password_from_base_key_pass_file() {
+    let fx = Fx::new();
+    fx.file("pw", b"key password\n");
+    fx.file("v1/a", b"one\n");
+    fx.file("v2/a", b"one, and two\n");
+    fx.ok(&[
+        &[
+            "keygen",
+            "-q",
+            "--box",
+            "--protect",
+            "--key-pass-file",
+            "pw",
+        ][..],
+        &FAST,
+        &["-o", "me"],
+    ]
+    .concat());
+    fx.ok(&["keygen", "-q", "--box", "-o", "plain"]);
+    fx.ok(&["c", "-q", "-r", "me.pub", "base.kry", "v1"]);
+    let base = ["--base", "base.kry", "--base-identity", "me"];
+    // Without the option (and no terminal): refused, naming the base's option.
+    let o = fx.run(&[&["c", "-q"][..], &base, &["d.kry", "v2"]].concat());
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: me: the secret key is password-protected: give --base-key-pass-file FILE or \
+         run at a terminal\n"
+    );
+    assert!(!fx.exists("d.kry"));
+    // With it: c, t and x read the base.
+    fx.ok(&[
+        &["c", "-q"][..],
+        &base,
+        &["--base-key-pass-file", "pw", "d.kry", "v2"],
+    ]
+    .concat());
+    let o = fx.ok(&[
+        &["t", "-q"][..],
+        &base,
+        &["--base-key-pass-file", "pw", "d.kry"],
+    ]
+    .concat());
+    assert_eq!(err(&o), "");
+    fx.ok(&[
+        &["x", "-q", "-o", "out"][..],
+        &base,
+        &["--base-key-pass-file", "pw", "d.kry"],
+    ]
+    .concat());
+    assert_eq!(fx.read("out/v2/a"), b"one, and two\n");
+    // The archive's --key-pass-file does not open the base's key.
+    let o = fx.run(&[&["t", "-q"][..], &base, &["--key-pass-file", "pw", "d.kry"]].concat());
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(
+        err(&o).contains("give --base-key-pass-file FILE"),
+        "{}",
+        err(&o)
+    );
+    // Given for a base key that is not protected: named as not used, with the base's words.
+    fx.ok(&["c", "-q", "-r", "plain.pub", "base2.kry", "v1"]);
+    let o = fx.ok(&[
+        "c",
+        "-q",
+        "--base",
+        "base2.kry",
+        "--base-identity",
+        "plain",
+        "--base-key-pass-file",
+        "pw",
+        "d2.kry",
+        "v2",
+    ]);
+    assert_eq!(
+        err(&o),
+        "krypta: warning: --base-key-pass-file pw was not used: no secret key given with \
+         --base-identity is password-protected\n"
+    );
+    // rekey --sign with a protected key and no file: its own option named.
+    fx.ok(&[
+        &[
+            "keygen",
+            "-q",
+            "--sign",
+            "--protect",
+            "--key-pass-file",
+            "pw",
+        ][..],
+        &FAST,
+        &["-o", "signer"],
+    ]
+    .concat());
+    let o = fx.run(&[
+        "rekey",
+        "-q",
+        "base.kry",
+        "-i",
+        "me",
+        "--key-pass-file",
+        "pw",
+        "-o",
+        "r.kry",
+        "-r",
+        "plain.pub",
+        "--sign",
+        "signer",
+    ]);
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: signer: the secret key is password-protected: give --sign-key-pass-file FILE \
+         or run at a terminal\n"
+    );
+}

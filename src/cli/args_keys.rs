@@ -155,4 +155,13 @@ pub(crate) struct BaseArgs {
         help_heading = "Delta base"
     )]
     pub(crate) base_identities: Vec<OsString>,
+    /// Password of a protected --base-identity key from the first line of FILE (default:
+    /// prompt)
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "base",
+        help_heading = "Delta base"
+    )]
+    pub(crate) base_key_pass_file: Option<PathBuf>,
 }

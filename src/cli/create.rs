@@ -42,6 +42,7 @@ use super::keys::*;
 use super::size::*;
 use crate::Term;
 use krypta::archive::writer::{BcjMode, WriteOptions};
+use krypta::closed_stdio::{self, Stream};
 use krypta::codec::{DEFAULT_BLOCK_SIZE, Filter, Level, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
 use krypta::crypto::password::{PasswordSource, PromptFor, read_password};
 use krypta::crypto::stanza::Recipient;
@@ -89,6 +90,12 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     if let Some(dir) = &a.directory {
         check_directory(dir)?;
     }
+    if a.files_from
+        .as_deref()
+        .is_some_and(super::keys::names_stdin)
+    {
+        closed_stdio::require(Stream::Stdin, "--files-from has no list to read")?;
+    }
     let inputs = collect_inputs(&a)?;
     let stdin_in_use = inputs.iter().any(|p| super::keys::names_stdin(p))
         || a.files_from
@@ -97,6 +104,12 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     let input_on_stdin = stdin_in_use.then_some("the input");
     check_pass_fd(PromptFor::Archive, a.pass_fd, input_on_stdin)?;
     let select = selector(&a)?;
+    // A stream closed when krypta started (`>&-`, `<&-`) is refused before a password is
+    // asked for or an input read: std put /dev/null in its place (krypta::closed_stdio).
+    closed_stdio::require_archive_path(&a.output, true)?;
+    if stdin_in_use {
+        closed_stdio::require(Stream::Stdin, "it is an input: nothing was written")?;
+    }
     if a.output.as_os_str() == "-" && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return Err(Error::Usage(
             "refusing to write an archive to a terminal; redirect stdout or give an OUTPUT file"
@@ -320,15 +333,24 @@ fn collect_inputs(a: &CompressArgs) -> Result<Vec<PathBuf>> {
 }
 
 /// Refuses a `-C DIR` that is not a directory, naming it, before a password is asked for.
+/// Missing (or through a dangling link, or below a file) and not a directory are both the
+/// argument naming the wrong thing: a usage error (exit 1) alike, as GNU tar treats both
+/// alike (it exits 2 for each). A directory that cannot be reached for another reason (no
+/// permission on a parent, an I/O error) stays an I/O error (exit 4).
 fn check_directory(dir: &std::path::Path) -> Result<()> {
-    let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, "use as -C directory", e))?;
-    if !meta.is_dir() {
-        return Err(Error::Usage(format!(
-            "-C {}: not a directory",
-            krypta::fs::shown(dir)
-        )));
-    }
-    Ok(())
+    let problem = match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => "not a directory",
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory",
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+            "no such directory (a part of the path is not a directory)"
+        }
+        Err(e) => return Err(Error::io(dir, "use as -C directory", e)),
+    };
+    Err(Error::Usage(format!(
+        "-C {}: {problem}",
+        krypta::fs::shown(dir)
+    )))
 }
 
 /// The selection of `--exclude`, `--exclude-from`, `--one-file-system`, `--exclude-caches`.

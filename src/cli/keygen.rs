@@ -20,6 +20,15 @@ use krypta::{Error, Result};
 const NOT_PROTECTED: &str = "the secret key given with -k is not password-protected";
 
 pub(crate) fn keygen(a: KeygenArgs, quiet: bool) -> Result<u8> {
+    // A key line for stdout (module doc) and stdout closed when krypta started: refused
+    // before a key is made, so no key file exists whose printed half went nowhere.
+    let secret_to_stdout = a.output.as_deref().is_some_and(|o| o.as_os_str() == "-");
+    if a.public || secret_to_stdout || (!quiet && (a.box_key || a.sign_key)) {
+        krypta::closed_stdio::require(
+            krypta::closed_stdio::Stream::Stdout,
+            if a.public { "" } else { "no key was made" },
+        )?;
+    }
     if a.public {
         let key = a
             .key

@@ -109,7 +109,12 @@ pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> 
     for f in &k.keyfiles {
         ids.push(Identity::KeyFile(load_keyfile(f)?));
     }
-    let pass = KeyPassFile::new("--key-pass-file", k.key_pass_file.as_deref());
+    // The base's keys have options of their own (`--base-*`), named in the messages.
+    let (pass_option, id_option) = match what {
+        PromptFor::Base => ("--base-key-pass-file", "--base-identity"),
+        PromptFor::Archive | PromptFor::NewPassword => ("--key-pass-file", "-i"),
+    };
+    let pass = KeyPassFile::new(pass_option, k.key_pass_file.as_deref());
     for s in &k.identities {
         let key = secret_key_warned(
             std::path::Path::new(s),
@@ -117,22 +122,27 @@ pub(crate) fn identities(k: &KeyArgs, what: PromptFor) -> Result<Vec<Identity>> 
         )?;
         ids.push(Identity::PqBox(key));
     }
-    pass.warn_if_unused(if k.identities.is_empty() {
-        "no secret key was given with -i"
+    pass.warn_if_unused(&if k.identities.is_empty() {
+        format!("no secret key was given with {id_option}")
     } else {
-        "no secret key given with -i is password-protected"
+        format!("no secret key given with {id_option} is password-protected")
     });
     Ok(ids)
 }
 
-/// The password source of protected secret key files: `--key-pass-file FILE`, else a prompt
-/// naming the key when a person is at a terminal, else an error naming the option.
-pub(crate) fn key_password(
-    file: Option<&std::path::Path>,
-) -> impl FnMut(&std::path::Path) -> Result<krypta::crypto::password::Secret> + '_ {
+/// The password source of protected secret key files: the FILE of `option`
+/// (`--key-pass-file`, `--base-key-pass-file`, `--sign-key-pass-file`), else a prompt naming
+/// the key when a person is at a terminal, else an error naming `option`.
+pub(crate) fn key_password<'a>(
+    file: Option<&'a std::path::Path>,
+    option: &'static str,
+) -> impl FnMut(&std::path::Path) -> Result<krypta::crypto::password::Secret> + 'a {
     move |key| {
         if file.is_none() && !at_terminal() {
-            return krypta::crypto::boxkey::no_key_password(key);
+            return Err(Error::Usage(format!(
+                "{}: the secret key is password-protected: give {option} FILE or run at a terminal",
+                krypta::fs::shown(key)
+            )));
         }
         krypta::crypto::password::read_key_password(key, file, false)
     }
@@ -161,7 +171,7 @@ impl<'a> KeyPassFile<'a> {
     pub(crate) fn source(
         &self,
     ) -> impl FnMut(&std::path::Path) -> Result<krypta::crypto::password::Secret> + '_ {
-        let mut inner = key_password(self.file);
+        let mut inner = key_password(self.file, self.option);
         move |key| {
             self.used.set(true);
             inner(key)
@@ -306,6 +316,7 @@ fn open_base_raw(
         pass_fd: b.base_pass_fd,
         keyfiles: b.base_keyfiles.clone(),
         identities: b.base_identities.clone(),
+        key_pass_file: b.base_key_pass_file.clone(),
         jobs,
         ..KeyArgs::default()
     };
@@ -407,6 +418,7 @@ pub(crate) fn base_key_paths(
     named("--base-pass-file", &b.base_pass_file)
         .chain(named("--base-keyfile", &b.base_keyfiles))
         .chain(named("--base-identity", &b.base_identities))
+        .chain(named("--base-key-pass-file", &b.base_key_pass_file))
 }
 
 /// `(option, path)` for each path `option` named (an `Option` or a `Vec` of them): the rows

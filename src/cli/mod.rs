@@ -47,6 +47,11 @@ pub fn refuse_key_text(m: &clap::ArgMatches) -> Result<()> {
 pub fn run(cli: Cli) -> Result<u8> {
     let quiet = cli.quiet();
     let verbose = cli.verbose();
+    // Refused before anything is read (`krypta::closed_stdio`); an archive for stdout is
+    // refused where it is opened (`store::create_sink`), `keygen`'s key line by `keygen`.
+    if let Some(what) = cli.stdout_result() {
+        krypta::closed_stdio::require(krypta::closed_stdio::Stream::Stdout, what)?;
+    }
     let mut term = Term::new(quiet, verbose);
     if let Some(s) = cli.store() {
         krypta::store::configure(krypta::store::StoreSettings {
@@ -111,6 +116,22 @@ impl Cli {
     pub fn json_test_archive(&self) -> Option<std::path::PathBuf> {
         match &self.cmd {
             Command::Test(a) if a.json => Some(a.archive.clone()),
+            _ => None,
+        }
+    }
+
+    /// What is lost when stdout is closed, for the commands whose result goes there as they
+    /// run (listings, header facts, reports, extracted content): refused before they start.
+    /// Not the `-v` listing of `c` and `x` ([`crate::Term::list_entries`]: the archive or the
+    /// files are still made, then the run fails) nor an archive (refused where its sink is
+    /// opened).
+    fn stdout_result(&self) -> Option<&'static str> {
+        match &self.cmd {
+            Command::Extract(a) if a.stdout => Some("nothing was extracted"),
+            Command::List(_) => Some("nothing was listed"),
+            Command::Info(_) => Some("nothing was shown"),
+            Command::Test(a) if a.json => Some("nothing was tested"),
+            Command::Kat(_) | Command::Bench(_) | Command::Completions(_) => Some(""),
             _ => None,
         }
     }

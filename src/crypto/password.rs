@@ -14,6 +14,7 @@
 //! give "pw"); a password therefore never contains a newline. The environment variable is
 //! taken whole. At most [`MAX_PASSWORD_LEN`] bytes are read.
 
+use crate::closed_stdio::Stream;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -206,6 +207,17 @@ pub fn read_password(src: &PasswordSource, confirm: bool) -> Result<Secret, Erro
                 return Err(Error::Usage(format!(
                     "--pass-fd {fd}: not a file descriptor"
                 )));
+            }
+            // A standard stream closed at start is /dev/null now (crate::closed_stdio): no
+            // password is there, and an empty one must not be read from it.
+            if let Some(s) = [Stream::Stdin, Stream::Stdout, Stream::Stderr]
+                .into_iter()
+                .find(|s| s.fd() == *fd && crate::closed_stdio::was_closed(*s))
+            {
+                return Err(Error::StreamClosed {
+                    stream: s,
+                    what: "there is no password to read from it",
+                });
             }
             // Reopening through /dev/fd avoids unsafe code (taking ownership of a raw fd);
             // it works for pipes, sockets' fd entries on Linux and inherited files alike.

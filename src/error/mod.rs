@@ -16,7 +16,8 @@ mod exit;
 mod text;
 
 use crate::fs::shown;
-use text::{incomplete_text, salvaged};
+pub use text::set_warnings_hidden;
+use text::{incomplete_text, salvaged, see_warnings};
 
 pub use base::BaseError;
 pub use detail::{AuthCheck, KeyNeeds, SignatureProblem};
@@ -51,6 +52,22 @@ pub enum Error {
         /// The OS error.
         #[source]
         source: io::Error,
+    },
+    /// A standard stream krypta was to carry data on was closed when it started (`>&-`,
+    /// `<&-`): refused before anything is read or written, not taken as `/dev/null`
+    /// ([`crate::closed_stdio`]). Exit 4, as a failed write to stdout.
+    #[error(
+        "{} is closed (descriptor {} was closed when krypta started){}{}",
+        stream.name(),
+        stream.fd(),
+        if what.is_empty() { "" } else { ": " },
+        what
+    )]
+    StreamClosed {
+        /// The stream.
+        stream: crate::closed_stdio::Stream,
+        /// What that means for the command ("nothing was written"), or empty.
+        what: &'static str,
     },
     /// An archive path names a directory (exit 1: the argument names the wrong thing, and
     /// nothing failed that trying again could fix; as `repair -o DIR`).
@@ -456,8 +473,9 @@ pub enum Error {
     /// (a nightly run over a missing mount must not replace the last good backup with an
     /// empty archive), and a new one is not created. Exit 4, as a missing input.
     #[error(
-        "{}: not written: nothing could be archived ({count} input(s) or item(s) skipped, see warnings){}",
+        "{}: not written: nothing could be archived ({count} input(s) or item(s) skipped, {}){}",
         shown(path),
+        see_warnings(),
         if *existed { "; the existing archive is left as it was" } else { "" }
     )]
     NothingArchived {
@@ -507,8 +525,9 @@ pub enum Error {
     /// warning: entries below an existing non-directory with `--skip-existing`, hard links
     /// whose target was not selected. Exit 6.
     #[error(
-        "extracted, but {} could not be made (see warnings)",
-        crate::counted(*count as u64, "entry", "entries")
+        "extracted, but {} could not be made ({})",
+        crate::counted(*count as u64, "entry", "entries"),
+        see_warnings()
     )]
     NotMade {
         /// Entries not made.
@@ -517,7 +536,10 @@ pub enum Error {
         summary: Box<crate::archive::reader::ScanSummary>,
     },
     /// Extracted with `-k`: everything else was extracted, the existing files were kept.
-    #[error("extracted, but {count} existing file(s) were kept, not replaced (-k; see warnings)")]
+    #[error(
+        "extracted, but {count} existing file(s) were kept, not replaced (-k; {})",
+        see_warnings()
+    )]
     KeptExisting {
         /// Existing files kept (and entries that could not be made because of them).
         count: usize,

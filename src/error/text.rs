@@ -4,6 +4,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Error;
 use crate::fs::shown;
@@ -27,7 +28,27 @@ pub(super) fn incomplete_text(skipped: usize, left_out: usize, changed: usize) -
         [one] => one.clone(),
         [init @ .., last] => format!("{}, and {last}", init.join(", ")),
     };
-    format!("{text} (see warnings)")
+    format!("{text} ({})", see_warnings())
+}
+
+/// Whether the warnings that errors point to are not printed ([`set_warnings_hidden`]).
+static WARNINGS_HIDDEN: AtomicBool = AtomicBool::new(false);
+
+/// Tells the errors that point to warnings ("see warnings") that the program does not print
+/// them (`-q`), so that they say so instead of sending the reader to lines that are not
+/// there. Process-wide: the reporter that hides warnings sets it once, at start.
+pub fn set_warnings_hidden(hidden: bool) {
+    WARNINGS_HIDDEN.store(hidden, Ordering::Relaxed);
+}
+
+/// Where the items an error counts are named: "see warnings", or under `-q` that they were
+/// named in warnings it hid.
+pub(super) fn see_warnings() -> &'static str {
+    if WARNINGS_HIDDEN.load(Ordering::Relaxed) {
+        "named in warnings that -q hid"
+    } else {
+        "see warnings"
+    }
 }
 
 impl Error {
@@ -40,12 +61,15 @@ impl Error {
     }
 
     /// Builds an [`Error::Io`].
+    ///
+    /// A read of stdin or write to stdout (`<stdin>`, `<stdout>`) that failed because the
+    /// stream was closed when krypta started is [`Error::StreamClosed`] instead.
     pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            op,
-            source,
+        let path = path.into();
+        if let Some(closed) = crate::closed_stdio::closed_stream_error(&path, &source) {
+            return closed;
         }
+        Error::Io { path, op, source }
     }
 }
 

@@ -112,9 +112,14 @@ fn swapped_link(e: io::Error) -> io::Error {
 
 /// Whether `path` names this process's standard input: `-`, or the same file as descriptor 0
 /// (`/dev/stdin`, `/proc/self/fd/0`, or the file redirected in with `<`), by device and inode.
+/// When stdin was closed at start, the `/dev/null` that stands in for it
+/// ([`crate::closed_stdio`]) is not stdin: only the names of descriptor 0 itself are.
 pub fn names_stdin(path: &Path) -> bool {
     if path.as_os_str() == "-" {
         return true;
+    }
+    if crate::closed_stdio::was_closed(crate::closed_stdio::Stream::Stdin) {
+        return crate::closed_stdio::names_closed(path) == Some(crate::closed_stdio::Stream::Stdin);
     }
     match (rustix::fs::stat(path), fstat(std::io::stdin())) {
         (Ok(a), Ok(b)) => (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino),

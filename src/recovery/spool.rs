@@ -69,6 +69,16 @@ impl Spool {
         self.file.is_some()
     }
 
+    /// A spool whose `len` bytes are all in `file` (a test's spill file that cannot be read).
+    #[cfg(test)]
+    pub(super) fn in_file(file: File, len: u64) -> Spool {
+        Spool {
+            mem: Vec::new(),
+            file: Some(file),
+            file_len: len,
+        }
+    }
+
     /// Reads everything from the start (may be called more than once).
     pub fn reader(&self) -> SpoolReader<'_> {
         SpoolReader {

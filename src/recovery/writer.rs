@@ -392,12 +392,8 @@ impl<W: Write> RecoveryWriter<W> {
             layout.recovery_shards * u64::from(shard_size)
         );
         let mut out = io::BufWriter::with_capacity(1 << 20, &mut self.inner);
-        write_section(&mut out, &layout, &enc.table, &enc.recovery).map_err(|source| {
-            RecoveryError::Write {
-                what: "recovery section",
-                source,
-            }
-        })?;
+        write_section(&mut out, &layout, &enc.table, &enc.recovery)
+            .map_err(|e| e.into_error(enc.budget.dir.as_deref()))?;
         out.flush().map_err(|source| RecoveryError::Write {
             what: "recovery section",
             source,
@@ -408,6 +404,33 @@ impl<W: Write> RecoveryWriter<W> {
     }
 }
 
+/// What failed while the section was written: reading the spooled table and recovery
+/// shards back (from memory, or from the spill file once the budget ran out), or writing.
+#[derive(Debug)]
+enum Section {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+impl Section {
+    /// The error of the failed side: a read names the spill file's directory (`spill_dir`,
+    /// else the system's temporary directory), since spooled bytes that do not read back live
+    /// there and the output is not what failed (the fix is TMPDIR, not the disk written to).
+    fn into_error(self, spill_dir: Option<&std::path::Path>) -> RecoveryError {
+        match self {
+            Section::Read(source) => RecoveryError::Spill {
+                op: "read back",
+                dir: Some(spill_dir.map_or_else(std::env::temp_dir, PathBuf::from)),
+                source,
+            },
+            Section::Write(source) => RecoveryError::Write {
+                what: "recovery section",
+                source,
+            },
+        }
+    }
+}
+
 /// Writes everything after P: zero padding, copy A, the recovery shards, padding, copy B and
 /// the trailer.
 fn write_section(
@@ -415,31 +438,51 @@ fn write_section(
     layout: &Layout,
     table: &Spool,
     recovery: &Spool,
-) -> io::Result<()> {
+) -> Result<(), Section> {
     let zeros = [0u8; 4096];
     let l = layout.params.protected_len;
-    out.write_all(&zeros[..(layout.copy_a - l) as usize])?;
+    let w = Section::Write;
+    out.write_all(&zeros[..(layout.copy_a - l) as usize])
+        .map_err(w)?;
     write_copy(out, layout, 0, table)?;
-    io::copy(&mut recovery.reader(), out)?;
+    let mut r = recovery.reader();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Section::Read(e)),
+        };
+        out.write_all(&buf[..n]).map_err(w)?;
+    }
     let rec_end = layout.recovery_start + recovery.len();
-    out.write_all(&zeros[..(layout.copy_b - rec_end) as usize])?;
+    out.write_all(&zeros[..(layout.copy_b - rec_end) as usize])
+        .map_err(w)?;
     write_copy(out, layout, 1, table)?;
     out.write_all(&layout::write_trailer(&layout.params))
+        .map_err(w)
 }
 
-fn write_copy(out: &mut dyn Write, layout: &Layout, copy: u8, table: &Spool) -> io::Result<()> {
+fn write_copy(
+    out: &mut dyn Write,
+    layout: &Layout,
+    copy: u8,
+    table: &Spool,
+) -> Result<(), Section> {
     let mut r = table.reader();
     let mut payload = [0u8; PACKET_PAYLOAD];
     for i in 0..layout.packets {
         let (s, e) = layout.packet_range(i);
         let n = (e - s) as usize;
-        r.read_exact(&mut payload[..n])?;
+        r.read_exact(&mut payload[..n]).map_err(Section::Read)?;
         out.write_all(&layout::write_packet(
             &layout.params,
             copy,
             i as u32,
             &payload[..n],
-        ))?;
+        ))
+        .map_err(Section::Write)?;
     }
     Ok(())
 }
@@ -474,5 +517,53 @@ impl<W: Write> Write for RecoveryWriter<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spill file that fails when read back is named as the spill file, read: not as a
+    /// failed write of the output (which had been "recovery data: writing the recovery
+    /// section: Bad file descriptor").
+    #[test]
+    fn spill_file_that_cannot_be_read_back_is_named_as_read_not_as_the_output() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("spill");
+        std::fs::write(&path, vec![7u8; 4096]).unwrap();
+        // Opened for writing only: every read of it fails (EBADF), as a spill file on a
+        // failing disk would.
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let layout = Layout::new(Params {
+            percent: 5,
+            shard_size: 4096,
+            shards_per_segment: 64,
+            protected_len: 4096,
+            blake3: [0; 32],
+        })
+        .unwrap();
+        let table = Spool::in_file(f, layout.table_len);
+        let mut out = Vec::new();
+        let e = write_section(&mut out, &layout, &table, &Spool::default()).unwrap_err();
+        let e = e.into_error(Some(d.path()));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "recovery data: temporary spill file in {}: read back: Bad file descriptor (os error 9)",
+                d.path().display()
+            )
+        );
+        // A failed write of the output is still said as one.
+        let table = Spool::in_file(std::fs::File::open(&path).unwrap(), layout.table_len);
+        let mut full = [0u8; 0];
+        let e = write_section(&mut &mut full[..], &layout, &table, &Spool::default())
+            .unwrap_err()
+            .into_error(Some(d.path()));
+        assert!(
+            e.to_string()
+                .starts_with("recovery data: writing the recovery section: "),
+            "{e}"
+        );
     }
 }

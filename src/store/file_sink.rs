@@ -47,19 +47,29 @@ use crate::fs::chunked::{self, Chunked};
 use crate::fs::cleanup;
 use crate::fs::unnamed::{self, Linker};
 
-/// The file a symbolic link at `path` names, when it is an existing regular file: `-f`
-/// replaces that file (its directory gets the new file; the link stays, pointing at
-/// the new archive), as `tar`, `zstd` and `age`, which open their output through a link,
-/// write the file it names, and as `repair -f` in place always did. Replacing the link
-/// itself left the file it named (on a NAS mount, say) old and put the new archive where
-/// the link was. A dangling link, or one to anything but a regular file, is `None`: the
-/// link itself is replaced.
+/// The file a symbolic link at `path` names, when it is an existing regular file or names
+/// nothing yet (a dangling link): the archive is written there (an existing file replaced
+/// with `-f`: its directory gets the new file), and the link stays, pointing at the new
+/// archive, as `tar`, `zstd`, `age` and the shell's `>` write through a link, and as `repair
+/// -f` in place always did. Replacing the link itself left the file it named (on a NAS
+/// mount, say) old and put the new archive where the link was; a dangling link was replaced
+/// by a regular file with `-f` and refused as existing without it, though nothing was there
+/// to overwrite. A link to anything else is `None` (a directory, device or socket is refused
+/// before this, a loop fails to open).
 fn through_link(path: &Path) -> Option<PathBuf> {
-    let link = std::fs::symlink_metadata(path).ok()?;
-    if !link.file_type().is_symlink() || !std::fs::metadata(path).ok()?.is_file() {
+    if !std::fs::symlink_metadata(path)
+        .ok()?
+        .file_type()
+        .is_symlink()
+    {
         return None;
     }
-    std::fs::canonicalize(path).ok()
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => std::fs::canonicalize(path).ok(),
+        Ok(_) => None,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => super::local::dangling_end(path),
+        Err(_) => None,
+    }
 }
 
 /// The file being written, before it has its name.
@@ -98,7 +108,7 @@ impl FileSink {
     /// policy (false: `--no-fsync`). With `force`, an existing regular file at `path` lends
     /// the new file its mode and, where permitted, its owner and group (module doc). Errors:
     /// IsDirectory ([`refuse_directory`]), Usage (a device, pipe or socket: never replaced),
-    /// Exists (unless `force`), Io.
+    /// Exists (unless `force`), Io. A symbolic link is written through ([`through_link`]).
     pub fn create(path: &Path, force: bool, sync: bool) -> Result<FileSink> {
         refuse_directory(path)?;
         // A device, pipe or socket is never replaced by a regular file, `-f` or not
@@ -107,7 +117,8 @@ impl FileSink {
             return Err(super::local::not_a_file(path, what));
         }
         super::local::refuse_existing(path, force)?;
-        let resolved = force.then(|| through_link(path)).flatten();
+        // Without `force` a link to an existing file was refused just above.
+        let resolved = through_link(path);
         let path = resolved.as_deref().unwrap_or(path);
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

@@ -211,16 +211,46 @@ pub fn refuse_directory(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// An output path that exists (a file, or a link, even dangling) refused without `force`:
-/// Exists (exit 1), before anything else is done. A named pipe or character device is not
-/// refused (an archive is written into it: [`DeviceSink`]); a block device or socket is,
-/// `-f` or not ([`refuse_special`]).
+/// An output path that exists (a file, or a link to one) refused without `force`: Exists
+/// (exit 1), before anything else is done. A dangling link is not: the archive is created
+/// where it points, as `tar` and the shell's `>` do ([`dangling_end`]). A named pipe or
+/// character device is not refused (an archive is written into it: [`DeviceSink`]); a block
+/// device or socket is, `-f` or not ([`refuse_special`]).
 pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
     refuse_special(path)?;
-    if !force && special_output(path).is_none() && std::fs::symlink_metadata(path).is_ok() {
+    if !force
+        && special_output(path).is_none()
+        && std::fs::symlink_metadata(path).is_ok()
+        && dangling_end(path).is_none()
+    {
         return Err(Error::Exists { path: path.into() });
     }
     Ok(())
+}
+
+/// Where the dangling symbolic link `path` ends: the path, relative targets taken from each
+/// link's directory, of the first name in its chain that does not exist. `None` when `path`
+/// is not a link, when something exists at the end, or after 40 links (the kernel's limit,
+/// ELOOP). A target that passes through a missing directory ends there too; creating the
+/// archive then fails naming it.
+pub fn dangling_end(path: &Path) -> Option<std::path::PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && p != path => return Some(p),
+            Err(_) => return None,
+        };
+        if !meta.file_type().is_symlink() {
+            return None;
+        }
+        let target = std::fs::read_link(&p).ok()?;
+        p = match p.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    None
 }
 
 /// An output path that is a block device or a socket (followed through a symbolic link),

@@ -377,8 +377,12 @@ pub fn settings() -> StoreSettings {
 /// fetched here: errors such as a missing key or wrong credentials surface now), anything
 /// else a local path: a file, or a pipe or device read as a stream like `-`
 /// ([`local::open_path`]). Errors: Io naming the path (NotFound for a missing file, key or
-/// bucket), IsDirectory, StoreConfig, Usage for a malformed `s3://` URL.
+/// bucket), IsDirectory, StoreConfig, Usage for a malformed `s3://` URL, StreamClosed for
+/// `-` when stdin was closed ([`crate::closed_stdio`]).
 pub fn open_source(path: &Path) -> Result<Box<dyn Source>> {
+    // `-`, or `/dev/stdin`, naming a stdin closed when krypta started: the /dev/null that
+    // stands in for it holds no archive.
+    crate::closed_stdio::require_archive_path(path, false)?;
     match Location::parse(path)? {
         Location::Stdio => Ok(Box::new(local::ReadSource::stdin())),
         Location::Local(p) => local::open_path(&p),
@@ -406,8 +410,10 @@ pub fn open_seekable(path: &Path, needs: &'static str) -> Result<Box<dyn Source>
 /// ([`local::DeviceSink`], never replaced), anything else a local file. Unless `force`, an existing file or object is an Exists error
 /// now, and is never replaced later (noclobber rename; conditional write on the store).
 /// `sync`: a local file is `fsync`ed, and its directory after the rename (`local`'s fsync
-/// policy; false for `--no-fsync`); stdout and objects are not files krypta can sync.
+/// policy; false for `--no-fsync`); stdout and objects are not files krypta can sync. `-`
+/// (or `/dev/stdout`) when stdout was closed is StreamClosed ([`crate::closed_stdio`]).
 pub fn create_sink(path: &Path, force: bool, sync: bool) -> Result<Box<dyn Sink>> {
+    crate::closed_stdio::require_archive_path(path, true)?;
     match Location::parse(path)? {
         Location::Stdio => Ok(Box::new(local::StdoutSink::new())),
         Location::Local(p) if matches!(local::special_output(&p), Some((_, true))) => {

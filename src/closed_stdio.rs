@@ -1,0 +1,163 @@
+//! Which of the standard streams (descriptors 0, 1 and 2) were closed when krypta started,
+//! and what stands in their place, so that an archive written to a closed stdout is an
+//! error, never bytes that vanished.
+//!
+//! Why: Rust's runtime, before `main`, reopens a closed descriptor 0, 1 or 2 on `/dev/null`
+//! (std's `sanitize_standard_fds`), so that no file krypta opens lands on it. Written there,
+//! stdout swallowed the archive: `krypta c - dir >&-` exited 0 and a nightly job lost its
+//! backup without a word (`c OUT - <&-` archived an empty "stdin", `keygen` printed its key
+//! into nothing). GNU tar, zstd and age fail with EBADF in the same place.
+//!
+//! How: [`record`] runs from the binary's `.init_array` (`main.rs`), before std's own check,
+//! notes which descriptors are closed, and opens `/dev/null` in their place (the lowest free
+//! descriptor, so the very one), *the wrong way round* for stdin and stdout: stdin write-only,
+//! stdout read-only. The commands refuse a closed stream they would carry their data or
+//! result on before they start ([`require`]: "standard output is closed", exit 4). The checks
+//! must be explicit: std's own `Stdin`, `Stdout` and `Stderr` take EBADF as end of input and
+//! as a successful write, so no failed write would tell. A use of the raw descriptor (a
+//! duplicate of descriptor 0 read as a stream input) fails with EBADF, which
+//! [`crate::Error::io`] words the same way. A closed stderr gets `/dev/null` for writing, as
+//! std would give it: warnings and the summary vanish, and the exit code is what it would
+//! have been. A program using the library without `record` sees every stream as open.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use crate::{Error, Result};
+
+/// One of the three standard streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// Descriptor 0.
+    Stdin,
+    /// Descriptor 1.
+    Stdout,
+    /// Descriptor 2.
+    Stderr,
+}
+
+impl Stream {
+    const ALL: [Stream; 3] = [Stream::Stdin, Stream::Stdout, Stream::Stderr];
+
+    /// The descriptor number (0, 1, 2).
+    pub fn fd(self) -> i32 {
+        match self {
+            Stream::Stdin => 0,
+            Stream::Stdout => 1,
+            Stream::Stderr => 2,
+        }
+    }
+
+    /// Its name in messages: "standard input", "standard output", "standard error".
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdin => "standard input",
+            Stream::Stdout => "standard output",
+            Stream::Stderr => "standard error",
+        }
+    }
+
+    /// The stream a message path names: `<stdin>` or `<stdout>` (as krypta's messages name
+    /// them), else `None`.
+    pub fn named_by(path: &std::path::Path) -> Option<Stream> {
+        match path.as_os_str().as_encoded_bytes() {
+            b"<stdin>" => Some(Stream::Stdin),
+            b"<stdout>" => Some(Stream::Stdout),
+            _ => None,
+        }
+    }
+}
+
+/// Bit `1 << fd` set for each stream that was closed at start.
+static CLOSED: AtomicU8 = AtomicU8::new(0);
+
+/// Notes which of descriptors 0, 1, 2 are closed and opens `/dev/null` in their place (see
+/// the module documentation). For the binary's `.init_array` only: it must run before std's
+/// runtime starts (which would fill the gaps itself) and before any other thread exists.
+pub extern "C" fn record() {
+    let mut closed = 0u8;
+    for s in Stream::ALL {
+        if is_open(s.fd()) {
+            continue;
+        }
+        closed |= 1 << s.fd();
+        let access = match s {
+            Stream::Stdout => rustix::fs::OFlags::RDONLY,
+            Stream::Stdin | Stream::Stderr => rustix::fs::OFlags::WRONLY,
+        };
+        // The lowest free descriptor: the closed one, as 0..2 are visited in order. Kept
+        // open for the life of the process (it is that stream now).
+        if let Ok(null) = rustix::fs::open("/dev/null", access, rustix::fs::Mode::empty()) {
+            use std::os::fd::{AsRawFd, IntoRawFd};
+            if null.as_raw_fd() == s.fd() {
+                let _ = null.into_raw_fd();
+            }
+        }
+    }
+    CLOSED.store(closed, Ordering::Relaxed);
+}
+
+/// Whether descriptor `fd` is open (`fcntl(F_GETFD)` does not fail with EBADF).
+#[allow(unsafe_code)]
+fn is_open(fd: i32) -> bool {
+    // SAFETY: F_GETFD only reads the descriptor's flags; a raw number is passed, so no
+    // `BorrowedFd` claims that a descriptor which may be closed is open.
+    let r = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    r != -1 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EBADF)
+}
+
+/// Whether `s` was closed when krypta started ([`record`]).
+pub fn was_closed(s: Stream) -> bool {
+    CLOSED.load(Ordering::Relaxed) & (1 << s.fd()) != 0
+}
+
+/// The stream, closed at start, that `path` names by one of its names (`/dev/stdout`,
+/// `/dev/fd/1`, `/proc/self/fd/1`; the same for 0 and 2): opened, such a path would open the
+/// `/dev/null` that stands in for it. `None` for any other path or an open stream.
+pub fn names_closed(path: &std::path::Path) -> Option<Stream> {
+    let b = path.as_os_str().as_encoded_bytes();
+    let s = match b {
+        b"/dev/stdin" | b"/dev/fd/0" | b"/proc/self/fd/0" => Stream::Stdin,
+        b"/dev/stdout" | b"/dev/fd/1" | b"/proc/self/fd/1" => Stream::Stdout,
+        b"/dev/stderr" | b"/dev/fd/2" | b"/proc/self/fd/2" => Stream::Stderr,
+        _ => return None,
+    };
+    was_closed(s).then_some(s)
+}
+
+/// Refuses a stream that was closed at start, before anything is read or written: `what`
+/// says what that means ("nothing was written"). Errors: [`Error::StreamClosed`].
+pub fn require(s: Stream, what: &'static str) -> Result<()> {
+    if was_closed(s) {
+        return Err(Error::StreamClosed { stream: s, what });
+    }
+    Ok(())
+}
+
+/// Refuses an archive path that leads to a stream closed at start: `-` (stdout when
+/// `writing`, else stdin), or one of its names ([`names_closed`]). Errors: StreamClosed.
+pub fn require_archive_path(path: &std::path::Path, writing: bool) -> Result<()> {
+    let (dash, what) = if writing {
+        (Stream::Stdout, "the archive was not written")
+    } else {
+        (Stream::Stdin, "there is no archive to read")
+    };
+    match names_closed(path) {
+        Some(s) => require(s, what),
+        None if path.as_os_str() == "-" => require(dash, what),
+        None => Ok(()),
+    }
+}
+
+/// A read of stdin or write to stdout that failed because the stream was closed at start (it
+/// is `/dev/null` opened the other way: EBADF), as [`Error::StreamClosed`]; other errors as
+/// they are.
+pub(crate) fn closed_stream_error(
+    path: &std::path::Path,
+    source: &std::io::Error,
+) -> Option<Error> {
+    let s = Stream::named_by(path)?;
+    (source.raw_os_error() == Some(libc::EBADF) && was_closed(s)).then_some(Error::StreamClosed {
+        stream: s,
+        what: "",
+    })
+}

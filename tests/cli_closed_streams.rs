@@ -1,0 +1,210 @@
+//! krypta started with a standard stream closed (`>&-`, `<&-`, `2>&-`), through a real shell.
+//!
+//! Regression (h61): Rust's runtime reopens a closed descriptor 0, 1 or 2 on `/dev/null`
+//! before `main`, so `krypta c - dir >&-` wrote the archive into nothing and exited 0 (a
+//! nightly job lost its backup), `c OUT - <&-` archived an empty "stdin", `x --stdout >&-`
+//! and `keygen` printed into nothing. A stream that carries the archive, the data or a key
+//! and was closed is refused before anything is read or written ("standard output is
+//! closed", exit 4); one written to later (a listing) fails as a write; a closed stderr
+//! changes nothing but the messages.
+
+mod cli_common;
+mod common;
+
+use std::process::{Command, Output, Stdio};
+
+use cli_common::*;
+use common::code;
+
+/// krypta `args` in the fixture's directory, started by `sh` with `redirect` (`>&-`, `<&-`,
+/// `2>&-`) applied to it; stdin empty otherwise.
+fn closed(fx: &Fx, redirect: &str, args: &[&str]) -> Output {
+    Command::new("sh")
+        .current_dir(fx.p(""))
+        .arg("-c")
+        .arg(format!("exec \"$0\" \"$@\" {redirect}"))
+        .arg(env!("CARGO_BIN_EXE_krypta"))
+        .args(args)
+        .env_remove("KRYPTA_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh")
+}
+
+const STDOUT_CLOSED: &str =
+    "krypta: standard output is closed (descriptor 1 was closed when krypta started)";
+const STDIN_CLOSED: &str =
+    "krypta: standard input is closed (descriptor 0 was closed when krypta started)";
+
+fn tree() -> Fx {
+    let fx = Fx::new();
+    fx.file("in/a", b"alpha\n");
+    fx.file("in/b", b"bravo\n");
+    fx
+}
+
+#[test]
+fn an_archive_for_a_closed_stdout_is_refused_exit_4() {
+    let fx = tree();
+    let o = closed(&fx, ">&-", &["c", "-", "in"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        format!("{STDOUT_CLOSED}: the archive was not written\n")
+    );
+    // So is its other name, which would open the /dev/null standing in for it.
+    let o = closed(&fx, ">&-", &["c", "/dev/stdout", "in"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        format!("{STDOUT_CLOSED}: the archive was not written\n")
+    );
+    // rekey -o - the same (the archive read is a file).
+    fx.ok(&["c", "a.kry", "in"]);
+    fx.file("pw", b"pw\n");
+    let o = closed(
+        &fx,
+        ">&-",
+        &["rekey", "a.kry", "-o", "-", "--new-pass-file", "pw"],
+    );
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(err(&o).starts_with(STDOUT_CLOSED), "{}", err(&o));
+}
+
+#[test]
+fn stdin_closed_as_an_input_or_the_list_of_inputs_is_refused_and_nothing_is_written() {
+    let fx = tree();
+    for args in [
+        &["c", "o.kry", "-"][..],
+        &["c", "o.kry", "in", "/dev/stdin"],
+        &["c", "o.kry", "--files-from", "-"],
+    ] {
+        let o = closed(&fx, "<&-", args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert!(err(&o).starts_with(STDIN_CLOSED), "{args:?}: {}", err(&o));
+        assert!(!fx.exists("o.kry"), "{args:?}");
+    }
+    assert_eq!(
+        err(&closed(&fx, "<&-", &["c", "o.kry", "-"])),
+        format!("{STDIN_CLOSED}: it is an input: nothing was written\n")
+    );
+    // /dev/null as an input is not stdin, though the closed stdin is /dev/null now.
+    let o = closed(&fx, "<&-", &["c", "-q", "n.kry", "/dev/null", "in"]);
+    assert_eq!(code(&o), 6, "{}", err(&o));
+    // Nor is a file given as the archive, with stdin closed: read as usual.
+    fx.ok(&["c", "a.kry", "in"]);
+    let o = closed(&fx, "<&-", &["t", "-q", "a.kry"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+}
+
+#[test]
+fn an_archive_from_a_closed_stdin_is_refused() {
+    let fx = tree();
+    for args in [
+        &["x", "-o", "out", "-"][..],
+        &["t", "-"],
+        &["l", "-"],
+        &["t", "/dev/stdin"],
+    ] {
+        let o = closed(&fx, "<&-", args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert_eq!(
+            err(&o),
+            format!("{STDIN_CLOSED}: there is no archive to read\n"),
+            "{args:?}"
+        );
+    }
+    assert!(!fx.exists("out"));
+}
+
+#[test]
+fn extracted_content_or_a_listing_for_a_closed_stdout_fails_exit_4() {
+    let fx = tree();
+    fx.ok(&["c", "a.kry", "in"]);
+    let o = closed(&fx, ">&-", &["x", "--stdout", "a.kry"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(err(&o), format!("{STDOUT_CLOSED}: nothing was extracted\n"));
+    // Written to as it goes: the first write fails, as for a full disk.
+    for args in [
+        &["l", "a.kry"][..],
+        &["info", "a.kry"],
+        &["t", "--json", "a.kry"],
+    ] {
+        let o = closed(&fx, ">&-", args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert!(
+            err(&o).contains(STDOUT_CLOSED.strip_prefix("krypta: ").unwrap()),
+            "{args:?}: {}",
+            err(&o)
+        );
+    }
+    // `c -v`: the archive is written, the listing the user asked for is not (as tar).
+    let o = closed(&fx, ">&-", &["c", "-v", "v.kry", "in"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(
+        err(&o).ends_with(&format!(
+            "{STDOUT_CLOSED}: the -v listing was not written\n"
+        )),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(fx.names("v.kry"), ["in", "in/a", "in/b"]);
+}
+
+#[test]
+fn keygen_for_a_closed_stdout_makes_no_key() {
+    let fx = Fx::new();
+    for args in [
+        &["keygen", "--box", "-o", "k"][..],
+        &["keygen", "--sign", "-o", "k"],
+        &["keygen", "-o", "-"],
+        &["keygen", "--box", "-o", "-"],
+    ] {
+        let o = closed(&fx, ">&-", args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert_eq!(
+            err(&o),
+            format!("{STDOUT_CLOSED}: no key was made\n"),
+            "{args:?}"
+        );
+        assert!(!fx.exists("k") && !fx.exists("k.pub"), "{args:?}");
+    }
+    // With -q nothing goes to stdout: the keypair is made.
+    let o = closed(&fx, ">&-", &["keygen", "-q", "--box", "-o", "k"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(fx.exists("k") && fx.exists("k.pub"));
+    // --pub prints the public key: refused.
+    let o = closed(&fx, ">&-", &["keygen", "--pub", "-k", "k"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(err(&o), format!("{STDOUT_CLOSED}\n"));
+}
+
+#[test]
+fn a_password_from_a_closed_stdin_is_refused_not_read_as_empty() {
+    let fx = tree();
+    let o = closed(&fx, "<&-", &["c", "--pass-fd", "0", "o.kry", "in"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        format!("{STDIN_CLOSED}: there is no password to read from it\n")
+    );
+    assert!(!fx.exists("o.kry"));
+}
+
+#[test]
+fn a_closed_stderr_changes_no_exit_code_and_no_output() {
+    let fx = tree();
+    let o = closed(&fx, "2>&-", &["c", "ok.kry", "in"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(fx.names("ok.kry"), ["in", "in/a", "in/b"]);
+    // A warning that has nowhere to go: still exit 6, the archive still written.
+    std::os::unix::net::UnixListener::bind(fx.p("in/sock")).unwrap();
+    let o = closed(&fx, "2>&-", &["c", "w.kry", "in"]);
+    assert_eq!(code(&o), 6);
+    assert_eq!(fx.names("w.kry"), ["in", "in/a", "in/b"]);
+    // And an archive to stdout with stderr closed is written whole.
+    let o = closed(&fx, "2>&-", &["c", "-", "in/a"]);
+    assert_eq!(code(&o), 0);
+    std::fs::write(fx.p("s.kry"), &o.stdout).unwrap();
+    assert_eq!(fx.names("s.kry"), ["in/a"]);
+}
