@@ -169,6 +169,8 @@ fn extract_opened(
             rep.warn(w);
         }
         not_made += unmade_count;
+        // Entries the kernel refused (a directory of another user), each named above.
+        let denied = ex.denied_count();
         // Directories (and the root entry) get their metadata after the scan, also after a
         // salvage: what was restored is complete.
         let dirs = ex.apply_dirs();
@@ -200,6 +202,12 @@ fn extract_opened(
                         not_made += 1;
                     }
                 }
+                if denied > 0 {
+                    break 'dirs Err(Error::Denied {
+                        count: denied,
+                        summary: Box::new(s),
+                    });
+                }
                 match policy {
                     fs::conflict::Existing::Skip => {}
                     fs::conflict::Existing::Keep => {
@@ -223,6 +231,12 @@ fn extract_opened(
                     }
                 }
             }
+            if denied > 0 {
+                break 'dirs Err(Error::Denied {
+                    count: denied,
+                    summary: Box::new(s),
+                });
+            }
             if not_made > 0 {
                 break 'dirs Err(Error::NotMade {
                     count: not_made,
@@ -238,7 +252,7 @@ fn extract_opened(
     let missing = select.unmatched();
     let soft = matches!(
         summary,
-        Err(Error::NotMade { .. } | Error::KeptExisting { .. })
+        Err(Error::NotMade { .. } | Error::KeptExisting { .. } | Error::Denied { .. })
     );
     if missing.is_empty() || !soft {
         let summary = summary?;

@@ -234,8 +234,14 @@ impl Visitor for ExtractVisitor<'_> {
     fn entry(&mut self, meta: &EntryMeta) -> Result<()> {
         self.committer.check()?;
         match meta.kind {
-            EntryKind::Dir => self.ex.make_dir(meta),
-            EntryKind::Symlink => self.ex.make_symlink(meta),
+            EntryKind::Dir => {
+                let made = self.ex.make_dir(meta);
+                self.ex.skip_denied(meta, made)
+            }
+            EntryKind::Symlink => {
+                let made = self.ex.make_symlink(meta);
+                self.ex.skip_denied(meta, made)
+            }
             EntryKind::Hardlink if !self.select.covers(&meta.link) => {
                 // Its target was not asked for, so there is nothing to link to (GNU tar fails
                 // here); skip it and say so instead of stopping the extraction.
@@ -261,11 +267,12 @@ impl Visitor for ExtractVisitor<'_> {
             EntryKind::Hardlink => {
                 // Its target must have its name first.
                 self.committer.finish()?;
-                self.ex.make_hardlink(meta)
+                let made = self.ex.make_hardlink(meta);
+                self.ex.skip_denied(meta, made)
             }
             EntryKind::File => {
-                self.sink = self.ex.begin_file(meta)?;
-                Ok(())
+                let begun = self.ex.begin_file(meta).map(|s| self.sink = s);
+                self.ex.skip_denied(meta, begun)
             }
         }
     }

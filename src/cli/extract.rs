@@ -55,9 +55,11 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
     let result = krypta::extract(&a.archive, open, req, term);
     let summary = match &result {
         Ok(s) => Some(s.clone()),
-        Err(Error::KeptExisting { summary, .. } | Error::NotMade { summary, .. }) => {
-            Some((**summary).clone())
-        }
+        Err(
+            Error::KeptExisting { summary, .. }
+            | Error::NotMade { summary, .. }
+            | Error::Denied { summary, .. },
+        ) => Some((**summary).clone()),
         Err(_) => None,
     };
     if let Some(s) = summary

@@ -61,6 +61,7 @@ impl Error {
                 }
             }
             Error::Signature { .. } => 8,
+            Error::Denied { .. } => 4,
             Error::Base(_) => 9,
             Error::Incomplete { .. } | Error::KeptExisting { .. } | Error::NotMade { .. } => 6,
             Error::Repairable { .. } => 7,

@@ -535,6 +535,19 @@ pub enum Error {
         /// What was extracted.
         summary: Box<crate::archive::reader::ScanSummary>,
     },
+    /// Extracted, but the kernel refused to make some entries (`EACCES`: a directory of
+    /// another user that this user may not write), each named in a warning; the rest was
+    /// restored, as GNU tar goes on. Exit 4.
+    #[error(
+        "extracted, but {} could not be made: permission denied (see warnings)",
+        crate::counted(*count as u64, "entry", "entries")
+    )]
+    Denied {
+        /// Entries not made.
+        count: usize,
+        /// What was extracted.
+        summary: Box<crate::archive::reader::ScanSummary>,
+    },
     /// Extracted with `-k`: everything else was extracted, the existing files were kept.
     #[error(
         "extracted, but {count} existing file(s) were kept, not replaced (-k; {})",

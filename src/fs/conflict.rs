@@ -231,11 +231,15 @@ pub(crate) fn is_not_a_directory(e: &Error) -> Option<PathBuf> {
     }
 }
 
-/// Whether a lookup's error means nothing can be in the way: the name is missing, or too
-/// long for the file system (a limit below what `statvfs` said; the extraction names it).
+/// Whether a lookup's error leaves nothing to decide here: the name is missing, or too long
+/// for the file system (a limit below what `statvfs` said; the extraction names it), or in a
+/// directory this process may not search (this check changes nothing, so it cannot tell;
+/// the extraction opens up a directory the user owns, `super::loosen`, and decides there,
+/// race-free, or names the entry it was refused).
 fn not_there(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound
         || e.raw_os_error() == Some(Errno::NAMETOOLONG.raw_os_error())
+        || e.raw_os_error() == Some(Errno::ACCESS.raw_os_error())
 }
 
 /// How many conflicting names an error message shows before "and N more".

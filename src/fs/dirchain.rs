@@ -35,6 +35,7 @@ use rustix::fs::{Mode, OFlags, mkdirat, openat};
 use rustix::io::Errno;
 
 use super::confine::{IMPLIED_DIR_MODE, on_disk, refuse_non_dir};
+use super::loosen::{Loosened, SEARCH, WRITE};
 use crate::{Error, Result};
 
 /// Levels at the top of the chain whose descriptors are always kept.
@@ -63,6 +64,9 @@ pub(crate) struct DirChain {
     /// record them ([`DirChain::record_made`]): `x -k` leaves the metadata of a directory that
     /// existed before the run alone, and needs to tell one made as a parent in this run.
     made: Option<std::collections::HashSet<Vec<u8>>>,
+    /// Where an existing directory the user owns but may not search or write is opened up
+    /// (`super::loosen`); without it such a refusal is an error.
+    loosen: Option<Loosened>,
 }
 
 /// Flags of every directory component open: a path descriptor, a directory, never a link.
@@ -74,6 +78,21 @@ impl DirChain {
     /// An empty chain (at the root).
     pub(crate) fn new() -> Self {
         DirChain::default()
+    }
+
+    /// Opens up the directories the user owns but may not search or write ([`Loosened`]).
+    pub(crate) fn loosen_with(&mut self, l: Loosened) {
+        self.loosen = Some(l);
+    }
+
+    /// Whether the directory `dir` (at `parents` below the root) was opened up after `e`
+    /// refused `need` in it: try again.
+    fn opened_up(&self, e: Errno, dir: BorrowedFd<'_>, parents: &[&[u8]], need: u32) -> bool {
+        e == Errno::ACCESS
+            && self
+                .loosen
+                .as_ref()
+                .is_some_and(|l| l.open_up(dir, &parents.join(&b'/'), need))
     }
 
     /// From now on, remembers the directories this chain creates ([`DirChain::made`]).
@@ -128,10 +147,21 @@ impl DirChain {
             let cur = self.top(root);
             self.count_open();
             let mut created = false;
-            let next = match openat(cur, comp, dir_flags(), Mode::empty()) {
+            let mut opened = openat(cur, comp, dir_flags(), Mode::empty());
+            if let Err(e) = opened
+                && self.opened_up(e, cur, &parents[..i], SEARCH)
+            {
+                opened = openat(cur, comp, dir_flags(), Mode::empty());
+            }
+            let next = match opened {
                 Ok(fd) => fd,
                 Err(Errno::NOENT) if create => {
-                    match mkdirat(cur, comp, Mode::from_raw_mode(IMPLIED_DIR_MODE)) {
+                    let mkdir = || mkdirat(cur, comp, Mode::from_raw_mode(IMPLIED_DIR_MODE));
+                    let made = match mkdir() {
+                        Err(e) if self.opened_up(e, cur, &parents[..i], WRITE) => mkdir(),
+                        made => made,
+                    };
+                    match made {
                         Ok(()) => created = true,
                         Err(Errno::EXIST) => {}
                         Err(e) => return Err(Error::io(here(), "create directory", e.into())),

@@ -41,6 +41,10 @@
 //!   paths leave the output directory alone. With `-k`/`--skip-existing`, a directory that
 //!   existed before the run (the output directory too) keeps its metadata
 //!   ([`Existing::keeps_dirs`]).
+//! - **Read-only existing directories**: an existing directory the user owns but may not
+//!   write, search or read is opened up when the kernel refuses an operation in it, and gets
+//!   its final mode in [`Extractor::apply_dirs`] (`super::loosen`); an entry refused in a
+//!   directory of another user is named and skipped ([`Extractor::skip_denied`]).
 //! - **Permissions**: setuid, setgid and sticky bits are restored only with `same_permissions`
 //!   or `as_root`, like tar; otherwise the mode is masked with `0o777` and the process umask.
 //!   Owners are restored with `restore_owner` (default when running as root; by name when the
@@ -67,18 +71,21 @@ use super::confine::{self, Target};
 pub use super::conflict::{Conflict, Existing, Reason};
 use super::conflict::{ConflictLog, Outcome, decide, is_not_a_directory};
 use super::dirchain::DirChain;
+use super::loosen::{self, Loosened, SEARCH, WRITE};
 use super::notes::Notes;
 use super::owner::IdCache;
-use super::restore::{self, DirInfo, Made, Plan, Policy};
+use super::restore::{DirInfo, Made, Plan, Policy};
 pub use super::sink::FileSink;
-use super::sink::{Extracted, Temp, extracted_key};
+use super::sink::{Extracted, extracted_key};
 use super::unnamed::{self, Linker};
 
+mod dirs;
 mod fit;
 mod link;
+mod temp;
 use crate::format::entry::EntryMeta;
 use crate::{Error, Result};
-pub(crate) use fit::{first_too_long, name_max};
+pub(crate) use fit::{first_too_long, is_errno, name_max};
 
 /// Mode of a directory entry's directory until [`Extractor::finish`] sets the stored one.
 const DIR_MODE_WHILE_EXTRACTING: u32 = 0o700;
@@ -129,8 +136,12 @@ pub struct Extractor {
     last_parent: Option<Parent>,
     /// What is known of the output directory (one `fstat` and one `fgetxattr` at start).
     root_info: Option<DirInfo>,
-    /// How unnamed files are linked in this process (`super::unnamed`), found once.
-    linker: Linker,
+    /// How unnamed files are linked in this process (`super::unnamed`), found once (in the
+    /// output directory, or in the first directory a file goes to when the output directory
+    /// may not be written).
+    linker: Option<Linker>,
+    /// Existing directories opened up to be written (`super::loosen`).
+    loosened: Loosened,
     /// Test hook ([`ExtractOptions::fail_link_of`]).
     fail_link_of: Option<Vec<u8>>,
     /// What is known of the directories this run created, by stripped path key.
@@ -169,6 +180,9 @@ impl Drop for Extractor {
         if let Some(id) = self.interrupt_note.take() {
             cleanup::unregister(id);
         }
+        // Dropped before its end (`apply_dirs`): no directory stays opened up.
+        self.loosened.put_back_all();
+        self.loosened.done();
     }
 }
 
@@ -198,14 +212,19 @@ impl Extractor {
         let egid = rustix::process::getegid().as_raw();
         let root_info = DirInfo::probe(fd.as_fd(), egid).ok();
         let name_max = fit::name_max(&fd);
+        let loosened = Loosened::new(root);
         let mut chain = DirChain::new();
+        chain.loosen_with(loosened.clone());
+        let mut link_chain = DirChain::new();
+        link_chain.loosen_with(loosened.clone());
         if opts.existing.keeps_dirs() {
             chain.record_made();
         }
         let linker = if opts.named_temporaries {
-            Linker::Unavailable
+            Some(Linker::Unavailable)
         } else {
-            unnamed::probe(fd.as_fd(), root)
+            // Found later, where the first file goes, if the output directory is read-only.
+            unnamed::probe(fd.as_fd(), root).ok()
         };
         Ok(Extractor {
             root: fd,
@@ -224,13 +243,14 @@ impl Extractor {
             strip: opts.strip_components,
             fail_after: opts.fail_write_after,
             chain,
-            link_chain: DirChain::new(),
+            link_chain,
             opens: 0,
             dirs: Vec::new(),
             extracted: Arc::new(Mutex::new(HashMap::new())),
             last_parent: None,
             root_info,
             linker,
+            loosened,
             fail_link_of,
             made_dirs: HashMap::new(),
             ids: IdCache::default(),
@@ -258,7 +278,11 @@ impl Extractor {
     /// directories that existed and kept their metadata (`-k`, `--skip-existing`). The
     /// summary counts entries made, not entries visited.
     pub fn not_made_count(&self) -> usize {
-        self.conflicts.entries() + self.stripped + self.kept_dirs + self.unmade.count()
+        self.conflicts.entries()
+            + self.stripped
+            + self.kept_dirs
+            + self.unmade.count()
+            + self.denied_count()
     }
 
     /// Records that the entry `t` (on disk `path`) was kept for `reason`.
@@ -299,8 +323,16 @@ impl Extractor {
 
     /// Whether a non-directory entry `t` may be written at its name (else it is recorded).
     fn free_for_file(&self, dir: &OwnedFd, t: &Target<'_>, path: &Path) -> Result<bool> {
-        let there =
-            confine::lstat_type(dir.as_fd(), t.name).map_err(|e| Error::io(path, "stat", e))?;
+        let there = self
+            .loosened
+            .retry(
+                dir.as_fd(),
+                &t.parents.join(&b'/'),
+                SEARCH,
+                loosen::denied_io,
+                || confine::lstat_type(dir.as_fd(), t.name),
+            )
+            .map_err(|e| Error::io(path, "stat", e))?;
         match decide(there, false, self.policy.existing) {
             Outcome::Keep(reason) => {
                 self.keep(path.to_path_buf(), reason, t);
@@ -341,7 +373,7 @@ impl Extractor {
         let plan = self
             .policy
             .plan(meta, info.as_ref(), &mut self.ids, Made::File);
-        let (file, temp) = Temp::create(dir.as_fd(), &path, plan.create_mode, self.linker)?;
+        let (file, temp) = self.create_temp(&dir, &t, &path, plan.create_mode)?;
         Ok(Some(FileSink {
             file,
             dir,
@@ -399,7 +431,12 @@ impl Extractor {
         };
         let mode = Mode::from_raw_mode(DIR_MODE_WHILE_EXTRACTING);
         let mut made = info.map(|i| i.child());
-        match mkdirat(&*dir, t.name, mode) {
+        let dir_key = t.parents.join(&b'/');
+        let in_dir = |op: &mut dyn FnMut() -> std::result::Result<(), Errno>| {
+            self.loosened
+                .retry(dir.as_fd(), &dir_key, WRITE, loosen::denied_errno, op)
+        };
+        match in_dir(&mut || mkdirat(&*dir, t.name, mode)) {
             Ok(()) => {
                 if self.interrupt_note.is_none() {
                     self.interrupt_note = Some(cleanup::register_action(
@@ -426,7 +463,7 @@ impl Extractor {
                     }
                     Outcome::Reuse => made = None,
                     Outcome::RemoveFirst | Outcome::Write => {
-                        unlinkat(&*dir, t.name, AtFlags::empty())
+                        in_dir(&mut || unlinkat(&*dir, t.name, AtFlags::empty()))
                             .map_err(|e| Error::io(&path, "remove", e.into()))?;
                         mkdirat(&*dir, t.name, mode)
                             .map_err(|e| Error::io(&path, "create directory", e.into()))?;
@@ -459,38 +496,6 @@ impl Extractor {
         Ok(())
     }
 
-    /// Applies the stored metadata of every directory entry (see
-    /// [`Extractor::apply_dirs`]). Tries them all; returns the first error. Warnings about
-    /// what could not be set are dropped: call [`Extractor::apply_dirs`] and
-    /// [`Extractor::take_warnings`] to get them.
-    pub fn finish(mut self) -> Result<()> {
-        self.apply_dirs()
-    }
-
-    /// Applies the stored owner, attributes, mode and mtime of every directory entry made so
-    /// far, children before their parents: paths in descending byte order (the root entry,
-    /// the empty path, last), each directory's parents walked with the chain (without
-    /// following links), so the whole pass costs about one open per directory. Tries them
-    /// all; returns the first error.
-    pub fn apply_dirs(&mut self) -> Result<()> {
-        if let Some(id) = self.interrupt_note.take() {
-            cleanup::unregister(id);
-        }
-        self.last_parent = None;
-        let mut dirs = std::mem::take(&mut self.dirs);
-        dirs.sort_by(|a, b| b.rel.cmp(&a.rel));
-        let mut first_err = None;
-        for d in &dirs {
-            if let Err(e) = self.apply_dir(d)
-                && first_err.is_none()
-            {
-                first_err = Some(e);
-            }
-        }
-        self.chain.clear();
-        first_err.map_or(Ok(()), Err)
-    }
-
     /// The warnings so far about metadata that could not be set (each names the file and the
     /// owner or attribute; repeats of one kind are counted, see `super::notes`), from this
     /// extractor and every sink it made; the list is emptied.
@@ -502,36 +507,6 @@ impl Extractor {
     /// directories finished): a deterministic measure of extraction cost, for tests.
     pub fn dir_opens(&self) -> u64 {
         self.chain.opens() + self.link_chain.opens() + self.opens
-    }
-
-    fn apply_dir(&mut self, d: &PendingDir) -> Result<()> {
-        if d.rel.is_empty() {
-            return restore::apply_fd(
-                &self.root,
-                &d.meta,
-                &d.plan,
-                &self.policy,
-                &self.root_path,
-                &self.notes,
-            );
-        }
-        let comps: Vec<&[u8]> = d.rel.split(|&b| b == b'/').collect();
-        let Some((name, parents)) = comps.split_last() else {
-            return Ok(());
-        };
-        let path = confine::on_disk(&self.root_path, &d.rel);
-        let parent = self
-            .chain
-            .open(self.root.as_fd(), &self.root_path, parents, false)?;
-        self.opens += 1;
-        let fd = openat(
-            parent,
-            *name,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::io(&path, "open directory", e.into()))?;
-        restore::apply_fd(&fd, &d.meta, &d.plan, &self.policy, &path, &self.notes)
     }
 
     /// Whether name `rel` (stripped) holds a file this run committed (from any entry).

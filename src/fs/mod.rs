@@ -17,6 +17,7 @@ mod dirchain;
 pub mod extract;
 mod extract_options;
 mod longpath;
+mod loosen;
 mod meta;
 pub mod names;
 mod notes;

@@ -77,10 +77,13 @@ pub(crate) fn link(
 /// Finds how this process links unnamed files, in the output directory `dir` (shown as
 /// `path` in the cleanup registry): an unnamed file is linked under a fresh temporary name
 /// (registered for removal on interrupt) and removed again. [`Linker::Unavailable`] when the
-/// directory's file system has no `O_TMPFILE` or neither way of linking works.
-pub(crate) fn probe(dir: BorrowedFd<'_>, path: &std::path::Path) -> Linker {
-    let Ok(Some(fd)) = open(dir, 0o600) else {
-        return Linker::Unavailable;
+/// directory's file system has no `O_TMPFILE` or neither way of linking works; `EACCES`
+/// when this process may not write `dir` (nothing found: probe again in a directory it may).
+pub(crate) fn probe(dir: BorrowedFd<'_>, path: &std::path::Path) -> Result<Linker, Errno> {
+    let fd = match open(dir, 0o600) {
+        Ok(Some(fd)) => fd,
+        Err(Errno::ACCESS) => return Err(Errno::ACCESS),
+        _ => return Ok(Linker::Unavailable),
     };
     for how in [Linker::EmptyPath, Linker::ProcFd] {
         let linked = super::confine::create_temp(&path.join("probe"), |name| {
@@ -89,10 +92,10 @@ pub(crate) fn probe(dir: BorrowedFd<'_>, path: &std::path::Path) -> Linker {
         if let Ok((name, (), id)) = linked {
             super::confine::remove(dir, &name);
             super::cleanup::unregister(id);
-            return how;
+            return Ok(how);
         }
     }
-    Linker::Unavailable
+    Ok(Linker::Unavailable)
 }
 
 #[cfg(test)]
@@ -112,7 +115,7 @@ mod tests {
     fn an_unnamed_file_has_no_name_until_linked_and_then_exactly_one() {
         let d = tempfile::tempdir().unwrap();
         let dir = std::fs::File::open(d.path()).unwrap();
-        let how = probe(dir.as_fd(), d.path());
+        let how = probe(dir.as_fd(), d.path()).unwrap();
         // The probe leaves nothing behind, whatever it found.
         assert_eq!(names(d.path()), Vec::<String>::new());
         if how == Linker::Unavailable {

@@ -245,7 +245,7 @@ impl FileSink {
 /// doc: a named temporary file is used instead).
 fn unnamed_in(dir: &Path) -> Option<Pending> {
     let d = File::open(dir).ok()?;
-    let how = unnamed::probe(d.as_fd(), dir);
+    let how = unnamed::probe(d.as_fd(), dir).unwrap_or(Linker::Unavailable);
     if how == Linker::Unavailable {
         return None;
     }

@@ -58,6 +58,10 @@ pub(crate) struct Unmade {
     /// Keys ([`extracted_key`]) of the files not made, for the hard links to them, and what
     /// a hard link's warning says of that target.
     files: HashMap<[u8; 16], &'static str>,
+    /// Entries the kernel refused to make (`EACCES`), not in `count` ([`Extractor::skip_denied`]).
+    denied: usize,
+    /// The refusals already named (entries below one directory get the same message).
+    denied_named: HashSet<String>,
 }
 
 impl Unmade {
@@ -159,6 +163,38 @@ impl Extractor {
         ));
         sink.abort();
         Ok(())
+    }
+
+    /// For an entry whose making gave `made`: `EACCES` (a directory this user may not write
+    /// and does not own, so it was not opened up, `super::super::loosen`) is named in a
+    /// warning (once per message: what is below a refused directory is refused alike) and
+    /// counted, and the rest is restored, as GNU tar goes on; hard links to a refused file are
+    /// skipped too. The run then ends with [`crate::Error::Denied`] (exit 4). Any other error
+    /// is returned as it is.
+    pub fn skip_denied(&mut self, meta: &EntryMeta, made: Result<()>) -> Result<()> {
+        let e = match made {
+            Err(e) if super::super::loosen::denied(&e) => e,
+            made => return made,
+        };
+        self.unmade.denied += 1;
+        if meta.kind == EntryKind::File
+            && let Ok(Some(t)) = confine::split_entry(&meta.path, self.strip)
+        {
+            self.unmade.files.insert(
+                extracted_key(&t.rel),
+                "which could not be made (permission denied)",
+            );
+        }
+        let msg = e.to_string();
+        if self.unmade.denied_named.insert(msg.clone()) {
+            self.unmade.warnings.push(msg);
+        }
+        Ok(())
+    }
+
+    /// How many entries the kernel refused to make ([`Extractor::skip_denied`]).
+    pub fn denied_count(&self) -> usize {
+        self.unmade.denied
     }
 
     /// The warnings about entries skipped for a too-long name so far (emptied), and how

@@ -8,6 +8,7 @@ use rustix::fs::{AtFlags, linkat, symlinkat};
 
 use super::super::confine;
 use super::super::conflict::Reason;
+use super::super::loosen::{self, WRITE};
 use super::super::restore::{self, Made, On};
 use super::super::sink::extracted_key;
 use super::Extractor;
@@ -72,9 +73,17 @@ impl Extractor {
         if !info.is_some_and(|i| i.fresh) && !self.free_for_file(&dir, &t, &path)? {
             return Ok(());
         }
-        let made = confine::create_temp(&path, |name| {
-            linkat(&target_dir, target.name, &*dir, name, AtFlags::empty())
-        });
+        let made = self.loosened.retry(
+            dir.as_fd(),
+            &t.parents.join(&b'/'),
+            WRITE,
+            loosen::denied,
+            || {
+                confine::create_temp(&path, |name| {
+                    linkat(&target_dir, target.name, &*dir, name, AtFlags::empty())
+                })
+            },
+        );
         let (tmp, (), cleanup_id) = match made {
             // The target has as many links as the file system allows (65,000 on ext4; the
             // archive may come from one that allows more): this link is named and skipped.
@@ -121,7 +130,13 @@ impl Extractor {
         let plan = self
             .policy
             .plan(meta, info.as_ref(), &mut self.ids, Made::Symlink);
-        let made = confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &*dir, name));
+        let made = self.loosened.retry(
+            dir.as_fd(),
+            &t.parents.join(&b'/'),
+            WRITE,
+            loosen::denied,
+            || confine::create_temp(&path, |name| symlinkat(meta.link.as_slice(), &*dir, name)),
+        );
         let (tmp, (), cleanup_id) = match made {
             // A target longer than the file system holds (4,095 bytes on Linux; the format
             // allows 65,536): this link is named and skipped, the rest restored.
