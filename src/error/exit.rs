@@ -48,7 +48,7 @@ impl Error {
             | Error::KdfLimit { .. }
             | Error::KdfTooWeak { .. }
             | Error::UnsafePath { .. } => 3,
-            Error::Io { .. } | Error::NothingArchived { .. } => 4,
+            Error::Io { .. } | Error::NothingArchived { .. } | Error::OutOfMemory { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::EditUndone { sealed, .. }
             | Error::HeaderFixed { sealed, .. }

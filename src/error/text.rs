@@ -39,6 +39,13 @@ impl Error {
         }
     }
 
+    /// An I/O error or a buffer that could not be allocated: the machine failed krypta, the
+    /// archive did not. A salvage or a search for the archive's end stops on it rather than
+    /// count the frame as damaged.
+    pub fn is_io_or_memory(&self) -> bool {
+        matches!(self, Error::Io { .. } | Error::OutOfMemory { .. })
+    }
+
     /// Builds an [`Error::Io`].
     pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
         Error::Io {
