@@ -240,7 +240,8 @@ pub(crate) struct CompressArgs {
     /// Store blocks without compression
     #[arg(short, long, conflicts_with = "level")]
     pub(crate) store: bool,
-    /// Worker threads (default and at most: all cores; with -s the cores minus one)
+    /// Worker threads (default and at most: all cores; with -s the cores minus one; the
+    /// default is fewer when ulimit -v or the cgroup's memory.max would not hold them)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
     /// Block size: 4M, 512K, 64MiB, 4MB (= 10^6) (default 4M; level 9: 64M)
