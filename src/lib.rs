@@ -39,6 +39,7 @@ mod extracting;
 pub mod format;
 pub mod fs;
 pub mod kat;
+pub mod memory;
 pub mod recovery;
 mod rekey;
 mod repair;

@@ -27,12 +27,35 @@ pub(crate) enum FrameFault {
     Format(FormatError),
     /// The payload does not decode.
     Codec(String),
+    /// A buffer to decode into could not be allocated: krypta's want, not the frame's fault.
+    OutOfMemory(crate::memory::OutOfMemory),
     /// The scan ended while the frame waited for room in the byte budget
     /// (`archive::budget`).
     Stopped,
     /// A `zstd+base` block whose base region could not be had: no base was given, or the
     /// base frames it needs could not be read or are damaged.
     Base(super::reader::BaseFault),
+}
+
+impl FrameFault {
+    /// A codec error: [`FrameFault::OutOfMemory`] for a refused allocation, else
+    /// [`FrameFault::Codec`] (the payload does not decode).
+    pub(crate) fn codec(e: crate::codec::CodecError) -> Self {
+        match e {
+            crate::codec::CodecError::OutOfMemory(o) => FrameFault::OutOfMemory(o),
+            e => FrameFault::Codec(e.to_string()),
+        }
+    }
+
+    /// Whether a buffer could not be allocated (for the frame or its base region): the run
+    /// stops with [`crate::Error::OutOfMemory`] rather than skip the frame as damaged.
+    pub(crate) fn out_of_memory(&self) -> bool {
+        matches!(
+            self,
+            FrameFault::OutOfMemory(_)
+                | FrameFault::Base(super::reader::BaseFault::OutOfMemory { .. })
+        )
+    }
 }
 
 /// The block header fields a reader needs after decoding, for either version (format 1's
@@ -132,7 +155,7 @@ pub(crate) fn decode_body(
         Ok(x) => x,
         Err(e) => return Err((FrameFault::Format(e), body)),
     };
-    let codec_fault = |e: crate::codec::CodecError| FrameFault::Codec(e.to_string());
+    let codec_fault = FrameFault::codec;
     if info.codec == Codec::Store {
         return match decode_stored_in_place(
             info.filter,
@@ -209,7 +232,7 @@ fn decoded(
         }
         Err(e) => {
             blocks.give(out);
-            Err((FrameFault::Codec(e.to_string()), body))
+            Err((FrameFault::codec(e), body))
         }
     }
 }

@@ -76,12 +76,20 @@ impl<W: Write> ArchiveWriter<W> {
         Ok(())
     }
 
+    /// [`Error::OutOfMemory`] for this archive, with this run's advice.
+    pub(super) fn out_of_memory(&self, source: crate::memory::OutOfMemory) -> Error {
+        super::writer::out_of_memory(&self.out_name, source, &self.memory_advice)
+    }
+
     fn emit(&mut self, sealed: Result<Sealed>) -> Result<()> {
         let Sealed {
             frame,
             in_block,
             reference_len,
-        } = sealed?;
+        } = sealed.map_err(|e| match e {
+            Error::OutOfMemory { source, .. } => self.out_of_memory(source),
+            e => e,
+        })?;
         let body_len = (frame.len() - FRAME_HEADER_LEN - TAG_LEN) as u32;
         if frame[0] == FrameKind::Data as u8 {
             self.frame_lens.push(body_len);
@@ -256,10 +264,9 @@ impl<W: Write> ArchiveWriter<W> {
     /// Hands the current block to the workers.
     fn cut(&mut self) -> Result<()> {
         let len = self.used() as u64;
-        let mut block = std::mem::replace(
-            &mut self.block,
-            new_block(&self.buffers.blocks, self.block_size),
-        );
+        let next = new_block(&self.buffers.blocks, self.block_size)
+            .map_err(|source| self.out_of_memory(source))?;
+        let mut block = std::mem::replace(&mut self.block, next);
         block.truncate(self.fill);
         self.fill = PREFIX;
         let block = Arc::new(block);

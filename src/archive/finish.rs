@@ -52,7 +52,8 @@ impl<W: Write> ArchiveWriter<W> {
         let n = chunks.len() as u64;
         let mut index_pos = 0u64;
         for (i, c) in chunks.into_iter().enumerate() {
-            let mut block = new_block(&self.buffers.blocks, c.len());
+            let mut block = new_block(&self.buffers.blocks, c.len())
+                .map_err(|source| self.out_of_memory(source))?;
             block.truncate(PREFIX);
             block.extend_from_slice(c);
             let job = Job {

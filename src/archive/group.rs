@@ -84,7 +84,10 @@ impl Reference {
         let prefix: &[u8] = match self.parts.last() {
             Some(b) if b.raw().len() >= need => &b.raw()[b.raw().len() - need..],
             _ => {
-                let mut v = Vec::with_capacity(need);
+                let mut v = Vec::new();
+                if let Err(o) = crate::memory::reserve_exact(&mut v, need, "a block's reference") {
+                    return Err((FrameFault::OutOfMemory(o), out));
+                }
                 let mut skip = self.bytes as usize - need;
                 for b in &self.parts {
                     let raw = b.raw();
@@ -110,7 +113,7 @@ impl Reference {
             &mut out,
         ) {
             Ok(()) => Ok(out),
-            Err(e) => Err((FrameFault::Codec(e.to_string()), out)),
+            Err(e) => Err((FrameFault::codec(e), out)),
         }
     }
 }

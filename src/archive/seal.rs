@@ -75,16 +75,35 @@ pub(crate) struct WriteBuffers {
 /// front (for the frame and block headers) and room for the tag behind. Only the prefix is
 /// initialised in a new buffer (its other pages are not touched until bytes arrive); a
 /// recycled one keeps its stale, initialised length.
-pub(crate) fn new_block(buffers: &Buffers, capacity: usize) -> Vec<u8> {
+/// [`crate::memory::OutOfMemory`] when the allocator refuses a new buffer.
+pub(crate) fn new_block(
+    buffers: &Buffers,
+    capacity: usize,
+) -> Result<Vec<u8>, crate::memory::OutOfMemory> {
     let mut b = buffers.take();
     let want = PREFIX + capacity + TAG_LEN;
     if b.capacity() < want {
-        b.reserve_exact(want - b.len());
+        let more = want - b.len();
+        crate::memory::reserve_exact(&mut b, more, "a block buffer")?;
     }
     if b.len() < PREFIX {
         b.resize(PREFIX, 0);
     }
-    b
+    Ok(b)
+}
+
+/// A worker's codec error: a refused allocation as [`Error::OutOfMemory`] (its path and
+/// advice are filled in by the writer, `ArchiveWriter::out_of_memory`), anything else as
+/// what it was compressing.
+fn compress_error(seq: u64, e: crate::codec::CodecError) -> Error {
+    match e {
+        crate::codec::CodecError::OutOfMemory(source) => Error::OutOfMemory {
+            path: Default::default(),
+            source,
+            advice: String::new(),
+        },
+        e => Error::Crypto(format!("compressing block {seq}: {e}")),
+    }
 }
 
 /// Worker: filter + compress + seal one block into a complete frame. A block that is stored
@@ -110,10 +129,15 @@ pub(crate) fn seal_block(
                     .insert(BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?),
             };
             base.region(dec, &region, &mut st.region)
-                .map_err(|m| Error::Usage(format!("delta base: {m}")))?;
+                .map_err(|m| match m {
+                    crate::archive::reader::BaseFault::OutOfMemory { source, .. } => {
+                        compress_error(job.seq, source.into())
+                    }
+                    m => Error::Usage(format!("delta base: {m}")),
+                })?;
             st.encoder
                 .encode_against(raw, &st.region, &mut st.payload)
-                .map_err(|e| Error::Crypto(format!("compressing block {}: {e}", job.seq)))?
+                .map_err(|e| compress_error(job.seq, e))?
                 .then_some(region)
         }
         _ => None,
@@ -131,7 +155,7 @@ pub(crate) fn seal_block(
                 job.prefix.as_slice(),
                 &mut st.payload,
             )
-            .map_err(|e| Error::Crypto(format!("compressing block {}: {e}", job.seq)))?
+            .map_err(|e| compress_error(job.seq, e))?
     };
     let reference_len = if referenced {
         job.prefix.as_slice().len() as u32
@@ -142,11 +166,22 @@ pub(crate) fn seal_block(
     let mut frame = match codec {
         // `encode` stores blocks unfiltered, exactly the raw bytes; sealed in place, so a
         // block the chain still shares is copied first.
-        Codec::Store => Arc::try_unwrap(job.block).unwrap_or_else(|shared| (*shared).clone()),
+        Codec::Store => match Arc::try_unwrap(job.block) {
+            Ok(block) => block,
+            Err(shared) => {
+                let mut copy = Vec::new();
+                crate::memory::reserve_exact(&mut copy, shared.len() + TAG_LEN, "a stored block")
+                    .map_err(|e| compress_error(job.seq, e.into()))?;
+                copy.extend_from_slice(&shared);
+                copy
+            }
+        },
         Codec::Zstd | Codec::ZstdBase => {
             let mut frame = buffers.frames.take();
             frame.clear();
-            frame.reserve(PREFIX + BASE_REGION_LEN + st.payload.len() + TAG_LEN);
+            let want = PREFIX + BASE_REGION_LEN + st.payload.len() + TAG_LEN;
+            crate::memory::reserve(&mut frame, want, "a compressed frame")
+                .map_err(|e| compress_error(job.seq, e.into()))?;
             frame.resize(PREFIX, 0);
             if let Some(r) = &against {
                 frame.extend_from_slice(&r.to_bytes());

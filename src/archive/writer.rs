@@ -30,7 +30,7 @@
 
 use std::borrow::Cow;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::hash_zeros;
@@ -115,6 +115,22 @@ pub struct ArchiveWriter<W: Write> {
     pub(super) signing: Option<(SignerSecret, Transcript)>,
     /// A delta archive's base map and the matched segments of the block being filled.
     pub(super) delta: Option<super::delta::DeltaWriter>,
+    /// What this run needs and what to change, for an out-of-memory error
+    /// ([`crate::memory::compress_advice`]).
+    pub(super) memory_advice: String,
+}
+
+/// [`Error::OutOfMemory`] for the archive `path`: `source` and the run's `advice`.
+pub(super) fn out_of_memory(
+    path: &Path,
+    source: crate::memory::OutOfMemory,
+    advice: &str,
+) -> Error {
+    Error::OutOfMemory {
+        path: path.to_path_buf(),
+        source,
+        advice: advice.to_string(),
+    }
 }
 
 /// The stream bytes a test-only referencing block may use ([`TestReference`]).
@@ -182,7 +198,12 @@ impl<W: Write> ArchiveWriter<W> {
                     _ => wrap(r, &file_key, &archive_id),
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Error::Crypto(e.to_string()))?;
+                .map_err(|e| match e {
+                    crate::crypto::CryptoError::Argon2Memory { bytes, .. } => {
+                        crate::memory::argon2_out_of_memory(&out_name, bytes, false)
+                    }
+                    e => Error::Crypto(e.to_string()),
+                })?;
             (
                 stanzas,
                 Protection::Sealed(Box::new(Subkeys::derive(&file_key, &archive_id))),
@@ -247,6 +268,7 @@ impl<W: Write> ArchiveWriter<W> {
             super::pipeline::max_in_flight(jobs, opts.block_size)
         };
         let keep = super::pipeline::recycle_count(in_flight, opts.block_size);
+        let memory_advice = crate::memory::compress_advice(level, opts.block_size, jobs);
         let buffers = WriteBuffers {
             blocks: Buffers::new(keep),
             frames: Buffers::new(keep),
@@ -274,6 +296,8 @@ impl<W: Write> ArchiveWriter<W> {
             },
         )
         .map_err(|e| Error::io(out_name.clone(), "start a worker thread", e))?;
+        let block = new_block(&buffers.blocks, opts.block_size)
+            .map_err(|source| out_of_memory(&out_name, source, &memory_advice))?;
         let mut w = ArchiveWriter {
             out,
             out_name,
@@ -281,7 +305,7 @@ impl<W: Write> ArchiveWriter<W> {
             archive_id,
             protection,
             pool,
-            block: new_block(&buffers.blocks, opts.block_size),
+            block,
             fill: PREFIX,
             first_record: None,
             first: Vec::new(),
@@ -313,6 +337,7 @@ impl<W: Write> ArchiveWriter<W> {
             reference: opts.test_reference.map(|r| (r, RefState::default())),
             signing,
             delta,
+            memory_advice,
         };
         w.write_out(&bytes)?;
         Ok(w)

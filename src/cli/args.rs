@@ -21,9 +21,10 @@ Exit codes:
   2  authentication failed: wrong password or key, or the archive was modified
      (or a key was given for an unencrypted archive: see --allow-unencrypted)
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
-  4  I/O error (disk full, permission denied, missing input; c: no input could be
-     archived, nothing written; s3://: missing bucket or key, refused credentials, store
-     unreachable; stdout or stdin closed (>&-, <&-) where data was to go or come from)
+  4  I/O error (disk full, permission denied, missing input, out of memory; c: no
+     input could be archived, nothing written; s3://: missing bucket or key, refused
+     credentials, store unreachable; stdout or stdin closed (>&-, <&-) where data was
+     to go or come from)
   5  data integrity: checksum mismatch in an unencrypted archive; damage beyond the
      recovery data (repair; the salvage of x and t exits 5, or 2 when encrypted)
   6  finished, but some items were skipped, each named in a warning:
@@ -240,7 +241,8 @@ pub(crate) struct CompressArgs {
     /// Store blocks without compression
     #[arg(short, long, conflicts_with = "level")]
     pub(crate) store: bool,
-    /// Worker threads (default and at most: all cores; with -s the cores minus one)
+    /// Worker threads (default and at most: all cores; with -s the cores minus one; the
+    /// default is fewer when ulimit -v or the cgroup's memory.max would not hold them)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
     /// Block size: 4M, 512K, 64MiB, 4MB (= 10^6) (default 4M; level 9: 64M)
@@ -391,7 +393,8 @@ not read. See README, \"Choosing what goes in\".
 Exit codes:
   0  success
   1  usage or general error (bad option, output exists, key missing)
-  4  I/O error (an input missing with --strict, disk full, permission denied)
+  4  I/O error (an input missing with --strict, disk full, permission denied, out of
+     memory)
   6  archive written, but some inputs were skipped (unreadable, vanished) or changed
      while read: each is named in a warning";
 

@@ -202,14 +202,10 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     let epoch = krypta::source_date_epoch()?;
     let created = krypta::now_or_epoch().secs;
     let reproducible = epoch.is_some() && recipients.is_empty();
-    let jobs = a
-        .jobs
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
-        .max(1);
+    let jobs = match a.jobs {
+        Some(j) => j.max(1),
+        None => default_jobs(level, block_size, term.is_quiet()),
+    };
     let base = super::keys::open_base(
         &a.delta,
         a.jobs,
@@ -435,4 +431,23 @@ fn spawn_total_scan(
                 scan.done.store(true, Ordering::Release);
             }
         });
+}
+
+/// `-j`'s default: every core, fewer when that many workers would need more memory than
+/// the process may have (`ulimit -v`, a cgroup's `memory.max`: [`krypta::memory::limit`]),
+/// said once on stderr (not under `-q`). A `-j` the user gives is taken as given.
+fn default_jobs(level: Option<Level>, block_size: usize, quiet: bool) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let Some((limit, from)) = krypta::memory::limit() else {
+        return cores;
+    };
+    let jobs = krypta::memory::workers_within(limit, level, block_size, cores);
+    if jobs < cores && !quiet {
+        krypta::to_stderr!(
+            "krypta: note: using -j {jobs} rather than {cores}: {}, and {from} is {}",
+            krypta::memory::compress_needs(level, block_size),
+            krypta::memory::mib(limit)
+        );
+    }
+    jobs
 }

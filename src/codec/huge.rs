@@ -140,6 +140,27 @@ impl HugeBuf {
         }
     }
 
+    /// [`HugeBuf::reserve`], or [`crate::memory::OutOfMemory`] for `what` when the memory
+    /// cannot be had (neither mapped nor allocated), the buffer then as it was.
+    pub fn try_reserve(
+        &mut self,
+        additional: usize,
+        what: &'static str,
+    ) -> Result<(), crate::memory::OutOfMemory> {
+        let need = self.len.saturating_add(additional);
+        if need > self.capacity() && need >= HUGE_PAGE {
+            // A mapping refused falls back to the heap in `reserve`: check the heap first.
+            let mut probe: Vec<u8> = Vec::new();
+            if MmapOptions::new().len(need).map_anon().is_err() {
+                crate::memory::reserve_exact(&mut probe, need, what)?;
+            }
+        } else if let Storage::Heap(v) = &mut self.storage {
+            crate::memory::reserve(v, need.saturating_sub(v.len()), what)?;
+        }
+        self.reserve(additional);
+        Ok(())
+    }
+
     /// Advises the whole huge pages of a mapped buffer's first `need` bytes (at most its
     /// capacity) for huge pages, those not advised yet: a system call only when `need` covers
     /// a huge page more than before.

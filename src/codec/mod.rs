@@ -242,6 +242,9 @@ pub enum CodecError {
     /// libzstd refused to set up, compress or decompress (e.g. a corrupt frame).
     #[error("zstd: {0}")]
     Zstd(#[source] std::io::Error),
+    /// A buffer for a block, or zstd's working memory, could not be allocated.
+    #[error("out of memory: {0}")]
+    OutOfMemory(#[from] crate::memory::OutOfMemory),
     /// A block larger than [`MAX_BLOCK_SIZE`].
     #[error("block of {len} bytes exceeds the maximum of {MAX_BLOCK_SIZE} bytes")]
     TooLarge {

@@ -48,7 +48,10 @@ impl Error {
             | Error::KdfLimit { .. }
             | Error::KdfTooWeak { .. }
             | Error::UnsafePath { .. } => 3,
-            Error::Io { .. } | Error::NothingArchived { .. } | Error::StreamClosed { .. } => 4,
+            Error::Io { .. }
+            | Error::NothingArchived { .. }
+            | Error::StreamClosed { .. }
+            | Error::OutOfMemory { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::EditUndone { sealed, .. }
             | Error::HeaderFixed { sealed, .. }

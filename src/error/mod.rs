@@ -42,6 +42,18 @@ pub enum Error {
         /// What was refused.
         problem: SignatureProblem,
     },
+    /// A big buffer could not be allocated (out of memory, `ulimit -v`, a cgroup's
+    /// `memory.max`): exit 4, as other resources krypta ran out of.
+    #[error("{}: out of memory: {source}; {advice}", shown(path))]
+    OutOfMemory {
+        /// The archive being written or read.
+        path: PathBuf,
+        /// What could not be allocated.
+        #[source]
+        source: crate::memory::OutOfMemory,
+        /// What the run needs about, and what to change (`crate::memory::compress_advice`).
+        advice: String,
+    },
     /// An I/O operation on a named path failed.
     #[error("{}: {op}: {source}", shown(path))]
     Io {

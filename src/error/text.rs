@@ -60,6 +60,13 @@ impl Error {
         }
     }
 
+    /// An I/O error or a buffer that could not be allocated: the machine failed krypta, the
+    /// archive did not. A salvage or a search for the archive's end stops on it rather than
+    /// count the frame as damaged.
+    pub fn is_io_or_memory(&self) -> bool {
+        matches!(self, Error::Io { .. } | Error::OutOfMemory { .. })
+    }
+
     /// Builds an [`Error::Io`].
     ///
     /// A read of stdin or write to stdout (`<stdin>`, `<stdout>`) that failed because the

@@ -383,7 +383,9 @@ impl BaseArchive {
         out: &mut HugeBuf,
     ) -> std::result::Result<(), BaseFault> {
         out.clear();
-        out.reserve(region.len as usize);
+        let oom = BaseFault::out_of_memory(&self.path);
+        out.try_reserve(region.len as usize, "a delta base region")
+            .map_err(oom)?;
         if self.data_frames() > 0 {
             // The frames this region spans after its first (estimated from the base's block
             // size) and one more, the next delta block's: module doc, "Prefetch".
@@ -485,8 +487,12 @@ impl BaseArchive {
         // memory per frame) and opened in place.
         let mut buf = std::mem::take(&mut dec.frame);
         buf.clear();
-        buf.resize(FRAME_HEADER_LEN + body_len + TAG_LEN, 0);
-        let r = self.open_in(dec, seq, at, body_len, &mut buf, out);
+        let len = FRAME_HEADER_LEN + body_len + TAG_LEN;
+        let room = crate::memory::reserve_exact(&mut buf, len, "a delta base frame");
+        buf.resize(if room.is_ok() { len } else { 0 }, 0);
+        let r = room
+            .map_err(BaseFault::out_of_memory(&self.path))
+            .and_then(|()| self.open_in(dec, seq, at, body_len, &mut buf, out));
         dec.frame = buf;
         r
     }
@@ -571,6 +577,10 @@ impl BaseArchive {
         }
         // `block_info` held the raw length to 1..=MAX_BLOCK_SIZE: the buffer it maps is bounded.
         let raw_len = info.raw_len as usize;
+        out.clear();
+        let oom = BaseFault::out_of_memory(&self.path);
+        out.try_reserve(raw_len, "a decoded base block")
+            .map_err(oom)?;
         let r = dec.decode_v2_into(
             info.codec,
             info.filter,

@@ -11,6 +11,10 @@ use std::sync::Arc;
 use crate::error::{BaseError, Error};
 use crate::format::FormatError;
 
+/// What to do when a delta block's base region or base frames could not be allocated.
+const DELTA_ADVICE: &str = "each worker holds a delta block's base region and the base \
+    frames it spans; try -j 1, or give krypta more memory (a higher ulimit -v or memory.max)";
+
 /// What went wrong with a base frame or region. Each message names the base, and the frame
 /// and its byte where one failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -63,14 +67,37 @@ pub enum BaseFault {
         /// What is wrong, naming the frame and byte.
         problem: String,
     },
+    /// A buffer for a base region or a decoded base frame could not be allocated.
+    #[error("{}: out of memory: {source}", crate::fs::shown(path))]
+    OutOfMemory {
+        /// The base.
+        path: PathBuf,
+        /// What could not be allocated.
+        source: crate::memory::OutOfMemory,
+    },
 }
 
 impl BaseFault {
+    /// [`BaseFault::OutOfMemory`] of the base at `path`, as a `map_err` function.
+    pub(crate) fn out_of_memory(
+        path: &std::path::Path,
+    ) -> impl FnOnce(crate::memory::OutOfMemory) -> BaseFault + '_ {
+        move |source| BaseFault::OutOfMemory {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
     /// The error of writing a delta against this base: what reading the base itself would
     /// report (module doc).
     pub(crate) fn writing(self) -> Error {
         match self {
             BaseFault::NoBase => Error::Usage(self.to_string()),
+            BaseFault::OutOfMemory { path, source } => Error::OutOfMemory {
+                path,
+                source,
+                advice: DELTA_ADVICE.into(),
+            },
             BaseFault::Read {
                 path,
                 seq,
@@ -133,6 +160,11 @@ impl BaseFault {
                 );
                 Error::io(delta, "read its base", source)
             }
+            BaseFault::OutOfMemory { source, .. } => Error::OutOfMemory {
+                path: delta,
+                source: *source,
+                advice: DELTA_ADVICE.into(),
+            },
             _ => Error::Base(BaseError::Region {
                 path: delta,
                 offset,

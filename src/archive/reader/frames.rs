@@ -172,6 +172,11 @@ impl Archive {
                 self.structure_error(offset, FormatError::invalid("block payload", m))
             }
             FrameFault::Base(fault) => fault.reading(self.path.clone(), offset, seq),
+            FrameFault::OutOfMemory(source) => Error::OutOfMemory {
+                path: self.path.clone(),
+                source,
+                advice: crate::memory::read_advice(self.jobs),
+            },
             FrameFault::Stopped => Error::Crypto(format!(
                 "internal error: frame {seq} was stopped while the scan still needed it"
             )),
@@ -262,6 +267,33 @@ impl Archive {
         Ok(())
     }
 
+    /// Reads up to `want` bytes into `body` (cleared first), growing it as bytes arrive (by
+    /// 8 MiB, then doubling, never past `want`: a hostile length costs only the bytes
+    /// present), each step a fallible reservation: [`Error::OutOfMemory`] when the memory
+    /// cannot be had. Returns the bytes read (fewer than `want` at the end of the input).
+    fn read_growing(&mut self, body: &mut Vec<u8>, want: usize) -> Result<usize> {
+        body.clear();
+        while body.len() < want {
+            let step = body.len().max(8 << 20).min(want - body.len());
+            crate::memory::reserve_exact(body, step, "a frame read").map_err(|source| {
+                Error::OutOfMemory {
+                    path: self.path.clone(),
+                    source,
+                    advice: crate::memory::read_advice(self.jobs),
+                }
+            })?;
+            // Within the capacity just reserved: `read_to_end` grows nothing at the limit.
+            let n = (&mut self.input)
+                .take(step as u64)
+                .read_to_end(body)
+                .map_err(|e| Error::io(&self.path, "read", e))?;
+            if n < step {
+                break;
+            }
+        }
+        Ok(body.len())
+    }
+
     /// Reads one frame at the current position.
     pub(super) fn read_frame(&mut self) -> Result<FrameJob> {
         if let Some(job) = self.pending_frame.take() {
@@ -288,13 +320,10 @@ impl Archive {
         }
         let got = if body.len() >= want {
             body.truncate(want);
-            read_full(&mut self.input, &mut body)
+            read_full(&mut self.input, &mut body).map_err(|e| Error::io(&self.path, "read", e))?
         } else {
-            body.clear();
-            body.reserve(want.min(8 << 20));
-            (&mut self.input).take(want as u64).read_to_end(&mut body)
-        }
-        .map_err(|e| Error::io(&self.path, "read", e))?;
+            self.read_growing(&mut body, want)?
+        };
         if got < want {
             // The bytes are consumed: a pipe salvaged after this goes on from its end.
             self.pos += got as u64;

@@ -199,6 +199,10 @@ impl Archive {
                     }
                     crate::crypto::CryptoError::StanzaSet(f) => corrupt(path, 0, f),
                     crate::crypto::CryptoError::Prompt(m) => Error::Usage(m),
+                    // Not a wrong password: the password could not be checked at all.
+                    crate::crypto::CryptoError::Argon2Memory { bytes, .. } => {
+                        crate::memory::argon2_out_of_memory(path, bytes, true)
+                    }
                     _ => match header
                         .stanzas
                         .iter()

@@ -113,7 +113,12 @@ impl Archive {
             .iter()
             .map(|r| wrap(r, &file_key, &archive_id))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Error::Crypto(e.to_string()))?;
+            .map_err(|e| match e {
+                crate::crypto::CryptoError::Argon2Memory { bytes, .. } => {
+                    crate::memory::argon2_out_of_memory(&self.path, bytes, false)
+                }
+                e => Error::Crypto(e.to_string()),
+            })?;
         let mut summary = RekeySummary {
             signature_dropped: self.header.signer().is_some() && opts.signer.is_none(),
             ..RekeySummary::default()

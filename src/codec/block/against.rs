@@ -26,7 +26,9 @@
 use zstd::zstd_safe::CParameter;
 
 use super::delta_parse::{Parser, Seq};
-use super::{BlockDecoder, BlockEncoder, Codec, CodecError, Filter, MAX_BLOCK_SIZE, zstd_error};
+use super::{
+    BlockDecoder, BlockEncoder, Codec, CodecError, Filter, MAX_BLOCK_SIZE, new_cctx, zstd_error,
+};
 
 /// The largest block the own parser takes, bytes (8 MiB; the default block is 4 MiB). Its
 /// table is sized for a block of a few MiB and its region: on level 9's 64 MiB blocks it
@@ -147,7 +149,7 @@ fn zstd_against(
     window: u32,
     out: &mut Vec<u8>,
 ) -> Result<(), CodecError> {
-    let mut c = zstd::zstd_safe::CCtx::create();
+    let mut c = new_cctx()?;
     let e = zstd_error;
     for p in [
         CParameter::CompressionLevel(1),
@@ -167,7 +169,7 @@ fn zstd_against(
         c.set_parameter(CParameter::ChainLog(log)).map_err(e)?;
     }
     c.ref_prefix(base).map_err(e)?;
-    out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+    super::frame_room(out, raw.len())?;
     c.compress2(out, raw).map_err(e)?;
     Ok(())
 }

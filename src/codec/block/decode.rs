@@ -56,11 +56,11 @@ impl BlockDecoder {
         out.clear();
         check_raw(codec, payload, raw_len)?;
         if codec == Codec::Store {
-            out.reserve_exact(raw_len);
+            crate::memory::reserve_exact(out, raw_len, "a decoded block")?;
             out.extend_from_slice(payload);
         } else {
             check_frame(payload, raw_len)?;
-            out.reserve_exact(raw_len);
+            crate::memory::reserve_exact(out, raw_len, "a decoded block")?;
             // zstd writes into the spare capacity and sets the length: no zero-fill of
             // the block first (that memset was ~4% of an extraction).
             let n = match self.dctx.decompress_to_buffer(payload, out) {
@@ -145,7 +145,7 @@ impl BlockDecoder {
         d.set_parameter(DParameter::WindowLogMax(REFERENCE_WINDOW_LOG_MAX))
             .map_err(e)?;
         d.ref_prefix(prefix).map_err(e)?;
-        out.reserve_exact(raw_len);
+        crate::memory::reserve_exact(out, raw_len, "a decoded block")?;
         let n = match d.decompress(out, payload) {
             Ok(n) => n,
             Err(code) => {

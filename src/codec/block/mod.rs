@@ -27,9 +27,62 @@ pub struct BlockEncoder {
     own: Option<Box<against::OwnParse>>,
 }
 
-/// A libzstd error code as a [`CodecError`].
+/// A libzstd error code as a [`CodecError`]: its allocation failure as
+/// [`CodecError::OutOfMemory`] (zstd's working memory for the level, see
+/// [`crate::memory::zstd_context_bytes`]), anything else as [`CodecError::Zstd`].
 fn zstd_error(code: usize) -> CodecError {
+    if crate::memory::zstd_out_of_memory(code) {
+        return CodecError::OutOfMemory(crate::memory::OutOfMemory {
+            bytes: 0,
+            what: "zstd's compression context",
+        });
+    }
     CodecError::Zstd(std::io::Error::other(zstd::zstd_safe::get_error_name(code)))
+}
+
+/// [`zstd_error`] of a frame of `len` bytes at `level`: an allocation failure says about
+/// how much the context needed ([`crate::memory::zstd_context_bytes`]).
+fn compress_error(code: usize, level: Level, len: usize) -> CodecError {
+    match zstd_error(code) {
+        CodecError::OutOfMemory(mut o) => {
+            o.bytes = crate::memory::zstd_context_bytes(level, len);
+            CodecError::OutOfMemory(o)
+        }
+        e => e,
+    }
+}
+
+/// A fresh compression context (a few KiB; zstd allocates its working memory on the
+/// first block).
+fn new_cctx() -> Result<zstd::zstd_safe::CCtx<'static>, CodecError> {
+    zstd::zstd_safe::CCtx::try_create().ok_or(CodecError::OutOfMemory(crate::memory::OutOfMemory {
+        bytes: 0,
+        what: "zstd's compression context",
+    }))
+}
+
+/// `raw` filtered into `scratch` (cleared first), which may not grow.
+fn filtered<'a>(
+    scratch: &'a mut Vec<u8>,
+    raw: &[u8],
+    filter: Filter,
+    filter_start: u64,
+) -> Result<&'a [u8], CodecError> {
+    scratch.clear();
+    crate::memory::reserve_exact(scratch, raw.len(), "the block's filtered copy")?;
+    scratch.extend_from_slice(raw);
+    bcj::encode(filter, scratch, filter_start);
+    Ok(&scratch[..])
+}
+
+/// Room in `out` for a zstd frame of `len` input bytes.
+fn frame_room(out: &mut Vec<u8>, len: usize) -> Result<(), CodecError> {
+    let bound = zstd::zstd_safe::compress_bound(len);
+    Ok(crate::memory::reserve(
+        out,
+        bound,
+        "the block's compressed output",
+    )?)
 }
 
 /// Sets krypta's parameters for `level` on a compression context: window, long-distance
@@ -113,15 +166,20 @@ impl BlockEncoder {
         let input: &[u8] = if filter == Filter::None {
             raw
         } else {
-            self.scratch.clear();
-            self.scratch.extend_from_slice(raw);
-            bcj::encode(filter, &mut self.scratch, filter_start);
-            &self.scratch
+            filtered(&mut self.scratch, raw, filter, filter_start)?
         };
-        out.reserve(zstd::zstd_safe::compress_bound(input.len()));
-        let n = cctx
-            .compress_to_buffer(input, out)
-            .map_err(CodecError::Zstd)?;
+        frame_room(out, input.len())?;
+        let c = cctx.context_mut();
+        let n = match c.compress2(out, input) {
+            Ok(n) => n,
+            Err(code) => {
+                // As `Compressor::compress_to_buffer`: abandon the failed frame, so the
+                // context can be used for the next block.
+                let _ = c.reset(zstd::zstd_safe::ResetDirective::SessionOnly);
+                let level = self.level.unwrap_or(Level::DEFAULT);
+                return Err(compress_error(code, level, input.len()));
+            }
+        };
         if n < raw.len() {
             Ok((Codec::Zstd, filter))
         } else {
@@ -165,19 +223,18 @@ impl BlockEncoder {
         let input: &[u8] = if filter == Filter::None {
             raw
         } else {
-            self.scratch.clear();
-            self.scratch.extend_from_slice(raw);
-            bcj::encode(filter, &mut self.scratch, filter_start);
-            &self.scratch
+            filtered(&mut self.scratch, raw, filter, filter_start)?
         };
-        let mut c = zstd::zstd_safe::CCtx::create();
+        let mut c = new_cctx()?;
         set_params(&mut c, level)?;
         let e = zstd_error;
         if !prefix.is_empty() {
             c.ref_prefix(prefix).map_err(e)?;
         }
-        out.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-        let n = c.compress2(out, input).map_err(e)?;
+        frame_room(out, raw.len())?;
+        let n = c
+            .compress2(out, input)
+            .map_err(|code| compress_error(code, level, input.len()))?;
         if n < raw.len() {
             Ok((Codec::Zstd, filter, !prefix.is_empty()))
         } else {

@@ -1,0 +1,353 @@
+//! krypta's big buffers: allocating them without aborting, what a run needs of them, and the
+//! memory limit the process runs under (`ulimit -v`, a cgroup's `memory.max`).
+//!
+//! Why: a refused allocation in Rust's global allocator aborts the process (SIGABRT, exit
+//! 134, a backtrace and no message a user can act on): `prlimit --as=400M krypta c -l 9`
+//! of 50 MB died allocating its 64 MiB block buffer. The buffers that grow with `-b`, the
+//! level or the archive read (blocks, frames, compressed output, zstd's working memory) go
+//! through [`reserve`] / [`reserve_exact`] instead, or are checked for zstd's own
+//! allocation error ([`zstd_out_of_memory`]), and a refusal becomes an [`OutOfMemory`]
+//! that the caller turns into `crate::Error::OutOfMemory` (exit 4) naming the archive, the
+//! amount, and what to do. Small allocations (paths, index entries, a few KiB of state) may
+//! still abort: handling every one is not worth it, and they fail only after a big one.
+//!
+//! The model (measured on the development machine, `/usr/bin/time` max RSS of `c -j 1` of
+//! 8 MB of random bytes, minus `c -s`'s 17 MB): a compressing worker holds its zstd context
+//! ([`zstd_context_bytes`]) and its block, the block's filtered copy and the compressed
+//! output (3 × `-b`); the writer keeps blocks in flight beside them
+//! (`archive::pipeline::max_in_flight`). See [`compress_bytes`].
+
+use crate::codec::Level;
+
+/// A big allocation the allocator refused (out of memory, or past `ulimit -v`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{} for {what} could not be allocated", mib(*bytes))]
+pub struct OutOfMemory {
+    /// Bytes asked for (the buffer's whole new capacity).
+    pub bytes: u64,
+    /// What the buffer is for ("a 64 MiB block", "zstd's compression context").
+    pub what: &'static str,
+}
+
+/// `v.try_reserve_exact(additional)`, a refusal as [`OutOfMemory`] for `what`.
+pub fn reserve_exact<T>(
+    v: &mut Vec<T>,
+    additional: usize,
+    what: &'static str,
+) -> Result<(), OutOfMemory> {
+    v.try_reserve_exact(additional)
+        .map_err(|_| refused(v, additional, what))
+}
+
+/// `v.try_reserve(additional)`, a refusal as [`OutOfMemory`] for `what`.
+pub fn reserve<T>(
+    v: &mut Vec<T>,
+    additional: usize,
+    what: &'static str,
+) -> Result<(), OutOfMemory> {
+    v.try_reserve(additional)
+        .map_err(|_| refused(v, additional, what))
+}
+
+fn refused<T>(v: &[T], additional: usize, what: &'static str) -> OutOfMemory {
+    let bytes = (v.len() as u64).saturating_add(additional as u64) * size_of::<T>() as u64;
+    OutOfMemory { bytes, what }
+}
+
+/// Whether a libzstd error code is its allocation failure (`ZSTD_error_memory_allocation`):
+/// zstd allocates its working memory inside `ZSTD_compress2` and reports a refused `malloc`
+/// this way, never by aborting.
+pub fn zstd_out_of_memory(code: usize) -> bool {
+    code == (zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode::ZSTD_error_memory_allocation as usize)
+        .wrapping_neg()
+}
+
+/// `n` bytes in MiB with one decimal, as messages show them ("64.0 MiB").
+pub fn mib(n: u64) -> String {
+    format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+}
+
+/// zstd's compression context at `level` for blocks of `block_size` bytes, bytes (measured
+/// RSS of one worker, rounded up; zstd sizes its tables down for smaller blocks). Levels 1–8
+/// use a 4 MiB window whatever the block; level 9 a window of two blocks up to 128 MiB, with
+/// the long-distance matcher (145 MiB measured at its default 64 MiB blocks).
+pub fn zstd_context_bytes(level: Level, block_size: usize) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let at_4m = [6, 6, 7, 9, 11, 16, 48, 56, 0][usize::from(level.get()) - 1] * MIB;
+    if level != Level::MAX {
+        return at_4m;
+    }
+    // Level 9: about 1.1 × the window (two blocks, at most 128 MiB) plus 4 MiB.
+    let window = (2 * block_size as u64).min(128 * MIB);
+    window + window / 8 + 4 * MIB
+}
+
+/// What one compressing worker holds at `level` (`None`: stored) with blocks of
+/// `block_size` bytes, bytes: its context, the block, its filtered copy and the output.
+pub fn worker_bytes(level: Option<Level>, block_size: usize) -> u64 {
+    let b = block_size as u64;
+    match level {
+        None => b,
+        Some(l) => zstd_context_bytes(l, block_size) + 3 * b,
+    }
+}
+
+/// About what `c` needs with `jobs` sealing workers, `in_flight` blocks in flight and blocks
+/// of `block_size` bytes, bytes: each worker's [`worker_bytes`], the blocks waiting beside
+/// them (raw and encoded), the block being filled, at level 9 the block before it (the next
+/// block's reference), and 32 MiB for the rest of the process.
+pub fn compress_bytes(
+    level: Option<Level>,
+    block_size: usize,
+    jobs: usize,
+    in_flight: usize,
+) -> u64 {
+    let jobs = jobs.max(1) as u64;
+    let b = block_size as u64;
+    let waiting = (in_flight as u64).saturating_sub(jobs) * 2 * b;
+    let reference = if level.is_some_and(|l| l.references()) {
+        b
+    } else {
+        0
+    };
+    jobs * worker_bytes(level, block_size) + waiting + b + reference + (32 << 20)
+}
+
+/// Blocks a writer keeps in flight with `jobs` workers (as `archive::writer` chooses):
+/// one per worker at level 9 (referencing blocks), else `archive::pipeline::max_in_flight`.
+pub fn writer_in_flight(level: Option<Level>, block_size: usize, jobs: usize) -> usize {
+    if level.is_some_and(|l| l.references()) {
+        jobs.max(1)
+    } else {
+        crate::archive::pipeline::max_in_flight(jobs, block_size)
+    }
+}
+
+/// Most sealing workers (at most `jobs`, at least 1) whose [`compress_bytes`] fits in
+/// `limit` bytes. 1 when not even one fits: a run then tries, and fails with
+/// `Error::OutOfMemory` if it must.
+pub fn workers_within(limit: u64, level: Option<Level>, block_size: usize, jobs: usize) -> usize {
+    (1..=jobs.max(1))
+        .rev()
+        .find(|&j| {
+            compress_bytes(level, block_size, j, writer_in_flight(level, block_size, j)) <= limit
+        })
+        .unwrap_or(1)
+}
+
+/// The memory limit this process runs under, bytes, and where it comes from: the lower of
+/// `RLIMIT_AS` (`ulimit -v`, `prlimit --as`) and the cgroup's memory limit (v2
+/// `memory.max`, v1 `memory.limit_in_bytes`). `None` when neither is set.
+pub fn limit() -> Option<(u64, &'static str)> {
+    let rlimit = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_AS)
+        .ok()
+        .map(|(soft, _)| soft)
+        .filter(|&s| s != nix::sys::resource::RLIM_INFINITY)
+        .map(|s| (s, "the address-space limit (ulimit -v)"));
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|text| cgroup_limit(&text, |p| std::fs::read_to_string(p).ok()))
+        .map(|b| (b, "the cgroup's memory limit"));
+    match (rlimit, cgroup) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The memory limit of the cgroup named in `proc_self_cgroup` (the text of
+/// `/proc/self/cgroup`), reading files through `read`: v2 (`0::/path`, its `memory.max`
+/// under `/sys/fs/cgroup`), else v1 (the `memory` controller's `memory.limit_in_bytes`).
+/// `None` for "max", a missing file, or v1's "no limit" (a value past 2^62).
+pub fn cgroup_limit(proc_self_cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    let parse = |s: String| s.trim().parse::<u64>().ok().filter(|&v| v < 1 << 62);
+    for line in proc_self_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let path = path.trim_end_matches('/');
+        if controllers.is_empty() {
+            if let Some(v) = read(&format!("/sys/fs/cgroup{path}/memory.max")).and_then(parse) {
+                return Some(v);
+            }
+        } else if controllers.split(',').any(|c| c == "memory") {
+            let file = format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes");
+            if let Some(v) = read(&file).and_then(parse) {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// What to tell a user whose run ran out of memory compressing: what the run needed about,
+/// and what to change.
+pub fn compress_advice(level: Option<Level>, block_size: usize, jobs: usize) -> String {
+    let mut tries = Vec::new();
+    if jobs > 1 {
+        tries.push("-j 1".to_string());
+    }
+    if level.is_some_and(|l| l.get() > 3) {
+        tries.push("a lower level (-l 3 needs about 20 MiB per worker)".into());
+    }
+    if block_size > 4 << 20 {
+        tries.push("a smaller -b (4M)".into());
+    }
+    let tries = if tries.is_empty() {
+        "more memory for krypta (a higher ulimit -v or memory.max)".to_string()
+    } else {
+        tries.join(", ")
+    };
+    format!(
+        "{} ({jobs} worker{}); try {tries}",
+        compress_needs(level, block_size),
+        if jobs == 1 { "" } else { "s" }
+    )
+}
+
+/// "level 9 with 64.0 MiB blocks needs about 340.0 MiB per worker" ([`worker_bytes`]).
+pub fn compress_needs(level: Option<Level>, block_size: usize) -> String {
+    let what = match level {
+        Some(l) => format!("level {} with {} blocks", l.get(), mib(block_size as u64)),
+        None => format!("storing {} blocks", mib(block_size as u64)),
+    };
+    let per = mib(worker_bytes(level, block_size));
+    format!("{what} needs about {per} per worker")
+}
+
+/// What to tell a user whose read (`x`, `t`, `l`) ran out of memory with `jobs` decoding
+/// workers: each holds a decoded block, and the reader one more.
+pub fn read_advice(jobs: usize) -> String {
+    let tries = if jobs > 1 {
+        "try -j 1, or give krypta more memory (a higher ulimit -v or memory.max)"
+    } else {
+        "give krypta more memory (a higher ulimit -v or memory.max)"
+    };
+    format!(
+        "reading holds one decoded block per worker ({jobs} worker{}) and one more for the \
+         files being written; {tries}",
+        if jobs == 1 { "" } else { "s" }
+    )
+}
+
+/// The Argon2id matrix of the password stanza (`bytes` = its m KiB × 1024) could not be
+/// mapped, for the archive at `path`: written (`reading` false: `--kdf-memory` sets it) or
+/// read (its m was chosen when it was written).
+pub fn argon2_out_of_memory(path: &std::path::Path, bytes: usize, reading: bool) -> crate::Error {
+    let advice = if reading {
+        format!(
+            "the archive's password stanza asks for Argon2id with m = {} (chosen with \
+             --kdf-memory when it was written), and the password cannot be checked with less: \
+             give krypta more memory (a higher ulimit -v or memory.max)",
+            mib(bytes as u64)
+        )
+    } else {
+        format!(
+            "the password's Argon2id parameters (--kdf-memory, m = {}) need it: give a lower \
+             --kdf-memory (at least 8 MiB; every later read needs as much) or more memory",
+            mib(bytes as u64)
+        )
+    };
+    crate::Error::OutOfMemory {
+        path: path.to_path_buf(),
+        source: OutOfMemory {
+            bytes: bytes as u64,
+            what: "the password's Argon2id matrix",
+        },
+        advice,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_reservation_names_its_size_and_purpose() {
+        let mut v: Vec<u8> = vec![1, 2, 3];
+        let e = reserve_exact(&mut v, usize::MAX - 8, "a block").unwrap_err();
+        assert_eq!(e.what, "a block");
+        assert_eq!(
+            e.to_string(),
+            format!("{} for a block could not be allocated", mib(e.bytes))
+        );
+        assert_eq!(v, [1, 2, 3], "the vector is untouched");
+        reserve(&mut v, 100, "a block").unwrap();
+        assert!(v.capacity() >= 103);
+    }
+
+    #[test]
+    fn zstd_allocation_error_is_recognised_and_others_are_not() {
+        let oom = (zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode::ZSTD_error_memory_allocation
+            as usize)
+            .wrapping_neg();
+        assert!(zstd_out_of_memory(oom));
+        assert_eq!(
+            zstd::zstd_safe::get_error_name(oom),
+            "Allocation error : not enough memory"
+        );
+        assert!(!zstd_out_of_memory(1usize.wrapping_neg()));
+        assert!(!zstd_out_of_memory(0));
+    }
+
+    #[test]
+    fn cgroup_v2_and_v1_limits_are_read_and_max_is_none() {
+        let files = |p: &str| match p {
+            "/sys/fs/cgroup/user.slice/a/memory.max" => Some("536870912\n".to_string()),
+            "/sys/fs/cgroup/b/memory.max" => Some("max\n".to_string()),
+            "/sys/fs/cgroup/memory/docker/c/memory.limit_in_bytes" => Some("268435456\n".into()),
+            "/sys/fs/cgroup/memory/d/memory.limit_in_bytes" => Some("9223372036854771712\n".into()),
+            _ => None,
+        };
+        assert_eq!(cgroup_limit("0::/user.slice/a\n", files), Some(512 << 20));
+        assert_eq!(cgroup_limit("0::/b\n", files), None);
+        assert_eq!(
+            cgroup_limit("5:cpu:/\n4:memory:/docker/c\n0::/\n", files),
+            Some(256 << 20)
+        );
+        assert_eq!(cgroup_limit("4:memory:/d\n", files), None, "v1's no limit");
+        assert_eq!(cgroup_limit("", files), None);
+    }
+
+    #[test]
+    fn workers_are_cut_to_what_the_limit_holds() {
+        let l9 = Some(Level::MAX);
+        let one = compress_bytes(l9, 64 << 20, 1, 1);
+        let two = compress_bytes(l9, 64 << 20, 2, 2);
+        assert_eq!(workers_within(two, l9, 64 << 20, 4), 2);
+        assert_eq!(workers_within(two - 1, l9, 64 << 20, 4), 1);
+        assert_eq!(
+            workers_within(one - 1, l9, 64 << 20, 4),
+            1,
+            "never below one"
+        );
+        assert_eq!(workers_within(u64::MAX, l9, 64 << 20, 4), 4);
+        assert_eq!(workers_within(1 << 30, Some(Level::DEFAULT), 4 << 20, 2), 2);
+    }
+
+    #[test]
+    fn the_model_grows_with_level_block_and_workers() {
+        let l9 = Some(Level::MAX);
+        // Level 9 at its 64 MiB blocks: a 148 MiB context and three blocks.
+        assert_eq!(worker_bytes(l9, 64 << 20), (148 + 192) << 20);
+        assert_eq!(worker_bytes(Some(Level::DEFAULT), 4 << 20), (7 + 12) << 20);
+        assert_eq!(worker_bytes(None, 4 << 20), 4 << 20);
+        // Two workers, the block being filled and the one before it: about 1 GiB.
+        assert_eq!(
+            compress_bytes(l9, 64 << 20, 2, 2),
+            (2 * (148 + 192) + 2 * 64 + 32) << 20
+        );
+        // Level 3, 4 MiB blocks, 2 workers, 6 in flight: four waiting blocks of 8 MiB.
+        assert_eq!(
+            compress_bytes(Some(Level::DEFAULT), 4 << 20, 2, 6),
+            (2 * 19 + 4 * 8 + 4 + 32) << 20
+        );
+        let a = compress_advice(l9, 64 << 20, 2);
+        assert_eq!(
+            a,
+            "level 9 with 64.0 MiB blocks needs about 340.0 MiB per worker (2 workers); try -j 1, \
+             a lower level (-l 3 needs about 20 MiB per worker), a smaller -b (4M)"
+        );
+    }
+}

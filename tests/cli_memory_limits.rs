@@ -1,0 +1,237 @@
+//! Runs under a memory limit (`ulimit -v`, as `prlimit --as` sets it; a real limit, no
+//! mocks). A big buffer the allocator refuses must be a clear error (exit 4) naming the
+//! archive, the amount, what it was for and what to do — never an abort (exit 134, SIGABRT,
+//! "memory allocation of N bytes failed") — with nothing under the output's name and an old
+//! archive kept. Each limit is far below what the run needs (a 256 MiB block buffer, a 4 GiB
+//! Argon2id matrix) or far above it, so the tests do not depend on the machine.
+
+mod cli_common;
+mod common;
+
+use std::process::Output;
+
+use cli_common::*;
+use common::{bytes, code};
+
+/// Runs krypta in `fx`'s directory under `ulimit -v` of `mib` MiB.
+fn under_memory_limit(fx: &Fx, mib: u64, args: &[&str]) -> Output {
+    let bin = env!("CARGO_BIN_EXE_krypta");
+    let o = std::process::Command::new("sh")
+        .current_dir(fx.p(""))
+        .args([
+            "-c",
+            &format!("ulimit -v {} && exec \"$0\" \"$@\"", mib << 10),
+            bin,
+        ])
+        .args(args)
+        .env_remove("KRYPTA_PASSWORD")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.code().is_some(),
+        "krypta {args:?} under {mib} MiB killed by signal {:?} (SIGABRT is 6): {}",
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        err(&o)
+    );
+    o
+}
+
+/// A run small enough for the limits below: the fixed cost of the process fits in them.
+const ROOM_MIB: u64 = 240;
+
+/// Regression: `prlimit --as=400M krypta c -l 9` aborted allocating its 64 MiB block buffer
+/// ("memory allocation of 67108936 bytes failed", a backtrace, exit 134). A block buffer that
+/// cannot be had is now an error that says so, with the run's needs and what to change.
+#[test]
+fn a_block_buffer_past_the_limit_is_an_error_not_an_abort() {
+    let fx = Fx::new();
+    fx.file("in/a", &bytes(5000, 1, true));
+    fx.ok(&["c", "-q", "old.kry", "in"]);
+    let old = fx.read("old.kry");
+
+    // The fixed cost fits: the same run with small blocks works under the limit.
+    let o = under_memory_limit(
+        &fx,
+        ROOM_MIB,
+        &["c", "-q", "-j", "1", "-b", "64K", "small.kry", "in"],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+
+    // 256 MiB blocks: the first block buffer alone is past the limit.
+    for (args, out) in [
+        (
+            &[
+                "c", "-q", "-j", "1", "-l", "1", "-b", "256M", "new.kry", "in",
+            ][..],
+            "new.kry",
+        ),
+        (
+            &[
+                "c", "-q", "-f", "-j", "1", "-s", "-b", "256M", "old.kry", "in",
+            ],
+            "old.kry",
+        ),
+    ] {
+        let o = under_memory_limit(&fx, ROOM_MIB, args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        let e = err(&o);
+        assert!(
+            e.contains(&format!(
+                "krypta: {out}: out of memory: 256.0 MiB for a block buffer could not be allocated; "
+            )),
+            "{args:?}: {e}"
+        );
+        assert!(e.contains("try a smaller -b (4M)"), "{args:?}: {e}");
+        assert!(!e.contains("memory allocation of"), "{args:?}: {e}");
+    }
+    let o = under_memory_limit(
+        &fx,
+        ROOM_MIB,
+        &[
+            "c", "-q", "-j", "1", "-l", "1", "-b", "256M", "new.kry", "in",
+        ],
+    );
+    assert!(
+        err(&o).contains(
+            "level 1 with 256.0 MiB blocks needs about 774.0 MiB per worker (1 worker); try a \
+             smaller -b (4M)"
+        ),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("new.kry"));
+    assert_eq!(fx.read("old.kry"), old, "the old archive is kept");
+
+    // Far above the need, the same run works and reads back.
+    let o = under_memory_limit(
+        &fx,
+        16 << 10,
+        &[
+            "c", "-q", "-j", "1", "-l", "1", "-b", "256M", "new.kry", "in",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    fx.ok(&["x", "-q", "-C", "out", "new.kry"]);
+    assert_eq!(fx.read("out/in/a"), bytes(5000, 1, true));
+}
+
+/// Regression: a decoded block the reader cannot allocate aborted `x` the same way; it is
+/// an out-of-memory error (exit 4) — not damage (3, 5) — and no file is left half-written.
+#[test]
+fn a_decoded_block_past_the_limit_is_an_error_not_damage() {
+    let fx = Fx::new();
+    // One 160 MiB block of repetitive text: compressed small, decoded past the limit.
+    let data = bytes(1 << 20, 7, true).repeat(160);
+    fx.file("in/big", &data);
+    fx.ok(&["c", "-q", "-l", "1", "-b", "256M", "a.kry", "in"]);
+    std::fs::remove_file(fx.p("in/big")).unwrap();
+    let o = under_memory_limit(&fx, ROOM_MIB, &["x", "-q", "-j", "1", "-C", "out", "a.kry"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(
+        err(&o).contains(
+            "krypta: a.kry: out of memory: 160.0 MiB for a decoded block could not be allocated; \
+             reading holds one decoded block per worker"
+        ),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("out/in/big"));
+    let o = under_memory_limit(&fx, 16 << 10, &["x", "-q", "-j", "1", "-C", "out", "a.kry"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(fx.read("out/in/big") == data);
+}
+
+/// Regression: an Argon2id matrix that could not be mapped said "crypto: argon2id: cannot
+/// map 4294967296 bytes of memory" (exit 1) writing, and "authentication failed: wrong key
+/// or password" (exit 2) reading: the password was never checked. Both now name the
+/// password's Argon2id parameters, the amount in MiB and what to do (exit 4).
+#[test]
+fn an_argon2_matrix_past_the_limit_names_the_kdf_memory() {
+    let fx = Fx::new();
+    fx.file("in/a", &bytes(100, 1, true));
+    fx.file("pw", b"correct horse\n");
+    let o = under_memory_limit(
+        &fx,
+        ROOM_MIB,
+        &[
+            "c",
+            "-q",
+            "--pass-file",
+            "pw",
+            "--kdf-memory",
+            "4096",
+            "new.kry",
+            "in",
+        ],
+    );
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(
+        err(&o).contains(
+            "krypta: new.kry: out of memory: 4096.0 MiB for the password's Argon2id matrix could \
+             not be allocated; the password's Argon2id parameters (--kdf-memory, m = 4096.0 MiB) \
+             need it: give a lower --kdf-memory"
+        ),
+        "{}",
+        err(&o)
+    );
+    assert!(!fx.exists("new.kry"));
+
+    // Written with 512 MiB, read under a limit below that.
+    fx.ok(&[
+        "c",
+        "-q",
+        "--pass-file",
+        "pw",
+        "--kdf-memory",
+        "512",
+        "a.kry",
+        "in",
+    ]);
+    let o = under_memory_limit(
+        &fx,
+        ROOM_MIB,
+        &["x", "-q", "--pass-file", "pw", "-C", "out", "a.kry"],
+    );
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(
+        err(&o).contains(
+            "krypta: a.kry: out of memory: 512.0 MiB for the password's Argon2id matrix could not \
+             be allocated; the archive's password stanza asks for Argon2id with m = 512.0 MiB"
+        ),
+        "{}",
+        err(&o)
+    );
+    assert!(!err(&o).contains("authentication failed"), "{}", err(&o));
+    assert!(!fx.exists("out/in/a"));
+    let o = under_memory_limit(
+        &fx,
+        16 << 10,
+        &["x", "-q", "--pass-file", "pw", "-C", "out", "a.kry"],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+}
+
+/// Under a limit, `-j`'s default is cut to the workers that fit, said once on stderr (not
+/// with `-q`); a `-j` given is taken as given.
+#[test]
+fn the_default_workers_fit_the_memory_limit() {
+    let fx = Fx::new();
+    fx.file("in/a", &bytes(5000, 1, true));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Level 9: about 340 MiB per worker, 500 MiB for one and 1 GiB for two: 600 MiB holds one.
+    let o = under_memory_limit(&fx, 600, &["c", "-l", "9", "a.kry", "in"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let note = format!(
+        "krypta: note: using -j 1 rather than {cores}: level 9 with 64.0 MiB blocks needs about \
+         340.0 MiB per worker, and the address-space limit (ulimit -v) is 600.0 MiB\n"
+    );
+    assert_eq!(err(&o).contains(&note), cores > 1, "{}", err(&o));
+    let o = under_memory_limit(&fx, 600, &["c", "-q", "-f", "-l", "9", "a.kry", "in"]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    let o = under_memory_limit(&fx, 600, &["c", "-f", "-j", "1", "-l", "9", "a.kry", "in"]);
+    assert!(!err(&o).contains("note: using"), "{}", err(&o));
+    // No limit: no note.
+    let o = fx.run(&["c", "-f", "-l", "9", "a.kry", "in"]);
+    assert!(!err(&o).contains("note: using"), "{}", err(&o));
+}
