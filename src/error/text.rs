@@ -62,9 +62,13 @@ impl Error {
 
     /// An I/O error or a buffer that could not be allocated: the machine failed krypta, the
     /// archive did not. A salvage or a search for the archive's end stops on it rather than
-    /// count the frame as damaged.
+    /// count the frame as damaged. A read of a standard stream that was closed when krypta
+    /// started ([`Error::StreamClosed`], built by [`Error::io`]) is one too.
     pub fn is_io_or_memory(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::OutOfMemory { .. })
+        matches!(
+            self,
+            Error::Io { .. } | Error::OutOfMemory { .. } | Error::StreamClosed { .. }
+        )
     }
 
     /// Builds an [`Error::Io`].
