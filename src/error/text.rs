@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::Error;
+use super::{AuthCheck, Error};
 use crate::fs::shown;
 
 /// [`Error::Incomplete`]'s list of what was skipped, left out or changed.
@@ -46,6 +46,23 @@ impl Error {
             op,
             source,
         }
+    }
+}
+
+/// [`Error::AuthFailed`]'s line. When no stanza opened, a wrong key and a damaged header (a
+/// changed stanza or archive id) cannot be told apart (`docs/SECURITY.md`): the line says
+/// both, and which check failed, so a user with the right key does not go looking for
+/// another. The other checks keep the one line they always had (`-v` names the check).
+pub(super) fn auth_failed(path: &Path, check: AuthCheck) -> String {
+    match check {
+        AuthCheck::NoStanzaOpened => format!(
+            "{}: authentication failed: no recipient stanza opened with the keys given: wrong key or password, or the archive's header is damaged or modified",
+            shown(path)
+        ),
+        _ => format!(
+            "{}: authentication failed: wrong key or password, or the archive was modified",
+            shown(path)
+        ),
     }
 }
 
