@@ -545,7 +545,10 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
                     p.verify_footer(&header.archive_id, &fb[..32], &tag)
                         .map_err(|_| Error::Integrity {
                             path: path.into(),
-                            what: "footer checksum mismatch".into(),
+                            what: format!(
+                                "footer checksum mismatch at byte {}",
+                                end - FOOTER_LEN as u64
+                            ),
                         })?;
                 }
                 footer = Some(ft);

@@ -300,7 +300,7 @@ impl Archive {
                 } else {
                     Error::Integrity {
                         path: self.path.clone(),
-                        what: "footer checksum mismatch".into(),
+                        what: format!("footer checksum mismatch at byte {at}"),
                     }
                 }
             })?;
