@@ -22,9 +22,9 @@ Exit codes:
      damaged or modified (\"the key is right\" when a stanza opened and the header's MAC
      failed); or a key was given for an unencrypted archive: see --allow-unencrypted
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
-  4  I/O error (disk full, permission denied, missing input; c: no input could be
-     archived, nothing written; s3://: missing bucket or key, refused credentials, store
-     unreachable)
+  4  I/O error (disk full, permission denied, missing input; also x's salvage when a
+     file or directory could not be written; c: no input could be archived, nothing
+     written; s3://: missing bucket or key, refused credentials, store unreachable)
   5  data integrity: checksum mismatch in an unencrypted archive; damage beyond the
      recovery data (repair; the salvage of x and t exits 5, or 2 when encrypted)
   6  finished, but some items were skipped, each named in a warning:

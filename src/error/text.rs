@@ -39,6 +39,15 @@ impl Error {
         }
     }
 
+    /// Whether this failure is I/O (exit 4: a read or write the disk, the store or the
+    /// system refused — `ENOSPC`, `EIO` —, also the recovery data's reads and spill file),
+    /// not damage in the archive: a salvage stops on it with that error, as any run does,
+    /// rather than counting the entry it hit as damaged (whose exit code, 4, the salvage's
+    /// summary would have turned into the archive's 2, 3 or 5: README's exit-code table).
+    pub fn is_io(&self) -> bool {
+        self.root().exit_code() == 4
+    }
+
     /// Builds an [`Error::Io`].
     pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
         Error::Io {
