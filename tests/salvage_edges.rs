@@ -289,6 +289,8 @@ fn a_damaged_footer_read_from_a_pipe_is_named_with_its_byte_not_as_frame_0() {
             krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &KEY) + "\n",
         )
         .unwrap();
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
         let keys: &[&str] = if sealed {
             &["--keyfile", common::s(&key)]
         } else {

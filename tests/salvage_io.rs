@@ -41,6 +41,8 @@ fn a_salvage_that_cannot_write_a_file_exits_4_not_the_archives_code() {
                 krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &KEY) + "\n",
             )
             .unwrap();
+            std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
             // A damaged data frame early on (salvage with the index), and the same with the
             // index frame damaged too (salvage front to back, without it).
             let mut d = good.clone();
