@@ -119,4 +119,18 @@ for f in glob.glob(os.environ["G"] + "/*.hex"):
         n = os.path.basename(f)[:-4]
         open(f"{os.environ['C']}/delta/{n}_{i}", "wb").write(bytes.fromhex(l))
 PY
+# index_refs: the golden format-2 vectors without a password (the target holds them; an
+# input picks one, edits its index and the file: see its module doc). Seeds: each vector as
+# written, with recovery data, cut at half, and with one index edit of each kind.
+mkdir -p "$C/index_refs"
+C="$C" python3 - <<'PY'
+import os
+C = os.environ["C"]
+for g in range(3):
+    for opt in (0, 0x08, 0x10, 0x18):
+        open(f"{C}/index_refs/g{g}_o{opt}", "wb").write(bytes([g | opt, 0]))
+    for op in range(6):
+        open(f"{C}/index_refs/g{g}_op{op}", "wb").write(bytes([g, 1, op, 40 + op, 0, 7]))
+    open(f"{C}/index_refs/g{g}_rec_edit", "wb").write(bytes([g | 0x08, 0, 1, 200, 0, 0xFF]))
+PY
 for d in "$C"/*; do echo "$(basename "$d"): $(ls "$d" | wc -l) seeds"; done

@@ -173,8 +173,18 @@ fn extract_opened(
         let denied = ex.denied_count();
         // Directories (and the root entry) get their metadata after the scan, also after a
         // salvage: what was restored is complete.
+        // A directory whose metadata could not be set (an I/O failure, the disk's or the
+        // system's) outranks a salvage's summary, as a file that did not get its name does:
+        // the run's code is 4, the summary a warning (before, the failure was dropped and the
+        // run exited with the archive's 2, 3 or 5).
         let dirs = ex.apply_dirs();
-        let done = s.and_then(|s| dirs.map(|()| s));
+        let done = match (s, dirs) {
+            (Err(scan @ Error::Salvaged { .. }), Err(dir)) => {
+                rep.warn(&scan.to_string());
+                Err(dir)
+            }
+            (s, dirs) => s.and_then(|s| dirs.map(|()| s)),
+        };
         for w in ex.take_warnings() {
             rep.warn(&w);
         }

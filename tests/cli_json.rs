@@ -214,7 +214,7 @@ fn test_json_reports_success_and_failure_with_the_exit_code() {
     );
     let o = fx.run(&["t", "--json", "--pass-file", "wrong", "e.kry"]);
     assert_eq!(code(&o), 2);
-    let msg = "e.kry: authentication failed: wrong key or password, or the archive was modified";
+    let msg = "e.kry: authentication failed: no recipient stanza opened with the keys given: wrong key or password, or the archive's header is damaged or modified";
     assert_eq!(err(&o), format!("krypta: {msg}\n"));
     let v: Value = serde_json::from_str(&out(&o)).unwrap();
     assert_eq!(

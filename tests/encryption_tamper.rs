@@ -144,6 +144,17 @@ fn expect_auth(p: &Path, bytes: &[u8], check_kind: AuthCheck, what: &str) {
                     "{what}: {e}"
                 );
             }
+            // A header tag that fails under the key a stanza gave is the header's damage,
+            // not a wrong key: "the archive's header is damaged or modified: the key is
+            // right", exit 2.
+            e @ Error::HeaderDamaged { .. } if check_kind == AuthCheck::HeaderMac => {
+                assert_eq!(e.exit_code(), 2, "{what}");
+                assert!(
+                    e.to_string()
+                        .contains("the archive's header is damaged or modified: the key is right"),
+                    "{what}: {e}"
+                );
+            }
             other => panic!("{what}: expected AuthFailed, got {other:?}"),
         },
         other => panic!("{what}: expected AuthFailed, got {other:?}"),

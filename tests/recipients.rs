@@ -74,7 +74,7 @@ fn mode(p: &Path) -> u32 {
 
 fn auth_line(name: &str) -> String {
     format!(
-        "krypta: {name}: authentication failed: wrong key or password, or the archive was modified\n"
+        "krypta: {name}: authentication failed: no recipient stanza opened with the keys given: wrong key or password, or the archive's header is damaged or modified\n"
     )
 }
 

@@ -422,3 +422,51 @@ fn a_header_beyond_the_recovery_data_is_named_as_such_not_as_no_archive() {
         assert_eq!(code(&c), 5, "{}", stderr(&c));
     }
 }
+
+/// helper-54's other half: a header that still parses, changed (a byte of the creation time,
+/// of the key-file stanza, of the tag: more than the one bit its tag undoes) where the
+/// recovery data cannot rebuild its segment, said "authentication failed: wrong key or
+/// password, or the archive was modified" (exit 2) — sending the user looking for another
+/// key — where `repair --check` says "damaged beyond the recovery data" (5). The recovery
+/// data's checksums need no key: `t`, `l` and `x` now say what `repair --check` says.
+/// Unencrypted, the header checksum failed (5) without naming the recovery data.
+#[test]
+fn a_changed_header_that_parses_beyond_the_recovery_data_is_not_called_a_wrong_key() {
+    for encrypted in [false, true] {
+        let f = Fixture::new(1, encrypted, 0);
+        let h = u32::from_le_bytes(f.bytes[12..16].try_into().unwrap()) as usize;
+        // The creation time, a byte of the stanza's wrapped key (encrypted), the header tag.
+        let bytes: &[usize] = if encrypted { &[33, 60, 100] } else { &[33, 60] };
+        for &at in bytes.iter().chain([h - 5].iter()) {
+            let mut b = f.bytes.clone();
+            b[at] ^= 0x03;
+            // One shard more than the recovery data rebuilds, after the header's shard.
+            let lost = ((f.capacity() + 1) * SHARD) as usize;
+            for x in &mut b[SHARD as usize..SHARD as usize + lost] {
+                *x ^= 0x55;
+            }
+            f.write("h.kry", &b);
+            let out = f.dir.path().join("out");
+            let _ = std::fs::remove_dir_all(&out);
+            std::fs::create_dir(&out).unwrap();
+            for args in [
+                &["t", "h.kry"][..],
+                &["l", "h.kry"],
+                &["x", "h.kry", "-C", "out"],
+            ] {
+                let o = f.keyed(args);
+                let e = stderr(&o);
+                let what = format!("{args:?}, encrypted {encrypted}, byte {at}");
+                assert_eq!(code(&o), 5, "{what}: {e}");
+                assert!(
+                    e.contains("h.kry: damaged beyond the recovery data: segment 0 (bytes 0..")
+                        && !e.contains("wrong key"),
+                    "{what}: {e}"
+                );
+            }
+            assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+            let c = f.run(&["repair", "--check", "h.kry"]);
+            assert_eq!(code(&c), 5, "{}", stderr(&c));
+        }
+    }
+}

@@ -269,3 +269,91 @@ fn from_a_pipe_every_file_not_restored_is_named_when_records_span_frames() {
         );
     }
 }
+
+/// A damaged footer read from a pipe (`t -`, `x -`) is reported as the file's is: the footer
+/// and its byte, every data frame verified, every entry read; exit 5 (2 encrypted).
+/// Regression: an unencrypted footer whose checksum fails was taken from a pipe for damage
+/// in the data frames, "archive damaged at byte <the end of the file> (frame 0): the stream
+/// is damaged or cut", although the footer is not frame 0 and nothing before it was lost.
+#[test]
+fn a_damaged_footer_read_from_a_pipe_is_named_with_its_byte_not_as_frame_0() {
+    for sealed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.kry");
+        let good = build(sealed);
+        std::fs::write(&p, &good).unwrap();
+        let (entries, _) = geometry(&p, sealed);
+        let key = dir.path().join("k.key");
+        std::fs::write(
+            &key,
+            krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &KEY) + "\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let keys: &[&str] = if sealed {
+            &["--keyfile", common::s(&key)]
+        } else {
+            &[]
+        };
+        let n = good.len();
+        let footer = n - 64;
+        // The index offset, the frame counts, the tag: each fails the footer's check.
+        for at in [footer, footer + 9, footer + 17, n - 10] {
+            let mut b = good.clone();
+            b[at] ^= 0x5A;
+            std::fs::write(&p, &b).unwrap();
+            let last = if sealed {
+                format!(
+                    "krypta: -: archive damaged or modified at byte {footer} (the footer: its MAC does not verify)\n"
+                )
+            } else {
+                format!(
+                    "krypta: -: integrity check failed: footer checksum mismatch at byte {footer}\n"
+                )
+            };
+            let warned = format!(
+                "krypta: warning: -: the index or footer is damaged; every data frame verified, and all {} entries read front to back were {}\n",
+                entries.len(),
+                "{verb}"
+            );
+            let out = dir.path().join("out");
+            for (cmd, verb) in [
+                (&["t"][..], "verified"),
+                (&["x", "-o", common::s(&out)], "restored"),
+            ] {
+                let o = common::krypta()
+                    .args([cmd, keys, &["-"]].concat())
+                    .stdin(std::fs::File::open(&p).unwrap())
+                    .output()
+                    .unwrap();
+                let e = String::from_utf8_lossy(&o.stderr);
+                assert_eq!(
+                    (common::code(&o), e.as_ref()),
+                    (
+                        if sealed { 2 } else { 5 },
+                        format!("{}{last}", warned.replace("{verb}", verb)).as_str()
+                    ),
+                    "byte {at}, {cmd:?}, sealed {sealed}"
+                );
+            }
+            // `x -` restored every file: nothing before the footer was lost.
+            for i in 0..FILES {
+                let f = out.join(format!("t/f{i:03}"));
+                assert_eq!(std::fs::read(&f).unwrap(), content(i), "byte {at}: {f:?}");
+            }
+            // The same from the file: the same words, with its name.
+            let o = common::krypta()
+                .args([&["t"][..], keys, &[common::s(&p)]].concat())
+                .output()
+                .unwrap();
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(common::code(&o), if sealed { 2 } else { 5 }, "{e}");
+            assert!(
+                e.ends_with(&last.replace("krypta: -:", &format!("krypta: {}:", p.display()))),
+                "byte {at}: {e}"
+            );
+            let _ = std::fs::remove_dir_all(&out);
+        }
+    }
+}

@@ -18,13 +18,14 @@ Exit codes:
   1  usage or general error (bad option, output exists or is a directory, key missing,
      path not in archive, a directory or a pipe where a seekable archive is needed, no AWS
      credentials for an s3:// path, c -C DIR missing or not a directory)
-  2  authentication failed: wrong password or key, or the archive was modified
-     (or a key was given for an unencrypted archive: see --allow-unencrypted)
+  2  authentication failed: wrong password or key, or the archive (its header) was
+     damaged or modified (\"the key is right\" when a stanza opened and the header's MAC
+     failed); or a key was given for an unencrypted archive: see --allow-unencrypted
   3  not a krypta archive, unsupported format version, or corrupt/truncated structure
-  4  I/O error (disk full, permission denied, missing input, out of memory; c: no
-     input could be archived, nothing written; s3://: missing bucket or key, refused
-     credentials, store unreachable; stdout or stdin closed (>&-, <&-) where data was
-     to go or come from)
+  4  I/O error (disk full, permission denied, missing input, out of memory; also x's
+     salvage when a file or directory could not be written; c: no input could be
+     archived, nothing written; s3://: missing bucket or key, refused credentials, store
+     unreachable; stdout or stdin closed (>&-, <&-) where data was to go or come from)
   5  data integrity: checksum mismatch in an unencrypted archive; damage beyond the
      recovery data (repair; the salvage of x and t exits 5, or 2 when encrypted)
   6  finished, but some items were skipped, each named in a warning:

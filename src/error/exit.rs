@@ -39,6 +39,7 @@ impl Error {
             | Error::KeyPassword { .. }
             | Error::Damaged { .. }
             | Error::DamagedFooter { .. }
+            | Error::HeaderDamaged { .. }
             | Error::NotEncrypted { .. }
             | Error::StanzasUnknown { .. } => 2,
             Error::NotAnArchive { .. }

@@ -17,7 +17,7 @@ mod text;
 
 use crate::fs::shown;
 pub use text::set_warnings_hidden;
-use text::{incomplete_text, salvaged, see_warnings};
+use text::{auth_failed, incomplete_text, salvaged, see_warnings};
 
 pub use base::BaseError;
 pub use detail::{AuthCheck, KeyNeeds, SignatureProblem};
@@ -144,21 +144,31 @@ pub enum Error {
         source: FormatError,
     },
     /// Authentication failed: wrong password / key / identity, or the archive was tampered
-    /// with. The message is the same for all of them on purpose (see `docs/SECURITY.md`).
-    #[error(
-        "{}: authentication failed: wrong key or password, or the archive was modified",
-        shown(path)
-    )]
+    /// with. A wrong key and a damaged stanza cannot be told apart (`docs/SECURITY.md`): when
+    /// no stanza opened, the message says both, and that no stanza opened ([`auth_failed`]).
+    #[error("{}", auth_failed(path, *check))]
     AuthFailed {
         /// The archive path.
         path: PathBuf,
         /// Which check failed (printed only with `-v`).
         check: AuthCheck,
     },
-    /// No stanza opened with the keys given, and the header has stanzas of kinds this build
-    /// does not know (format 2 skips them): a newer krypta may open the archive with them.
+    /// A stanza opened with the key given, so the key is right, but the header's tag does not
+    /// verify (nor under one flipped bit undone: `header_fix`): the header is damaged or
+    /// modified, not the key wrong. Exit 2, as every failed check of an encrypted archive.
     #[error(
-        "{}: authentication failed: no stanza opened with the keys given; {unknown} stanza(s) of kinds this krypta does not know were skipped (a newer krypta may open them)",
+        "{}: the archive's header is damaged or modified: the key is right (a recipient stanza opened with it), but the header's MAC does not verify",
+        shown(path)
+    )]
+    HeaderDamaged {
+        /// The archive path.
+        path: PathBuf,
+    },
+    /// No stanza opened with the keys given, and the header has stanzas of kinds this build
+    /// does not know (format 2 skips them): a newer krypta may open the archive with them, or
+    /// a stanza's kind byte is damaged (which the bytes cannot tell apart: both are said).
+    #[error(
+        "{}: authentication failed: no stanza opened with the keys given; {unknown} stanza(s) of kinds this krypta does not know were skipped (a newer krypta may open them), or the archive's header is damaged or modified",
         shown(path)
     )]
     StanzasUnknown {

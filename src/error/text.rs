@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::Error;
+use super::{AuthCheck, Error};
 use crate::fs::shown;
 
 /// [`Error::Incomplete`]'s list of what was skipped, left out or changed.
@@ -60,15 +60,16 @@ impl Error {
         }
     }
 
-    /// An I/O error or a buffer that could not be allocated: the machine failed krypta, the
-    /// archive did not. A salvage or a search for the archive's end stops on it rather than
-    /// count the frame as damaged. A read of a standard stream that was closed when krypta
-    /// started ([`Error::StreamClosed`], built by [`Error::io`]) is one too.
-    pub fn is_io_or_memory(&self) -> bool {
-        matches!(
-            self,
-            Error::Io { .. } | Error::OutOfMemory { .. } | Error::StreamClosed { .. }
-        )
+    /// Whether this failure is the machine's, not the archive's (exit 4: a read or write the
+    /// disk, the store or the system refused — `ENOSPC`, `EIO` —, also the recovery data's
+    /// reads and spill file; a buffer that could not be allocated, [`Error::OutOfMemory`]; a
+    /// standard stream closed when krypta started, [`Error::StreamClosed`], which
+    /// [`Error::io`] builds from an EBADF read): a salvage, or a search for the archive's end,
+    /// stops on it with that error, as any run does, rather than counting the frame or entry
+    /// it hit as damaged (whose exit code, 4, the salvage's summary would have turned into
+    /// the archive's 2, 3 or 5: README's exit-code table).
+    pub fn is_io(&self) -> bool {
+        self.root().exit_code() == 4
     }
 
     /// Builds an [`Error::Io`].
@@ -81,6 +82,23 @@ impl Error {
             return closed;
         }
         Error::Io { path, op, source }
+    }
+}
+
+/// [`Error::AuthFailed`]'s line. When no stanza opened, a wrong key and a damaged header (a
+/// changed stanza or archive id) cannot be told apart (`docs/SECURITY.md`): the line says
+/// both, and which check failed, so a user with the right key does not go looking for
+/// another. The other checks keep the one line they always had (`-v` names the check).
+pub(super) fn auth_failed(path: &Path, check: AuthCheck) -> String {
+    match check {
+        AuthCheck::NoStanzaOpened => format!(
+            "{}: authentication failed: no recipient stanza opened with the keys given: wrong key or password, or the archive's header is damaged or modified",
+            shown(path)
+        ),
+        _ => format!(
+            "{}: authentication failed: wrong key or password, or the archive was modified",
+            shown(path)
+        ),
     }
 }
 

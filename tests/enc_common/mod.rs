@@ -10,10 +10,11 @@ use crate::common::{self, code, krypta};
 
 /// Cheap Argon2id costs for tests: 8 MiB (the writer minimum), 1 pass.
 pub const ARGON: [&str; 4] = ["--kdf-memory", "8", "--kdf-iterations", "1"];
-/// The one stderr line of every authentication failure, for an archive at `p`.
+/// The one stderr line of an authentication failure where no stanza opened (a wrong key or
+/// password, or a changed stanza: they cannot be told apart), for an archive at `p`.
 pub fn auth_line(p: &Path) -> String {
     format!(
-        "krypta: {}: authentication failed: wrong key or password, or the archive was modified\n",
+        "krypta: {}: authentication failed: no recipient stanza opened with the keys given: wrong key or password, or the archive's header is damaged or modified\n",
         p.display()
     )
 }

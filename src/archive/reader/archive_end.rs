@@ -127,7 +127,7 @@ pub fn archive_end(path: &Path) -> Result<Option<SectionLost>> {
     let input = crate::store::open_source(path)?;
     let (header, bytes, mut input, fixed) = match read_header_from(input, path) {
         Ok(read) => read,
-        Err(e) if e.is_io_or_memory() => return Err(e),
+        Err(e) if e.is_io() => return Err(e),
         Err(_) => return Ok(None),
     };
     let (body, tag) = bytes.split_at(bytes.len() - TAG_LEN);

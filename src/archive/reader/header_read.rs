@@ -142,6 +142,41 @@ fn read_header_healed(
     })
 }
 
+/// A header that fails its checks (no stanza opened, its tag or checksum fails, it does not
+/// parse) where the recovery data found the segment holding it damaged beyond repair (reading
+/// it verified the segment) is reported as that damage, exit 5 as `repair --check` says it:
+/// the recovery data's checksums need no key, so they tell a damaged header from a wrong key
+/// (before, such a header said "wrong key or password", exit 2, and sent the user looking for
+/// another key). `header` is the header's bytes as read; the report is looked at only then.
+pub(super) fn beyond_repair(input: &Input, path: &Path, header: &[u8], e: Error) -> Error {
+    if !matches!(
+        e,
+        Error::AuthFailed {
+            check: AuthCheck::NoStanzaOpened,
+            ..
+        } | Error::HeaderDamaged { .. }
+            | Error::StanzasUnknown { .. }
+            | Error::Integrity { .. }
+            | Error::Corrupt { .. }
+    ) {
+        return e;
+    }
+    let beyond: Vec<_> = input
+        .heal_report()
+        .map(|r| r.beyond)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|b| b.start < header.len() as u64)
+        .collect();
+    if beyond.is_empty() {
+        return e;
+    }
+    Error::Recovery {
+        path: path.into(),
+        source: crate::recovery::RecoveryError::BeyondRepair { segments: beyond },
+    }
+}
+
 /// How far back from the end of an archive without recovery data the footer is looked for
 /// when the last 64 bytes are not its footer ([`footer_back`], `Archive::footer_back_keyed`):
 /// 16 MiB, more than a tape block or a `dd conv=sync` block pads; also how much of a stream
@@ -510,7 +545,10 @@ pub fn facts(path: &Path) -> Result<ArchiveFacts> {
                     p.verify_footer(&header.archive_id, &fb[..32], &tag)
                         .map_err(|_| Error::Integrity {
                             path: path.into(),
-                            what: "footer checksum mismatch".into(),
+                            what: format!(
+                                "footer checksum mismatch at byte {}",
+                                end - FOOTER_LEN as u64
+                            ),
                         })?;
                 }
                 footer = Some(ft);

@@ -257,7 +257,7 @@ impl Archive {
     /// exit 5, or 2 ("damaged or modified") for an encrypted archive with the right key.
     fn check_footer_fetched_again(&self, at: u64, fb: &mut [u8; FOOTER_LEN]) -> Result<Footer> {
         let e = match self.check_footer(at, fb) {
-            Err(e) if !e.is_io_or_memory() => e,
+            Err(e) if !e.is_io() => e,
             r => return r,
         };
         let Some(r) = self.input.refetcher() else {
@@ -300,7 +300,7 @@ impl Archive {
                 } else {
                     Error::Integrity {
                         path: self.path.clone(),
-                        what: "footer checksum mismatch".into(),
+                        what: format!("footer checksum mismatch at byte {at}"),
                     }
                 }
             })?;

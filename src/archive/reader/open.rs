@@ -3,7 +3,7 @@
 //! state. Reading the header itself is `header_read`.
 
 use super::header_read::{
-    HeaderRead, prefix_error, read_header, read_header_from, read_header_opened,
+    HeaderRead, beyond_repair, prefix_error, read_header, read_header_from, read_header_opened,
 };
 use super::*;
 
@@ -220,10 +220,9 @@ impl Archive {
                     },
                 })?;
                 file_key = Some(key.clone());
-                let header_mac = || Error::AuthFailed {
-                    path: path.into(),
-                    check: AuthCheck::HeaderMac,
-                };
+                // A stanza opened: the key is right, so a header tag that fails is the
+                // header's damage, not a wrong key.
+                let header_mac = || Error::HeaderDamaged { path: path.into() };
                 if which > 0 {
                     // The stanza opened under a neighbour of the header's id: that bit is flipped
                     // (a second flip, beside a fix not verified yet, is not undone).
@@ -289,8 +288,12 @@ impl Archive {
         let (signature, (missing_beyond_recovery, file_key, protection)) =
             match (signature, keyed, unfixed) {
                 (Ok(s), Ok(k), _) => (s, k),
-                (_, _, Some(e)) => return Err(prefix_error(path, e)),
-                (Err(e), _, None) | (Ok(_), Err(e), None) => return Err(e),
+                (_, _, Some(e)) => {
+                    return Err(beyond_repair(&input, path, &bytes, prefix_error(path, e)));
+                }
+                (Err(e), _, None) | (Ok(_), Err(e), None) => {
+                    return Err(beyond_repair(&input, path, &bytes, e));
+                }
             };
         if let Some(fix) = header_fix
             && !opts.signers.is_empty()

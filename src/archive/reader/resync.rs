@@ -247,7 +247,7 @@ impl Archive {
                                 Err(_) => false,
                             }
                         }
-                        Err(e) if e.is_io_or_memory() => return Err(e),
+                        Err(e) if e.is_io() => return Err(e),
                         Err(_) => false,
                     }
                 }
@@ -405,7 +405,7 @@ impl Archive {
         drop(feed);
         drop(pool);
         match r {
-            Err(e) if e.root().is_io_or_memory() => Err(e),
+            Err(e) if e.is_io() => Err(e),
             Err(_) => Ok(None),
             Ok(t) => Ok(t),
         }
@@ -514,7 +514,7 @@ impl Archive {
         let on_base = r.as_ref().is_err_and(Error::lost_to_base);
         match r {
             Ok(_) => Ok(true),
-            Err(e) if e.root().is_io_or_memory() => Err(e),
+            Err(e) if e.is_io() => Err(e),
             Err(e) if !ran_out && !on_base => {
                 out.broken_run = true;
                 let why = refusal(&e);

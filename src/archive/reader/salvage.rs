@@ -118,7 +118,7 @@ impl Archive {
             }
             self.seek_to(at)?;
             let what = match self.read_frame() {
-                Err(e) if e.is_io_or_memory() => return Err(e),
+                Err(e) if e.is_io() => return Err(e),
                 Err(e) => Some(format!("frame does not read: {e}")),
                 Ok(job) if job.header.seq != seq || job.header.kind != FrameKind::Data => {
                     Some(format!(
@@ -242,13 +242,13 @@ impl Archive {
         let mut summary = ScanSummary::default();
         match self.scan_selected(index, &intact, visitor) {
             Ok(s) => summary = s,
-            Err(e) if e.root().is_io_or_memory() => return Err(e),
+            Err(e) if e.is_io() => return Err(e),
             Err(_) => {
                 // One by one: only the entries that fail on their own are lost.
                 for &i in &intact {
                     match self.scan_selected(index, &[i], visitor) {
                         Ok(s) => add(&mut summary, s),
-                        Err(e) if e.root().is_io_or_memory() => return Err(e),
+                        Err(e) if e.is_io() => return Err(e),
                         Err(e) => damaged.push(DamagedEntry {
                             index: i,
                             path: crate::fs::escape_path(&index.entries[i].meta.path),

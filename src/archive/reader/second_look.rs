@@ -119,6 +119,7 @@ pub(super) fn header_may_have_changed(e: &Error) -> bool {
             | Error::Corrupt { .. }
             | Error::Integrity { .. }
             | Error::AuthFailed { .. }
+            | Error::HeaderDamaged { .. }
             | Error::Signature { .. }
             | Error::HeaderFixed { .. }
             | Error::Damaged { .. }

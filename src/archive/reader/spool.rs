@@ -245,10 +245,16 @@ impl Archive {
                 ),
             },
             // An error that names its frame in text only (an unencrypted frame's checksum):
-            // the frame that failed last, when one did.
+            // the frame that failed last, when one did; else the frame whose head was read
+            // last, or the next one when the stream stopped at its end (as for a structure
+            // above), not "frame 0", which named the first frame for damage met anywhere.
             _ => match self.last_fault.each_ref().map(|a| a.load(Ordering::Relaxed)) {
                 [at, seq] if at < base => lost(seq, at),
-                _ => lost(0, base),
+                _ => match self.last_head {
+                    Some((_, seq, end)) if base >= end => lost(seq + 1, end),
+                    Some((at, seq, _)) => lost(seq, at),
+                    None => lost(0, self.header_len),
+                },
             },
         });
         let tmp = std::env::temp_dir();
