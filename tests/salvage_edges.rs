@@ -283,14 +283,7 @@ fn a_damaged_footer_read_from_a_pipe_is_named_with_its_byte_not_as_frame_0() {
         let good = build(sealed);
         std::fs::write(&p, &good).unwrap();
         let (entries, _) = geometry(&p, sealed);
-        let key = dir.path().join("k.key");
-        std::fs::write(
-            &key,
-            krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &KEY) + "\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .unwrap();
+        let key = key_file(dir.path());
         let keys: &[&str] = if sealed {
             &["--keyfile", common::s(&key)]
         } else {

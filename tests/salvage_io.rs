@@ -35,14 +35,7 @@ fn a_salvage_that_cannot_write_a_file_exits_4_not_the_archives_code() {
             let p = dir.path().join("a.kry");
             std::fs::write(&p, &good).unwrap();
             let (_, frames) = geometry(&p, sealed);
-            let key = dir.path().join("k.key");
-            std::fs::write(
-                &key,
-                krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &KEY) + "\n",
-            )
-            .unwrap();
-            std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-                .unwrap();
+            let key = key_file(dir.path());
             // A damaged data frame early on (salvage with the index), and the same with the
             // index frame damaged too (salvage front to back, without it).
             let mut d = good.clone();

@@ -19,6 +19,20 @@ use crate::common;
 pub const KEY: [u8; 32] = [0x33; 32];
 pub const FILES: usize = 120;
 
+/// Writes [`KEY`] as a key file `k.key` in `dir`, mode 0600 (krypta warns about a key file
+/// others can read, which a test comparing the whole of stderr would see), and returns its
+/// path: the key option of the CLI runs against [`build`]`(true)`.
+pub fn key_file(dir: &Path) -> std::path::PathBuf {
+    let key = dir.join("k.key");
+    std::fs::write(
+        &key,
+        krypta::crypto::keytext::encode(krypta::crypto::KeyKind::Symmetric, &KEY) + "\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    key
+}
+
 pub fn meta(path: &str, kind: EntryKind) -> EntryMeta {
     EntryMeta {
         path: path.as_bytes().to_vec(),
