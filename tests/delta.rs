@@ -96,25 +96,8 @@ fn encrypted_bases_and_outputs_use_their_own_keys() {
     fx.ok(&["keygen", "-q", "-o", "kb"]);
     fx.ok(&["keygen", "-q", "-o", "ko"]);
     fx.ok(&["keygen", "-q", "--box", "-o", "bob"]);
-    fx.file("pw", b"base password\n");
-    let fast = ["--kdf", "pbkdf2", "--kdf-iterations", "100000"];
     // Base encrypted (password), OUT plain.
-    fx.ok(&[
-        &["c", "-q", "--pass-file", "pw"][..],
-        &fast,
-        &["base-pw.kry", "v1"],
-    ]
-    .concat());
-    fx.ok(&[
-        "c",
-        "-q",
-        "--base",
-        "base-pw.kry",
-        "--base-pass-file",
-        "pw",
-        "d1.kry",
-        "v2",
-    ]);
+    password_base_plain_delta(&fx, "d1.kry");
     // Base plain, OUT encrypted (key file).
     fx.ok(&["c", "-q", "base.kry", "v1"]);
     fx.ok(&[
@@ -212,24 +195,7 @@ fn encrypted_bases_and_outputs_use_their_own_keys() {
 fn a_password_that_opened_only_the_base_is_not_called_unused() {
     let fx = Fx::new();
     versions(&fx, Change::Small);
-    fx.file("pw", b"base password\n");
-    let fast = ["--kdf", "pbkdf2", "--kdf-iterations", "100000"];
-    fx.ok(&[
-        &["c", "-q", "--pass-file", "pw"][..],
-        &fast,
-        &["base-pw.kry", "v1"],
-    ]
-    .concat());
-    fx.ok(&[
-        "c",
-        "-q",
-        "--base",
-        "base-pw.kry",
-        "--base-pass-file",
-        "pw",
-        "d.kry",
-        "v2",
-    ]);
+    password_base_plain_delta(&fx, "d.kry");
     let env = [("KRYPTA_PASSWORD", "base password")];
     for cmd in [&["t"][..], &["x", "-o", "out"]] {
         let o = fx.run_env(&[cmd, &["--base", "base-pw.kry", "d.kry"]].concat(), &env);
@@ -251,4 +217,27 @@ fn a_password_that_opened_only_the_base_is_not_called_unused() {
         "krypta: warning: d2.kry: the archive is not encrypted: the key given was not used, \
          and its checksums do not show who wrote it"
     );
+}
+
+/// `base-pw.kry`: v1 under the password in `pw` ("base password", PBKDF2 at a low count for
+/// speed), and `delta`: v2 unencrypted against it.
+fn password_base_plain_delta(fx: &Fx, delta: &str) {
+    fx.file("pw", b"base password\n");
+    let fast = ["--kdf", "pbkdf2", "--kdf-iterations", "100000"];
+    fx.ok(&[
+        &["c", "-q", "--pass-file", "pw"][..],
+        &fast,
+        &["base-pw.kry", "v1"],
+    ]
+    .concat());
+    fx.ok(&[
+        "c",
+        "-q",
+        "--base",
+        "base-pw.kry",
+        "--base-pass-file",
+        "pw",
+        delta,
+        "v2",
+    ]);
 }
