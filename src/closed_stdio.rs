@@ -70,13 +70,29 @@ impl Stream {
 /// Bit `1 << fd` set for each stream that was closed at start.
 static CLOSED: AtomicU8 = AtomicU8::new(0);
 
+/// Bit `1 << fd` set for each stream open at start the wrong way round for krypta's use of
+/// it: stdin open only for writing, stdout or stderr only for reading (`1</dev/null`, a
+/// supervisor's read-only `/dev/null` on every descriptor). std takes the EBADF every use
+/// then fails with as it does for a closed stream (the end of input, a successful write), so
+/// `c - dir 1<&0` exited 0 with the archive written nowhere: such a stream is refused as a
+/// closed one is.
+static WRONG_WAY: AtomicU8 = AtomicU8::new(0);
+
 /// Notes which of descriptors 0, 1, 2 are closed and opens `/dev/null` in their place (see
 /// the module documentation). For the binary's `.init_array` only: it must run before std's
 /// runtime starts (which would fill the gaps itself) and before any other thread exists.
 pub extern "C" fn record() {
     let mut closed = 0u8;
+    let mut wrong_way = 0u8;
     for s in Stream::ALL {
-        if is_open(s.fd()) {
+        if let Some(flags) = open_flags(s.fd()) {
+            let unusable = match s {
+                Stream::Stdin => libc::O_WRONLY,
+                Stream::Stdout | Stream::Stderr => libc::O_RDONLY,
+            };
+            if flags & libc::O_ACCMODE == unusable {
+                wrong_way |= 1 << s.fd();
+            }
             continue;
         }
         closed |= 1 << s.fd();
@@ -94,20 +110,59 @@ pub extern "C" fn record() {
         }
     }
     CLOSED.store(closed, Ordering::Relaxed);
+    WRONG_WAY.store(wrong_way, Ordering::Relaxed);
 }
 
-/// Whether descriptor `fd` is open (`fcntl(F_GETFD)` does not fail with EBADF).
+/// The file status flags of descriptor `fd` (`fcntl(F_GETFL)`), `None` when it is closed
+/// (EBADF). Another failure counts as open with flags that refuse nothing (`O_RDWR`).
 #[allow(unsafe_code)]
-fn is_open(fd: i32) -> bool {
-    // SAFETY: F_GETFD only reads the descriptor's flags; a raw number is passed, so no
+fn open_flags(fd: i32) -> Option<i32> {
+    // SAFETY: F_GETFL only reads the descriptor's flags; a raw number is passed, so no
     // `BorrowedFd` claims that a descriptor which may be closed is open.
-    let r = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-    r != -1 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EBADF)
+    let r = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if r != -1 {
+        return Some(r);
+    }
+    (std::io::Error::last_os_error().raw_os_error() != Some(libc::EBADF)).then_some(libc::O_RDWR)
 }
 
-/// Whether `s` was closed when krypta started ([`record`]).
+/// Whether `s` cannot carry krypta's data since it started ([`record`]): closed then, or
+/// open the wrong way round (`WRONG_WAY`).
 pub fn was_closed(s: Stream) -> bool {
-    CLOSED.load(Ordering::Relaxed) & (1 << s.fd()) != 0
+    (CLOSED.load(Ordering::Relaxed) | WRONG_WAY.load(Ordering::Relaxed)) & (1 << s.fd()) != 0
+}
+
+/// What is wrong with `s` ([`was_closed`]), for [`Error::StreamClosed`]'s message:
+/// "standard output is closed (descriptor 1 was closed when krypta started)", or "standard
+/// output cannot be written (descriptor 1 is open for reading only)".
+pub fn describe(s: Stream) -> String {
+    if WRONG_WAY.load(Ordering::Relaxed) & (1 << s.fd()) != 0 {
+        let (verb, only) = match s {
+            Stream::Stdin => ("read", "writing"),
+            Stream::Stdout | Stream::Stderr => ("written", "reading"),
+        };
+        return format!(
+            "{} cannot be {verb} (descriptor {} is open for {only} only)",
+            s.name(),
+            s.fd()
+        );
+    }
+    format!(
+        "{} is closed (descriptor {} was closed when krypta started)",
+        s.name(),
+        s.fd()
+    )
+}
+
+/// Refuses a file krypta is to read (a password, key or list file) whose path names a
+/// stream closed at start ([`names_closed`]: `--pass-file /dev/stdin <&-`): opened, it would
+/// be the empty `/dev/null` standing in for it, read as an empty password or list.
+/// Errors: [`Error::StreamClosed`].
+pub fn require_input_path(path: &std::path::Path) -> Result<()> {
+    match names_closed(path) {
+        Some(s) => require(s, "there is nothing to read from it"),
+        None => Ok(()),
+    }
 }
 
 /// The stream, closed at start, that `path` names by one of its names (`/dev/stdout`,

@@ -239,6 +239,7 @@ impl Reporter for Term {
 static RECORD_CLOSED_STDIO: extern "C" fn() = krypta::closed_stdio::record;
 
 fn main() -> ExitCode {
+    krypta::memory::fit_allocator_to_limit();
     // clap exits with 2 on a usage error, but 2 means "authentication failed" here: a bad
     // option is a usage error, exit 1 (README, `--help`). Help and version stay 0.
     let (args, matches) = match cli::parse() {

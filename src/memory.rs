@@ -70,16 +70,24 @@ pub fn mib(n: u64) -> String {
 /// zstd's compression context at `level` for blocks of `block_size` bytes, bytes (measured
 /// RSS of one worker, rounded up; zstd sizes its tables down for smaller blocks). Levels 1–8
 /// use a 4 MiB window whatever the block; level 9 a window of two blocks up to 128 MiB, with
-/// the long-distance matcher (145 MiB measured at its default 64 MiB blocks).
+/// the long-distance matcher (145 MiB measured at its default 64 MiB blocks), and match
+/// tables of up to 80 MiB that smaller blocks shrink only so far.
 pub fn zstd_context_bytes(level: Level, block_size: usize) -> u64 {
     const MIB: u64 = 1 << 20;
     let at_4m = [6, 6, 7, 9, 11, 16, 48, 56, 0][usize::from(level.get()) - 1] * MIB;
     if level != Level::MAX {
         return at_4m;
     }
-    // Level 9: about 1.1 × the window (two blocks, at most 128 MiB) plus 4 MiB.
+    // Level 9: about 1.1 × the window (two blocks, at most 128 MiB) plus 4 MiB, but never
+    // less than its match tables: zstd 19's chain table (2^24 entries of 4 bytes) and hash
+    // table (2^22), which it shrinks only to fit a smaller window (chain log at most the
+    // window's log + 1). Measured (h65): 1 MiB blocks 26 MiB, 4 MiB blocks about 75 MiB,
+    // where the window alone said 6 and 13 (`ulimit -v` runs at -l 9 -b 4M failed on
+    // the default -j the model had let through).
     let window = (2 * block_size as u64).min(128 * MIB);
-    window + window / 8 + 4 * MIB
+    let window_log = u64::from(window.max(1).next_power_of_two().trailing_zeros());
+    let tables = 4 * ((1 << (window_log + 1).min(24)) + (1 << window_log.min(22)));
+    (window + window / 8).max(tables) + 4 * MIB
 }
 
 /// What one compressing worker holds at `level` (`None`: stored) with blocks of
@@ -154,28 +162,62 @@ pub fn limit() -> Option<(u64, &'static str)> {
     }
 }
 
+/// Under an address-space limit (`ulimit -v`), makes glibc's allocator keep one arena rather
+/// than one per thread: each thread's arena reserves 64 MiB of address space that it does
+/// not use, which `RLIMIT_AS` counts, so two workers at `-l 9 -b 4M` ran out at 400 MB
+/// though they use about 200 (measured, h65), and whether a run fits depended on which
+/// threads made arenas first. The big buffers are mapped on their own either way. To be
+/// called at the start of `main`, before any thread exists; nothing without a limit.
+#[allow(unsafe_code)]
+pub fn fit_allocator_to_limit() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_AS)
+        .is_ok_and(|(soft, _)| soft != nix::sys::resource::RLIM_INFINITY)
+    {
+        // SAFETY: mallopt only sets a tunable of glibc's allocator; M_ARENA_MAX takes any
+        // positive count, and only one thread runs.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 1);
+        }
+    }
+}
+
 /// The memory limit of the cgroup named in `proc_self_cgroup` (the text of
-/// `/proc/self/cgroup`), reading files through `read`: v2 (`0::/path`, its `memory.max`
-/// under `/sys/fs/cgroup`), else v1 (the `memory` controller's `memory.limit_in_bytes`).
-/// `None` for "max", a missing file, or v1's "no limit" (a value past 2^62).
+/// `/proc/self/cgroup`), reading files through `read`: v2 (`0::/path`, `memory.max` under
+/// `/sys/fs/cgroup`), else v1 (the `memory` controller's `memory.limit_in_bytes`); the lowest
+/// of the cgroup's and every ancestor's, as the kernel enforces each of them (a limit set on a
+/// parent, a systemd slice, holds its children as well). `None` for "max", a missing file,
+/// v1's "no limit" (a value past 2^62), or a path that is not plainly below the mount (a
+/// cgroup outside this cgroup namespace shows as `/../..`: its files are not there to read).
 pub fn cgroup_limit(proc_self_cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
     let parse = |s: String| s.trim().parse::<u64>().ok().filter(|&v| v < 1 << 62);
+    // The lowest limit of `dir` (below `mount`) and its ancestors, the mount itself excluded
+    // (a root cgroup has no limit file in v2, and v1's is "no limit").
+    let lowest = |mount: &str, dir: &str, file: &str| {
+        let parts: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
+        if !dir.starts_with('/') || parts.iter().any(|c| *c == "." || *c == "..") {
+            return None;
+        }
+        (1..=parts.len())
+            .filter_map(|n| read(&format!("{mount}/{}/{file}", parts[..n].join("/"))))
+            .filter_map(parse)
+            .min()
+    };
     for line in proc_self_cgroup.lines() {
         let mut parts = line.splitn(3, ':');
         let (Some(_id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
         else {
             continue;
         };
-        let path = path.trim_end_matches('/');
-        if controllers.is_empty() {
-            if let Some(v) = read(&format!("/sys/fs/cgroup{path}/memory.max")).and_then(parse) {
-                return Some(v);
-            }
+        let found = if controllers.is_empty() {
+            lowest("/sys/fs/cgroup", path, "memory.max")
         } else if controllers.split(',').any(|c| c == "memory") {
-            let file = format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes");
-            if let Some(v) = read(&file).and_then(parse) {
-                return Some(v);
-            }
+            lowest("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes")
+        } else {
+            None
+        };
+        if found.is_some() {
+            return found;
         }
     }
     None
@@ -311,6 +353,46 @@ mod tests {
     }
 
     #[test]
+    fn cgroup_limits_of_ancestors_count_and_hostile_paths_read_nothing_outside() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let files = |p: &str| {
+            asked.borrow_mut().push(p.to_string());
+            match p {
+                // A slice's limit holds the scope below it, which sets none.
+                "/sys/fs/cgroup/user.slice/memory.max" => Some("1073741824\n".to_string()),
+                "/sys/fs/cgroup/user.slice/run.scope/memory.max" => Some("max\n".to_string()),
+                // The lower of a parent's and a child's.
+                "/sys/fs/cgroup/p/memory.max" => Some("268435456\n".to_string()),
+                "/sys/fs/cgroup/p/c/memory.max" => Some("536870912\n".to_string()),
+                "/sys/fs/cgroup/memory/k/memory.limit_in_bytes" => Some("134217728\n".into()),
+                "/sys/fs/cgroup/memory/k/pod/memory.limit_in_bytes" => {
+                    Some("9223372036854771712\n".into())
+                }
+                _ => Some("1024\n".to_string()),
+            }
+        };
+        assert_eq!(
+            cgroup_limit("0::/user.slice/run.scope\n", files),
+            Some(1 << 30)
+        );
+        assert_eq!(cgroup_limit("0::/p/c\n", files), Some(256 << 20));
+        assert_eq!(cgroup_limit("4:memory:/k/pod/\n", files), Some(128 << 20));
+        asked.borrow_mut().clear();
+        // A cgroup outside the namespace, a path made of dots, garbage: nothing is read.
+        for text in [
+            "0::/../../etc\n",
+            "0::/a/../../../proc\n",
+            "4:memory:/./x\n",
+            "0::\n",
+            "0::/\n",
+            "garbage\n::\n:::\n",
+        ] {
+            assert_eq!(cgroup_limit(text, files), None, "{text:?}");
+        }
+        assert_eq!(asked.borrow().as_slice(), &[] as &[String]);
+    }
+
+    #[test]
     fn workers_are_cut_to_what_the_limit_holds() {
         let l9 = Some(Level::MAX);
         let one = compress_bytes(l9, 64 << 20, 1, 1);
@@ -324,6 +406,21 @@ mod tests {
         );
         assert_eq!(workers_within(u64::MAX, l9, 64 << 20, 4), 4);
         assert_eq!(workers_within(1 << 30, Some(Level::DEFAULT), 4 << 20, 2), 2);
+    }
+
+    #[test]
+    fn level_9_counts_its_match_tables_at_small_blocks() {
+        // Regression (h65): 4 MiB blocks at level 9 were 13 MiB of context (measured: about
+        // 75), so `ulimit -v 200000` let the default -j through and the run ran out.
+        let l9 = Level::MAX;
+        assert_eq!(zstd_context_bytes(l9, 4 << 20), (64 + 16 + 4) << 20);
+        assert_eq!(zstd_context_bytes(l9, 1 << 20), (16 + 8 + 4) << 20);
+        assert_eq!(
+            zstd_context_bytes(l9, 64 << 20),
+            148 << 20,
+            "the window's, unchanged"
+        );
+        assert_eq!(worker_bytes(Some(l9), 4 << 20), (84 + 12) << 20);
     }
 
     #[test]

@@ -208,3 +208,68 @@ fn a_closed_stderr_changes_no_exit_code_and_no_output() {
     std::fs::write(fx.p("s.kry"), &o.stdout).unwrap();
     assert_eq!(fx.names("s.kry"), ["in/a"]);
 }
+
+/// Regression (h65): a stream open the wrong way round (stdout or stderr read-only, stdin
+/// write-only: `1</dev/null`, a supervisor's read-only /dev/null) fails every use with
+/// EBADF, which std takes as a successful write or the end of input, as for a closed one:
+/// `c - in 1<&0` exited 0 with the archive written nowhere, `keygen -o -` "made" a key no one
+/// saw, `x --stdout` and `l` printed into nothing. Refused as a closed stream is, before
+/// anything is written; a command that does not use the stream runs as before.
+#[test]
+fn a_stream_open_the_wrong_way_round_is_refused_as_a_closed_one() {
+    let fx = tree();
+    fx.ok(&["c", "a.kry", "in"]);
+    const STDOUT_READ_ONLY: &str =
+        "krypta: standard output cannot be written (descriptor 1 is open for reading only)";
+    for (args, what) in [
+        (&["c", "-", "in"][..], "the archive was not written"),
+        (&["c", "/dev/stdout", "in"], "the archive was not written"),
+        (&["x", "--stdout", "a.kry"], "nothing was extracted"),
+        (&["l", "a.kry"], "nothing was listed"),
+        (&["keygen", "-o", "-"], "no key was made"),
+    ] {
+        let o = closed(&fx, "1</dev/null", args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert_eq!(err(&o), format!("{STDOUT_READ_ONLY}: {what}\n"), "{args:?}");
+        assert!(o.stdout.is_empty());
+    }
+    let o = closed(&fx, "0>junk", &["c", "o.kry", "-"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "krypta: standard input cannot be read (descriptor 0 is open for writing only): \
+         it is an input: nothing was written\n"
+    );
+    assert!(!fx.p("o.kry").exists());
+    // Not used: the run is what it always was.
+    let o = closed(&fx, "1</dev/null 2</dev/null", &["c", "o.kry", "in"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(fx.names("o.kry"), ["in", "in/a", "in/b"]);
+}
+
+/// Regression (h65): a password, key, recipients or exclude file named by a closed stdin's
+/// other names (`--pass-file /dev/stdin <&-`) opened the /dev/null standing in for it: `c`
+/// said "empty password refused", `x` "no recipient stanza opened ... wrong key or
+/// password", `--exclude-from` excluded nothing and exited 0. Refused as the stream.
+#[test]
+fn a_key_or_list_file_named_by_a_closed_stdin_is_refused() {
+    let fx = tree();
+    fx.file("pw", b"pw\n");
+    fx.ok(&["c", "--pass-file", "pw", "--kdf", "pbkdf2", "e.kry", "in"]);
+    for args in [
+        &["c", "--pass-file", "/dev/stdin", "o.kry", "in"][..],
+        &["c", "--keyfile", "/dev/fd/0", "o.kry", "in"],
+        &["c", "-R", "/proc/self/fd/0", "o.kry", "in"],
+        &["c", "--exclude-from", "/dev/stdin", "o.kry", "in"],
+        &["x", "--pass-file", "/dev/stdin", "-o", "out", "e.kry"],
+    ] {
+        let o = closed(&fx, "<&-", args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert_eq!(
+            err(&o),
+            format!("{STDIN_CLOSED}: there is nothing to read from it\n"),
+            "{args:?}"
+        );
+        assert!(!fx.p("o.kry").exists() && !fx.p("out").exists(), "{args:?}");
+    }
+}

@@ -626,3 +626,42 @@ fn a_directory_given_after_a_file_below_it_is_stored_with_its_mode() {
         assert_eq!(mode & 0o7777, 0o700, "{inputs:?}");
     }
 }
+
+#[test]
+fn an_output_link_that_cannot_be_followed_is_refused_with_or_without_f_and_kept() {
+    // Regression (h65): a link loop, or a link through a file used as a directory (or into
+    // a directory the user may not search), has no place for the archive where it points;
+    // `-f` replaced the link itself by a regular file (exit 0) and without -f it was
+    // "already exists". Refused naming the link and what the kernel said, the link kept.
+    let fx = Fx::new();
+    fx.file("etc/a", b"first\n");
+    fx.file("plain", b"not a directory\n");
+    std::os::unix::fs::symlink("loop2.kry", fx.p("loop1.kry")).unwrap();
+    std::os::unix::fs::symlink("loop1.kry", fx.p("loop2.kry")).unwrap();
+    std::os::unix::fs::symlink("plain/x.kry", fx.p("notdir.kry")).unwrap();
+    fx.ok(&["c", "a.kry", "etc"]);
+    for (link, what) in [
+        (
+            "loop1.kry",
+            "Too many levels of symbolic links (os error 40)",
+        ),
+        ("notdir.kry", "Not a directory (os error 20)"),
+    ] {
+        for cmd in [
+            vec!["c", link, "etc"],
+            vec!["c", "-f", link, "etc"],
+            vec!["rekey", "-f", "a.kry", "-o", link],
+        ] {
+            let o = fx.run(&cmd);
+            assert_eq!(code(&o), 4, "{cmd:?}: {}", err(&o));
+            assert_eq!(
+                err(&o),
+                format!("krypta: {link}: follow the symbolic link: {what}\n"),
+                "{cmd:?}"
+            );
+            let l = std::fs::symlink_metadata(fx.p(link)).unwrap();
+            assert!(l.file_type().is_symlink(), "{cmd:?}: link replaced");
+        }
+    }
+    assert_eq!(std::fs::read(fx.p("plain")).unwrap(), b"not a directory\n");
+}

@@ -121,8 +121,10 @@ fn a_block_buffer_past_the_limit_is_an_error_not_an_abort() {
 #[test]
 fn a_decoded_block_past_the_limit_is_an_error_not_damage() {
     let fx = Fx::new();
-    // One 160 MiB block of repetitive text: compressed small, decoded past the limit.
-    let data = bytes(1 << 20, 7, true).repeat(160);
+    // One 250 MiB block of repetitive text: compressed small, decoded past the limit. (160
+    // MiB was past it while glibc gave every thread its own 64 MiB arena of address space;
+    // under `ulimit -v` krypta keeps one now (h65), and 160 MiB fits in 240.)
+    let data = bytes(1 << 20, 7, true).repeat(250);
     fx.file("in/big", &data);
     fx.ok(&["c", "-q", "-l", "1", "-b", "256M", "a.kry", "in"]);
     std::fs::remove_file(fx.p("in/big")).unwrap();
@@ -130,7 +132,7 @@ fn a_decoded_block_past_the_limit_is_an_error_not_damage() {
     assert_eq!(code(&o), 4, "{}", err(&o));
     assert!(
         err(&o).contains(
-            "krypta: a.kry: out of memory: 160.0 MiB for a decoded block could not be allocated; \
+            "krypta: a.kry: out of memory: 250.0 MiB for a decoded block could not be allocated; \
              reading holds one decoded block per worker"
         ),
         "{}",
@@ -234,4 +236,31 @@ fn the_default_workers_fit_the_memory_limit() {
     // No limit: no note.
     let o = fx.run(&["c", "-f", "-l", "9", "a.kry", "in"]);
     assert!(!err(&o).contains("note: using"), "{}", err(&o));
+}
+
+/// Regression (h65): `ulimit -v 200000; krypta c -l 9 -b 4M` ran out of memory on its default
+/// -j: the model gave level 9 at 4 MiB blocks 13 MiB of zstd context (its match tables are
+/// about 80), and glibc's per-thread arenas reserved 64 MiB of address space each, so the
+/// run failed where one worker fits. Now the default is one worker (with a note) and it
+/// works; under a limit that holds two, two are used.
+#[test]
+fn level_9_with_small_blocks_fits_its_default_workers_in_the_limit() {
+    let fx = Fx::new();
+    let data = bytes(9 << 20, 3, true);
+    fx.file("in/a", &data);
+    let o = under_memory_limit(&fx, 195, &["c", "-l", "9", "-b", "4M", "a.kry", "in"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores > 1 {
+        assert!(
+            err(&o).starts_with(&format!(
+                "krypta: note: using -j 1 rather than {cores}: level 9 with 4.0 MiB blocks needs \
+                 about 96.0 MiB per worker, and the address-space limit (ulimit -v) is 195.0 MiB"
+            )),
+            "{}",
+            err(&o)
+        );
+    }
+    fx.ok(&["x", "-q", "-C", "out", "a.kry"]);
+    assert!(fx.read("out/in/a") == data);
 }

@@ -364,6 +364,7 @@ fn selector(a: &CompressArgs) -> Result<krypta::fs::select::Selector> {
         b.add(p, "--exclude")?;
     }
     for f in &a.exclude_from {
+        krypta::closed_stdio::require_input_path(f)?;
         let text = std::fs::read(f).map_err(|e| Error::io(f, "read --exclude-from", e))?;
         b.add_lines(&text, &krypta::fs::shown(f))?;
     }

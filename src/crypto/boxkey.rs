@@ -68,6 +68,7 @@ pub fn new_box_keypair_text_protected(
 /// name the file and the line (`FILE:3`): a line that is not a public key (a secret key, a
 /// key of another kind, a damaged key) is refused, as is a file with no key at all.
 pub fn load_recipients_file(path: &Path) -> Result<Vec<PublicKey>, Error> {
+    crate::closed_stdio::require_input_path(path)?;
     let text = fs::read(path).map_err(|e| Error::io(path, "read recipients file", e))?;
     let text = String::from_utf8(text).map_err(|_| Error::BadKeyFile {
         path: path.to_path_buf(),
@@ -323,6 +324,7 @@ pub(crate) fn secret_file_text(
 
 /// Reads at most [`MAX_KEY_FILE_LEN`] bytes of UTF-8 text; the buffer is zeroized on drop.
 pub(crate) fn read_key_file(path: &Path) -> Result<Zeroizing<String>, Error> {
+    crate::closed_stdio::require_input_path(path)?;
     let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
     let mut buf = Zeroizing::new(Vec::new());
     file.take(MAX_KEY_FILE_LEN + 1)

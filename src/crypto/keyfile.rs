@@ -130,6 +130,7 @@ pub fn load_keyfile(path: &Path) -> Result<SymmetricKey, Error> {
         path: path.to_path_buf(),
         problem,
     };
+    crate::closed_stdio::require_input_path(path)?;
     let file = File::open(path).map_err(|e| Error::io(path, "open key file", e))?;
     let mut bytes = Zeroizing::new(Vec::new());
     file.take(MAX_KEYFILE_LEN + 1)

@@ -346,6 +346,7 @@ fn prompt_as(
 /// Reads the first line of `path` (see the module doc), at most [`MAX_PASSWORD_LEN`] bytes
 /// before the newline.
 fn read_first_line(path: &Path) -> Result<Secret, Error> {
+    crate::closed_stdio::require_input_path(path)?;
     let file = File::open(path).map_err(|e| Error::io(path, "open password file", e))?;
     first_line(file).map_err(|e| match e {
         LineError::Io(e) => Error::io(path, "read password file", e),

@@ -69,9 +69,8 @@ pub enum Error {
     /// `<&-`): refused before anything is read or written, not taken as `/dev/null`
     /// ([`crate::closed_stdio`]). Exit 4, as a failed write to stdout.
     #[error(
-        "{} is closed (descriptor {} was closed when krypta started){}{}",
-        stream.name(),
-        stream.fd(),
+        "{}{}{}",
+        crate::closed_stdio::describe(*stream),
         if what.is_empty() { "" } else { ": " },
         what
     )]

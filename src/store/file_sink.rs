@@ -55,7 +55,7 @@ use crate::fs::unnamed::{self, Linker};
 /// mount, say) old and put the new archive where the link was; a dangling link was replaced
 /// by a regular file with `-f` and refused as existing without it, though nothing was there
 /// to overwrite. A link to anything else is `None` (a directory, device or socket is refused
-/// before this, a loop fails to open).
+/// before this, as is a link that cannot be followed: `local::refuse_unfollowable`).
 fn through_link(path: &Path) -> Option<PathBuf> {
     if !std::fs::symlink_metadata(path)
         .ok()?

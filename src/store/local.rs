@@ -218,6 +218,7 @@ pub fn refuse_directory(path: &Path) -> Result<()> {
 /// device or socket is, `-f` or not ([`refuse_special`]).
 pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
     refuse_special(path)?;
+    refuse_unfollowable(path)?;
     if !force
         && special_output(path).is_none()
         && std::fs::symlink_metadata(path).is_ok()
@@ -226,6 +227,23 @@ pub fn refuse_existing(path: &Path, force: bool) -> Result<()> {
         return Err(Error::Exists { path: path.into() });
     }
     Ok(())
+}
+
+/// A symbolic link `path` that cannot be followed (a loop, a target in a directory the user
+/// may not search, a file used as a directory on the way) refused with what the kernel
+/// said, `-f` or not: the archive is written where a link points, and there is no such place
+/// (`-f` replaced such a link by a regular file, and without `-f` it was "already exists").
+/// A dangling link (ending at a missing name) is not refused ([`dangling_end`]). Errors: Io.
+fn refuse_unfollowable(path: &Path) -> Result<()> {
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(Error::io(path, "follow the symbolic link", e))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Where the dangling symbolic link `path` ends: the path, relative targets taken from each
