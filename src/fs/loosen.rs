@@ -18,8 +18,9 @@
 //! deferred directory pass sets it anyway), and a directory that is not an entry (the output
 //! directory, a parent of the selected members, a directory `-k` keeps) the mode it had.
 //! Interrupted by SIGINT, SIGTERM or SIGHUP, the original modes are put back (a cleanup
-//! action); killed by SIGKILL, nothing can run: those directories keep `u+wx` (listed in the
-//! README), and the next run with `-f` sets the archive's modes again.
+//! action); killed by SIGKILL, nothing can run: those directories keep the owner bits added
+//! (those of `u+rwx` they lacked; listed in the README), and the next run with `-f` sets the
+//! archive's modes again.
 //!
 //! Cost: nothing unless the kernel refused something: one `fstat` and one `chmod` per
 //! directory opened up, one open and one `chmod` per directory at the end.
