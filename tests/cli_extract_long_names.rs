@@ -81,6 +81,27 @@ fn patterned(len: u32) -> Vec<u8> {
     (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
 }
 
+/// Writes `a` ("first"), `big` ([`patterned`], 3,000,000 bytes, returned), with `fits` its
+/// first 1,000,000 bytes, `holes` (3,000,000 zeros: written as one hole, so only setting its
+/// length meets a 2 MiB limit), `z` ("last"), and with `fits` also a hard link `hl` to `big`.
+fn too_large_archive(kry: &Path, fits: bool) -> Vec<u8> {
+    let big = patterned(3_000_000);
+    let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
+    file(&mut w, b"a", b"first");
+    file(&mut w, b"big", &big);
+    if fits {
+        file(&mut w, b"fits", &big[..1_000_000]);
+    }
+    file(&mut w, b"holes", &vec![0; 3_000_000]);
+    file(&mut w, b"z", b"last");
+    if fits {
+        w.add_entry(&meta(b"hl", EntryKind::Hardlink, b"big"))
+            .unwrap();
+    }
+    std::fs::write(kry, w.finish().unwrap().1).unwrap();
+    big
+}
+
 /// `krypta x [FLAG] -o OUT KRY` under `ulimit -f 2048` (2 MiB; SIGXFSZ ignored, as a file
 /// system's own limit sends none): every file past 2 MiB meets EFBIG.
 fn x_under_2_mib_limit(flag: &str, out: &Path, kry: &Path) -> Output {
@@ -292,17 +313,7 @@ fn a_file_larger_than_the_file_system_holds_is_skipped_not_cut_short_and_the_res
     // file system's limit sends none); GNU tar leaves such files cut short under their names.
     let tmp = tempfile::tempdir().unwrap();
     let kry = tmp.path().join("big.kry");
-    let big = patterned(3_000_000);
-    let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
-    file(&mut w, b"a", b"first");
-    file(&mut w, b"big", &big);
-    file(&mut w, b"fits", &big[..1_000_000]);
-    // All zeros: written as one hole, so only setting its length meets the limit.
-    file(&mut w, b"holes", &vec![0; 3_000_000]);
-    file(&mut w, b"z", b"last");
-    w.add_entry(&meta(b"hl", EntryKind::Hardlink, b"big"))
-        .unwrap();
-    std::fs::write(&kry, w.finish().unwrap().1).unwrap();
+    let big = too_large_archive(&kry, true);
     let out = tmp.path().join("out");
     let o = x_under_2_mib_limit("", &out, &kry);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -342,13 +353,7 @@ fn a_file_skipped_as_too_large_while_written_is_not_counted_or_listed_as_extract
     // summary ("3 entries extracted, 3.0 MiB out"), as the skip came before the file's end.
     let tmp = tempfile::tempdir().unwrap();
     let kry = tmp.path().join("big.kry");
-    let big = patterned(3_000_000);
-    let mut w = ArchiveWriter::new(Vec::new(), "mem", WriteOptions::new()).unwrap();
-    file(&mut w, b"a", b"first");
-    file(&mut w, b"big", &big);
-    file(&mut w, b"holes", &vec![0; 3_000_000]);
-    file(&mut w, b"z", b"last");
-    std::fs::write(&kry, w.finish().unwrap().1).unwrap();
+    too_large_archive(&kry, false);
     let out = tmp.path().join("out");
     let o = x_under_2_mib_limit("-v", &out, &kry);
     let err = String::from_utf8_lossy(&o.stderr);
