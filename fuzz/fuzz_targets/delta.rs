@@ -24,16 +24,13 @@ use krypta::format::frame::{FRAME_HEADER_LEN, TAG_LEN};
 use krypta::format::header::{Header, MIN_HEADER_LEN};
 use libfuzzer_sys::fuzz_target;
 
+mod common;
+
 const GOLDEN: [&str; 3] = [
     include_str!("../../tests/golden/delta_v2.hex"),
     include_str!("../../tests/golden/delta_ref_v2.hex"),
     include_str!("../../tests/golden/delta_ref_unmarked_v2.hex"),
 ];
-
-fn scratch() -> &'static Path {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() { shm } else { Path::new("/tmp") }
-}
 
 /// The golden bases, each written once to a file kept for the whole run: (id, path).
 fn bases() -> &'static [([u8; 16], PathBuf)] {
@@ -41,7 +38,7 @@ fn bases() -> &'static [([u8; 16], PathBuf)] {
     BASES.get_or_init(|| {
         let dir = tempfile::Builder::new()
             .prefix("krypta-fuzz-delta")
-            .tempdir_in(scratch())
+            .tempdir_in(common::scratch())
             .expect("temporary directory")
             .keep();
         GOLDEN
@@ -78,7 +75,7 @@ fn open(base: &Path) -> Option<OpenOptions> {
 
 /// Runs the readers on `bytes` written to a temporary file, against `base`.
 fn run(bytes: &[u8], base: &Path) {
-    let Ok(mut file) = tempfile::NamedTempFile::new_in(scratch()) else {
+    let Ok(mut file) = tempfile::NamedTempFile::new_in(common::scratch()) else {
         return;
     };
     if file.write_all(bytes).and_then(|()| file.flush()).is_err() {
@@ -90,19 +87,8 @@ fn run(bytes: &[u8], base: &Path) {
     if let Some(o) = open(base) {
         let _ = krypta::test_salvaging(file.path(), o, true, &mut krypta::Collect::default());
     }
-    let Ok(out) = tempfile::tempdir_in(scratch()) else {
-        return;
-    };
     if let Some(o) = open(base) {
-        let req = krypta::ExtractRequest {
-            output: out.path().to_path_buf(),
-            paths: vec![],
-            wildcards: false,
-            stdout: false,
-            fs: Default::default(),
-            salvage: true,
-        };
-        let _ = krypta::extract(file.path(), o, req, &mut krypta::Collect::default());
+        common::extract_salvaging(file.path(), o);
     }
 }
 

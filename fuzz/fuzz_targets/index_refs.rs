@@ -22,7 +22,7 @@
 #![no_main]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use krypta::archive::OpenOptions;
@@ -38,6 +38,8 @@ use krypta::format::frame::FRAME_HEADER_LEN;
 use krypta::format::header::Header;
 use krypta::recovery::{RecoveryOptions, RecoveryWriter};
 use libfuzzer_sys::fuzz_target;
+
+mod common;
 
 const VECTORS: &str = include_str!("../../test-vectors/krypta_archive_v2.txt");
 
@@ -59,11 +61,6 @@ struct Golden {
     index: Vec<u8>,
     /// The header as parsed (to add the recovery extension).
     header: Header,
-}
-
-fn scratch() -> &'static Path {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() { shm } else { Path::new("/tmp") }
 }
 
 fn hex(s: &str) -> Vec<u8> {
@@ -91,7 +88,7 @@ fn goldens() -> &'static [Golden] {
     G.get_or_init(|| {
         let dir = tempfile::Builder::new()
             .prefix("krypta-fuzz-index-refs")
-            .tempdir_in(scratch())
+            .tempdir_in(common::scratch())
             .expect("temporary directory");
         let mut out = Vec::new();
         for rec in VECTORS.split("\nid = ").skip(1) {
@@ -222,7 +219,7 @@ fn rebuild(g: &Golden, index: &[u8], recovery: bool) -> Option<Vec<u8>> {
         shard_size: 64,
         shards_per_segment: 1024,
         background: false,
-        spill_dir: Some(scratch().to_path_buf()),
+        spill_dir: Some(common::scratch().to_path_buf()),
         ..RecoveryOptions::new(1)
     };
     let mut w = RecoveryWriter::new(Vec::new(), &opts).ok()?;
@@ -232,7 +229,7 @@ fn rebuild(g: &Golden, index: &[u8], recovery: bool) -> Option<Vec<u8>> {
 
 /// Runs the readers on `bytes` written to a temporary file.
 fn run(bytes: &[u8], key: Option<[u8; 32]>) {
-    let Ok(mut file) = tempfile::NamedTempFile::new_in(scratch()) else {
+    let Ok(mut file) = tempfile::NamedTempFile::new_in(common::scratch()) else {
         return;
     };
     if file.write_all(bytes).and_then(|()| file.flush()).is_err() {
@@ -245,18 +242,7 @@ fn run(bytes: &[u8], key: Option<[u8; 32]>) {
         &mut krypta::Collect::default(),
     );
     let _ = krypta::list_or_salvage(file.path(), open(key), &mut krypta::Collect::default());
-    let Ok(out) = tempfile::tempdir_in(scratch()) else {
-        return;
-    };
-    let req = krypta::ExtractRequest {
-        output: out.path().to_path_buf(),
-        paths: vec![],
-        wildcards: false,
-        stdout: false,
-        fs: Default::default(),
-        salvage: true,
-    };
-    let _ = krypta::extract(file.path(), open(key), req, &mut krypta::Collect::default());
+    common::extract_salvaging(file.path(), open(key));
 }
 
 fuzz_target!(|data: &[u8]| {

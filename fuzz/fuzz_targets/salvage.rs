@@ -11,7 +11,6 @@
 #![no_main]
 
 use std::io::Write;
-use std::path::Path;
 
 use krypta::archive::OpenOptions;
 use krypta::crypto::frame::Protection;
@@ -22,6 +21,8 @@ use krypta::format::footer::FOOTER_LEN;
 use krypta::format::frame::{FRAME_HEADER_LEN, TAG_LEN};
 use krypta::format::header::{Header, MIN_HEADER_LEN};
 use libfuzzer_sys::fuzz_target;
+
+mod common;
 
 /// The key file the sealed variant is encrypted to (and the reader is given).
 const KEY: [u8; 32] = [0x4b; 32];
@@ -41,29 +42,14 @@ fn open() -> OpenOptions {
 
 /// Runs `test` and `list` on `bytes` written to a temporary file.
 fn run(bytes: &[u8]) {
-    let shm = Path::new("/dev/shm");
-    let file = if shm.is_dir() {
-        tempfile::NamedTempFile::new_in(shm)
-    } else {
-        tempfile::NamedTempFile::new()
+    let Ok(mut file) = tempfile::NamedTempFile::new_in(common::scratch()) else {
+        return;
     };
-    let Ok(mut file) = file else { return };
     if file.write_all(bytes).and_then(|()| file.flush()).is_err() {
         return;
     }
     let _ = krypta::test_salvaging(file.path(), open(), true, &mut krypta::Collect::default());
-    let Ok(out) = tempfile::tempdir_in(if shm.is_dir() { shm } else { Path::new("/tmp") }) else {
-        return;
-    };
-    let req = krypta::ExtractRequest {
-        output: out.path().to_path_buf(),
-        paths: vec![],
-        wildcards: false,
-        stdout: false,
-        fs: Default::default(),
-        salvage: true,
-    };
-    let _ = krypta::extract(file.path(), open(), req, &mut krypta::Collect::default());
+    common::extract_salvaging(file.path(), open());
 }
 
 /// Runs `b` and `b` cut at half its length.
