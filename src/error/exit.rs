@@ -85,7 +85,8 @@ impl Error {
                 | RecoveryError::BadPacket { .. } => 3,
                 RecoveryError::Read { .. }
                 | RecoveryError::Write { .. }
-                | RecoveryError::Spill { .. } => 4,
+                | RecoveryError::Spill { .. }
+                | RecoveryError::OutOfMemory { .. } => 4,
                 RecoveryError::OutOfRange { .. }
                 | RecoveryError::Code(_)
                 | RecoveryError::WorkerLost => 1,

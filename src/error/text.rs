@@ -81,6 +81,35 @@ impl Error {
         if let Some(closed) = crate::closed_stdio::closed_stream_error(&path, &source) {
             return closed;
         }
+        // The recovery encoder's refused allocation reaches a write through `Write` as an
+        // `io::Error`: said as itself (out of memory, exit 4), not as a failed write.
+        let oom = source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<crate::recovery::RecoveryError>())
+            .is_some_and(|e| matches!(e, crate::recovery::RecoveryError::OutOfMemory { .. }));
+        if oom {
+            let kind = source.kind();
+            match source
+                .into_inner()
+                .map(|e| e.downcast::<crate::recovery::RecoveryError>())
+            {
+                Some(Ok(r)) => return Error::Recovery { path, source: *r },
+                Some(Err(e)) => {
+                    return Error::Io {
+                        path,
+                        op,
+                        source: io::Error::new(kind, e),
+                    };
+                }
+                None => {
+                    return Error::Io {
+                        path,
+                        op,
+                        source: kind.into(),
+                    };
+                }
+            }
+        }
         Error::Io { path, op, source }
     }
 }
