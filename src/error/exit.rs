@@ -52,6 +52,7 @@ impl Error {
             Error::Io { .. }
             | Error::NothingArchived { .. }
             | Error::StreamClosed { .. }
+            | Error::OptionStreamClosed { .. }
             | Error::OutOfMemory { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::EditUndone { sealed, .. }

@@ -80,6 +80,24 @@ pub enum Error {
         /// What that means for the command ("nothing was written"), or empty.
         what: &'static str,
     },
+    /// A file option krypta reads (`--pass-file`, `--keyfile`, `-R`, `--exclude-from`, …)
+    /// names a standard stream that was closed when it started (`--pass-file /dev/stdin <&-`,
+    /// also `/dev/fd/0`, `/proc/self/fd/0`): refused before anything is read, naming the
+    /// option, since `/dev/null` stands in for the stream ([`crate::closed_stdio`]). Exit 4,
+    /// as [`Error::StreamClosed`].
+    #[error(
+        "{option} {}: {}: there is nothing to read from it",
+        shown(path),
+        crate::closed_stdio::describe(*stream)
+    )]
+    OptionStreamClosed {
+        /// The option as typed on the command line (`--pass-file`, `-R`).
+        option: String,
+        /// The path given with it.
+        path: PathBuf,
+        /// The stream it names.
+        stream: crate::closed_stdio::Stream,
+    },
     /// An archive path names a directory (exit 1: the argument names the wrong thing, and
     /// nothing failed that trying again could fix; as `repair -o DIR`).
     #[error("{}: is a directory, not an archive", shown(path))]
