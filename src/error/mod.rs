@@ -386,9 +386,14 @@ pub enum Error {
         what: String,
     },
     /// A KDF parameter in an archive is beyond what this build accepts.
+    /// No krypta writes such a stanza (its writer checks the same ceilings), and the stanza's
+    /// cost cannot be checked before the KDF runs (the header's tag needs the key it gives),
+    /// so the message says both possibilities: a damaged header (one bit away from a usual
+    /// value, when it is) or an archive not written with normal settings.
     #[error(
-        "{}: {param} = {value} exceeds the limit {limit} (refusing to run the KDF)",
-        shown(path)
+        "{}: {param} = {value} exceeds the limit {limit} (refusing to run the KDF); {}",
+        shown(path),
+        crate::error::text::kdf_limit_hint(*value, *limit)
     )]
     KdfLimit {
         /// The archive path.
@@ -404,7 +409,7 @@ pub enum Error {
     /// stanza was not written by krypta, and running it would let a crafted archive test
     /// password guesses cheaply. A parameter error, not an authentication failure.
     #[error(
-        "{}: {param} = {value} is below the minimum {min} (refusing to run the KDF on a stanza weaker than any krypta writes)",
+        "{}: {param} = {value} is below the minimum {min} (refusing to run the KDF on a stanza weaker than any krypta writes); if krypta wrote this archive, its header is damaged (the header's MAC cannot be checked before the KDF runs)",
         shown(path)
     )]
     KdfTooWeak {

@@ -131,6 +131,25 @@ pub(super) fn auth_failed(path: &Path, check: AuthCheck) -> String {
     }
 }
 
+/// What [`Error::KdfLimit`] adds after the refusal: krypta never writes a cost beyond
+/// `limit`, so an archive written with normal settings has a damaged header; when clearing one
+/// bit of `value` gives a cost within the limit (a flipped bit: 65536 KiB read as
+/// 2147549184), that value is named.
+pub(crate) fn kdf_limit_hint(value: u64, limit: u64) -> String {
+    let unflipped = (0..64)
+        .rev()
+        .map(|b| value & !(1u64 << b))
+        .find(|&v| v != value && v > 0 && v <= limit);
+    let one_bit = unflipped.map_or(String::new(), |v| {
+        format!(" (it is one bit away from {v}, which is within the limit)")
+    });
+    format!(
+        "if this archive was written with normal settings, its header may be damaged{one_bit}: \
+         no krypta writes a cost beyond the limit, and the header's MAC cannot be checked \
+         before the KDF runs"
+    )
+}
+
 /// [`Error::Salvaged`]'s line. No entry at all (the damage is before the first entry's
 /// record, or the archive was cut inside it) is said so, not "0 of 0".
 pub(super) fn salvaged(path: &Path, verb: &str, restored: u64, total: u64, damaged: u64) -> String {
