@@ -318,7 +318,7 @@ fn keygen_names_what_is_at_an_existing_target_that_is_not_a_file() {
     fx.mkdir("dir");
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
-        &fx.p("fifo"),
+        fx.p("fifo"),
         rustix::fs::Mode::from_raw_mode(0o600),
     )
     .unwrap();

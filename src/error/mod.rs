@@ -20,7 +20,7 @@ pub use text::set_warnings_hidden;
 use text::{auth_failed, incomplete_text, salvaged, see_warnings};
 
 pub use base::BaseError;
-pub use detail::{AuthCheck, KeyNeeds, SignatureProblem};
+pub use detail::{AuthCheck, Inconsistency, KeyNeeds, SignatureProblem};
 
 /// Every error the library returns.
 #[derive(Debug, thiserror::Error)]
@@ -80,18 +80,10 @@ pub enum Error {
         /// What that means for the command ("nothing was written"), or empty.
         what: &'static str,
     },
-    /// A file option krypta reads (`--pass-file`, `--keyfile`, `-R`, `--exclude-from`, …)
-    /// names a standard stream that was closed when it started (`--pass-file /dev/stdin <&-`,
-    /// also `/dev/fd/0`, `/proc/self/fd/0`): refused before anything is read, naming the
-    /// option, since `/dev/null` stands in for the stream ([`crate::closed_stdio`]). Exit 4,
-    /// as [`Error::StreamClosed`].
-    #[error(
-        "{option} {}: {}: there is nothing to read from it",
-        shown(path),
-        crate::closed_stdio::describe(*stream)
-    )]
+    /// A file option names a stream closed at start (`--pass-file /dev/stdin <&-`). Exit 4.
+    #[error("{option} {}: {}: there is nothing to read from it", shown(path), crate::closed_stdio::describe(*stream))]
     OptionStreamClosed {
-        /// The option as typed on the command line (`--pass-file`, `-R`).
+        /// The option (`--pass-file`).
         option: String,
         /// The path given with it.
         path: PathBuf,
@@ -163,12 +155,16 @@ pub enum Error {
     /// Authentication failed: wrong password / key / identity, or the archive was tampered
     /// with. A wrong key and a damaged stanza cannot be told apart (`docs/SECURITY.md`): when
     /// no stanza opened, the message says both, and that no stanza opened ([`auth_failed`]).
-    #[error("{}", auth_failed(path, *check))]
+    /// With [`AuthCheck::Structure`] the key is right (frames verified with it): the message
+    /// says so and names the structure from `detail`.
+    #[error("{}", auth_failed(path, *check, detail.as_deref()))]
     AuthFailed {
         /// The archive path.
         path: PathBuf,
         /// Which check failed (printed only with `-v`).
         check: AuthCheck,
+        /// For [`AuthCheck::Structure`]: which structure, where.
+        detail: Option<Box<Inconsistency>>,
     },
     /// A stanza opened with the key given, so the key is right, but the header's tag does not
     /// verify (nor under one flipped bit undone: `header_fix`): the header is damaged or
@@ -386,10 +382,7 @@ pub enum Error {
         what: String,
     },
     /// A KDF parameter in an archive is beyond what this build accepts.
-    /// No krypta writes such a stanza (its writer checks the same ceilings), and the stanza's
-    /// cost cannot be checked before the KDF runs (the header's tag needs the key it gives),
-    /// so the message says both possibilities: a damaged header (one bit away from a usual
-    /// value, when it is) or an archive not written with normal settings.
+    /// The message also says the header may be damaged (`text::kdf_limit_hint`).
     #[error(
         "{}: {param} = {value} exceeds the limit {limit} (refusing to run the KDF); {}",
         shown(path),

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{AuthCheck, Error};
+use super::{AuthCheck, Error, Inconsistency};
 use crate::fs::shown;
 
 /// [`Error::Incomplete`]'s list of what was skipped, left out or changed.
@@ -118,8 +118,23 @@ impl Error {
 /// changed stanza or archive id) cannot be told apart (`docs/SECURITY.md`): the line says
 /// both, and which check failed, so a user with the right key does not go looking for
 /// another. The other checks keep the one line they always had (`-v` names the check).
-pub(super) fn auth_failed(path: &Path, check: AuthCheck) -> String {
+pub(super) fn auth_failed(path: &Path, check: AuthCheck, detail: Option<&Inconsistency>) -> String {
     match check {
+        // The frames verified with the key: it is right, and another key would not help
+        // (before: "wrong key or password, or the archive was modified").
+        AuthCheck::Structure => {
+            let (at, problem) = match detail {
+                Some(d) => (
+                    d.offset.map_or(String::new(), |o| format!(" at byte {o}")),
+                    format!(": {}", d.problem),
+                ),
+                None => (String::new(), String::new()),
+            };
+            format!(
+                "{}: inconsistent archive{at}{problem}; its frames verified with the key given, so the key is right: the archive was written so by a faulty or hostile writer holding the key",
+                shown(path)
+            )
+        }
         AuthCheck::NoStanzaOpened => format!(
             "{}: authentication failed: no recipient stanza opened with the keys given: wrong key or password, or the archive's header is damaged or modified",
             shown(path)
