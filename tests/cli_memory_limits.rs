@@ -363,3 +363,26 @@ fn repair_past_the_limit_is_an_error_and_leaves_the_archive_untouched() {
         "repaired byte for byte with room"
     );
 }
+
+/// Regression (h67): `c --recovery P`'s default -j left the recovery encoder's buffers (200.8
+/// MiB at 50%: three 64 MiB chunks and the Reed-Solomon tables) out of the model, so a limit
+/// that held two workers' compression held the encoder only beside one. They are taken off
+/// the limit first: at 300 MiB two level-3 workers fit without recovery data, one with it.
+#[test]
+fn the_default_workers_leave_room_for_the_recovery_data() {
+    let fx = Fx::new();
+    fx.file("in/a", &bytes(5000, 1, true));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let o = under_memory_limit(&fx, 300, &["c", "a.kry", "in"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(!err(&o).contains("note: using"), "{}", err(&o));
+    let o = under_memory_limit(&fx, 300, &["c", "--recovery", "50", "b.kry", "in"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let note = format!(
+        "krypta: note: using -j 1 rather than {cores}: level 3 with 4.0 MiB blocks needs about \
+         19.0 MiB per worker, and the address-space limit (ulimit -v) is 300.0 MiB, of which \
+         the recovery data needs about 200.8 MiB\n"
+    );
+    assert_eq!(err(&o).contains(&note), cores > 1, "{}", err(&o));
+    fx.ok(&["repair", "--check", "b.kry"]);
+}

@@ -457,7 +457,7 @@ fn default_jobs(
     if jobs < cores && !quiet {
         let recovery = if encoder > 0 {
             format!(
-                " (after about {} for the recovery data)",
+                ", of which the recovery data needs about {}",
                 krypta::memory::mib(encoder)
             )
         } else {

@@ -543,6 +543,17 @@ impl<W: Write> Write for RecoveryWriter<W> {
 mod tests {
     use super::*;
 
+    /// The encoder's fixed need (what `c`'s default -j leaves to it): three chunks of
+    /// C = 8192 shards of 4 KiB at 50%, a segment's checksums and the 8.5 MiB of tables.
+    #[test]
+    fn fixed_bytes_are_the_chunk_buffers_checksums_and_tables() {
+        let o = RecoveryOptions::new(50);
+        assert_eq!(o.fixed_bytes(), 3 * (64 << 20) + 8 * 32768 + (17 << 19));
+        assert_eq!(o.memory_bound(), o.fixed_bytes() - (17 << 19) + (64 << 20));
+        let o = RecoveryOptions::new(1);
+        assert_eq!(o.fixed_bytes(), 3 * 512 * 4096 + 8 * 32768 + (17 << 19));
+    }
+
     /// A spill file that fails when read back is named as the spill file, read: not as a
     /// failed write of the output (which had been "recovery data: writing the recovery
     /// section: Bad file descriptor").
