@@ -169,14 +169,43 @@ pub fn require_input_path(path: &std::path::Path) -> Result<()> {
 /// `/dev/fd/1`, `/proc/self/fd/1`; the same for 0 and 2): opened, such a path would open the
 /// `/dev/null` that stands in for it. `None` for any other path or an open stream.
 pub fn names_closed(path: &std::path::Path) -> Option<Stream> {
-    let b = path.as_os_str().as_encoded_bytes();
-    let s = match b {
-        b"/dev/stdin" | b"/dev/fd/0" | b"/proc/self/fd/0" => Stream::Stdin,
-        b"/dev/stdout" | b"/dev/fd/1" | b"/proc/self/fd/1" => Stream::Stdout,
-        b"/dev/stderr" | b"/dev/fd/2" | b"/proc/self/fd/2" => Stream::Stderr,
-        _ => return None,
-    };
+    let s = stream_named(path)?;
     was_closed(s).then_some(s)
+}
+
+/// The standard stream `path` names, however spelled: `/dev/stdin`, `/dev/fd/0`,
+/// `/proc/self/fd/0`, `/proc/thread-self/fd/0`, `/proc/PID/fd/0` with this process's PID
+/// (the same for 1 and 2), with repeated slashes and `.` components (`/dev//stdin`,
+/// `/dev/./fd/0`) as the kernel reads them. `None` for anything else (a path with `..` too:
+/// not resolved here).
+pub fn stream_named(path: &std::path::Path) -> Option<Stream> {
+    let b = path.as_os_str().as_encoded_bytes();
+    if !b.starts_with(b"/") {
+        return None;
+    }
+    let parts: Vec<&[u8]> = b
+        .split(|&c| c == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+        .collect();
+    let fd = |n: &[u8]| match n {
+        b"0" => Some(Stream::Stdin),
+        b"1" => Some(Stream::Stdout),
+        b"2" => Some(Stream::Stderr),
+        _ => None,
+    };
+    let own_pid = std::process::id().to_string();
+    match parts.as_slice() {
+        [b"dev", b"stdin"] => Some(Stream::Stdin),
+        [b"dev", b"stdout"] => Some(Stream::Stdout),
+        [b"dev", b"stderr"] => Some(Stream::Stderr),
+        [b"dev", b"fd", n] => fd(n),
+        [b"proc", who, b"fd", n]
+            if *who == b"self" || *who == b"thread-self" || *who == own_pid.as_bytes() =>
+        {
+            fd(n)
+        }
+        _ => None,
+    }
 }
 
 /// Refuses a stream that was closed at start, before anything is read or written: `what`
@@ -215,4 +244,41 @@ pub(crate) fn closed_stream_error(
         stream: s,
         what: "",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn every_spelling_of_a_standard_stream_is_recognised_and_nothing_else() {
+        let pid = std::process::id();
+        for (p, s) in [
+            ("/dev/stdin", Stream::Stdin),
+            ("/dev//stdin", Stream::Stdin),
+            ("//dev/./fd/0", Stream::Stdin),
+            ("/proc/self/fd/0/", Stream::Stdin),
+            ("/proc/thread-self/fd/1", Stream::Stdout),
+            (&format!("/proc/{pid}/fd/2"), Stream::Stderr),
+            ("/dev/fd/1", Stream::Stdout),
+            ("/dev/stderr", Stream::Stderr),
+        ] {
+            assert_eq!(stream_named(Path::new(p)), Some(s), "{p}");
+        }
+        for p in [
+            "dev/stdin",
+            "./dev/stdin",
+            "/dev/fd/3",
+            "/dev/fd/00",
+            "/dev/../dev/stdin",
+            "/proc/1/fd/0",
+            "/proc/self/fd",
+            "/dev/stdin2",
+            "/tmp/dev/stdin",
+            "-",
+        ] {
+            assert_eq!(stream_named(Path::new(p)), None, "{p}");
+        }
+    }
 }

@@ -270,7 +270,9 @@ fn main() -> ExitCode {
             };
         }
     };
-    if let Err(e) = cli::refuse_key_text(&matches) {
+    if let Err(e) =
+        cli::refuse_key_text(&matches).and_then(|()| cli::refuse_closed_stream_files(&matches))
+    {
         krypta::to_stderr!("krypta: {e}");
         return ExitCode::from(e.exit_code() as u8);
     }

@@ -250,24 +250,70 @@ fn a_stream_open_the_wrong_way_round_is_refused_as_a_closed_one() {
 /// Regression (h65): a password, key, recipients or exclude file named by a closed stdin's
 /// other names (`--pass-file /dev/stdin <&-`) opened the /dev/null standing in for it: `c`
 /// said "empty password refused", `x` "no recipient stanza opened ... wrong key or
-/// password", `--exclude-from` excluded nothing and exited 0. Refused as the stream.
+/// password", `--exclude-from` excluded nothing and exited 0. Refused as the stream, and
+/// (h67) naming the option and the path given with it, however the path spells the stream
+/// (`/dev//stdin`, `/dev/./fd/0`, `/proc/thread-self/fd/0` read /dev/null as before).
 #[test]
 fn a_key_or_list_file_named_by_a_closed_stdin_is_refused() {
     let fx = tree();
     fx.file("pw", b"pw\n");
     fx.ok(&["c", "--pass-file", "pw", "--kdf", "pbkdf2", "e.kry", "in"]);
-    for args in [
-        &["c", "--pass-file", "/dev/stdin", "o.kry", "in"][..],
-        &["c", "--keyfile", "/dev/fd/0", "o.kry", "in"],
-        &["c", "-R", "/proc/self/fd/0", "o.kry", "in"],
-        &["c", "--exclude-from", "/dev/stdin", "o.kry", "in"],
-        &["x", "--pass-file", "/dev/stdin", "-o", "out", "e.kry"],
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    for (args, option) in [
+        (
+            &["c", "--pass-file", "/dev/stdin", "o.kry", "in"][..],
+            "--pass-file /dev/stdin",
+        ),
+        (
+            &["c", "--keyfile", "/dev/fd/0", "o.kry", "in"],
+            "--keyfile /dev/fd/0",
+        ),
+        (
+            &["c", "-R", "/proc/self/fd/0", "o.kry", "in"],
+            "--recipients-file /proc/self/fd/0",
+        ),
+        (
+            &["c", "--exclude-from", "/dev/stdin", "o.kry", "in"],
+            "--exclude-from /dev/stdin",
+        ),
+        (
+            &["x", "--pass-file", "/dev/stdin", "-o", "out", "e.kry"],
+            "--pass-file /dev/stdin",
+        ),
+        (
+            &["x", "--pass-file", "/dev//stdin", "-o", "out", "e.kry"],
+            "--pass-file /dev//stdin",
+        ),
+        (
+            &["x", "--pass-file", "/dev/./fd/0", "-o", "out", "e.kry"],
+            "--pass-file /dev/./fd/0",
+        ),
+        (
+            &["t", "--pass-file", "/proc/thread-self/fd/0", "e.kry"],
+            "--pass-file /proc/thread-self/fd/0",
+        ),
+        (
+            &[
+                "c",
+                "--keyfile",
+                "k",
+                "--base",
+                "e.kry",
+                "--base-pass-file",
+                "/dev/fd/0",
+                "o.kry",
+                "in",
+            ],
+            "--base-pass-file /dev/fd/0",
+        ),
+        (&["keygen", "--pub", "-k", "/dev/stdin"], "--key /dev/stdin"),
     ] {
         let o = closed(&fx, "<&-", args);
         assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        let bare = STDIN_CLOSED.strip_prefix("krypta: ").unwrap();
         assert_eq!(
             err(&o),
-            format!("{STDIN_CLOSED}: there is nothing to read from it\n"),
+            format!("krypta: {option}: {bare}: there is nothing to read from it\n"),
             "{args:?}"
         );
         assert!(!fx.p("o.kry").exists() && !fx.p("out").exists(), "{args:?}");

@@ -303,3 +303,67 @@ fn each_prompt_says_which_password_it_asks_for() {
     assert_eq!(fx.read("o/t/a"), b"secret stuff");
     assert_eq!(fx.read("o/t/b"), b"new in the second version");
 }
+
+/// Regression (h67): `keygen -o LINK` where LINK is a dangling symbolic link said "LINK:
+/// already exists", which `ls -L` and the user's eyes deny. An existing target that is not a
+/// regular file is named for what it is (a link, dangling or to what; a directory; a FIFO),
+/// for every kind of key (plain, --box secret or its .pub, --sign), exit 1, nothing written
+/// and nothing followed.
+#[test]
+fn keygen_names_what_is_at_an_existing_target_that_is_not_a_file() {
+    let fx = Fx::new();
+    std::os::unix::fs::symlink("nowhere", fx.p("dangling")).unwrap();
+    fx.file("real", b"kept\n");
+    std::os::unix::fs::symlink("real", fx.p("tofile")).unwrap();
+    fx.mkdir("dir");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        fx.p("fifo"),
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("nowhere", fx.p("b.pub")).unwrap();
+    let link = "a key is never written through a link; remove it or choose another name";
+    let not_file = "keygen writes a key only to a new file; choose a file name that does not exist";
+    for (args, want) in [
+        (
+            &["keygen", "-o", "dangling"][..],
+            format!("krypta: dangling: is a symbolic link (dangling): {link}"),
+        ),
+        (
+            &["keygen", "--box", "-o", "dangling"],
+            format!("krypta: dangling: is a symbolic link (dangling): {link}"),
+        ),
+        (
+            &["keygen", "--sign", "-o", "dangling"],
+            format!("krypta: dangling: is a symbolic link (dangling): {link}"),
+        ),
+        (
+            &["keygen", "-o", "tofile"],
+            format!("krypta: tofile: is a symbolic link (to a regular file): {link}"),
+        ),
+        (
+            &["keygen", "-o", "dir"],
+            format!("krypta: dir: is a directory: {not_file}"),
+        ),
+        (
+            &["keygen", "-o", "fifo"],
+            format!("krypta: fifo: is a named pipe (FIFO): {not_file}"),
+        ),
+        (
+            &["keygen", "--box", "-o", "b"],
+            format!("krypta: b.pub: is a symbolic link (dangling): {link}"),
+        ),
+        (
+            &["keygen", "-o", "real"],
+            "krypta: real: already exists; keygen never overwrites a key (move it away first)"
+                .to_string(),
+        ),
+    ] {
+        let o = fx.run(args);
+        assert_eq!(code(&o), 1, "{args:?}: {}", err(&o));
+        assert_eq!(err(&o).trim_end(), want, "{args:?}");
+    }
+    assert!(!fx.exists("nowhere") && !fx.exists("b"));
+    assert_eq!(fx.read("real"), b"kept\n");
+}

@@ -264,3 +264,125 @@ fn level_9_with_small_blocks_fits_its_default_workers_in_the_limit() {
     fx.ok(&["x", "-q", "-C", "out", "a.kry"]);
     assert!(fx.read("out/in/a") == data);
 }
+
+/// Regression (h67): `c --recovery 50` under `ulimit -v` of 120 MiB aborted ("memory
+/// allocation of 67108864 bytes failed", exit 134): the recovery encoder's accumulator and
+/// chunk buffers (64 MiB each at 50%) came from the infallible allocator. They are an
+/// out-of-memory error now (exit 4) naming the recovery data and what to lower, with nothing
+/// under the output's name and an old archive kept; at 1% (2 MiB buffers) the run fits.
+#[test]
+fn recovery_buffers_past_the_limit_are_an_error_not_an_abort() {
+    let fx = Fx::new();
+    fx.file("in/a", &bytes(5000, 3, false));
+    fx.ok(&["c", "-q", "old.kry", "in"]);
+    let old = fx.read("old.kry");
+    let small = ["-q", "-j", "1", "-s", "-b", "64K"];
+    for (extra, out) in [(&[][..], "new.kry"), (&["-f"][..], "old.kry")] {
+        let mut args = vec!["c"];
+        args.extend(small);
+        args.extend(extra);
+        args.extend(["--recovery", "50", out, "in"]);
+        let o = under_memory_limit(&fx, 120, &args);
+        let e = err(&o);
+        assert_eq!(code(&o), 4, "{args:?}: {e}");
+        assert!(
+            e.starts_with(&format!("krypta: {out}: out of memory: 64.0 MiB for ")),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "recovery data at 50% needs about 256.2 MiB while it is written (three chunk \
+                 buffers, and recovery shards kept in memory up to 64 MiB before they go to a \
+                 temporary file); try a lower --recovery"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("memory allocation of"), "{e}");
+    }
+    assert!(!fx.exists("new.kry"));
+    assert_eq!(fx.read("old.kry"), old, "the old archive is kept");
+
+    let mut args = vec!["c"];
+    args.extend(small);
+    args.extend(["--recovery", "1", "new.kry", "in"]);
+    let o = under_memory_limit(&fx, 120, &args);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    fx.ok(&["repair", "--check", "new.kry"]);
+}
+
+/// Regression (h67): `repair` holds a whole segment of the archive (up to 128 MiB) and
+/// aborted when it could not have it. Under a limit that `repair --check` (which reads in
+/// 4 MiB blocks) fits in, a repair of a 57 MiB segment is now an out-of-memory error (exit 4)
+/// that says nothing was repaired, and the damaged archive is left as it was (in place with
+/// -f, and no -o file); with room, the same repair restores the archive as written.
+#[test]
+fn repair_past_the_limit_is_an_error_and_leaves_the_archive_untouched() {
+    let fx = Fx::new();
+    let data = bytes(60_000_000, 9, false);
+    fx.file("in/big", &data);
+    fx.ok(&["c", "-q", "-s", "--recovery", "5", "a.kry", "in"]);
+    let intact = fx.read("a.kry");
+    let mut damaged = intact.clone();
+    damaged[30_000_000..30_000_004].copy_from_slice(b"ZZZZ");
+    std::fs::write(fx.p("a.kry"), &damaged).unwrap();
+
+    let o = under_memory_limit(&fx, 48, &["repair", "--check", "a.kry"]);
+    assert_eq!(code(&o), 7, "{}", err(&o));
+    for args in [
+        &["repair", "-f", "a.kry"][..],
+        &["repair", "-o", "b.kry", "a.kry"],
+    ] {
+        let o = under_memory_limit(&fx, 48, args);
+        let e = err(&o);
+        assert_eq!(code(&o), 4, "{args:?}: {e}");
+        assert!(
+            e.starts_with("krypta: a.kry: out of memory: ")
+                || e.starts_with("krypta: b.kry: out of memory: "),
+            "{args:?}: {e}"
+        );
+        assert!(
+            e.contains("nothing was repaired") || e.contains("recovery data at 5% needs about"),
+            "{args:?}: {e}"
+        );
+        assert!(!e.contains("memory allocation of"), "{e}");
+        assert!(
+            fx.read("a.kry") == damaged,
+            "{args:?}: the archive is untouched"
+        );
+        assert!(!fx.exists("b.kry"));
+    }
+    let o = under_memory_limit(&fx, 48, &["repair", "-f", "a.kry"]);
+    assert!(
+        err(&o).contains("57.2 MiB for a segment of the archive being repaired could not be allocated; repairing with the recovery data holds a whole segment (57.2 MiB)"),
+        "{}",
+        err(&o)
+    );
+    fx.ok(&["repair", "-q", "-f", "a.kry"]);
+    assert!(
+        fx.read("a.kry") == intact,
+        "repaired byte for byte with room"
+    );
+}
+
+/// Regression (h67): `c --recovery P`'s default -j left the recovery encoder's buffers (200.8
+/// MiB at 50%: three 64 MiB chunks and the Reed-Solomon tables) out of the model, so a limit
+/// that held two workers' compression held the encoder only beside one. They are taken off
+/// the limit first: at 300 MiB two level-3 workers fit without recovery data, one with it.
+#[test]
+fn the_default_workers_leave_room_for_the_recovery_data() {
+    let fx = Fx::new();
+    fx.file("in/a", &bytes(5000, 1, true));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let o = under_memory_limit(&fx, 300, &["c", "a.kry", "in"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(!err(&o).contains("note: using"), "{}", err(&o));
+    let o = under_memory_limit(&fx, 300, &["c", "--recovery", "50", "b.kry", "in"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let note = format!(
+        "krypta: note: using -j 1 rather than {cores}: level 3 with 4.0 MiB blocks needs about \
+         19.0 MiB per worker, and the address-space limit (ulimit -v) is 300.0 MiB, of which \
+         the recovery data needs about 200.8 MiB\n"
+    );
+    assert_eq!(err(&o).contains(&note), cores > 1, "{}", err(&o));
+    fx.ok(&["repair", "--check", "b.kry"]);
+}

@@ -409,3 +409,72 @@ fn sigterm_puts_back_the_mode_of_the_directories_opened_up() {
     assert_eq!(mode(&out.join("t")), 0o555);
     assert_eq!(names(&out.join("t")), ["a-small", "big"]);
 }
+
+/// Sets the mtime of the directory `p` (`secs` since the epoch).
+fn set_mtime(p: &Path, secs: u64) {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    std::fs::File::open(p)
+        .unwrap()
+        .set_times(std::fs::FileTimes::new().set_modified(t))
+        .unwrap();
+}
+
+/// Regression (h67): `x -f` as a user over an existing directory of root's whose stored mode
+/// (less the umask) and mtime it already has exited 4 ("out/d: chmod: Operation not
+/// permitted"), as GNU tar does: the final chmod and utimes were made though nothing needed
+/// changing, and only the owner may make them. A refused chmod or utimes of what the
+/// directory already has is skipped now (exit 0); a real difference still fails (exit 4).
+#[test]
+fn force_over_another_users_directory_that_already_matches_exits_0() {
+    if !root() {
+        eprintln!("SKIP force_over_another_users_directory: needs root to own a directory");
+        return;
+    }
+    let Some(w) = Work::new("force_over_another_users_directory") else {
+        return;
+    };
+    const MTIME: u64 = 1_577_836_800; // 2020-01-01
+    let src = w.join("src");
+    write(&src.join("e/f"), b"f\n");
+    std::fs::create_dir(src.join("d")).unwrap();
+    chmod(&src.join("d"), 0o755);
+    set_mtime(&src.join("d"), MTIME);
+    let o = krypta()
+        .args(["c", "-f", s(&w.join("a.kry")), "-C", s(&src), "d", "e"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    chmod(&w.join("a.kry"), 0o644);
+    let out = w.user_dir("out", 0o755);
+    let d = out.join("d");
+    std::fs::create_dir(&d).unwrap();
+    chmod(&d, 0o755);
+    set_mtime(&d, MTIME);
+
+    let err = w.user_code(&["x", "-q", "-f", "-o", "out", "a.kry"], 0);
+    assert_eq!(err, "");
+    assert_eq!(std::fs::read(out.join("e/f")).unwrap(), b"f\n");
+    let m = std::fs::metadata(&d).unwrap();
+    assert_eq!(
+        (m.uid(), m.mode() & 0o7777, m.mtime()),
+        (0, 0o755, MTIME as i64)
+    );
+
+    // A mode that differs cannot be set by nobody: the refusal stands.
+    chmod(&d, 0o775);
+    let err = w.user_code(&["x", "-q", "-f", "-o", "out", "a.kry"], 4);
+    assert!(
+        err.contains("out/d: chmod: Operation not permitted"),
+        "{err}"
+    );
+    assert_eq!(mode(&d), 0o775);
+    // So does an mtime that differs.
+    chmod(&d, 0o755);
+    set_mtime(&d, MTIME + 1);
+    let err = w.user_code(&["x", "-q", "-f", "-o", "out", "a.kry"], 4);
+    assert!(
+        err.contains("out/d: set mtime: Operation not permitted"),
+        "{err}"
+    );
+    assert_eq!(std::fs::metadata(&d).unwrap().mtime(), MTIME as i64 + 1);
+}

@@ -116,7 +116,10 @@ fn the_binary_reports_the_kdf_ceiling_with_exit_3() {
     assert_eq!(common::code(&o), 3);
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
-        "krypta: k.kry: argon2id memory KiB = 4294967295 exceeds the limit 4194304 (refusing to run the KDF)\n"
+        "krypta: k.kry: argon2id memory KiB = 4294967295 exceeds the limit 4194304 (refusing to \
+         run the KDF); if this archive was written with normal settings, its header may be \
+         damaged: no krypta writes a cost beyond the limit, and the header's MAC cannot be \
+         checked before the KDF runs\n"
     );
     // `info` still shows what the stanza claims, without running anything.
     let o = common::krypta()
@@ -180,7 +183,9 @@ fn kdf_costs_below_the_writer_floors_are_a_parameter_error_not_an_auth_failure()
     assert_eq!(common::code(&o), 3);
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
-        "krypta: k.kry: pbkdf2 iterations = 1 is below the minimum 100000 (refusing to run the KDF on a stanza weaker than any krypta writes)\n"
+        "krypta: k.kry: pbkdf2 iterations = 1 is below the minimum 100000 (refusing to run the \
+         KDF on a stanza weaker than any krypta writes); if krypta wrote this archive, its \
+         header is damaged (the header's MAC cannot be checked before the KDF runs)\n"
     );
 }
 
@@ -317,4 +322,51 @@ fn the_library_refuses_an_unencrypted_archive_opened_with_a_key() {
     assert_eq!(rep.warnings.len(), 1, "{:?}", rep.warnings);
     let s = krypta::test(&p, OpenOptions::default(), &mut krypta::Collect::default()).unwrap();
     assert_eq!(s.entries, 0);
+}
+
+/// Regression (h67): one flipped bit in a stanza's cost (65536 KiB read as 2147549184, 600000
+/// iterations as 1074341824) said only "exceeds the limit" (exit 3), as if the archive had
+/// been written with a huge --kdf-memory: the header's MAC, which would tell damage, cannot be
+/// checked before the KDF runs. The refusal stands (the KDF never runs, so it is quick) and
+/// now says the header may be damaged, naming the value one bit away when it is within the
+/// limit.
+#[test]
+fn a_flipped_cost_bit_says_the_header_may_be_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("k.kry");
+    std::fs::write(dir.path().join("pw"), "pw").unwrap();
+    let pbkdf2 = Kdf::Pbkdf2 {
+        iterations: 600_000,
+    };
+    for (archive, what) in [
+        (
+            patched_argon2id(56, 8192 | 1 << 31),
+            "argon2id memory KiB = 2147491840 exceeds the limit 4194304 (refusing to run the \
+             KDF); if this archive was written with normal settings, its header may be damaged \
+             (it is one bit away from 8192, which is within the limit)",
+        ),
+        (
+            patched(pbkdf2, 56, 600_000 | 1 << 30),
+            "pbkdf2 iterations = 1074341824 exceeds the limit 10000000 (refusing to run the \
+             KDF); if this archive was written with normal settings, its header may be damaged \
+             (it is one bit away from 600000, which is within the limit)",
+        ),
+    ] {
+        std::fs::write(&p, archive).unwrap();
+        let t = Instant::now();
+        let o = common::krypta()
+            .current_dir(dir.path())
+            .args(["t", "--pass-file", "pw", "k.kry"])
+            .output()
+            .unwrap();
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert_eq!(common::code(&o), 3);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "krypta: k.kry: {what}: no krypta writes a cost beyond the limit, and the \
+                 header's MAC cannot be checked before the KDF runs\n"
+            )
+        );
+    }
 }

@@ -129,9 +129,13 @@ impl BaseMap {
         let mut number = 0u64;
         // What `t` of the base would report (reader::base_fault): not a usage error.
         let err = |e: WalkError| match e {
-            WalkError::Format(_) if base.is_sealed() => Error::AuthFailed {
+            WalkError::Format(e) if base.is_sealed() => Error::AuthFailed {
                 path: base.path().to_path_buf(),
                 check: crate::error::AuthCheck::Structure,
+                detail: Some(Box::new(crate::error::Inconsistency {
+                    offset: None,
+                    problem: format!("delta base record stream: {e}"),
+                })),
             },
             WalkError::Format(e) => Error::Corrupt {
                 path: base.path().to_path_buf(),

@@ -204,7 +204,7 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     let reproducible = epoch.is_some() && recipients.is_empty();
     let jobs = match a.jobs {
         Some(j) => j.max(1),
-        None => default_jobs(level, block_size, term.is_quiet()),
+        None => default_jobs(level, block_size, a.recovery, term.is_quiet()),
     };
     let base = super::keys::open_base(
         &a.delta,
@@ -436,16 +436,35 @@ fn spawn_total_scan(
 
 /// `-j`'s default: every core, fewer when that many workers would need more memory than
 /// the process may have (`ulimit -v`, a cgroup's `memory.max`: [`krypta::memory::limit`]),
-/// said once on stderr (not under `-q`). A `-j` the user gives is taken as given.
-fn default_jobs(level: Option<Level>, block_size: usize, quiet: bool) -> usize {
+/// said once on stderr (not under `-q`). A `-j` the user gives is taken as given. With
+/// `--recovery`, the encoder's buffers are taken off the limit first
+/// (`RecoveryOptions::fixed_bytes`).
+fn default_jobs(
+    level: Option<Level>,
+    block_size: usize,
+    recovery: Option<u8>,
+    quiet: bool,
+) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let Some((limit, from)) = krypta::memory::limit() else {
         return cores;
     };
-    let jobs = krypta::memory::workers_within(limit, level, block_size, cores);
+    let encoder = recovery.map_or(0, |p| {
+        krypta::recovery::RecoveryOptions::new(p).fixed_bytes()
+    });
+    let jobs =
+        krypta::memory::workers_within(limit.saturating_sub(encoder), level, block_size, cores);
     if jobs < cores && !quiet {
+        let recovery = if encoder > 0 {
+            format!(
+                ", of which the recovery data needs about {}",
+                krypta::memory::mib(encoder)
+            )
+        } else {
+            String::new()
+        };
         krypta::to_stderr!(
-            "krypta: note: using -j {jobs} rather than {cores}: {}, and {from} is {}",
+            "krypta: note: using -j {jobs} rather than {cores}: {}, and {from} is {}{recovery}",
             krypta::memory::compress_needs(level, block_size),
             krypta::memory::mib(limit)
         );

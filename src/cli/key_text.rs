@@ -56,3 +56,61 @@ pub(crate) fn refuse_key_text_paths(cmd: &clap::Command, m: &clap::ArgMatches) -
     }
     Ok(())
 }
+
+/// The options whose value is a file krypta reads whole before it starts (passwords, keys,
+/// recipients, pattern and name lists), by clap id.
+const READ_FILES: &[&str] = &[
+    "pass_file",
+    "key_pass_file",
+    "base_pass_file",
+    "base_key_pass_file",
+    "new_pass_file",
+    "sign_key_pass_file",
+    "keyfiles",
+    "base_keyfiles",
+    "new_keyfiles",
+    "recipients_files",
+    "exclude_from",
+    "identities",
+    "base_identities",
+    "signers",
+    "sign",
+    "key",
+];
+
+/// Refuses a file option of [`READ_FILES`] whose path names a standard stream closed when
+/// krypta started (`--pass-file /dev/stdin <&-`, `/dev/fd/0`, `/proc/self/fd/0`), naming the
+/// option: opened, it would read the `/dev/null` that stands in for the stream
+/// (`krypta::closed_stdio`). The loaders check the path too, without knowing the option.
+pub(crate) fn refuse_closed_stream_files(cmd: &clap::Command, m: &clap::ArgMatches) -> Result<()> {
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        if !READ_FILES.contains(&id) {
+            continue;
+        }
+        let Ok(Some(values)) = m.try_get_raw(id) else {
+            continue;
+        };
+        for v in values {
+            let path = std::path::Path::new(v);
+            if let Some(stream) = krypta::closed_stdio::names_closed(path) {
+                let option = match (arg.get_long(), arg.get_short()) {
+                    (Some(long), _) => format!("--{long}"),
+                    (None, Some(short)) => format!("-{short}"),
+                    (None, None) => id.to_string(),
+                };
+                return Err(Error::OptionStreamClosed {
+                    option,
+                    path: path.to_path_buf(),
+                    stream,
+                });
+            }
+        }
+    }
+    if let Some((name, sub)) = m.subcommand()
+        && let Some(sub_cmd) = cmd.find_subcommand(name)
+    {
+        return refuse_closed_stream_files(sub_cmd, sub);
+    }
+    Ok(())
+}

@@ -167,14 +167,65 @@ fn write_stdout(b: &[u8]) -> Result<u8> {
     Ok(0)
 }
 
-/// keygen never overwrites and has no `--force`: say so instead of suggesting one.
+/// keygen never overwrites and has no `--force`: say so instead of suggesting one, and say
+/// what is there when it is not a regular file (a dangling symbolic link "already exists"
+/// only to `lstat`: the user sees nothing there).
 fn no_force_hint(e: Error) -> Error {
     match e {
         Error::Exists { path } => Error::Usage(format!(
-            "{}: already exists; keygen never overwrites a key (move it away first)",
-            krypta::fs::shown(&path)
+            "{}: {}",
+            krypta::fs::shown(&path),
+            existing_target(&path)
         )),
         e => e,
+    }
+}
+
+/// Why keygen refuses the existing `path`, by what it is (never following a link).
+fn existing_target(path: &std::path::Path) -> String {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return "already exists; keygen never overwrites a key (move it away first)".into();
+    };
+    let t = meta.file_type();
+    let what = if t.is_symlink() {
+        return match std::fs::metadata(path) {
+            Err(_) => "is a symbolic link (dangling): a key is never written through a link; \
+                       remove it or choose another name"
+                .into(),
+            Ok(m) => format!(
+                "is a symbolic link (to {}): a key is never written through a link; remove \
+                 it or choose another name",
+                kind(&m.file_type())
+            ),
+        };
+    } else if t.is_file() {
+        return "already exists; keygen never overwrites a key (move it away first)".into();
+    } else {
+        kind(&t)
+    };
+    format!(
+        "is {what}: keygen writes a key only to a new file; choose a file name that does not \
+         exist"
+    )
+}
+
+/// "a directory", "a named pipe (FIFO)", … for messages.
+fn kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a regular file"
     }
 }
 

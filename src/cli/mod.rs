@@ -43,6 +43,13 @@ pub fn refuse_key_text(m: &clap::ArgMatches) -> Result<()> {
     key_text::refuse_key_text_paths(&Cli::command(), m)
 }
 
+/// Refuses a key, password or list file named by a closed standard stream, naming the option
+/// (`key_text::refuse_closed_stream_files`).
+pub fn refuse_closed_stream_files(m: &clap::ArgMatches) -> Result<()> {
+    use clap::CommandFactory;
+    key_text::refuse_closed_stream_files(&Cli::command(), m)
+}
+
 /// Runs the parsed command; returns the exit code for success paths.
 pub fn run(cli: Cli) -> Result<u8> {
     let quiet = cli.quiet();

@@ -5,9 +5,15 @@ use super::show::hex;
 use krypta::Result;
 
 pub(crate) fn repair(a: RepairArgs, quiet: bool) -> Result<u8> {
-    let jobs = std::thread::available_parallelism()
+    let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    // Each segment repaired at once holds up to 200 MiB (`krypta::recovery`, "Memory"):
+    // under a memory limit, as many as fit beside the encoder (at most 256 MiB at 50%).
+    let jobs = krypta::memory::limit().map_or(cores, |(limit, _)| {
+        let per = 200u64 << 20;
+        (limit.saturating_sub(256 << 20) / per).clamp(1, cores as u64) as usize
+    });
     if a.check {
         return check(&a, quiet);
     }

@@ -1,6 +1,17 @@
 //! The details an [`Error`](super::Error) carries about a failed check: which authentication
 //! check failed ([`AuthCheck`]) and why a signature was refused ([`SignatureProblem`]).
 
+/// Where and how a structure decoded from frames whose tags verified breaks a rule of the
+/// format ([`AuthCheck::Structure`]): the key is right (the tags verified with it), so the
+/// message names the structure and its offset rather than suggesting another key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inconsistency {
+    /// Byte offset in the archive of the frame or structure, when known.
+    pub offset: Option<u64>,
+    /// The structure and the rule it breaks ("index block header: stream offset 5 where ...").
+    pub problem: String,
+}
+
 /// Which authentication check failed. Shown only with `-v`: without it, a wrong key and a
 /// tampered archive print the same message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,6 +52,7 @@ impl Error {
             Error::Io { .. }
             | Error::NothingArchived { .. }
             | Error::StreamClosed { .. }
+            | Error::OptionStreamClosed { .. }
             | Error::OutOfMemory { .. } => 4,
             Error::Integrity { .. } => 5,
             Error::EditUndone { sealed, .. }
@@ -85,7 +86,8 @@ impl Error {
                 | RecoveryError::BadPacket { .. } => 3,
                 RecoveryError::Read { .. }
                 | RecoveryError::Write { .. }
-                | RecoveryError::Spill { .. } => 4,
+                | RecoveryError::Spill { .. }
+                | RecoveryError::OutOfMemory { .. } => 4,
                 RecoveryError::OutOfRange { .. }
                 | RecoveryError::Code(_)
                 | RecoveryError::WorkerLost => 1,

@@ -20,7 +20,7 @@ pub use text::set_warnings_hidden;
 use text::{auth_failed, incomplete_text, salvaged, see_warnings};
 
 pub use base::BaseError;
-pub use detail::{AuthCheck, KeyNeeds, SignatureProblem};
+pub use detail::{AuthCheck, Inconsistency, KeyNeeds, SignatureProblem};
 
 /// Every error the library returns.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +79,16 @@ pub enum Error {
         stream: crate::closed_stdio::Stream,
         /// What that means for the command ("nothing was written"), or empty.
         what: &'static str,
+    },
+    /// A file option names a stream closed at start (`--pass-file /dev/stdin <&-`). Exit 4.
+    #[error("{option} {}: {}: there is nothing to read from it", shown(path), crate::closed_stdio::describe(*stream))]
+    OptionStreamClosed {
+        /// The option (`--pass-file`).
+        option: String,
+        /// The path given with it.
+        path: PathBuf,
+        /// The stream it names.
+        stream: crate::closed_stdio::Stream,
     },
     /// An archive path names a directory (exit 1: the argument names the wrong thing, and
     /// nothing failed that trying again could fix; as `repair -o DIR`).
@@ -145,12 +155,16 @@ pub enum Error {
     /// Authentication failed: wrong password / key / identity, or the archive was tampered
     /// with. A wrong key and a damaged stanza cannot be told apart (`docs/SECURITY.md`): when
     /// no stanza opened, the message says both, and that no stanza opened ([`auth_failed`]).
-    #[error("{}", auth_failed(path, *check))]
+    /// With [`AuthCheck::Structure`] the key is right (frames verified with it): the message
+    /// says so and names the structure from `detail`.
+    #[error("{}", auth_failed(path, *check, detail.as_deref()))]
     AuthFailed {
         /// The archive path.
         path: PathBuf,
         /// Which check failed (printed only with `-v`).
         check: AuthCheck,
+        /// For [`AuthCheck::Structure`]: which structure, where.
+        detail: Option<Box<Inconsistency>>,
     },
     /// A stanza opened with the key given, so the key is right, but the header's tag does not
     /// verify (nor under one flipped bit undone: `header_fix`): the header is damaged or
@@ -368,9 +382,11 @@ pub enum Error {
         what: String,
     },
     /// A KDF parameter in an archive is beyond what this build accepts.
+    /// The message also says the header may be damaged (`text::kdf_limit_hint`).
     #[error(
-        "{}: {param} = {value} exceeds the limit {limit} (refusing to run the KDF)",
-        shown(path)
+        "{}: {param} = {value} exceeds the limit {limit} (refusing to run the KDF); {}",
+        shown(path),
+        crate::error::text::kdf_limit_hint(*value, *limit)
     )]
     KdfLimit {
         /// The archive path.
@@ -386,7 +402,7 @@ pub enum Error {
     /// stanza was not written by krypta, and running it would let a crafted archive test
     /// password guesses cheaply. A parameter error, not an authentication failure.
     #[error(
-        "{}: {param} = {value} is below the minimum {min} (refusing to run the KDF on a stanza weaker than any krypta writes)",
+        "{}: {param} = {value} is below the minimum {min} (refusing to run the KDF on a stanza weaker than any krypta writes); if krypta wrote this archive, its header is damaged (the header's MAC cannot be checked before the KDF runs)",
         shown(path)
     )]
     KdfTooWeak {

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{AuthCheck, Error};
+use super::{AuthCheck, Error, Inconsistency};
 use crate::fs::shown;
 
 /// [`Error::Incomplete`]'s list of what was skipped, left out or changed.
@@ -81,6 +81,35 @@ impl Error {
         if let Some(closed) = crate::closed_stdio::closed_stream_error(&path, &source) {
             return closed;
         }
+        // The recovery encoder's refused allocation reaches a write through `Write` as an
+        // `io::Error`: said as itself (out of memory, exit 4), not as a failed write.
+        let oom = source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<crate::recovery::RecoveryError>())
+            .is_some_and(|e| matches!(e, crate::recovery::RecoveryError::OutOfMemory { .. }));
+        if oom {
+            let kind = source.kind();
+            match source
+                .into_inner()
+                .map(|e| e.downcast::<crate::recovery::RecoveryError>())
+            {
+                Some(Ok(r)) => return Error::Recovery { path, source: *r },
+                Some(Err(e)) => {
+                    return Error::Io {
+                        path,
+                        op,
+                        source: io::Error::new(kind, e),
+                    };
+                }
+                None => {
+                    return Error::Io {
+                        path,
+                        op,
+                        source: kind.into(),
+                    };
+                }
+            }
+        }
         Error::Io { path, op, source }
     }
 }
@@ -89,8 +118,23 @@ impl Error {
 /// changed stanza or archive id) cannot be told apart (`docs/SECURITY.md`): the line says
 /// both, and which check failed, so a user with the right key does not go looking for
 /// another. The other checks keep the one line they always had (`-v` names the check).
-pub(super) fn auth_failed(path: &Path, check: AuthCheck) -> String {
+pub(super) fn auth_failed(path: &Path, check: AuthCheck, detail: Option<&Inconsistency>) -> String {
     match check {
+        // The frames verified with the key: it is right, and another key would not help
+        // (before: "wrong key or password, or the archive was modified").
+        AuthCheck::Structure => {
+            let (at, problem) = match detail {
+                Some(d) => (
+                    d.offset.map_or(String::new(), |o| format!(" at byte {o}")),
+                    format!(": {}", d.problem),
+                ),
+                None => (String::new(), String::new()),
+            };
+            format!(
+                "{}: inconsistent archive{at}{problem}; its frames verified with the key given, so the key is right: the archive was written so by a faulty or hostile writer holding the key",
+                shown(path)
+            )
+        }
         AuthCheck::NoStanzaOpened => format!(
             "{}: authentication failed: no recipient stanza opened with the keys given: wrong key or password, or the archive's header is damaged or modified",
             shown(path)
@@ -100,6 +144,25 @@ pub(super) fn auth_failed(path: &Path, check: AuthCheck) -> String {
             shown(path)
         ),
     }
+}
+
+/// What [`Error::KdfLimit`] adds after the refusal: krypta never writes a cost beyond
+/// `limit`, so an archive written with normal settings has a damaged header; when clearing one
+/// bit of `value` gives a cost within the limit (a flipped bit: 65536 KiB read as
+/// 2147549184), that value is named.
+pub(crate) fn kdf_limit_hint(value: u64, limit: u64) -> String {
+    let unflipped = (0..64)
+        .rev()
+        .map(|b| value & !(1u64 << b))
+        .find(|&v| v != value && v > 0 && v <= limit);
+    let one_bit = unflipped.map_or(String::new(), |v| {
+        format!(" (it is one bit away from {v}, which is within the limit)")
+    });
+    format!(
+        "if this archive was written with normal settings, its header may be damaged{one_bit}: \
+         no krypta writes a cost beyond the limit, and the header's MAC cannot be checked \
+         before the KDF runs"
+    )
 }
 
 /// [`Error::Salvaged`]'s line. No entry at all (the damage is before the first entry's

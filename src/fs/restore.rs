@@ -32,6 +32,10 @@
 //!   unknown under a directory with a default ACL, which replaces the umask), or an access ACL
 //!   was set.
 //! - `futimens` / `utimensat(AT_SYMLINK_NOFOLLOW)`: always, unless `--no-mtime`.
+//!
+//! A `fchmod` or `futimens` refused with EPERM/EACCES (an existing object of another user) is
+//! followed by one `fstat`: when the object already has that mode or mtime, the refusal is
+//! not an error (nothing needed changing); otherwise it fails as before.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -308,16 +312,45 @@ pub(crate) fn apply(
     if let (On::Fd(fd), Some(mode)) = (on, plan.mode)
         && (plan.created_mode != Some(mode) || acl_set)
     {
-        fchmod(fd, Mode::from_raw_mode(mode)).map_err(|e| Error::io(path, "chmod", e.into()))?;
+        match fchmod(fd, Mode::from_raw_mode(mode)) {
+            Err(e) if refused(e) && stat(on).is_some_and(|st| st.st_mode & 0o7777 == mode) => {}
+            r => r.map_err(|e| Error::io(path, "chmod", e.into()))?,
+        }
     }
     if let Some(t) = policy.times(meta.mtime) {
-        match on {
+        match match on {
             On::Fd(fd) => futimens(fd, &t),
             On::Link(dir, name) => utimensat(dir, name, &t, AtFlags::SYMLINK_NOFOLLOW),
+        } {
+            Err(e)
+                if refused(e)
+                    && stat(on).is_some_and(|st| {
+                        st.st_mtime == meta.mtime.secs
+                            && i64::try_from(st.st_mtime_nsec).ok()
+                                == Some(i64::from(meta.mtime.nanos))
+                    }) => {}
+            r => r.map_err(|e| Error::io(path, "set mtime", e.into()))?,
         }
-        .map_err(|e| Error::io(path, "set mtime", e.into()))?;
     }
     Ok(())
+}
+
+/// Whether a `chmod` or `utimes` was refused for want of ownership (EPERM: not the owner, as
+/// over an existing directory of another user). A refused change the object already has is
+/// no change (`x -f` as a user over a 1777 directory of root's with the stored mode and time,
+/// which exited 4 as GNU tar does): the caller skips it after one [`stat`]; a real difference
+/// still fails.
+fn refused(e: Errno) -> bool {
+    matches!(e, Errno::PERM | Errno::ACCESS)
+}
+
+/// The object's status (never following a link); `None` when it cannot be had.
+fn stat(on: On<'_>) -> Option<rustix::fs::Stat> {
+    match on {
+        On::Fd(fd) => rustix::fs::fstat(fd),
+        On::Link(dir, name) => rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW),
+    }
+    .ok()
 }
 
 /// "owner 1000:100" or, with stored names, "owner alice:users (1000:100)".

@@ -19,6 +19,7 @@ use reed_solomon_simd::engine::{DefaultEngine, Engine, ShardsRefMut, utils};
 use reed_solomon_simd::rate::{HighRateDecoder, RateDecoder};
 
 use super::error::RecoveryError;
+use crate::memory::OutOfMemory;
 
 /// Bytes of shard data one decoding pass works on. The code applies to each 64-byte column
 /// of the shards independently (the engine's butterflies work on 64-byte blocks at the same
@@ -41,6 +42,46 @@ fn slice_blocks(len64: usize, count: usize, budget: usize) -> usize {
         .unwrap_or(1)
 }
 
+/// Bytes of the engine's GF(2^16) tables (an 8 MiB multiplication table and four of
+/// 128 KiB), which `reed-solomon-simd` allocates once per process on the first
+/// `DefaultEngine::new`.
+const ENGINE_TABLES: usize = (8 << 20) + (512 << 10);
+
+/// The Reed–Solomon engine. The library allocates its tables inside, where a refusal
+/// aborts (`repair` under `ulimit -v 30000` died with "memory allocation of 8388608 bytes
+/// failed"): the first call asks for as much first, so that a limit they would hit is an
+/// [`OutOfMemory`] (freed at once; the library's allocation then reuses the room).
+fn engine() -> Result<DefaultEngine, OutOfMemory> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static MADE: AtomicBool = AtomicBool::new(false);
+    if !MADE.load(Ordering::Acquire) {
+        let mut probe: Vec<u8> = Vec::new();
+        crate::memory::reserve_exact(&mut probe, ENGINE_TABLES, "the Reed-Solomon tables")?;
+        drop(probe);
+    }
+    let e = DefaultEngine::new();
+    MADE.store(true, Ordering::Release);
+    Ok(e)
+}
+
+/// `n` zeroed 64-byte blocks, a refused allocation as [`OutOfMemory`] for `what` (a
+/// chunk of recovery shards is 6–64 MiB: `c --recovery` under `ulimit -v` aborted here).
+pub fn zeroed_blocks(n: usize, what: &'static str) -> Result<Vec<[u8; 64]>, OutOfMemory> {
+    let mut v = Vec::new();
+    crate::memory::reserve_exact(&mut v, n, what)?;
+    v.resize(n, [0u8; 64]);
+    Ok(v)
+}
+
+/// `n` zeroed bytes, a refused allocation as [`OutOfMemory`] for `what` (a segment being
+/// repaired is 128 MiB).
+pub fn zeroed_bytes(n: usize, what: &'static str) -> Result<Vec<u8>, OutOfMemory> {
+    let mut v = Vec::new();
+    crate::memory::reserve_exact(&mut v, n, what)?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
 /// Incremental high-rate encoder of one segment at a time.
 pub struct ChunkEncoder {
     engine: DefaultEngine,
@@ -56,16 +97,17 @@ pub struct ChunkEncoder {
 
 impl ChunkEncoder {
     /// An encoder for shards of `shard_size` bytes (a multiple of 64) and chunk `chunk` (a
-    /// power of two).
-    pub fn new(shard_size: usize, chunk: usize) -> ChunkEncoder {
+    /// power of two). Errors: [`OutOfMemory`] when its accumulator (C × S bytes) cannot be
+    /// allocated.
+    pub fn new(shard_size: usize, chunk: usize) -> Result<ChunkEncoder, OutOfMemory> {
         let len64 = shard_size / 64;
-        ChunkEncoder {
-            engine: DefaultEngine::new(),
+        Ok(ChunkEncoder {
+            engine: engine()?,
             len64,
             chunk,
-            acc: vec![[0u8; 64]; chunk * len64],
+            acc: zeroed_blocks(chunk * len64, "the recovery encoder's accumulator")?,
             started: false,
-        }
+        })
     }
 
     /// Bytes of one chunk buffer (C shards).
@@ -139,13 +181,27 @@ pub fn rebuild(
                 d.reset(k, full_recovery, w)?;
                 d
             }
-            None => dec.insert(HighRateDecoder::new(
-                k,
-                full_recovery,
-                w,
-                DefaultEngine::new(),
-                None,
-            )?),
+            None => {
+                // The decoder allocates its work area (`work` shards of `w` bytes) inside the
+                // library, where a refusal would abort: ask for as much first, so that a
+                // limit it would hit is an error (freed at once; the library's own
+                // allocation then reuses the room).
+                let mut probe: Vec<u8> = Vec::new();
+                crate::memory::reserve_exact(
+                    &mut probe,
+                    work * w,
+                    "the Reed-Solomon decoder's work area",
+                )
+                .map_err(|source| RecoveryError::repair_out_of_memory(source, k * shard_size))?;
+                drop(probe);
+                dec.insert(HighRateDecoder::new(
+                    k,
+                    full_recovery,
+                    w,
+                    engine().map_err(|e| RecoveryError::repair_out_of_memory(e, k * shard_size))?,
+                    None,
+                )?)
+            }
         };
         for (i, shard) in data.chunks_exact(shard_size).enumerate() {
             if !erased[i] {
@@ -192,7 +248,7 @@ mod tests {
     /// Incremental encoding of `k` shards with chunk pow2(`full`), first `m` outputs.
     fn incremental(data: &[u8], s: usize, k: usize, full: usize, m: usize) -> Vec<u8> {
         let c = full.next_power_of_two();
-        let mut enc = ChunkEncoder::new(s, c);
+        let mut enc = ChunkEncoder::new(s, c).unwrap();
         let mut first = 0;
         while first < k {
             let count = c.min(k - first);

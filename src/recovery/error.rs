@@ -117,6 +117,17 @@ pub enum RecoveryError {
     /// The Reed–Solomon library refused a call (cannot happen with validated parameters).
     #[error("recovery data: Reed-Solomon: {0}")]
     Code(#[from] reed_solomon_simd::Error),
+    /// A big buffer of the recovery layer (the encoder's chunk buffers and accumulator, a
+    /// segment being repaired, its recovery shards) could not be allocated: out of memory,
+    /// `ulimit -v`, a cgroup's `memory.max`. Exit 4, as `crate::Error::OutOfMemory`.
+    #[error("out of memory: {source}; {advice}")]
+    OutOfMemory {
+        /// What could not be allocated.
+        #[source]
+        source: crate::memory::OutOfMemory,
+        /// What the step needs about, and what to change.
+        advice: String,
+    },
     /// The background encoder thread stopped unexpectedly.
     #[error("recovery data: the encoder thread stopped unexpectedly")]
     WorkerLost,
@@ -140,6 +151,39 @@ fn describe(segments: &[BeyondRepair]) -> String {
 }
 
 impl RecoveryError {
+    /// [`RecoveryError::OutOfMemory`] of the encoder (`c --recovery`, `repair`'s regenerated
+    /// section) at `percent`, whose bound is `bound` bytes (`RecoveryOptions::memory_bound`).
+    pub fn encoder_out_of_memory(
+        source: crate::memory::OutOfMemory,
+        percent: u8,
+        bound: u64,
+    ) -> Self {
+        RecoveryError::OutOfMemory {
+            source,
+            advice: format!(
+                "recovery data at {percent}% needs about {} while it is written (three chunk \
+                 buffers, and recovery shards kept in memory up to 64 MiB before they go to a \
+                 temporary file); try a lower --recovery, or give krypta more memory (a higher \
+                 ulimit -v or memory.max)",
+                crate::memory::mib(bound)
+            ),
+        }
+    }
+
+    /// [`RecoveryError::OutOfMemory`] of a repair holding a segment of `segment` bytes.
+    pub fn repair_out_of_memory(source: crate::memory::OutOfMemory, segment: usize) -> Self {
+        RecoveryError::OutOfMemory {
+            source,
+            advice: format!(
+                "repairing with the recovery data holds a whole segment ({}), its recovery \
+                 shards and an 8 MiB work area (up to 200 MiB) per segment repaired at once; \
+                 nothing was repaired: give krypta more memory (a higher ulimit -v or \
+                 memory.max)",
+                crate::memory::mib(segment as u64)
+            ),
+        }
+    }
+
     /// A read error at `offset..offset+len`.
     pub fn read(offset: u64, len: u64, source: io::Error) -> Self {
         RecoveryError::Read {

@@ -93,6 +93,12 @@
 //! verification holds a 4 MiB block; repair holds per segment in flight k_s·S + m_s·S + the
 //! decoder's work area in 8 MiB column slices (at most 128 + 64 + 8 MiB; 142 MiB at the
 //! defaults and 5%), times `RepairOptions::jobs` in [`repair_to`].
+//!
+//! Every one of these big buffers is allocated fallibly: a refusal (`ulimit -v`, a cgroup's
+//! `memory.max`) is [`RecoveryError::OutOfMemory`] (exit 4), never an abort. The library's
+//! tables and the decoder's work area are allocated inside `reed-solomon-simd`, so as much is
+//! asked for first (code.rs). The spools take a refusal as the end of their budget and spill;
+//! verification falls back to reading shard by shard.
 
 mod code;
 mod error;

@@ -64,7 +64,9 @@ pub fn repair_range<S: ByteSource + ?Sized>(
             len,
             protected_len: l,
         })?;
-    let mut out = Vec::with_capacity(len as usize);
+    let mut out = Vec::new();
+    crate::memory::reserve_exact(&mut out, len as usize, "the repaired bytes")
+        .map_err(|e| RecoveryError::repair_out_of_memory(e, len as usize))?;
     if len == 0 {
         return Ok(out);
     }
@@ -199,7 +201,9 @@ fn load<S: ByteSource + ?Sized>(
     let k = seg.data_shards as usize;
     let len = (seg.end - seg.start) as usize;
     let sums = segment::sums(src, layout, &seg);
-    let mut bytes = vec![0u8; k * s];
+    let oom = |e| RecoveryError::repair_out_of_memory(e, k * s);
+    let mut bytes =
+        code::zeroed_bytes(k * s, "a segment of the archive being repaired").map_err(oom)?;
     let data = segment::data_states(src, layout, &seg, &sums.data, Some(&mut bytes), &mut |_| {});
     let erased: Vec<bool> = data.iter().map(|d| d.erased()).collect();
     let lost = erased.iter().filter(|&&e| e).count();
@@ -212,7 +216,7 @@ fn load<S: ByteSource + ?Sized>(
     };
     if lost > 0 {
         let m = seg.recovery_shards as usize;
-        let mut rec = vec![0u8; m * s];
+        let mut rec = code::zeroed_bytes(m * s, "a segment's recovery shards").map_err(oom)?;
         let rstates = segment::recovery_states(src, layout, &seg, &sums.recovery, Some(&mut rec));
         let good: Vec<(usize, &[u8])> = rec
             .chunks_exact(s)

@@ -49,6 +49,19 @@ pub fn sums<S: ByteSource + ?Sized>(src: &S, layout: &Layout, seg: &Segment) -> 
     }
 }
 
+/// A read buffer of `want` bytes, or of `least` (one shard) when the allocator refuses
+/// `want` (`ulimit -v`): reading shard by shard is slower, never wrong.
+fn scratch(want: usize, least: usize) -> Vec<u8> {
+    let mut v = Vec::new();
+    let n = if v.try_reserve_exact(want).is_ok() {
+        want
+    } else {
+        least
+    };
+    v.resize(n, 0);
+    v
+}
+
 fn state(shard: &[u8], sum: Option<u64>) -> ShardState {
     match sum {
         None => ShardState::Unverifiable,
@@ -142,7 +155,7 @@ pub fn data_states<S: ByteSource + ?Sized>(
             }
         }
         None => {
-            let mut buf = vec![0u8; (BLOCK / s).max(1).min(k) * s];
+            let mut buf = scratch((BLOCK / s).max(1).min(k) * s, s);
             scan(
                 src,
                 seg.start,
@@ -184,7 +197,7 @@ pub fn recovery_states<S: ByteSource + ?Sized>(
     let buf: &mut [u8] = match keep {
         Some(dst) => &mut dst[..present * s],
         None => {
-            own = vec![0u8; (BLOCK / s).max(1).min(present.max(1)) * s];
+            own = scratch((BLOCK / s).max(1).min(present.max(1)) * s, s);
             &mut own
         }
     };

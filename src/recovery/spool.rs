@@ -29,10 +29,15 @@ pub struct Spool {
 impl Spool {
     /// Appends `bytes`, spilling to a file when the budget does not cover them.
     pub fn push(&mut self, bytes: &[u8], budget: &mut Budget) -> Result<(), RecoveryError> {
+        // Memory the allocator refuses (`ulimit -v`, a cgroup's `memory.max`) ends the
+        // budget: the bytes go to the file instead, as beyond it.
         if self.file.is_none() && bytes.len() <= budget.left {
-            budget.left -= bytes.len();
-            self.mem.extend_from_slice(bytes);
-            return Ok(());
+            if self.mem.try_reserve(bytes.len()).is_ok() {
+                budget.left -= bytes.len();
+                self.mem.extend_from_slice(bytes);
+                return Ok(());
+            }
+            budget.left = 0;
         }
         let dir = || Some(budget.dir.clone().unwrap_or_else(std::env::temp_dir));
         if self.file.is_none() {

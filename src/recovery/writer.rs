@@ -62,6 +62,16 @@ impl RecoveryOptions {
     }
 }
 
+impl RecoveryOptions {
+    /// What the encoder needs that cannot give way, bytes: [`memory_bound`](Self::memory_bound)
+    /// without the spool budget (memory the allocator refuses there goes to the spill file
+    /// instead) plus the Reed–Solomon tables (8.5 MiB). `c`'s default `-j` leaves this much of
+    /// a memory limit to the recovery data (`crate::memory`).
+    pub fn fixed_bytes(&self) -> u64 {
+        self.memory_bound() - self.memory_budget as u64 + (17 << 19)
+    }
+}
+
 /// What [`RecoveryWriter::finish`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SectionSummary {
@@ -177,6 +187,8 @@ enum Sink {
 /// without `finish` leaves the inner writer with the protected bytes only.
 pub struct RecoveryWriter<W: Write> {
     inner: W,
+    /// [`RecoveryOptions::memory_bound`], for an out-of-memory error's advice.
+    bound: u64,
     params: (u8, u32, u32),
     chunk_bytes: usize,
     chunk_shards: usize,
@@ -195,7 +207,8 @@ impl<W: Write> RecoveryWriter<W> {
         Params::check_choice(opts.percent, opts.shard_size, opts.shards_per_segment)?;
         let k = opts.shards_per_segment as usize;
         let chunk = recovery_count(k as u64, opts.percent).next_power_of_two() as usize;
-        let code = ChunkEncoder::new(opts.shard_size as usize, chunk);
+        let oom = |e| RecoveryError::encoder_out_of_memory(e, opts.percent, opts.memory_bound());
+        let code = ChunkEncoder::new(opts.shard_size as usize, chunk).map_err(oom)?;
         let chunk_bytes = code.chunk_bytes();
         let enc = Box::new(Encoder {
             percent: opts.percent,
@@ -233,6 +246,7 @@ impl<W: Write> RecoveryWriter<W> {
         };
         Ok(RecoveryWriter {
             inner,
+            bound: opts.memory_bound(),
             params: (opts.percent, opts.shard_size, opts.shards_per_segment),
             chunk_bytes,
             chunk_shards: chunk,
@@ -298,8 +312,13 @@ impl<W: Write> RecoveryWriter<W> {
     /// A buffer to fill: recycled from the worker, or new while fewer than two exist.
     fn next_buffer(&mut self) -> Result<Vec<[u8; 64]>, RecoveryError> {
         let blocks = self.chunk_bytes / 64;
+        let (percent, bound) = (self.params.0, self.bound);
+        let new = || {
+            super::code::zeroed_blocks(blocks, "a chunk buffer of recovery data")
+                .map_err(|e| RecoveryError::encoder_out_of_memory(e, percent, bound))
+        };
         match &mut self.sink {
-            Sink::Inline(_) => Ok(vec![[0u8; 64]; blocks]),
+            Sink::Inline(_) => new(),
             Sink::Thread {
                 free, allocated, ..
             } => {
@@ -308,7 +327,7 @@ impl<W: Write> RecoveryWriter<W> {
                 }
                 if *allocated < 2 {
                     *allocated += 1;
-                    return Ok(vec![[0u8; 64]; blocks]);
+                    return new();
                 }
                 match free.recv() {
                     Ok(b) => Ok(b),
@@ -523,6 +542,17 @@ impl<W: Write> Write for RecoveryWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The encoder's fixed need (what `c`'s default -j leaves to it): three chunks of
+    /// C = 8192 shards of 4 KiB at 50%, a segment's checksums and the 8.5 MiB of tables.
+    #[test]
+    fn fixed_bytes_are_the_chunk_buffers_checksums_and_tables() {
+        let o = RecoveryOptions::new(50);
+        assert_eq!(o.fixed_bytes(), 3 * (64 << 20) + 8 * 32768 + (17 << 19));
+        assert_eq!(o.memory_bound(), o.fixed_bytes() - (17 << 19) + (64 << 20));
+        let o = RecoveryOptions::new(1);
+        assert_eq!(o.fixed_bytes(), 3 * 512 * 4096 + 8 * 32768 + (17 << 19));
+    }
 
     /// A spill file that fails when read back is named as the spill file, read: not as a
     /// failed write of the output (which had been "recovery data: writing the recovery

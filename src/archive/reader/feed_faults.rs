@@ -49,6 +49,10 @@ impl Feed<'_> {
             Error::AuthFailed {
                 path: self.ar.path.clone(),
                 check: AuthCheck::Structure,
+                detail: Some(Box::new(crate::error::Inconsistency {
+                    offset: Some(self.ar.pos),
+                    problem: e.to_string(),
+                })),
             }
         } else {
             corrupt(&self.ar.path, self.ar.pos, e)
@@ -63,6 +67,10 @@ impl Feed<'_> {
             Error::AuthFailed {
                 path: self.ar.path.clone(),
                 check: AuthCheck::Structure,
+                detail: Some(Box::new(crate::error::Inconsistency {
+                    offset: Some(self.ar.pos),
+                    problem: format!("the content of {p} does not match its digest (END_DIGEST)"),
+                })),
             }
         } else {
             Error::Integrity {

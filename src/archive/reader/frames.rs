@@ -136,6 +136,7 @@ impl Archive {
             Error::AuthFailed {
                 path: self.path.clone(),
                 check: AuthCheck::FrameMac,
+                detail: None,
             }
         } else {
             Error::Integrity {
@@ -193,6 +194,10 @@ impl Archive {
             Error::AuthFailed {
                 path: self.path.clone(),
                 check: AuthCheck::Structure,
+                detail: Some(Box::new(crate::error::Inconsistency {
+                    offset: Some(offset),
+                    problem: e.to_string(),
+                })),
             }
         } else {
             corrupt(&self.path, offset, e)
@@ -206,6 +211,10 @@ impl Archive {
             Error::AuthFailed {
                 path: self.path.clone(),
                 check: AuthCheck::Structure,
+                detail: Some(Box::new(crate::error::Inconsistency {
+                    offset: Some(offset),
+                    problem: format!("frame sequence: {problem}"),
+                })),
             }
         } else {
             corrupt(

@@ -212,6 +212,7 @@ impl Archive {
                         0 => Error::AuthFailed {
                             path: path.into(),
                             check: AuthCheck::NoStanzaOpened,
+                            detail: None,
                         },
                         unknown => Error::StanzasUnknown {
                             path: path.into(),
