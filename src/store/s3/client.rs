@@ -27,6 +27,7 @@ use url::Url;
 
 use super::ObjectUrl;
 use super::StoreError;
+use super::agents::{Agents, Lease};
 use super::config::{self, Settings};
 use super::fault::status_text;
 pub(crate) use super::fault::{Fault, xml_field};
@@ -46,10 +47,9 @@ const BACKOFF_CAP: Duration = Duration::from_secs(20);
 
 /// A client for one object (`s3://BUCKET/KEY`), shared by the threads that fetch or upload.
 pub struct Client {
-    agent: ureq::Agent,
-    /// The agent's configuration: a request with a body gets an agent of its own
-    /// ([`watch`]).
-    http: ureq::config::Config,
+    /// The run's agents of this endpoint ([`super::agents`]): one shared by requests without a
+    /// body, one leased per attempt of a request with one ([`watch`]).
+    agents: Arc<Agents>,
     /// Without progress this long, an attempt ends ([`TIMEOUT`]; shorter in tests).
     timeout: Duration,
     bucket: Bucket,
@@ -92,6 +92,9 @@ pub(crate) struct Reply {
     /// The object's upload token ([`UPLOAD_TOKEN`]), on a HEAD or GET of one krypta wrote.
     pub upload_token: Option<String>,
     pub body: ureq::BodyReader<'static>,
+    /// The agent the request was sent on, when leased ([`super::agents`]): returned once the body
+    /// (declared before it, so dropped first) is done with.
+    _lease: Option<Lease>,
 }
 
 impl Client {
@@ -191,8 +194,17 @@ impl Client {
             }
             tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
         }
-        let http = http_config(tls.build(), TIMEOUT);
-        let agent = ureq::Agent::new_with_config(http.clone());
+        // One set of agents per endpoint and CA bundle for the run (`super::agents`).
+        let agents = Agents::for_endpoint(
+            format!(
+                "{endpoint}\0{}",
+                s.ca_bundle
+                    .as_ref()
+                    .map(|p| crate::fs::shown(p))
+                    .unwrap_or_default()
+            ),
+            http_config(tls.build(), TIMEOUT),
+        );
         let mut secrets = vec![
             s.keys.secret_access_key.clone(),
             s.keys.access_key_id.clone(),
@@ -203,8 +215,7 @@ impl Client {
         shown.set_query(None);
         let endpoint = shown.as_str().trim_end_matches('/').to_string();
         Ok(Client {
-            agent,
-            http,
+            agents,
             timeout: TIMEOUT,
             bucket,
             creds,
@@ -304,12 +315,14 @@ impl Client {
     ) -> std::result::Result<Reply, Fault> {
         Counters::add(&self.counters.requests, 1);
         let u = url.as_str();
+        let mut lease = None;
         let r = match verb {
             Verb::Get | Verb::Head | Verb::Delete => {
+                let a = self.agents.shared();
                 let mut b = match verb {
-                    Verb::Get => self.agent.get(u),
-                    Verb::Head => self.agent.head(u),
-                    _ => self.agent.delete(u),
+                    Verb::Get => a.get(u),
+                    Verb::Head => a.head(u),
+                    _ => a.delete(u),
                 };
                 for (k, v) in headers {
                     b = b.header(*k, *v);
@@ -330,13 +343,23 @@ impl Client {
                     b
                 };
                 if data.is_empty() {
-                    req(&self.agent).send(data)
+                    req(self.agents.shared()).send(data)
                 } else {
-                    match watch::send(&self.http, self.timeout, req, data) {
-                        (Err(_), stall) if stall != watch::Stall::No => {
+                    let l = self.agents.lease();
+                    match watch::send(l.agent(), self.timeout, req, data) {
+                        (r, watch::Stall::No) => {
+                            lease = Some(l);
+                            r
+                        }
+                        // Shut down by the watchdog: the agent is not used again.
+                        (Err(_), stall) => {
+                            l.spoil();
                             return Err(self.stalled(stall));
                         }
-                        (r, _) => r,
+                        (r, _) => {
+                            l.spoil();
+                            r
+                        }
                     }
                 }
             }
@@ -363,6 +386,7 @@ impl Client {
                 content_length,
                 upload_token,
                 body,
+                _lease: lease,
             });
         }
         let text = self.read_xml(body).unwrap_or_default();
@@ -399,8 +423,8 @@ impl Client {
     /// The same client with `timeout` for [`TIMEOUT`] (tests: a stall in seconds, not minutes).
     #[cfg(test)]
     pub(super) fn with_timeout(mut self, timeout: Duration) -> Client {
-        self.http = http_config(self.http.tls_config().clone(), timeout);
-        self.agent = ureq::Agent::new_with_config(self.http.clone());
+        let http = http_config(self.agents.config().tls_config().clone(), timeout);
+        self.agents = Agents::new(http);
         self.timeout = timeout;
         self
     }

@@ -20,6 +20,7 @@
 //! checks the same rule again before it signs anything ([`check_key`]): a key other than the
 //! one the user typed is never written or read.
 
+mod agents;
 pub mod client;
 pub mod config;
 mod fault;
