@@ -1,5 +1,6 @@
 //! What a run costs the store: the connections of an upload (reused across parts and
-//! requests, `store::s3::agents`).
+//! requests, `store::s3::agents`); and object URLs with invisible characters (named
+//! escaped, a bucket with them refused).
 
 use crate::common;
 use crate::harness::*;
@@ -44,4 +45,45 @@ fn an_upload_reuses_its_connections_across_parts() {
         std::fs::read(home.join("o/v/big.bin")).unwrap()
             == std::fs::read(home.join("v/big.bin")).unwrap()
     );
+}
+
+/// Regression: a key with invisible formatting characters (a right-to-left override, a
+/// zero-width space, a left-to-right mark) was printed raw in `-v`'s lines and in messages,
+/// so the object named read as another. Such a key is allowed (S3 keys are any UTF-8) and
+/// addressed exactly; every line shows it escaped, as a file name is.
+#[test]
+fn a_key_with_invisible_characters_is_shown_escaped() {
+    let Some((w, d)) = setup("invisible-key") else {
+        return;
+    };
+    let home = d.path();
+    common::write(&home.join("v/a.txt"), b"hello\n");
+    let key = "a\u{202e}yrk\u{200b}.\u{200e}kry";
+    let url = format!("s3://invisible-key/{key}");
+    let shown = "s3://invisible-key/a\\xe2\\x80\\xaeyrk\\xe2\\x80\\x8b.\\xe2\\x80\\x8ekry";
+    let made = out(k(w, home).current_dir(home).args(["c", "-v", &url, "v"]));
+    assert_ok(&made);
+    assert_eq!(w.client().keys("invisible-key"), [key]);
+    let e = stderr(&made);
+    assert!(e.contains(&format!("krypta: {shown}: endpoint ")), "{e}");
+    assert!(
+        e.contains(&format!("krypta: {shown}: ")) && e.contains(" requests ("),
+        "{e}"
+    );
+    // An object that is not there: the error names the key escaped.
+    let missing = "s3://invisible-key/b\u{200f}.kry";
+    let o = out(k(w, home).current_dir(home).args(["t", missing]));
+    assert_eq!(common::code(&o), 4, "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("krypta: s3://invisible-key/b\\xe2\\x80\\x8f.kry: "),
+        "{}",
+        stderr(&o)
+    );
+    for o in [&made, &o] {
+        let e = stderr(o);
+        assert!(
+            !e.contains(['\u{202e}', '\u{200b}', '\u{200e}', '\u{200f}']),
+            "{e}"
+        );
+    }
 }

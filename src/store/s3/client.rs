@@ -113,13 +113,17 @@ impl Client {
     /// A client for `url` with the given settings. Errors: StoreConfig.
     pub fn with_settings(url: &ObjectUrl, s: Settings) -> Result<Client> {
         let location = url.display();
+        let shown = url.shown();
         // ObjectUrl's fields are public: the rule of `ObjectUrl::parse` is checked again here,
         // where the request URLs are made (the module doc of `s3`).
         super::check_key(&url.key)
-            .map_err(|why| Error::Usage(format!("{location}: {why} (expected s3://BUCKET/KEY)")))?;
-        if matches!(url.bucket.as_str(), "" | "." | "..") || url.bucket.contains('/') {
+            .map_err(|why| Error::Usage(format!("{shown}: {why} (expected s3://BUCKET/KEY)")))?;
+        if matches!(url.bucket.as_str(), "" | "." | "..")
+            || url.bucket.contains('/')
+            || url.bucket.chars().any(|c| !c.is_ascii_graphic())
+        {
             return Err(Error::Usage(format!(
-                "{location}: the bucket name has characters a bucket name cannot have (expected s3://BUCKET/KEY)"
+                "{shown}: the bucket name has characters a bucket name cannot have (expected s3://BUCKET/KEY)"
             )));
         }
         let bad = |name: &'static str, value: &str, problem: &'static str| Error::StoreConfig {
@@ -233,9 +237,14 @@ impl Client {
         })
     }
 
-    /// `s3://BUCKET/KEY`.
+    /// `s3://BUCKET/KEY` as given: for errors' paths, which are shown escaped.
     pub fn location(&self) -> &str {
         &self.location
+    }
+
+    /// `s3://BUCKET/KEY` as messages show it, escaped ([`ObjectUrl::shown`]).
+    pub fn shown(&self) -> String {
+        crate::fs::escape_path(self.location.as_bytes())
     }
 
     /// The bucket and the object key.
@@ -257,7 +266,7 @@ impl Client {
     pub fn describe(&self) -> String {
         format!(
             "{}: endpoint {} ({}), region {}, credentials from {} (key id {})",
-            self.location,
+            self.shown(),
             self.endpoint,
             if self.path_style {
                 "path-style"
