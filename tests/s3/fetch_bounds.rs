@@ -1,9 +1,88 @@
-//! What a run costs the store: the connections of an upload (reused across parts and
-//! requests, `store::s3::agents`); and object URLs with invisible characters (named
-//! escaped, a bucket with them refused).
+//! What a run costs the store: the bytes of a delta base fetched for a read (bounded by the
+//! frames the regions span, `base_cache::lookahead`), the connections of an upload (reused
+//! across parts and requests, `store::s3::agents`), and object URLs with invisible
+//! characters (named escaped, a bucket with them refused).
+
+use std::path::Path;
 
 use crate::common;
 use crate::harness::*;
+
+/// The `-v` transfer line's bytes received for `location`.
+fn received(o: &std::process::Output, location: &str) -> u64 {
+    transfer(o, location).2
+}
+
+/// v1: three files of 12 MiB of random bytes (36 MiB); v2: the same with one byte changed in
+/// each, so that every block of v2 is a `zstd+base` region of the base.
+fn versions(home: &Path) {
+    for i in 0..3u64 {
+        let mut b = common::bytes(12 << 20, 40 + i, false);
+        common::write(&home.join(format!("v1/f{i}.bin")), &b);
+        b[6 << 20] ^= 1;
+        common::write(&home.join(format!("v2/f{i}.bin")), &b);
+    }
+}
+
+/// Regression: reading a delta against a base in the bucket whose blocks are larger than
+/// the regions (here 16 MiB; `-b 256M` in the report) fetched a whole base frame more than
+/// the regions span, after each read's last region: `x` of one file of the first frame
+/// fetched the second frame too (16 MiB here; 268 MB of a 503 MB base with `-b 256M`). Now
+/// a read fetches the frames its regions span (each once while cached), the tags, the index
+/// and the footer: `x` of f0 (in frame 0) less than frame 0 and 1 MiB, `t` less than the
+/// object and 1 MiB.
+#[test]
+fn a_delta_read_fetches_only_the_base_frames_its_regions_span() {
+    let Some((w, d)) = setup("fetch-bound") else {
+        return;
+    };
+    let home = d.path();
+    versions(home);
+    let base = "s3://fetch-bound/base.kry";
+    assert_ok(&out(k(w, home)
+        .current_dir(home)
+        .args(["c", "-q", "-s", "-b", "16M", base, "v1"])));
+    assert_ok(&out(k(w, home)
+        .current_dir(home)
+        .args(["c", "-q", "-b", "1M", "--base", base, "d.kry", "v2"])));
+    let obj = w.client().get("fetch-bound", "base.kry").unwrap();
+    let frame0_end = {
+        let at = u32::from_le_bytes(obj[12..16].try_into().unwrap()) as u64;
+        let body = u32::from_le_bytes(obj[at as usize + 4..at as usize + 8].try_into().unwrap());
+        at + 16 + u64::from(body) + 32
+    };
+    assert!(frame0_end > 16 << 20 && (obj.len() as u64) > 36 << 20);
+    let o = out(k(w, home).current_dir(home).args([
+        "x",
+        "-v",
+        "--base",
+        base,
+        "d.kry",
+        "-C",
+        "o",
+        "v2/f0.bin",
+    ]));
+    assert_ok(&o);
+    assert!(
+        std::fs::read(home.join("o/v2/f0.bin")).unwrap()
+            == std::fs::read(home.join("v2/f0.bin")).unwrap()
+    );
+    let got = received(&o, base);
+    assert!(
+        got > 16 << 20 && got < frame0_end + (1 << 20),
+        "x of f0 fetched {got} bytes of the base; its frame 0 ends at {frame0_end}"
+    );
+    let o = out(k(w, home)
+        .current_dir(home)
+        .args(["t", "-v", "--base", base, "d.kry"]));
+    assert_ok(&o);
+    let got = received(&o, base);
+    assert!(
+        got < obj.len() as u64 + (1 << 20),
+        "t fetched {got} bytes of the {}-byte base",
+        obj.len()
+    );
+}
 
 /// Regression: every part of a multipart upload was sent on an HTTP agent of its own, so on
 /// a connection of its own (a TCP and TLS handshake per 8 MiB part), and every client (the

@@ -58,7 +58,7 @@ pub const BINDING_CONTEXT: &str = "krypta v2 delta base binding";
 
 /// An opened base archive. See the module doc.
 pub struct BaseArchive {
-    path: PathBuf,
+    pub(super) path: PathBuf,
     pub(super) id: ArchiveId,
     binding: [u8; 32],
     /// Where the tags the binding covers lie (`base_binding::tag_offsets`; empty when the
@@ -285,32 +285,6 @@ impl BaseArchive {
         self.reproducible
     }
 
-    /// The data frames that fail (their tag, head or block), read and decoded one by one:
-    /// tells a damaged base from another archive of the same id when the binding differs
-    /// (module doc). A frame the file ends before is damage (cut short); any other read
-    /// error is I/O.
-    pub(crate) fn damaged_frames(&self) -> Result<Vec<u64>> {
-        let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
-        let mut bad = Vec::new();
-        let mut out = HugeBuf::new();
-        for seq in 0..self.data_frames() {
-            match self.decode_into(&mut dec, seq, &mut out) {
-                Ok(()) => {}
-                Err(BaseFault::Read { source, .. })
-                    if source.kind() != std::io::ErrorKind::UnexpectedEof =>
-                {
-                    return Err(Error::io(
-                        &self.path,
-                        "read the delta base",
-                        std::io::Error::new(source.kind(), source.to_string()),
-                    ));
-                }
-                Err(_) => bad.push(seq),
-            }
-        }
-        Ok(bad)
-    }
-
     /// The base's format version (its records are read in it).
     pub(crate) fn version(&self) -> Version {
         self.version
@@ -387,16 +361,18 @@ impl BaseArchive {
         out.try_reserve(region.len as usize, "a delta base region")
             .map_err(oom)?;
         if self.data_frames() > 0 {
-            // The frames this region spans after its first (estimated from the base's block
-            // size) and one more, the next delta block's: module doc, "Prefetch".
             let block = u64::from(self.block_size.max(1));
             self.working_set(u64::from(region.len) + block);
-            let span = (u64::from(region.offset) + u64::from(region.len)).div_ceil(block);
-            self.hint(region.seq + 1, region.seq + span + 1);
+            self.hint(
+                region.seq + 1,
+                region.seq + super::base_cache::lookahead(region, block),
+            );
         }
         let mut seq = region.seq;
         let mut skip = region.offset as usize;
         let mut left = region.len as usize;
+        // Held while the next block decodes, so the cache keeps both (`Cache::evict_to`).
+        let mut _before: Option<Arc<HugeBuf>> = None;
         while left > 0 {
             if seq >= self.data_frames() {
                 return Err(self.invalid(region.seq, 0, match &self.unchecked {
@@ -430,6 +406,7 @@ impl BaseArchive {
             left -= n;
             skip = 0;
             seq += 1;
+            _before = Some(b);
         }
         Ok(())
     }
@@ -465,7 +442,7 @@ impl BaseArchive {
     }
 
     /// Reads, verifies and decodes data frame `seq` into `out`.
-    fn decode_into(
+    pub(super) fn decode_into(
         &self,
         dec: &mut BlockDecoder,
         seq: u64,
