@@ -96,6 +96,8 @@ pub struct BaseArchive {
     undone_edit: Option<(u64, i64, u64)>,
     /// Whether it is encrypted.
     encrypted: bool,
+    /// [`BaseArchive::set_shared_password`] was noted of this encrypted base.
+    pub(crate) shared_password: bool,
     /// Workers that ask for regions at the same time ([`BaseArchive::shared`]).
     pub(super) workers: usize,
     /// Frames for the prefetch thread ([`BaseArchive::shared`]; none without one).
@@ -244,6 +246,7 @@ impl BaseArchive {
             header_fix,
             undone_edit,
             encrypted: header.encrypted(),
+            shared_password: false,
             reproducible: !header.encrypted()
                 && header.archive_id == crate::create::reproducible_archive_id(header.created),
         })
@@ -272,6 +275,12 @@ impl BaseArchive {
     /// Whether it is encrypted.
     pub fn encrypted(&self) -> bool {
         self.encrypted
+    }
+
+    /// Notes that this base, if encrypted, was opened with keys holding the archive's password
+    /// (`KRYPTA_PASSWORD`): `open_warning` then does not call that password unused.
+    pub fn set_shared_password(&mut self) {
+        self.shared_password = self.encrypted;
     }
 
     /// Bytes after its footer, left out ([`Archive::trailing`]).
