@@ -189,6 +189,19 @@ impl BaseArchive {
             }
             Err(e) => return Err(e),
         };
+        if let Some((at, bytes, frame)) = ar.undone_edit
+            && !reading
+        {
+            // An insertion or removal undone (`moved`) is damage (module doc, "A damaged base").
+            return Err(Error::EditUndone {
+                path: path.to_path_buf(),
+                base_written: true,
+                at,
+                bytes,
+                frame: (frame != super::AFTER_INDEX).then_some(frame),
+                sealed: ar.header.encrypted(),
+            });
+        }
         if let Some(k) = index.frame_ref_lens.iter().position(|&l| l != 0) {
             return Err(Error::Usage(format!(
                 "{}: data frame {k} references earlier frames of its stream (a level-9 group): such an archive cannot be a delta base",
