@@ -68,6 +68,14 @@ pub fn compress(req: CompressRequest, rep: &mut dyn Reporter) -> Result<WriteSum
         return Err(Error::OutputIsInput { path });
     }
     let sink = store::create_sink(&req.output, req.force, req.sync)?;
+    if let Some(w) = req
+        .options
+        .base
+        .as_ref()
+        .and_then(|b| crate::repaired::base_appended(b))
+    {
+        rep.warn(&w);
+    }
     if let Some(d) = sink.describe() {
         rep.detail(&d);
     }

@@ -437,12 +437,14 @@ fn open_warning_with(
     opener: impl FnOnce(OpenOptions) -> Result<Archive>,
 ) -> Result<Archive> {
     let keyed = open.identities.iter().any(|i| !i.is_prompt());
-    // An encrypted base: the key (`KRYPTA_PASSWORD` most often, which serves the base and
-    // the archive alike) may well have been used, to open it; "not used" would be untrue.
+    // A base the key opened (`KRYPTA_PASSWORD`, which serves the base and the archive alike
+    // when no `--base-*` key is given): "not used" would be untrue. A base opened with keys of
+    // its own, or not encrypted, leaves the key given unused, and that is said (it said "only
+    // its base is" of any encrypted base, though the password had opened nothing).
     let encrypted_base = open
         .base
         .as_ref()
-        .filter(|b| b.encrypted())
+        .filter(|b| b.shared_password)
         .map(|b| b.path().to_path_buf());
     let ar = opener(open)?;
     if keyed && !ar.header().encrypted() {

@@ -101,6 +101,23 @@ pub fn trailing_warning(name: &str, (at, n, zeros): (u64, u64, bool)) -> Option<
     })
 }
 
+/// `c --base`'s warning for bytes after the base's footer that are not zero padding (none
+/// for padding, as for `x`): the delta archive written is valid, bound to the base's frames,
+/// which verified; but `krypta t` of it will fail while the base has them (it fails for the
+/// base as for an archive: [`Error::Appended`]), and they may be the sign of a bad copy or of
+/// the wrong file, which the user finds out now rather than when the delta is needed. So a
+/// warning that names the base, where it ends and the bytes after it, not a refusal (a
+/// damaged base is refused: a header bit undone, an insertion undone).
+pub(crate) fn base_appended(base: &crate::archive::reader::BaseArchive) -> Option<String> {
+    let name = fs::shown(base.path());
+    let (at, n, zeros) = base.trailing()?;
+    let w = trailing_warning(&name, (at, n, zeros))?;
+    Some(format!(
+        "{w}; the new archive is written against the base without {them}, and `krypta t` of it fails while the base has {them} (a good copy of the base, or this one cut to its {at} bytes, passes)",
+        them = crate::them(n)
+    ))
+}
+
 /// The warnings of one heal report of the archive or base shown as `name`.
 fn report_warnings(r: &crate::store::healing::HealReport, name: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -197,6 +214,7 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
         // not as written and, without recovery data, nothing repairs it (as for the archive).
         return Err(Error::EditUndone {
             path: base.path().to_path_buf(),
+            base_written: false,
             at,
             bytes,
             frame: (frame != crate::archive::reader::AFTER_INDEX).then_some(frame),
@@ -226,6 +244,7 @@ pub(crate) fn repairable(ar: &mut Archive, archive: &Path, s: ScanSummary) -> Re
         // after the index): the archive is not as written, and nothing can repair it.
         return Err(Error::EditUndone {
             path: archive.into(),
+            base_written: false,
             at,
             bytes: n,
             frame: (frame != crate::archive::reader::AFTER_INDEX).then_some(frame),

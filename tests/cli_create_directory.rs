@@ -139,3 +139,43 @@ fn dir_given_twice_is_a_usage_error() {
     assert_eq!(code(&o), 1, "{}", err(&o));
     assert!(err(&o).contains("'--directory <DIR>' cannot be used multiple times"));
 }
+
+/// GNU tar's positional `-C a x -C b y` (each `-C` for the inputs after it) is not krypta's:
+/// one `-C` serves every input. A second `-C` is refused before anything is read, and the
+/// refusal says so and what to write instead. Regression: clap's "the argument '--directory
+/// <DIR>' cannot be used multiple times" told a script written for tar only that the option
+/// repeats. `x` keeps clap's own refusal of a second `-C` (its output directory).
+#[test]
+fn a_second_dir_is_refused_with_the_tar_style_alternative() {
+    let fx = site();
+    fx.file("other/y", b"y\n");
+    for args in [
+        &["c", "out.kry", "-C", "src", "www", "-C", "other", "y"][..],
+        &[
+            "compress",
+            "--directory=src",
+            "out.kry",
+            "www",
+            "--directory",
+            "other",
+            "y",
+        ],
+    ] {
+        let o = fx.run(args);
+        assert_eq!(code(&o), 1, "{args:?}");
+        assert_eq!(
+            err(&o),
+            "error: the argument '--directory <DIR>' cannot be used multiple times: -C DIR is given once for all the inputs of `krypta c` (GNU tar's positional `-C a x -C b y` is not supported): give the inputs relative to one directory (`krypta c out.kry -C PARENT a/x b/y` stores a/x and b/y), or make one archive per directory\n",
+            "{args:?}"
+        );
+        assert!(!fx.exists("out.kry"));
+    }
+    fx.ok(&["c", "-q", "site.kry", "-C", "src", "www"]);
+    let o = fx.run(&["x", "site.kry", "-C", "a", "-C", "b"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        err(&o).contains("cannot be used multiple times"),
+        "{}",
+        err(&o)
+    );
+}

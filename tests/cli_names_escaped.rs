@@ -204,3 +204,57 @@ fn an_s3_url_refused_for_its_control_characters_is_named_escaped() {
         )
     );
 }
+
+/// Invisible formatting characters: a right-to-left override (U+202E) makes `a<U+202E>yrk.exe` read
+/// as `aexe.kry`; directional marks (U+200E, U+200F) and zero-width characters (U+200B,
+/// U+200D, U+FEFF) make two names read the same. Each is shown as its UTF-8 bytes escaped,
+/// in an archive's name as in an entry's. Regression: the marks and zero-width characters
+/// were printed raw (only U+202A..E and U+2066..9 were escaped).
+#[test]
+fn invisible_formatting_characters_in_names_are_shown_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    let name = "a\u{202e}b\u{200e}c\u{200f}d\u{200b}e\u{200d}f\u{feff}g\u{2060}h\u{061c}.kry";
+    let shown = "a\\xe2\\x80\\xaeb\\xe2\\x80\\x8ec\\xe2\\x80\\x8fd\\xe2\\x80\\x8be\\xe2\\x80\\x8df\\xef\\xbb\\xbfg\\xe2\\x81\\xa0h\\xd8\\x9c.kry";
+    common::write(&d.path().join(format!("t/{name}")), b"content\n");
+    let (code, _, err) = run(d.path(), &[os("c"), os(name), os("t")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&format!("krypta: {shown}: ")), "{err}");
+    let (code, out, err) = run(d.path(), &[os("l"), os(name)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.ends_with(&format!(" t/{shown}\n")), "{out}");
+    for text in [&out, &err] {
+        assert!(!text.contains(['\u{202e}', '\u{200e}', '\u{200b}', '\u{feff}']));
+    }
+}
+
+/// A bucket name with a character no bucket name has (bidirectional, zero-width, any
+/// character beyond ASCII) is refused before any request, named escaped. Regression: such a
+/// name was accepted (and sent), and shown raw: `s3://kry<U+202E>atp/k.kry` read as another bucket.
+#[test]
+fn a_bucket_name_with_invisible_characters_is_refused_named_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    for (bucket, shown) in [
+        ("bu\u{202e}ck", "bu\\xe2\\x80\\xaeck"),
+        ("bu\u{200b}ck", "bu\\xe2\\x80\\x8bck"),
+        ("bück", "bück"),
+    ] {
+        for cmd in ["t", "c"] {
+            let url = format!("s3://{bucket}/k.kry");
+            let mut args = vec![os(cmd), os(&url)];
+            if cmd == "c" {
+                args.push(os("."));
+            }
+            let (code, _, err) = run(d.path(), &args);
+            assert_eq!(
+                (code, err),
+                (
+                    1,
+                    format!(
+                        "krypta: s3://{shown}/k.kry: the bucket name has characters a bucket name cannot have (expected s3://BUCKET/KEY)\n"
+                    )
+                ),
+                "{cmd} {bucket:?}"
+            );
+        }
+    }
+}

@@ -219,6 +219,34 @@ fn a_password_that_opened_only_the_base_is_not_called_unused() {
     );
 }
 
+/// Regression: `KRYPTA_PASSWORD` that opened nothing — the base opened with its own
+/// `--base-pass-file`, the delta archive not encrypted — was reported as "only its base is"
+/// (as if it had opened the base); it was not used, and that is said.
+#[test]
+fn a_password_that_opened_nothing_is_called_unused_beside_an_encrypted_base() {
+    let fx = Fx::new();
+    versions(&fx, Change::Small);
+    password_base_plain_delta(&fx, "d.kry");
+    let env = [("KRYPTA_PASSWORD", "another password")];
+    for cmd in [&["t"][..], &["x", "-o", "out"], &["l"]] {
+        let o = fx.run_env(
+            &[
+                cmd,
+                &["--base", "base-pw.kry", "--base-pass-file", "pw", "d.kry"],
+            ]
+            .concat(),
+            &env,
+        );
+        assert_eq!(code(&o), 0, "{cmd:?}: {}", err(&o));
+        assert_eq!(
+            err(&o).lines().next().unwrap(),
+            "krypta: warning: d.kry: the archive is not encrypted: the key given was not used, \
+             and its checksums do not show who wrote it",
+            "{cmd:?}"
+        );
+    }
+}
+
 /// `base-pw.kry`: v1 under the password in `pw` ("base password", PBKDF2 at a low count for
 /// speed), and `delta`: v2 unencrypted against it.
 fn password_base_plain_delta(fx: &Fx, delta: &str) {

@@ -150,3 +150,53 @@ fn a_damaged_base_frame_is_refused_naming_it_with_the_prefetch_thread_running() 
     // The big file needs that frame: it is not restored under its final name.
     assert!(!fx.exists("out/v2/big.bin"));
 }
+
+/// Regression: a region across two base frames whose blocks are as large as the cache budget
+/// (one fits: `-b 256M` against the default 256 MiB) evicted its first frame to decode its
+/// second, and the next region across the same two frames decoded both again: `t --base` of
+/// such a base in a bucket fetched each frame twice (1.0 GB of a 503 MB base). Now the frame
+/// a region holds is not evicted while it decodes the next, and two such regions decode
+/// each frame once.
+#[test]
+fn regions_across_two_frames_as_large_as_the_cache_decode_each_once() {
+    use krypta::codec::BlockDecoder;
+    use krypta::codec::huge::HugeBuf;
+    use krypta::format::block::BaseRegion;
+    let fx = Fx::new();
+    let data = common::bytes(700 << 10, 5, false);
+    fx.file("v/a.bin", &data);
+    fx.ok(&["c", "-q", "-s", "-b", "256K", "base.kry", "v"]);
+    let mut base = BaseArchive::open(&fx.p("base.kry"), OpenOptions::default()).unwrap();
+    assert!(base.data_frames() >= 3, "{} frames", base.data_frames());
+    base.set_cache_budget(256 << 10);
+    let mut dec = BlockDecoder::new().unwrap();
+    let mut out = HugeBuf::new();
+    // The last 40,000 bytes of frame 0 and the first 60,000 of frame 1, twice, then a
+    // region in frame 1 alone: each frame decoded once.
+    let across = BaseRegion {
+        seq: 0,
+        offset: (256 << 10) - 40_000,
+        len: 100_000,
+    };
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        base.region(&mut dec, &across, &mut out).unwrap();
+        seen.push(out.to_vec());
+    }
+    assert_eq!(seen[0].len(), 100_000);
+    assert!(seen[0] == seen[1]);
+    // The record stream of a stored file: its bytes, the file's.
+    let piece = &seen[0][50_000..51_000];
+    assert!(data.windows(1000).any(|w| w == piece));
+    base.region(
+        &mut dec,
+        &BaseRegion {
+            seq: 1,
+            offset: 1000,
+            len: 5000,
+        },
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(base.frames_decoded(), 2);
+}

@@ -486,3 +486,70 @@ fn a_wrong_encrypted_base_without_its_key_is_named_wrong_first() {
     assert_eq!(code(&o), 1, "{}", err(&o));
     assert!(err(&o).contains("give --base-keyfile"), "{}", err(&o));
 }
+
+/// `base.kry` with 100 bytes inserted between its first two data frames, and with bytes after
+/// its footer (junk; zeros).
+fn edited_and_appended(fx: &Fx) {
+    let d = std::fs::read(fx.p("base.kry")).unwrap();
+    let at = u32::from_le_bytes(d[12..16].try_into().unwrap()) as usize;
+    let body = u32::from_le_bytes(d[at + 4..at + 8].try_into().unwrap()) as usize;
+    let f1 = at + 16 + body + 32;
+    assert!(
+        f1 < d.len() - 200 && d[f1] == 1,
+        "a second data frame at {f1}"
+    );
+    std::fs::write(
+        fx.p("edited.kry"),
+        [&d[..f1], &[0x5a; 100][..], &d[f1..]].concat(),
+    )
+    .unwrap();
+    std::fs::write(
+        fx.p("appended.kry"),
+        [&d[..], b"not the archive's"].concat(),
+    )
+    .unwrap();
+    std::fs::write(fx.p("padded.kry"), [&d[..], &[0; 4096][..]].concat()).unwrap();
+}
+
+/// Regression: `c --base` of a base with bytes inserted between two frames, which the reader
+/// undoes (`moved`), wrote a delta without a word (exit 0), as it did for a base with bytes
+/// after its footer. The policy, with `x` and `t` of a delta archive against such bases:
+/// - an undone edit is damage in the base's middle, refused as a flipped header bit is
+///   ("a damaged archive is not written against as a delta base"), exit 5, nothing written;
+/// - bytes after the footer leave the base's frames, index and footer intact and verified,
+///   so the delta written is valid, but `t` of it will fail while the base has them (as for
+///   an archive) and they may be the sign of a bad copy: a warning names the base, where it
+///   ends, the bytes and what `t` will say; zero padding (a tape block) is not a word, as
+///   for `x`.
+#[test]
+fn a_base_with_an_undone_edit_is_refused_and_bytes_after_its_footer_are_named() {
+    let fx = Fx::new();
+    setup(&fx);
+    edited_and_appended(&fx);
+    let at = size(&fx, "base.kry");
+    let o = fx.run(&["c", "--base", "edited.kry", "d1.kry", "v2"]);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.starts_with("krypta: edited.kry: 100 bytes inserted at byte ")
+            && e.contains(": a damaged archive is not written against as a delta base (krypta x restores its files with them undone; a good copy of it can be the base)"),
+        "{e}"
+    );
+    assert!(!fx.exists("d1.kry"));
+    let o = fx.run(&["c", "--base", "appended.kry", "d2.kry", "v2"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(
+        err(&o).lines().next().unwrap(),
+        format!(
+            "krypta: warning: appended.kry: 17 bytes follow the archive's footer at byte {at} (a bad copy, or something appended?): read without them; the new archive is written against the base without them, and `krypta t` of it fails while the base has them (a good copy of the base, or this one cut to its {at} bytes, passes)"
+        )
+    );
+    // What the warning says: `t` with that base fails, with the good copy passes.
+    let o = fx.run(&["t", "--base", "appended.kry", "d2.kry"]);
+    assert_eq!(code(&o), 5, "{}", err(&o));
+    fx.ok(&["t", "--base", "base.kry", "d2.kry"]);
+    let o = fx.run(&["c", "--base", "padded.kry", "d3.kry", "v2"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(!err(&o).contains("warning"), "{}", err(&o));
+    fx.ok(&["t", "--base", "padded.kry", "d3.kry"]);
+}

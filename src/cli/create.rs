@@ -20,7 +20,8 @@
 //! to every input wherever it stands on the line, as bsdtar's common `tar -cf out -C dir .`
 //! use; not GNU tar's positional `-C a x -C b y`, which clap's derive cannot express without
 //! re-reading the raw argument order, and whose "inputs before it relative to here, after it
-//! to DIR" rule is easy to misread in a backup script. Each input (and each name listed in
+//! to DIR" rule is easy to misread in a backup script; a second `-C` is refused with the
+//! alternative named ([`second_directory`]). Each input (and each name listed in
 //! `--files-from`, as tar reads `-T` names) is read at `DIR/INPUT` and stored under the name
 //! INPUT gives, so `c -C /srv out.kry www` stores `www/...`; an absolute input is read as
 //! given (and stored without its leading `/`, as always). `-` is stdin whatever `-C` says.
@@ -326,6 +327,28 @@ fn collect_inputs(a: &CompressArgs) -> Result<Vec<PathBuf>> {
         )));
     }
     Ok(inputs)
+}
+
+/// clap's refusal of a second `-C` for `c` ("cannot be used multiple times") with the module
+/// doc's decision in it and what to write instead: a script written for GNU tar's positional
+/// `-C a x -C b y` learned only that the option repeats. Other errors are left as they are.
+pub(crate) fn second_directory(e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let directory = matches!(
+        e.get(ContextKind::InvalidArg),
+        Some(ContextValue::String(a)) if a.starts_with("--directory")
+    );
+    let compress = std::env::args_os()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'))
+        .is_some_and(|a| a == "c" || a == "compress");
+    if e.kind() != ErrorKind::ArgumentConflict || !directory || !compress {
+        return e;
+    }
+    clap::Error::raw(
+        ErrorKind::ArgumentConflict,
+        "the argument '--directory <DIR>' cannot be used multiple times: -C DIR is given once for all the inputs of `krypta c` (GNU tar's positional `-C a x -C b y` is not supported): give the inputs relative to one directory (`krypta c out.kry -C PARENT a/x b/y` stores a/x and b/y), or make one archive per directory\n",
+    )
 }
 
 /// Refuses a `-C DIR` that is not a directory, naming it, before a password is asked for.

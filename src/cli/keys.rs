@@ -321,17 +321,30 @@ fn open_base_raw(
         ..KeyArgs::default()
     };
     let opts = open_options_for(&keys, path, PromptFor::Base)?;
-    let opened = if reading {
+    // The base's password is `KRYPTA_PASSWORD`, which the archive's keys hold too (with a
+    // `--base-keyfile` or `--base-identity` beside it, either may have opened the base: the
+    // warning then says only that the base is encrypted, never that the password was unused).
+    let env = matches!(
+        password_source(
+            keys.password,
+            &keys.pass_file,
+            keys.pass_fd,
+            true,
+            PromptFor::Base
+        ),
+        Some(PasswordSource::Env)
+    );
+    let mut opened = if reading {
         krypta::archive::reader::BaseArchive::open_to_read(path, opts)
     } else {
         krypta::archive::reader::BaseArchive::open(path, opts)
-    };
-    Ok(Some(
-        opened?.shared(
-            jobs.filter(|&j| j > 0)
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        ),
-    ))
+    }?;
+    if env {
+        opened.set_shared_password();
+    }
+    Ok(Some(opened.shared(jobs.filter(|&j| j > 0).unwrap_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+    ))))
 }
 
 /// A base's missing key, worded with the base's own key options (not the archive's).

@@ -33,7 +33,9 @@ pub(crate) use create::TotalScan;
 /// The matches are kept for checks over every argument ([`refuse_key_text`]).
 pub fn parse() -> std::result::Result<(Cli, clap::ArgMatches), clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let m = Cli::command().try_get_matches()?;
+    let m = Cli::command()
+        .try_get_matches()
+        .map_err(create::second_directory)?;
     Ok((Cli::from_arg_matches(&m)?, m))
 }
 

@@ -240,19 +240,32 @@ pub enum Error {
         frame: u64,
     },
     /// `test` of an archive without recovery data read with one insertion or removal undone
-    /// (`archive::reader::moved`): every entry verified, but the file is not as written.
-    /// Exit 2 encrypted, 5 unencrypted.
+    /// (`archive::reader::moved`): every entry verified, but the file is not as written; or
+    /// such an archive given as the base of a new delta archive (`c --base`), which refuses
+    /// it as it refuses any damaged base. Exit 2 encrypted, 5 unencrypted.
     #[error(
-        "{}: {} {} at byte {at} ({}): every entry verified with {} undone, but the archive is not as written and has no recovery data to repair it",
+        "{}: {} {} at byte {at} ({}): {}",
         shown(path),
         crate::counted(bytes.unsigned_abs(), "byte", "bytes"),
         if *bytes > 0 { "inserted" } else { "removed" },
         frame.map_or("after the index".to_string(), |f| format!("frame {f}")),
-        crate::them(bytes.unsigned_abs())
+        if *base_written {
+            format!(
+                "a damaged archive is not written against as a delta base (krypta x restores its files with {} undone; a good copy of it can be the base)",
+                crate::them(bytes.unsigned_abs())
+            )
+        } else {
+            format!(
+                "every entry verified with {} undone, but the archive is not as written and has no recovery data to repair it",
+                crate::them(bytes.unsigned_abs())
+            )
+        }
     )]
     EditUndone {
         /// The archive path.
         path: PathBuf,
+        /// It was given as the base of a new delta archive (`c --base`), which refuses it.
+        base_written: bool,
         /// Where the edit is (as written).
         at: u64,
         /// Bytes inserted (negative: removed).

@@ -12,8 +12,9 @@ use std::path::Path;
 
 /// Escapes a raw path for display: printable UTF-8 characters as they are, `\` as `\\`,
 /// newline as `\n`, tab as `\t`, and every other byte of a control character (C0, DEL, C1),
-/// a bidirectional-formatting character (U+202A..U+202E, U+2066..U+2069) or invalid UTF-8 as
-/// `\xHH` (two lowercase hex digits). The mapping is injective: [`unescape_path`] inverts it.
+/// an invisible formatting character ([`is_invisible_format`]: bidirectional controls and
+/// marks, zero-width characters) or invalid UTF-8 as `\xHH` (two lowercase hex digits). The
+/// mapping is injective: [`unescape_path`] inverts it.
 pub fn escape_path(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
@@ -22,7 +23,7 @@ pub fn escape_path(bytes: &[u8]) -> String {
                 '\\' => out.push_str("\\\\"),
                 '\n' => out.push_str("\\n"),
                 '\t' => out.push_str("\\t"),
-                c if c.is_control() || is_bidi_control(c) => {
+                c if c.is_control() || is_invisible_format(c) => {
                     let mut buf = [0u8; 4];
                     for b in c.encode_utf8(&mut buf).bytes() {
                         push_hex(&mut out, b);
@@ -87,8 +88,23 @@ fn unescape_bytes(text: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// The invisible formatting characters [`escape_path`] escapes: a name holding one reads as
+/// another name (or, with a bidirectional control, as its characters in another order) on a
+/// terminal. The bidirectional embeddings, overrides and isolates (U+202A..U+202E,
+/// U+2066..U+2069), the directional marks (U+200E, U+200F, U+061C), and the zero-width
+/// characters (U+200B..U+200D, U+2060, U+FEFF). Zero-width joiners (U+200C, U+200D) have uses
+/// in Persian and Indic names and in emoji sequences, and are escaped all the same: a listing
+/// must tell `ab` from `a<ZWJ>b`.
+pub fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{061c}'
+            | '\u{2060}'
+            | '\u{feff}'
+    )
 }
 
 fn push_hex(out: &mut String, b: u8) {

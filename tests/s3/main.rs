@@ -11,6 +11,7 @@ mod harness;
 mod delta;
 mod delta_window;
 mod errors;
+mod fetch_bounds;
 mod integrity;
 mod keys;
 mod lost;

@@ -127,6 +127,11 @@ impl Proxy {
         self.state.requests.load(Ordering::SeqCst)
     }
 
+    /// Connections krypta opened.
+    pub fn connections(&self) -> u64 {
+        self.state.connections.load(Ordering::SeqCst)
+    }
+
     /// Loses the answer to the request `rule` names (see [`Lose`]).
     pub fn lose(&self, rule: Lose) {
         *self.state.lose.lock().unwrap() = Some(rule);

@@ -58,7 +58,7 @@ pub const BINDING_CONTEXT: &str = "krypta v2 delta base binding";
 
 /// An opened base archive. See the module doc.
 pub struct BaseArchive {
-    path: PathBuf,
+    pub(super) path: PathBuf,
     pub(super) id: ArchiveId,
     binding: [u8; 32],
     /// Where the tags the binding covers lie (`base_binding::tag_offsets`; empty when the
@@ -96,6 +96,8 @@ pub struct BaseArchive {
     undone_edit: Option<(u64, i64, u64)>,
     /// Whether it is encrypted.
     encrypted: bool,
+    /// [`BaseArchive::set_shared_password`] was noted of this encrypted base.
+    pub(crate) shared_password: bool,
     /// Workers that ask for regions at the same time ([`BaseArchive::shared`]).
     pub(super) workers: usize,
     /// Frames for the prefetch thread ([`BaseArchive::shared`]; none without one).
@@ -187,6 +189,19 @@ impl BaseArchive {
             }
             Err(e) => return Err(e),
         };
+        if let Some((at, bytes, frame)) = ar.undone_edit
+            && !reading
+        {
+            // An insertion or removal undone (`moved`) is damage (module doc, "A damaged base").
+            return Err(Error::EditUndone {
+                path: path.to_path_buf(),
+                base_written: true,
+                at,
+                bytes,
+                frame: (frame != super::AFTER_INDEX).then_some(frame),
+                sealed: ar.header.encrypted(),
+            });
+        }
         if let Some(k) = index.frame_ref_lens.iter().position(|&l| l != 0) {
             return Err(Error::Usage(format!(
                 "{}: data frame {k} references earlier frames of its stream (a level-9 group): such an archive cannot be a delta base",
@@ -244,6 +259,7 @@ impl BaseArchive {
             header_fix,
             undone_edit,
             encrypted: header.encrypted(),
+            shared_password: false,
             reproducible: !header.encrypted()
                 && header.archive_id == crate::create::reproducible_archive_id(header.created),
         })
@@ -274,6 +290,12 @@ impl BaseArchive {
         self.encrypted
     }
 
+    /// Notes that this base, if encrypted, was opened with keys holding the archive's password
+    /// (`KRYPTA_PASSWORD`): `open_warning` then does not call that password unused.
+    pub fn set_shared_password(&mut self) {
+        self.shared_password = self.encrypted;
+    }
+
     /// Bytes after its footer, left out ([`Archive::trailing`]).
     pub fn trailing(&self) -> Option<(u64, u64, bool)> {
         self.input.lock().ok()?.trailing()
@@ -283,32 +305,6 @@ impl BaseArchive {
     /// base must not have to be read without its binding (`Archive::set_base`).
     pub fn reproducible(&self) -> bool {
         self.reproducible
-    }
-
-    /// The data frames that fail (their tag, head or block), read and decoded one by one:
-    /// tells a damaged base from another archive of the same id when the binding differs
-    /// (module doc). A frame the file ends before is damage (cut short); any other read
-    /// error is I/O.
-    pub(crate) fn damaged_frames(&self) -> Result<Vec<u64>> {
-        let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
-        let mut bad = Vec::new();
-        let mut out = HugeBuf::new();
-        for seq in 0..self.data_frames() {
-            match self.decode_into(&mut dec, seq, &mut out) {
-                Ok(()) => {}
-                Err(BaseFault::Read { source, .. })
-                    if source.kind() != std::io::ErrorKind::UnexpectedEof =>
-                {
-                    return Err(Error::io(
-                        &self.path,
-                        "read the delta base",
-                        std::io::Error::new(source.kind(), source.to_string()),
-                    ));
-                }
-                Err(_) => bad.push(seq),
-            }
-        }
-        Ok(bad)
     }
 
     /// The base's format version (its records are read in it).
@@ -387,16 +383,18 @@ impl BaseArchive {
         out.try_reserve(region.len as usize, "a delta base region")
             .map_err(oom)?;
         if self.data_frames() > 0 {
-            // The frames this region spans after its first (estimated from the base's block
-            // size) and one more, the next delta block's: module doc, "Prefetch".
             let block = u64::from(self.block_size.max(1));
             self.working_set(u64::from(region.len) + block);
-            let span = (u64::from(region.offset) + u64::from(region.len)).div_ceil(block);
-            self.hint(region.seq + 1, region.seq + span + 1);
+            self.hint(
+                region.seq + 1,
+                region.seq + super::base_cache::lookahead(region, block),
+            );
         }
         let mut seq = region.seq;
         let mut skip = region.offset as usize;
         let mut left = region.len as usize;
+        // Held while the next block decodes, so the cache keeps both (`Cache::evict_to`).
+        let mut _before: Option<Arc<HugeBuf>> = None;
         while left > 0 {
             if seq >= self.data_frames() {
                 return Err(self.invalid(region.seq, 0, match &self.unchecked {
@@ -430,6 +428,7 @@ impl BaseArchive {
             left -= n;
             skip = 0;
             seq += 1;
+            _before = Some(b);
         }
         Ok(())
     }
@@ -465,7 +464,7 @@ impl BaseArchive {
     }
 
     /// Reads, verifies and decodes data frame `seq` into `out`.
-    fn decode_into(
+    pub(super) fn decode_into(
         &self,
         dec: &mut BlockDecoder,
         seq: u64,

@@ -35,9 +35,33 @@ use std::sync::OnceLock;
 
 use super::*;
 use crate::codec::huge::HugeBuf;
+use crate::format::block::BaseRegion;
 
 /// Bytes of decoded base blocks the cache holds by default: 256 MiB.
 pub const DEFAULT_CACHE_BUDGET: u64 = 256 << 20;
+
+/// Largest base block the prefetch thread decodes ahead of the regions asked for (8 MiB,
+/// `base_fetch`'s read-ahead), unless a region is longer.
+pub const SPECULATE_BLOCK: u64 = 8 << 20;
+
+/// How many frames from `region.seq` the prefetch thread is asked for (estimated from the
+/// base's block size `block`): the frames the region spans, and one more, the next delta
+/// block's (a record stream written in order: module doc, "Prefetch"), when base blocks are
+/// no larger than the region or [`SPECULATE_BLOCK`]. A frame ahead that no region needs is
+/// fetched and decoded for nothing: a one-file `x --base` of a base written with `-b 256M`
+/// fetched a second 256 MiB frame after the file's last region (503 MB of the 503 MB base
+/// from the bucket, for a 40 MiB file in its first frame). So what a read fetches beyond the
+/// frames its regions span is at most one base block past the last region, and only a block
+/// of at most `max(region, 8 MiB)`.
+pub(super) fn lookahead(region: &BaseRegion, block: u64) -> u64 {
+    let (offset, len) = (u64::from(region.offset), u64::from(region.len));
+    let span = (offset + len).div_ceil(block);
+    if block <= len.max(SPECULATE_BLOCK) {
+        span + 1
+    } else {
+        span
+    }
+}
 
 /// One cache slot: filled once; `claimed` once a worker or the prefetch thread started on
 /// it (the prefetch thread skips claimed slots instead of waiting for them).
@@ -81,10 +105,28 @@ const FREE_BUFFERS: usize = 8;
 
 impl Cache {
     /// Evicts least recently used slots until `bytes <= limit` (keeping at least one),
-    /// keeping the buffers no one holds for reuse.
+    /// keeping the buffers no one holds for reuse. A block a thread holds (a worker's region
+    /// being assembled, the block a BASE_REF walk reads from, a slot being waited on) is not
+    /// evicted: its memory stays until the holder drops it all the same, and evicting it only
+    /// made the next asker decode it again. With blocks as large as the budget (`-b 256M`:
+    /// one fits) the record parser, in one base frame, and the workers, in the next, evicted
+    /// each other's frame: `t --base` fetched each of a bucket's two frames twice (1.0 GB of a
+    /// 503 MB base); with held blocks kept, once. So the cache holds at most its limit plus
+    /// the blocks held (one or two per worker and per parser), memory the holders keep anyway.
     fn evict_to(&mut self, limit: u64) {
-        while self.bytes > limit && self.order.len() > 1 {
-            let (old, n) = self.order.pop_front().expect("non-empty");
+        let mut i = 0;
+        while self.bytes > limit && self.order.len() > 1 && i < self.order.len() {
+            let held = self.slots.get(&self.order[i].0).is_some_and(|s| {
+                Arc::strong_count(s) > 1
+                    || s.value
+                        .get()
+                        .is_some_and(|v| v.as_ref().is_ok_and(|b| Arc::strong_count(b) > 1))
+            });
+            if held {
+                i += 1;
+                continue;
+            }
+            let (old, n) = self.order.remove(i).expect("in range");
             self.bytes -= n;
             if let Some(slot) = self.slots.remove(&old)
                 && let Ok(state) = Arc::try_unwrap(slot)

@@ -1,7 +1,9 @@
-//! A damaged base's frames and entries found without its index (split from `base`; the
-//! module doc there, "A damaged base", says when and why such a base is read).
+//! A damaged base's frames and entries found without its index, and the frames that fail
+//! (split from `base`; the module doc there, "A damaged base", says when and why such a base
+//! is read).
 
 use super::*;
+use crate::codec::huge::HugeBuf;
 
 /// Of a base whose index cannot be read, its frames walked (`offsets`): the entries its
 /// record stream holds, parsed front to back from frame 0 up to the first frame the walk did
@@ -74,4 +76,32 @@ pub(super) fn walked_index(ar: &mut Archive) -> Result<(Index, Vec<u64>)> {
         index.frame_ref_lens[seq as usize] = u32::from(!group_start);
     }
     Ok((index, offsets))
+}
+
+impl BaseArchive {
+    /// The data frames that fail (their tag, head or block), read and decoded one by one:
+    /// tells a damaged base from another archive of the same id when the binding differs
+    /// (module doc). A frame the file ends before is damage (cut short); any other read
+    /// error is I/O.
+    pub(crate) fn damaged_frames(&self) -> Result<Vec<u64>> {
+        let mut dec = BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?;
+        let mut bad = Vec::new();
+        let mut out = HugeBuf::new();
+        for seq in 0..self.data_frames() {
+            match self.decode_into(&mut dec, seq, &mut out) {
+                Ok(()) => {}
+                Err(BaseFault::Read { source, .. })
+                    if source.kind() != std::io::ErrorKind::UnexpectedEof =>
+                {
+                    return Err(Error::io(
+                        &self.path,
+                        "read the delta base",
+                        std::io::Error::new(source.kind(), source.to_string()),
+                    ));
+                }
+                Err(_) => bad.push(seq),
+            }
+        }
+        Ok(bad)
+    }
 }

@@ -27,6 +27,7 @@ use url::Url;
 
 use super::ObjectUrl;
 use super::StoreError;
+use super::agents::{Agents, Lease};
 use super::config::{self, Settings};
 use super::fault::status_text;
 pub(crate) use super::fault::{Fault, xml_field};
@@ -46,10 +47,9 @@ const BACKOFF_CAP: Duration = Duration::from_secs(20);
 
 /// A client for one object (`s3://BUCKET/KEY`), shared by the threads that fetch or upload.
 pub struct Client {
-    agent: ureq::Agent,
-    /// The agent's configuration: a request with a body gets an agent of its own
-    /// ([`watch`]).
-    http: ureq::config::Config,
+    /// The run's agents of this endpoint ([`super::agents`]): one shared by requests without a
+    /// body, one leased per attempt of a request with one ([`watch`]).
+    agents: Arc<Agents>,
     /// Without progress this long, an attempt ends ([`TIMEOUT`]; shorter in tests).
     timeout: Duration,
     bucket: Bucket,
@@ -92,6 +92,9 @@ pub(crate) struct Reply {
     /// The object's upload token ([`UPLOAD_TOKEN`]), on a HEAD or GET of one krypta wrote.
     pub upload_token: Option<String>,
     pub body: ureq::BodyReader<'static>,
+    /// The agent the request was sent on, when leased ([`super::agents`]): returned once the body
+    /// (declared before it, so dropped first) is done with.
+    _lease: Option<Lease>,
 }
 
 impl Client {
@@ -110,13 +113,17 @@ impl Client {
     /// A client for `url` with the given settings. Errors: StoreConfig.
     pub fn with_settings(url: &ObjectUrl, s: Settings) -> Result<Client> {
         let location = url.display();
+        let shown = url.shown();
         // ObjectUrl's fields are public: the rule of `ObjectUrl::parse` is checked again here,
         // where the request URLs are made (the module doc of `s3`).
         super::check_key(&url.key)
-            .map_err(|why| Error::Usage(format!("{location}: {why} (expected s3://BUCKET/KEY)")))?;
-        if matches!(url.bucket.as_str(), "" | "." | "..") || url.bucket.contains('/') {
+            .map_err(|why| Error::Usage(format!("{shown}: {why} (expected s3://BUCKET/KEY)")))?;
+        if matches!(url.bucket.as_str(), "" | "." | "..")
+            || url.bucket.contains('/')
+            || url.bucket.chars().any(|c| !c.is_ascii_graphic())
+        {
             return Err(Error::Usage(format!(
-                "{location}: the bucket name has characters a bucket name cannot have (expected s3://BUCKET/KEY)"
+                "{shown}: the bucket name has characters a bucket name cannot have (expected s3://BUCKET/KEY)"
             )));
         }
         let bad = |name: &'static str, value: &str, problem: &'static str| Error::StoreConfig {
@@ -191,8 +198,17 @@ impl Client {
             }
             tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
         }
-        let http = http_config(tls.build(), TIMEOUT);
-        let agent = ureq::Agent::new_with_config(http.clone());
+        // One set of agents per endpoint and CA bundle for the run (`super::agents`).
+        let agents = Agents::for_endpoint(
+            format!(
+                "{endpoint}\0{}",
+                s.ca_bundle
+                    .as_ref()
+                    .map(|p| crate::fs::shown(p))
+                    .unwrap_or_default()
+            ),
+            http_config(tls.build(), TIMEOUT),
+        );
         let mut secrets = vec![
             s.keys.secret_access_key.clone(),
             s.keys.access_key_id.clone(),
@@ -203,8 +219,7 @@ impl Client {
         shown.set_query(None);
         let endpoint = shown.as_str().trim_end_matches('/').to_string();
         Ok(Client {
-            agent,
-            http,
+            agents,
             timeout: TIMEOUT,
             bucket,
             creds,
@@ -222,9 +237,14 @@ impl Client {
         })
     }
 
-    /// `s3://BUCKET/KEY`.
+    /// `s3://BUCKET/KEY` as given: for errors' paths, which are shown escaped.
     pub fn location(&self) -> &str {
         &self.location
+    }
+
+    /// `s3://BUCKET/KEY` as messages show it, escaped ([`ObjectUrl::shown`]).
+    pub fn shown(&self) -> String {
+        crate::fs::escape_path(self.location.as_bytes())
     }
 
     /// The bucket and the object key.
@@ -246,7 +266,7 @@ impl Client {
     pub fn describe(&self) -> String {
         format!(
             "{}: endpoint {} ({}), region {}, credentials from {} (key id {})",
-            self.location,
+            self.shown(),
             self.endpoint,
             if self.path_style {
                 "path-style"
@@ -304,12 +324,14 @@ impl Client {
     ) -> std::result::Result<Reply, Fault> {
         Counters::add(&self.counters.requests, 1);
         let u = url.as_str();
+        let mut lease = None;
         let r = match verb {
             Verb::Get | Verb::Head | Verb::Delete => {
+                let a = self.agents.shared();
                 let mut b = match verb {
-                    Verb::Get => self.agent.get(u),
-                    Verb::Head => self.agent.head(u),
-                    _ => self.agent.delete(u),
+                    Verb::Get => a.get(u),
+                    Verb::Head => a.head(u),
+                    _ => a.delete(u),
                 };
                 for (k, v) in headers {
                     b = b.header(*k, *v);
@@ -330,13 +352,23 @@ impl Client {
                     b
                 };
                 if data.is_empty() {
-                    req(&self.agent).send(data)
+                    req(self.agents.shared()).send(data)
                 } else {
-                    match watch::send(&self.http, self.timeout, req, data) {
-                        (Err(_), stall) if stall != watch::Stall::No => {
+                    let l = self.agents.lease();
+                    match watch::send(l.agent(), self.timeout, req, data) {
+                        (r, watch::Stall::No) => {
+                            lease = Some(l);
+                            r
+                        }
+                        // Shut down by the watchdog: the agent is not used again.
+                        (Err(_), stall) => {
+                            l.spoil();
                             return Err(self.stalled(stall));
                         }
-                        (r, _) => r,
+                        (r, _) => {
+                            l.spoil();
+                            r
+                        }
                     }
                 }
             }
@@ -363,6 +395,7 @@ impl Client {
                 content_length,
                 upload_token,
                 body,
+                _lease: lease,
             });
         }
         let text = self.read_xml(body).unwrap_or_default();
@@ -399,8 +432,8 @@ impl Client {
     /// The same client with `timeout` for [`TIMEOUT`] (tests: a stall in seconds, not minutes).
     #[cfg(test)]
     pub(super) fn with_timeout(mut self, timeout: Duration) -> Client {
-        self.http = http_config(self.http.tls_config().clone(), timeout);
-        self.agent = ureq::Agent::new_with_config(self.http.clone());
+        let http = http_config(self.agents.config().tls_config().clone(), timeout);
+        self.agents = Agents::new(http);
         self.timeout = timeout;
         self
     }

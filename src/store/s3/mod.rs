@@ -20,6 +20,7 @@
 //! checks the same rule again before it signs anything ([`check_key`]): a key other than the
 //! one the user typed is never written or read.
 
+mod agents;
 pub mod client;
 pub mod config;
 mod fault;
@@ -72,9 +73,12 @@ impl ObjectUrl {
         if bucket.is_empty() {
             return Err(usage("no bucket name"));
         }
+        // Bucket names are ASCII (S3: lowercase letters, digits, '.' and '-'; older ones
+        // uppercase and '_' too): a character beyond, such as a bidirectional control or a
+        // zero-width space that would make the name read as another, is refused here.
         if bucket
             .chars()
-            .any(|c| c.is_whitespace() || c == '?' || c == '#')
+            .any(|c| !c.is_ascii_graphic() || c == '?' || c == '#')
         {
             return Err(usage(
                 "the bucket name has characters a bucket name cannot have",
@@ -98,10 +102,34 @@ impl ObjectUrl {
         })
     }
 
-    /// `s3://BUCKET/KEY`, as shown in messages.
+    /// `s3://BUCKET/KEY` as given: the location's name (a path in errors, which show it
+    /// escaped). Text for a message is [`ObjectUrl::shown`].
     pub fn display(&self) -> String {
         format!("{SCHEME}{}/{}", self.bucket, self.key)
     }
+
+    /// `s3://BUCKET/KEY` as messages show it: escaped like a file name ([`crate::fs::shown`]),
+    /// so a key with a control, bidirectional or zero-width character cannot read as another.
+    pub fn shown(&self) -> String {
+        crate::fs::escape_path(self.display().as_bytes())
+    }
+}
+
+/// `s` as one word for a POSIX shell, for the commands messages give: as it is when it has
+/// only characters no shell treats specially; in single quotes when it has others and
+/// [`crate::fs::escape_path`] leaves it as it is; else (a control, bidirectional or zero-width
+/// character) as bash's `$'…'` of the escaped text, whose `\xHH` bash turns back into the
+/// bytes, so the command both shows what the key holds and addresses it exactly.
+pub(crate) fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._-/+=:@,%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return s.to_string();
+    }
+    let escaped = crate::fs::escape_path(s.as_bytes());
+    if escaped == s {
+        return format!("'{}'", s.replace('\'', "'\\''"));
+    }
+    format!("$'{}'", escaped.replace('\'', "\\'"))
 }
 
 /// Refuses a key an HTTP URL would not address exactly (module doc): one with a `.` or `..`
@@ -273,6 +301,18 @@ impl StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_word_addresses_the_key_and_shows_what_it_holds() {
+        assert_eq!(shell_word("backups/2026/a.kry"), "backups/2026/a.kry");
+        assert_eq!(shell_word("my file's.kry"), "'my file'\\''s.kry'");
+        // U+202E (right-to-left override) and U+200B (zero-width space): bash's $'\xHH'.
+        assert_eq!(
+            shell_word("a\u{202e}yrk.exe\u{200b}"),
+            "$'a\\xe2\\x80\\xaeyrk.exe\\xe2\\x80\\x8b'"
+        );
+        assert_eq!(shell_word("it's\n"), "$'it\\'s\\n'");
+    }
 
     #[test]
     fn object_urls_need_a_bucket_and_a_full_key() {

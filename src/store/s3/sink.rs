@@ -72,10 +72,21 @@ pub const MAX_IN_FLIGHT: usize = 4;
 /// The warning for upload `id` that could not be aborted (`e`): its id and the command that
 /// removes it.
 fn not_aborted(client: &Client, id: &str, e: &StoreError) -> String {
-    let (bucket, key) = (client.bucket().name(), client.key());
     format!(
-        "{}: the unfinished multipart upload {id} could not be aborted ({e}); remove it with `aws s3api abort-multipart-upload --bucket {bucket} --key {key} --upload-id {id}` (a lifecycle rule AbortIncompleteMultipartUpload does it too)",
-        client.location()
+        "{}: the unfinished multipart upload {id} could not be aborted ({e}); remove it with {} (a lifecycle rule AbortIncompleteMultipartUpload does it too)",
+        client.shown(),
+        abort_command(client, id)
+    )
+}
+
+/// The command that aborts upload `id`, in backquotes, with the key quoted for a POSIX shell
+/// ([`super::shell_word`]: a key with a character `shown` escapes is given as `$'…'`).
+fn abort_command(client: &Client, id: &str) -> String {
+    format!(
+        "`aws s3api abort-multipart-upload --bucket {} --key {} --upload-id {}`",
+        super::shell_word(client.bucket().name()),
+        super::shell_word(client.key()),
+        super::shell_word(id)
     )
 }
 
@@ -204,13 +215,11 @@ impl S3Sink {
         // At SIGINT/SIGTERM: two quick attempts, then the process exits; an upload that
         // could not be aborted is named with the command that removes it, as on the error
         // path (`Sink::abort`).
-        let note = {
-            let (bucket, key) = (self.client.bucket().name(), self.client.key());
-            format!(
-                "krypta: warning: {}: interrupted again before the unfinished multipart upload {id} was aborted; remove it with `aws s3api abort-multipart-upload --bucket {bucket} --key {key} --upload-id {id}` (a lifecycle rule AbortIncompleteMultipartUpload does it too)",
-                self.client.location()
-            )
-        };
+        let note = format!(
+            "krypta: warning: {}: interrupted again before the unfinished multipart upload {id} was aborted; remove it with {} (a lifecycle rule AbortIncompleteMultipartUpload does it too)",
+            self.client.shown(),
+            abort_command(&self.client, &id)
+        );
         let cleanup_id = cleanup::register_action(
             Box::new(move || {
                 if let Err(e) = client.abort_upload(&abort_id, 2) {
@@ -396,7 +405,7 @@ impl S3Sink {
                 });
             }
         };
-        let lost = format!("{}: {what}", self.client.location());
+        let lost = format!("{}: {what}", self.client.shown());
         let ours = head.as_ref().is_some_and(|h| {
             h.token.as_deref() == Some(self.token.as_str()) && h.size == Some(self.sent)
         });

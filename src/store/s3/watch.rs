@@ -22,9 +22,11 @@
 //! bounded by ureq's per-read timeout). The attempt then fails as a timeout, retried like any
 //! other.
 //!
-//! Each watched attempt has an agent of its own, since `Agent::shutdown` closes every
-//! connection of the agent and its clones: the other parts' connections must not go with it.
-//! That costs one TCP (and TLS) handshake per body sent, against bodies of up to 8 MiB and more.
+//! Each watched attempt runs on an agent no other request uses meanwhile, since
+//! `Agent::shutdown` closes every connection of the agent and its clones: the other parts'
+//! connections must not go with it. The agent is leased for the attempt ([`super::agents`]),
+//! and one that was not shut down is leased again with its open connection: a handshake per
+//! body sent (one TCP and TLS handshake per 8 MiB part) was the cost of a fresh agent each.
 
 use std::io::{self, Read};
 use std::sync::{Arc, Condvar, Mutex};
@@ -80,16 +82,16 @@ impl Read for Body<'_> {
     }
 }
 
-/// Sends `body` with the request `req` makes on a fresh agent of `config` (module doc),
-/// the connection shut down when the body does not move for `timeout`. Returns ureq's answer
-/// and whether the watchdog ended the attempt.
+/// Sends `body` with the request `req` makes on `agent`, which no other request uses until
+/// the answer is dropped (module doc), the connection shut down when the body does not move
+/// for `timeout`. Returns ureq's answer and whether the watchdog ended the attempt (then the
+/// agent is shut down: never to be used again).
 pub(super) fn send(
-    config: &ureq::config::Config,
+    agent: &ureq::Agent,
     timeout: Duration,
     req: impl FnOnce(&ureq::Agent) -> ureq::RequestBuilder<ureq::typestate::WithBody>,
     body: &[u8],
 ) -> (Result<ureq::http::Response<ureq::Body>, ureq::Error>, Stall) {
-    let agent = ureq::Agent::new_with_config(config.clone());
     let state: Shared = Arc::new((
         Mutex::new(State {
             last: Instant::now(),
@@ -99,7 +101,7 @@ pub(super) fn send(
         }),
         Condvar::new(),
     ));
-    let b = req(&agent).header("content-length", body.len().to_string());
+    let b = req(agent).header("content-length", body.len().to_string());
     let dog = {
         let (state, mut agent) = (Arc::clone(&state), Some(agent.clone()));
         std::thread::Builder::new()
@@ -190,7 +192,7 @@ mod tests {
         let body = vec![7u8; 64 << 20];
         let t0 = Instant::now();
         let (r, stalled) = send(
-            &config(t),
+            &ureq::Agent::new_with_config(config(t)),
             t,
             |a| a.put(format!("http://{addr}/b/k")),
             &body,
@@ -280,7 +282,7 @@ mod tests {
         });
         let t = Duration::from_secs(2);
         let (r, stalled) = send(
-            &config(t),
+            &ureq::Agent::new_with_config(config(t)),
             t,
             |a| a.put(format!("http://{addr}/b/k")),
             &body,
