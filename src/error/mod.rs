@@ -17,7 +17,7 @@ mod text;
 
 use crate::fs::shown;
 pub use text::set_warnings_hidden;
-use text::{auth_failed, incomplete_text, salvaged, see_warnings};
+use text::{auth_failed, edit_undone, incomplete_text, salvaged, see_warnings};
 
 pub use base::BaseError;
 pub use detail::{AuthCheck, Inconsistency, KeyNeeds, SignatureProblem};
@@ -243,24 +243,7 @@ pub enum Error {
     /// (`archive::reader::moved`): every entry verified, but the file is not as written; or
     /// such an archive given as the base of a new delta archive (`c --base`), which refuses
     /// it as it refuses any damaged base. Exit 2 encrypted, 5 unencrypted.
-    #[error(
-        "{}: {} {} at byte {at} ({}): {}",
-        shown(path),
-        crate::counted(bytes.unsigned_abs(), "byte", "bytes"),
-        if *bytes > 0 { "inserted" } else { "removed" },
-        frame.map_or("after the index".to_string(), |f| format!("frame {f}")),
-        if *base_written {
-            format!(
-                "a damaged archive is not written against as a delta base (krypta x restores its files with {} undone; a good copy of it can be the base)",
-                crate::them(bytes.unsigned_abs())
-            )
-        } else {
-            format!(
-                "every entry verified with {} undone, but the archive is not as written and has no recovery data to repair it",
-                crate::them(bytes.unsigned_abs())
-            )
-        }
-    )]
+    #[error("{}", edit_undone(path, *base_written, *at, *bytes, *frame))]
     EditUndone {
         /// The archive path.
         path: PathBuf,

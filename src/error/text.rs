@@ -182,6 +182,37 @@ pub(super) fn salvaged(path: &Path, verb: &str, restored: u64, total: u64, damag
     }
 }
 
+/// [`super::Error::EditUndone`]'s message: where the inserted or removed bytes are, and what
+/// that means for `test` (no recovery data to repair it) or for `c --base` (not written
+/// against).
+pub(super) fn edit_undone(
+    path: &Path,
+    base_written: bool,
+    at: u64,
+    bytes: i64,
+    frame: Option<u64>,
+) -> String {
+    let n = bytes.unsigned_abs();
+    let what = if base_written {
+        format!(
+            "a damaged archive is not written against as a delta base (krypta x restores its files with {} undone; a good copy of it can be the base)",
+            crate::them(n)
+        )
+    } else {
+        format!(
+            "every entry verified with {} undone, but the archive is not as written and has no recovery data to repair it",
+            crate::them(n)
+        )
+    };
+    format!(
+        "{}: {} {} at byte {at} ({}): {what}",
+        shown(path),
+        crate::counted(n, "byte", "bytes"),
+        if bytes > 0 { "inserted" } else { "removed" },
+        frame.map_or("after the index".to_string(), |f| format!("frame {f}")),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
