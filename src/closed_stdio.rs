@@ -168,9 +168,56 @@ pub fn require_input_path(path: &std::path::Path) -> Result<()> {
 /// The stream, closed at start, that `path` names by one of its names (`/dev/stdout`,
 /// `/dev/fd/1`, `/proc/self/fd/1`; the same for 0 and 2): opened, such a path would open the
 /// `/dev/null` that stands in for it. `None` for any other path or an open stream.
+/// A symbolic link to one of them counts too (`ln -s /dev/stdout out.kry`, a directory link
+/// `mydev -> /dev` in `mydev/stdin`): it opens the same `/dev/null` ([`stream_through_links`]).
 pub fn names_closed(path: &std::path::Path) -> Option<Stream> {
-    let s = stream_named(path)?;
+    let any = CLOSED.load(Ordering::Relaxed) | WRONG_WAY.load(Ordering::Relaxed) != 0;
+    let s = stream_named(path).or_else(|| any.then(|| stream_through_links(path)).flatten())?;
     was_closed(s).then_some(s)
+}
+
+/// The standard stream `path` reaches through symbolic links ([`stream_named`] of each path
+/// met on the way), resolved one link at a time from the left, as the kernel does, and
+/// stopped at the first name of a stream: resolving that one too would end at the
+/// `/dev/null` standing in for a closed stream. `None` for a path that names no stream, one
+/// that cannot be resolved (a missing component), or more than 40 links.
+fn stream_through_links(path: &std::path::Path) -> Option<Stream> {
+    use std::path::{Component, PathBuf};
+    let mut p = std::env::current_dir().ok()?.join(path);
+    for _ in 0..40 {
+        if let Some(s) = stream_named(&p) {
+            return Some(s);
+        }
+        // The first component that is a link is replaced by its target; the components
+        // before it are not links, so a `..` among them is taken lexically.
+        let parts: Vec<Component> = p.components().collect();
+        let mut prefix = PathBuf::from("/");
+        let mut next = None;
+        for (i, c) in parts.iter().enumerate() {
+            let Component::Normal(name) = c else {
+                if *c == Component::ParentDir {
+                    prefix.pop();
+                }
+                continue;
+            };
+            let here = prefix.join(name);
+            if std::fs::symlink_metadata(&here)
+                .ok()?
+                .file_type()
+                .is_symlink()
+            {
+                let mut target = prefix.join(std::fs::read_link(&here).ok()?);
+                for rest in &parts[i + 1..] {
+                    target.push(rest.as_os_str());
+                }
+                next = Some(target);
+                break;
+            }
+            prefix = here;
+        }
+        p = next?;
+    }
+    None
 }
 
 /// The standard stream `path` names, however spelled: `/dev/stdin`, `/dev/fd/0`,

@@ -319,3 +319,58 @@ fn a_key_or_list_file_named_by_a_closed_stdin_is_refused() {
         assert!(!fx.p("o.kry").exists() && !fx.p("out").exists(), "{args:?}");
     }
 }
+
+/// Regression (h69): a symbolic link to a name of a closed stream opened the `/dev/null`
+/// standing in for it. `c out.kry in >&-` with `out.kry -> /dev/stdout` wrote the archive
+/// into nothing and exited 0; `--pass-file pw.lnk <&-` (`pw.lnk -> /dev/stdin`) read an empty
+/// password and said "authentication failed: ... wrong key or password"; a link to a
+/// directory (`mydev -> /dev`) did the same. A link to a real file still reads the file.
+#[test]
+fn a_link_to_a_closed_stream_is_refused_as_the_stream() {
+    let fx = tree();
+    fx.file("pw", b"pw\n");
+    fx.ok(&["c", "--pass-file", "pw", "--kdf", "pbkdf2", "e.kry", "in"]);
+    std::os::unix::fs::symlink("/dev/stdout", fx.p("out.kry")).unwrap();
+    std::os::unix::fs::symlink("/dev/stdin", fx.p("pw.lnk")).unwrap();
+    std::os::unix::fs::symlink("/dev", fx.p("mydev")).unwrap();
+    std::os::unix::fs::symlink("pw", fx.p("real.lnk")).unwrap();
+    for args in [
+        &["c", "out.kry", "in"][..],
+        &["c", "-f", "out.kry", "in"],
+        &["c", "mydev/stdout", "in"],
+        &["c", "mydev/../dev/fd/1", "in"],
+    ] {
+        let o = closed(&fx, ">&-", args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", err(&o));
+        assert_eq!(
+            err(&o),
+            format!("{STDOUT_CLOSED}: the archive was not written\n"),
+            "{args:?}"
+        );
+        assert_eq!(
+            std::fs::read_link(fx.p("out.kry")).unwrap(),
+            std::path::Path::new("/dev/stdout"),
+            "{args:?}"
+        );
+    }
+    let bare = STDIN_CLOSED.strip_prefix("krypta: ").unwrap();
+    for file in ["pw.lnk", "mydev/stdin", "./mydev/./fd/0"] {
+        let o = closed(&fx, "<&-", &["t", "--pass-file", file, "e.kry"]);
+        assert_eq!(code(&o), 4, "{file}: {}", err(&o));
+        assert_eq!(
+            err(&o),
+            format!("krypta: --pass-file {file}: {bare}: there is nothing to read from it\n"),
+        );
+    }
+    let o = closed(&fx, "<&-", &["t", "pw.lnk"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        format!("{STDIN_CLOSED}: there is no archive to read\n")
+    );
+    // A link to a real file, and a link to stdin while stdin is open, are read.
+    let o = closed(&fx, "<&-", &["t", "--pass-file", "real.lnk", "e.kry"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let o = closed(&fx, "<pw", &["t", "--pass-file", "pw.lnk", "e.kry"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+}

@@ -386,3 +386,24 @@ fn the_default_workers_leave_room_for_the_recovery_data() {
     assert_eq!(err(&o).contains(&note), cores > 1, "{}", err(&o));
     fx.ok(&["repair", "--check", "b.kry"]);
 }
+
+/// Regression (h69): under a limit smaller than the recovery encoder's own buffers the note
+/// said "the address-space limit (ulimit -v) is 150.0 MiB, of which the recovery data needs
+/// about 200.8 MiB": a part larger than the whole. It says the limit is less than the
+/// recovery data alone needs; the run then fails out of memory (exit 4), no archive written.
+#[test]
+fn the_default_workers_note_says_when_the_recovery_data_alone_exceeds_the_limit() {
+    let fx = Fx::new();
+    fx.file("in/a", &bytes(5000, 1, true));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let o = under_memory_limit(&fx, 150, &["c", "--recovery", "50", "b.kry", "in"]);
+    assert_eq!(code(&o), 4, "{}", err(&o));
+    assert!(!fx.p("b.kry").exists());
+    let note = format!(
+        "krypta: note: using -j 1 rather than {cores}: level 3 with 4.0 MiB blocks needs about \
+         19.0 MiB per worker, and the address-space limit (ulimit -v) is 150.0 MiB, less than \
+         the recovery data alone needs (about 200.8 MiB)\n"
+    );
+    assert_eq!(err(&o).contains(&note), cores > 1, "{}", err(&o));
+    assert!(!err(&o).contains("of which"), "{}", err(&o));
+}

@@ -478,7 +478,14 @@ fn default_jobs(
     let jobs =
         krypta::memory::workers_within(limit.saturating_sub(encoder), level, block_size, cores);
     if jobs < cores && !quiet {
-        let recovery = if encoder > 0 {
+        // A limit the recovery data alone does not fit in is said so ("of which" a part
+        // larger than the whole read as nonsense): fewer workers will not make it fit.
+        let recovery = if encoder >= limit {
+            format!(
+                ", less than the recovery data alone needs (about {})",
+                krypta::memory::mib(encoder)
+            )
+        } else if encoder > 0 {
             format!(
                 ", of which the recovery data needs about {}",
                 krypta::memory::mib(encoder)
