@@ -163,10 +163,12 @@ rm src2/empty
 mv src src.orig && mv src2 src          # same paths as the base's
 c -b 64K --base plain.kry delta.kry src
 c -l 9 --base plain.kry delta9.kry src
+c -l 7 -b 64K --base plain.kry delta7.kry src   # diff+base blocks (codec 3, FORMAT.md §16.6)
 c --base kf.kry --base-keyfile k.key --keyfile k2.key deltaenc.kry src
 mv src src2 && mv src.orig src
 restore delta src2 delta.kry src --base plain.kry
 restore delta-l9 src2 delta9.kry src --base plain.kry
+restore delta-l7-diff src2 delta7.kry src --base plain.kry
 restore delta-encrypted src2 deltaenc.kry src --keyfile k2.key --base kf.kry --base-keyfile k.key
 refuse delta-without-base 9 delta.kry
 refuse delta-wrong-base 9 delta.kry --base stored.kry
@@ -224,7 +226,7 @@ for fn in ("krypta_archive.txt", "krypta_archive_v2.txt", "krypta_archive_signed
                 print("FAIL content", name, p); bad += 1
         if os.readlink(os.path.join("out_" + name, "latest")) != "docs/readme.txt":
             print("FAIL symlink", name); bad += 1
-for fn in ("delta_v2", "delta_ref_v2", "delta_ref_unmarked_v2"):
+for fn in ("delta_v2", "delta_diff_v2", "delta_ref_v2", "delta_ref_unmarked_v2"):
     lines = [l.strip() for l in open(os.path.join(HERE, "tests/golden", fn + ".hex"))]
     if fn == "delta_ref_unmarked_v2":   # one archive a line
         arcs = [l for l in lines if l and not l.startswith("#")]

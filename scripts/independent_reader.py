@@ -548,6 +548,97 @@ def zstd_check_frame(payload, R, version, code):
     need(pos == len(p), code, "bytes after the zstd frame (or frame truncated)")
 
 
+def zstd_content_size(p, code):
+    """Frame_Content_Size from a zstd frame header (§5.1), or Fail when absent."""
+    need(len(p) >= 6 and p[:4] == b"\x28\xb5\x2f\xfd", code, "zstd payload: bad magic")
+    fhd = p[4]
+    single = fhd >> 5 & 1
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+    fcs_size = (1 if single else 0, 2, 4, 8)[fhd >> 6]
+    need(fcs_size > 0 and pos + fcs_size <= len(p), code, "zstd frame does not declare its content size")
+    return int.from_bytes(p[pos:pos + fcs_size], "little") + (256 if fcs_size == 2 else 0)
+
+
+def diff_decode(payload, R, region, code):
+    """A diff+base payload after its region descriptor (§16.6) against `region`."""
+    p = bytes(payload)
+    need(len(p) >= 17 and p[0] == 0, code, "diff payload head / version")
+    lens = struct.unpack_from("<4I", p, 1)
+    need(sum(lens) == len(p) - 17, code, "diff stream lengths")
+    streams, pos = [], 17
+    for k, n in enumerate(lens):
+        f = p[pos:pos + n]
+        pos += n
+        if n == 0:
+            streams.append(b"")
+            continue
+        size = zstd_content_size(f, code)
+        need(k == 0 or size <= R, code, "diff stream longer than the block")
+        zstd_check_frame(f, size, 2, code)
+        if k == 0:
+            fhd = f[4]
+            if not fhd >> 5 & 1:
+                wlog = 10 + (f[5] >> 3)
+                need((1 << wlog) + ((1 << wlog) >> 3) * (f[5] & 7) <= 1 << 24, code, "ctrl window")
+            else:
+                need(size <= 1 << 24, code, "ctrl window")
+        try:
+            out = zstandard.ZstdDecompressor().decompress(f, max_output_size=max(size, 1))
+        except zstandard.ZstdError as e:
+            raise Fail(code, f"zstd: {e}")
+        need(len(out) == size, code, "diff stream size")
+        streams.append(out)
+    ctrl, gaps, vals, extra = streams
+
+    def numbers(b):
+        i = 0
+        while i < len(b):
+            v, sh = 0, 0
+            for j in range(5):
+                need(i < len(b), code, "diff number cut off")
+                x = b[i]
+                i += 1
+                v |= (x & 0x7F) << sh
+                sh += 7
+                if not x & 0x80:
+                    break
+                need(j < 4, code, "diff number over 5 bytes")
+            need(v < 1 << 32, code, "diff number over 32 bits")
+            yield v
+
+    cmds = list(numbers(ctrl))
+    need(len(cmds) % 3 == 0, code, "diff ctrl cut inside a command")
+    gap_list = list(numbers(gaps))
+    need(len(gap_list) == len(vals) and all(vals), code, "diff gaps / vals")
+    # the diff bytes: position (in copied bytes) of each value
+    val_at, t = {}, 0
+    for g, v in zip(gap_list, vals):
+        t += g
+        val_at[t] = v
+        t += 1
+    out = bytearray()
+    N = len(region)
+    c, d, e = 0, 0, 0  # cursor, diff bytes used, extra bytes used
+    for i in range(0, len(cmds), 3):
+        v, copy, add = cmds[i:i + 3]
+        seek = v >> 1 if v % 2 == 0 else -((v + 1) >> 1)
+        c += seek
+        need(0 <= c <= N + len(out), code, "diff seek out of range")
+        need(copy + add >= 1 and len(out) + copy + add <= R, code, "diff command size")
+        for _ in range(copy):
+            need(c < N + len(out), code, "diff copy past the source")
+            b = region[c] if c < N else out[c - N]
+            out.append((b + val_at.get(d, 0)) & 0xFF)
+            d += 1
+            c += 1
+        need(e + add <= len(extra), code, "diff extra runs out")
+        out += extra[e:e + add]
+        e += add
+    need(len(out) == R, code, "diff output length")
+    need(t <= d and e == len(extra), code, "diff streams left over")
+    return out
+
+
 def zstd_decode(payload, R, prefix, code):
     kw = {"max_window_size": 1 << 29}
     if prefix:
@@ -744,7 +835,7 @@ class Archive:
             b.first, b.L = None, 0
         b.payload = body[r.p:]
         need(1 <= b.R <= 256 * MiB, self.c_struct, f"block raw length {b.R}")
-        need(b.codec in ((0, 1, 2) if self.delta and kind == 1 else (0, 1)),
+        need(b.codec in ((0, 1, 2, 3) if self.delta and kind == 1 else (0, 1)),
              self.c_struct, f"block codec {b.codec}")
         need(b.filt <= 8, self.c_struct, f"BCJ filter {b.filt}")
         return b
@@ -762,6 +853,13 @@ class Archive:
                      "reference length beyond the group")
             prefix = stream[len(stream) - b.L:] if b.L else None
             out = bytearray(zstd_decode(b.payload, b.R, prefix, cs))
+        elif b.codec == 3:  # diff+base (§16.6)
+            need(b.L == 0, cs, "diff+base block with a reference length")
+            need(len(b.payload) >= 33 and len(b.payload) - 16 < b.R, cs, "diff+base payload size")
+            bseq, boff, N = struct.unpack_from("<QII", b.payload)
+            need(1 <= N <= 256 * MiB, cs, "diff+base region length")
+            region = self.base.region(bseq, boff, N)
+            out = diff_decode(b.payload[16:], b.R, region, cs)
         else:  # codec 2: zstd+base (§16.2)
             need(b.L == 0, cs, "zstd+base block with a reference length")
             need(len(b.payload) >= 20 and len(b.payload) - 16 < b.R, cs, "zstd+base payload size")

@@ -71,8 +71,9 @@ fn every_level_and_filter_round_trips() {
                     (None, c) => assert_eq!((c, used), (Codec::Store, Filter::None)),
                     (Some(_), Codec::Zstd) => assert_eq!(used, filter),
                     (Some(_), Codec::Store) => assert_eq!(used, Filter::None),
-                    // Only `encode_against` (delta archives) writes codec 2.
+                    // Only `encode_delta` (delta archives) writes codecs 2 and 3.
                     (Some(_), Codec::ZstdBase) => panic!("encode wrote a zstd+base block"),
+                    (Some(_), Codec::DiffBase) => panic!("encode wrote a diff+base block"),
                 }
             }
         }
@@ -181,16 +182,19 @@ fn codes_and_names_parse_back() {
     assert!("x64".parse::<Filter>().is_err());
     assert_eq!(Codec::from_u8(0), Some(Codec::Store));
     assert_eq!(Codec::from_u8(1), Some(Codec::Zstd));
-    // Code 2 is the delta archives' zstd+base block (docs/FORMAT.md §16.2); 3 is unknown.
+    // Code 2 is the delta archives' zstd+base block (docs/FORMAT.md §16.2), 3 their
+    // diff+base block (§16.6); 4 is unknown.
     assert_eq!(Codec::from_u8(2), Some(Codec::ZstdBase));
-    assert_eq!(Codec::from_u8(3), None);
+    assert_eq!(Codec::from_u8(3), Some(Codec::DiffBase));
+    assert_eq!(Codec::from_u8(4), None);
     assert_eq!(
         (
             Codec::Store.name(),
             Codec::Zstd.name(),
-            Codec::ZstdBase.name()
+            Codec::ZstdBase.name(),
+            Codec::DiffBase.name()
         ),
-        ("store", "zstd", "zstd+base")
+        ("store", "zstd", "zstd+base", "diff+base")
     );
 }
 

@@ -173,7 +173,7 @@ pub(crate) fn decode_body(
             Err(e) => Err((codec_fault(e), body)),
         };
     }
-    if info.codec == Codec::ZstdBase {
+    if info.codec.reads_base() {
         return decode_against_base(dec, info, hl, body, blocks, bodies, base);
     }
     if info.reference_len > 0 {
@@ -237,8 +237,9 @@ fn decoded(
     }
 }
 
-/// [`decode_body`] of a `zstd+base` block: the region descriptor, then the zstd frame decoded
-/// with the region's base bytes as its raw-content prefix.
+/// [`decode_body`] of a `zstd+base` or `diff+base` block: the region descriptor, then the zstd
+/// frame decoded with the region's base bytes as its raw-content prefix, or the diff payload
+/// decoded against them.
 fn decode_against_base(
     dec: &mut BlockDecoder,
     info: BlockInfo,
@@ -261,15 +262,26 @@ fn decode_against_base(
         return Err((FrameFault::Base(m), body));
     }
     let mut out = blocks.take();
-    let r = dec.decode_v2(
-        Codec::Zstd,
-        info.filter,
-        info.stream_offset,
-        frame,
-        info.raw_len as usize,
-        &prefix,
-        &mut out,
-    );
+    let r = if info.codec == Codec::DiffBase {
+        dec.decode_diff(
+            info.filter,
+            info.stream_offset,
+            frame,
+            info.raw_len as usize,
+            &prefix,
+            &mut out,
+        )
+    } else {
+        dec.decode_v2(
+            Codec::Zstd,
+            info.filter,
+            info.stream_offset,
+            frame,
+            info.raw_len as usize,
+            &prefix,
+            &mut out,
+        )
+    };
     dec.region = prefix;
     decoded(r, out, body, info, blocks, bodies)
 }

@@ -136,14 +136,14 @@ pub(crate) fn seal_block(
                     m => Error::Usage(format!("delta base: {m}")),
                 })?;
             st.encoder
-                .encode_against(raw, &st.region, &mut st.payload)
+                .encode_delta(raw, &st.region, &mut st.payload)
                 .map_err(|e| compress_error(job.seq, e))?
-                .then_some(region)
+                .map(|codec| (region, codec))
         }
         _ => None,
     };
-    let (codec, filter, referenced) = if against.is_some() {
-        (Codec::ZstdBase, Filter::None, false)
+    let (codec, filter, referenced) = if let Some((_, codec)) = against {
+        (codec, Filter::None, false)
     } else if st.encoder.stores() {
         (Codec::Store, Filter::None, false)
     } else {
@@ -176,14 +176,14 @@ pub(crate) fn seal_block(
                 copy
             }
         },
-        Codec::Zstd | Codec::ZstdBase => {
+        Codec::Zstd | Codec::ZstdBase | Codec::DiffBase => {
             let mut frame = buffers.frames.take();
             frame.clear();
             let want = PREFIX + BASE_REGION_LEN + st.payload.len() + TAG_LEN;
             crate::memory::reserve(&mut frame, want, "a compressed frame")
                 .map_err(|e| compress_error(job.seq, e.into()))?;
             frame.resize(PREFIX, 0);
-            if let Some(r) = &against {
+            if let Some((r, _)) = &against {
                 frame.extend_from_slice(&r.to_bytes());
             }
             frame.extend_from_slice(&st.payload);

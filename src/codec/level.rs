@@ -127,6 +127,13 @@ impl Level {
         self.0 >= 7
     }
 
+    /// Whether a delta block is also written as `diff+base` (codec 3, docs/FORMAT.md §16.3),
+    /// the smaller payload kept (`codec::block::against`): levels 7..=9, beside the own
+    /// parser. Not the default: see `codec::block::diff::encode` for the measurements.
+    pub fn delta_diff(self) -> bool {
+        self.0 >= 7
+    }
+
     /// Block size used when the user gives no `-b`, bytes: [`DEFAULT_BLOCK_SIZE`] (4 MiB)
     /// except level 9, which uses 64 MiB blocks that reference their predecessor. Decode
     /// memory per worker is the block size (+ ~0.3 MiB; level 9's reader also keeps the

@@ -116,7 +116,10 @@ pub mod huge;
 mod level;
 pub mod zframe;
 
-pub use block::{BlockDecoder, BlockEncoder, decode_stored_in_place};
+pub use block::{BlockDecoder, BlockEncoder, DiffError, decode_stored_in_place};
+/// Bytes of a `diff+base` payload's head after its region descriptor: a version byte and four
+/// u32 stream lengths (docs/FORMAT.md §16.6).
+pub const DIFF_HEAD_LEN: usize = block::DIFF_HEAD_LEN;
 pub use detect::detect_filter;
 pub use level::{DELTA_LDM_BUCKET_LOG, DELTA_LDM_MIN_MATCH, Level, REFERENCE_GROUP_BLOCKS};
 
@@ -205,6 +208,10 @@ pub enum Codec {
     /// [`crate::format::block::BaseRegion`]) and one zstd frame decoded with that region of
     /// the base archive's record stream as its raw-content prefix (docs/FORMAT.md §16).
     ZstdBase = 2,
+    /// Format 2, delta archives only: a base region descriptor as for [`Codec::ZstdBase`],
+    /// then a bsdiff-style delta against that region (commands, sparse diff bytes and
+    /// extra bytes, each stream a zstd frame: docs/FORMAT.md §16.6).
+    DiffBase = 3,
 }
 
 impl Codec {
@@ -214,6 +221,7 @@ impl Codec {
             0 => Some(Codec::Store),
             1 => Some(Codec::Zstd),
             2 => Some(Codec::ZstdBase),
+            3 => Some(Codec::DiffBase),
             _ => None,
         }
     }
@@ -223,7 +231,13 @@ impl Codec {
             Codec::Store => "store",
             Codec::Zstd => "zstd",
             Codec::ZstdBase => "zstd+base",
+            Codec::DiffBase => "diff+base",
         }
+    }
+    /// Whether the block decodes against a region of a delta base (codecs 2 and 3): its
+    /// payload starts with a [`crate::format::block::BaseRegion`].
+    pub fn reads_base(self) -> bool {
+        matches!(self, Codec::ZstdBase | Codec::DiffBase)
     }
 }
 
@@ -265,6 +279,9 @@ pub enum CodecError {
     /// The zstd frame header does not declare its content size (krypta always writes it).
     #[error("zstd frame does not declare its content size")]
     NoContentSize,
+    /// A `diff+base` payload is damaged (docs/FORMAT.md §16.6).
+    #[error("diff+base block: {0}")]
+    Diff(#[from] block::DiffError),
     /// The zstd frame is cut short.
     #[error("zstd frame is truncated")]
     Truncated,

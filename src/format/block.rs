@@ -3,7 +3,7 @@
 //!
 //! | off | size | field |
 //! |---|---|---|
-//! | 0 | 1 | codec: 0 store, 1 zstd, 2 zstd against a base region (delta archives, [`BaseRegion`]) |
+//! | 0 | 1 | codec: 0 store, 1 zstd, 2 zstd against a base region, 3 diff against a base region (delta archives, [`BaseRegion`]) |
 //! | 1 | 1 | BCJ filter: 0 none, 1 x86, 2 arm64, 3 arm, 4 armthumb, 5 powerpc, 6 sparc, 7 ia64, 8 riscv |
 //! | 2 | 2 | reserved, 0 |
 //! | 4 | 4 | raw length R, 1..=256 MiB |
@@ -117,6 +117,17 @@ impl BlockHeaderV2 {
                     ),
                 ));
             }
+            Codec::DiffBase
+                if payload_len < BASE_REGION_LEN + crate::codec::DIFF_HEAD_LEN
+                    || payload_len - BASE_REGION_LEN >= raw_len as usize =>
+            {
+                return Err(FormatError::invalid(
+                    w,
+                    format!(
+                        "diff payload of {payload_len} bytes: a 16-byte region, a 17-byte head and streams, smaller than the block"
+                    ),
+                ));
+            }
             _ => {}
         }
         if reference_len > MAX_REFERENCE_LEN
@@ -162,7 +173,7 @@ impl BlockHeaderV2 {
         if kind == FrameKind::Index
             && (self.filter != Filter::None
                 || self.reference_len != 0
-                || self.codec == Codec::ZstdBase
+                || self.codec.reads_base()
                 || self.first_record != Some(0))
         {
             return Err(FormatError::invalid(

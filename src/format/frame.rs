@@ -175,7 +175,7 @@ impl BlockHeader {
         let codec = r.u8()?;
         // Codec 2 (zstd against a delta base) is format 2's alone.
         let codec = Codec::from_u8(codec)
-            .filter(|c| *c != Codec::ZstdBase)
+            .filter(|c| !c.reads_base())
             .ok_or_else(|| {
                 FormatError::invalid("block header", format!("unknown codec {codec}"))
             })?;

@@ -556,7 +556,7 @@ impl BaseArchive {
         }
         let (info, hl) =
             block_info(body, self.version, FrameKind::Data).map_err(|e| bad(e.to_string()))?;
-        if info.reference_len != 0 || info.codec == Codec::ZstdBase {
+        if info.reference_len != 0 || info.codec.reads_base() {
             return Err(bad(
                 "references other bytes (a base must decode frame by frame)".into(),
             ));

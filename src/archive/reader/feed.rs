@@ -341,7 +341,7 @@ impl<'a> Feed<'a> {
             // the base when it is decoded against a base region, a later block's when it or
             // one of the group's blocks before it is.
             self.block_on_base =
-                (self.block_on_base && info.reference_len > 0) || info.codec == Codec::ZstdBase;
+                (self.block_on_base && info.reference_len > 0) || info.codec.reads_base();
             self.read_base |= self.block_on_base;
             // The block left behind: kept if this one references it, else recycled.
             let old = std::mem::take(&mut self.block);

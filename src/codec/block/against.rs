@@ -140,6 +140,81 @@ impl BlockEncoder {
     }
 }
 
+/// The `diff+base` encoder (codec 3) and what checks its payloads, kept by an encoder
+/// between blocks.
+#[derive(Default)]
+pub(super) struct DiffState {
+    enc: super::diff::encode::DiffEncoder,
+    payload: Vec<u8>,
+    check: Vec<u8>,
+    decoder: Option<BlockDecoder>,
+}
+
+impl DiffState {
+    /// Memory held, bytes.
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.enc.memory_bytes() + self.payload.capacity() + self.check.capacity()
+    }
+
+    /// The payload of `raw` against `region` in `self.payload`, decoded and compared with
+    /// `raw`: false when it does not give back `raw` (a fault of the encoder: the block is
+    /// then written another way) or could not be made.
+    fn encode(&mut self, raw: &[u8], region: &[u8], max: bool) -> Result<bool, CodecError> {
+        self.enc.encode(raw, region, max, &mut self.payload)?;
+        let decoder = match self.decoder.as_mut() {
+            Some(d) => d,
+            None => self.decoder.insert(BlockDecoder::new()?),
+        };
+        let same = decoder
+            .decode_diff(
+                Filter::None,
+                0,
+                &self.payload,
+                raw.len(),
+                region,
+                &mut self.check,
+            )
+            .is_ok()
+            && self.check == raw;
+        debug_assert!(same, "a diff+base payload did not decode to the block");
+        Ok(same)
+    }
+}
+
+impl BlockEncoder {
+    /// Compresses `raw` (unfiltered) against `base`, a delta base region, into `out` (the
+    /// payload after the 16-byte region descriptor) and returns its codec: `diff+base` or
+    /// `zstd+base`, or `None` (and `out` is to be ignored) when neither with its descriptor
+    /// is smaller than `raw`, or the encoder stores. At the levels of
+    /// [`crate::codec::Level::delta_diff`] (blocks up to [`OWN_PARSER_MAX_BLOCK`], for the
+    /// same memory reason as the own parser) both are made and the smaller kept; elsewhere
+    /// the zstd frame of [`BlockEncoder::encode_against`].
+    pub fn encode_delta(
+        &mut self,
+        raw: &[u8],
+        base: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Codec>, CodecError> {
+        out.clear();
+        let Some(level) = self.level else {
+            return Ok(None);
+        };
+        let fits = |n: usize| n + crate::format::block::BASE_REGION_LEN < raw.len();
+        let mut best = self
+            .encode_against(raw, base, out)?
+            .then_some(Codec::ZstdBase);
+        if level.delta_diff() && raw.len() <= OWN_PARSER_MAX_BLOCK {
+            let d = self.diff.get_or_insert_default();
+            let ok = d.encode(raw, base, level == crate::codec::Level::MAX)?;
+            if ok && fits(d.payload.len()) && (best.is_none() || d.payload.len() < out.len()) {
+                std::mem::swap(out, &mut d.payload);
+                best = Some(Codec::DiffBase);
+            }
+        }
+        Ok(best)
+    }
+}
+
 /// zstd's own frame of `raw` against `base` into `out` (the parameters of
 /// [`BlockEncoder::encode_against`]).
 fn zstd_against(

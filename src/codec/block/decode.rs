@@ -23,6 +23,8 @@ pub struct BlockDecoder {
     pub region: crate::codec::huge::HugeBuf,
     /// The worker's buffer for reading a delta base's frames, kept likewise.
     pub frame: Vec<u8>,
+    /// The `diff+base` decoder's stream buffers, kept likewise.
+    diff: super::diff::decode::DiffBufs,
 }
 
 impl BlockDecoder {
@@ -35,6 +37,7 @@ impl BlockDecoder {
             dctx,
             region: Default::default(),
             frame: Vec::new(),
+            diff: Default::default(),
         })
     }
 
@@ -162,6 +165,31 @@ impl BlockDecoder {
     }
 }
 
+impl BlockDecoder {
+    /// Decodes a `diff+base` block (codec 3, docs/FORMAT.md §16.6): `payload` is what
+    /// follows the 16-byte region descriptor, `region` the base bytes it names. `out` ends up
+    /// exactly `raw_len` bytes, then `filter` is undone; on error it is left empty.
+    pub fn decode_diff(
+        &mut self,
+        filter: Filter,
+        stream_offset: u64,
+        payload: &[u8],
+        raw_len: usize,
+        region: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        out.clear();
+        if raw_len > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge {
+                len: raw_len as u64,
+            });
+        }
+        super::diff::decode::decode(&mut self.diff, payload, region, raw_len, out)?;
+        bcj::decode(filter, out, stream_offset);
+        Ok(())
+    }
+}
+
 /// Window log bound of a decoder given a reference prefix: 2^29 bytes, a maximal block and a
 /// maximal reference ([`crate::format::limits::MAX_ZSTD_WINDOW`]).
 const REFERENCE_WINDOW_LOG_MAX: u32 = 29;
@@ -201,10 +229,11 @@ fn check_raw(codec: Codec, payload: &[u8], raw_len: usize) -> Result<(), CodecEr
             len: raw_len as u64,
         });
     }
-    if codec == Codec::ZstdBase {
-        return Err(CodecError::Zstd(std::io::Error::other(
-            "a zstd+base block decodes only against its base region",
-        )));
+    if codec.reads_base() {
+        return Err(CodecError::Zstd(std::io::Error::other(format!(
+            "a {} block decodes only against its base region",
+            codec.name()
+        ))));
     }
     if codec == Codec::Store && payload.len() != raw_len {
         return Err(CodecError::SizeMismatch {

@@ -83,6 +83,11 @@ pub struct Parser {
     /// Per hash: the position + 1 (high 32 bits) and its first 4 bytes (low 32 bits), so a
     /// candidate whose bytes differ is refused without reading it (the read is the miss).
     table: Vec<u64>,
+    /// Take every hashed match of [`MIN_HASHED`] bytes whatever its distance (the
+    /// `diff+base` encoder, whose commands cost the same at any distance: a match of a
+    /// stretch with a substitution every 9 bytes is 8 bytes long, under [`min_hashed`]'s
+    /// 10 for a source over 1 MiB back, and without it such a block found no match at all).
+    pub any_distance: bool,
 }
 
 impl Parser {
@@ -91,21 +96,28 @@ impl Parser {
         self.buf.capacity() + self.table.capacity() * std::mem::size_of::<u64>()
     }
 
+    /// `region ‖ block` of the last [`Parser::parse`] (empty when it made no sequence
+    /// because of the block's size).
+    pub fn joined(&self) -> &[u8] {
+        &self.buf
+    }
+
     /// Parses `block` against `region` into `seqs` (cleared). Bytes after the last sequence
     /// are literals. No sequence at all (the block as literals) for a block under 16 bytes
     /// or when `region ‖ block` reaches 2^32 bytes (positions are kept in 32 bits; format
     /// 2 bounds a delta frame's window at 2^29).
     pub fn parse(&mut self, region: &[u8], block: &[u8], seqs: &mut Vec<Seq>) {
         seqs.clear();
+        self.buf.clear();
         if block.len() < 16 || region.len() + block.len() >= u32::MAX as usize {
             return;
         }
         let n = region.len();
-        self.buf.clear();
         self.buf.extend_from_slice(region);
         self.buf.extend_from_slice(block);
         self.table.clear();
         self.table.resize(WAYS << HASH_LOG, 0);
+        let any_distance = self.any_distance;
         let buf = &self.buf[..];
         let table = &mut self.table[..];
         let mut p = 0;
@@ -127,7 +139,12 @@ impl Parser {
                 if e != 0 && e as u32 == now as u32 {
                     let src = (e >> 32) as usize - 1;
                     let len = common(&buf[src..], &buf[cur..]);
-                    if len > found.0 && len >= min_hashed(cur - src) {
+                    let min = if any_distance {
+                        MIN_HASHED
+                    } else {
+                        min_hashed(cur - src)
+                    };
+                    if len > found.0 && len >= min {
                         found = (len, cur - src);
                     }
                 }

@@ -10,8 +10,10 @@ use super::{Codec, CodecError, Filter, Level, MAX_BLOCK_SIZE, bcj};
 mod against;
 mod decode;
 pub(crate) mod delta_parse;
+pub(crate) mod diff;
 mod sequences;
 pub use decode::{BlockDecoder, decode_stored_in_place};
+pub use diff::{DiffError, HEAD_LEN as DIFF_HEAD_LEN};
 
 /// Block encoder, one per worker thread: reuses the zstd compression context (a few MiB to
 /// ~100 MiB at level 9, set by libzstd from level and window) and a scratch buffer of one
@@ -25,6 +27,8 @@ pub struct BlockEncoder {
     scratch: Vec<u8>,
     /// krypta's own delta parser and its buffers, made on the first delta block that uses it.
     own: Option<Box<against::OwnParse>>,
+    /// The `diff+base` encoder and its buffers, made on the first block that uses it.
+    diff: Option<Box<against::DiffState>>,
 }
 
 /// A libzstd error code as a [`CodecError`]: its allocation failure as
@@ -122,6 +126,7 @@ impl BlockEncoder {
             level,
             scratch: Vec::new(),
             own: None,
+            diff: None,
         })
     }
 
@@ -136,7 +141,8 @@ impl BlockEncoder {
     pub fn memory_bytes(&mut self) -> usize {
         let cctx = self.cctx.as_mut().map_or(0, |c| c.context_mut().sizeof());
         let own = self.own.as_ref().map_or(0, |o| o.memory_bytes());
-        cctx + self.scratch.capacity() + own
+        let diff = self.diff.as_ref().map_or(0, |d| d.memory_bytes());
+        cctx + self.scratch.capacity() + own + diff
     }
 
     /// Encodes one block of `raw` bytes (1..=[`MAX_BLOCK_SIZE`]) into `out` (cleared first).

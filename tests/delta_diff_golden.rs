@@ -1,0 +1,108 @@
+//! A golden delta archive whose blocks are `diff+base` (codec 3, docs/FORMAT.md §16.6): a
+//! fixed base and a fixed next version with a substitution every 97 bytes, an insertion and
+//! a new file, written at level 7 (where the writer makes codec 3) with fixed ids and
+//! times, must give exactly the bytes in `tests/golden/delta_diff_v2.hex` (base, then delta),
+//! and read back bit for bit with the base. Regenerate (only when the format changes on
+//! purpose) with `KRYPTA_REGENERATE_VECTORS=1 cargo test --test delta_diff_golden`.
+
+mod golden_common;
+
+use std::sync::Arc;
+
+use golden_common::{meta, seeded};
+use krypta::archive::reader::{BaseArchive, OpenOptions};
+use krypta::archive::writer::{ArchiveWriter, BcjMode, ReaderSource, WriteOptions};
+use krypta::codec::{Level, MIN_BLOCK_SIZE};
+use krypta::format::entry::EntryKind;
+
+const GOLDEN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/golden/delta_diff_v2.hex"
+);
+
+fn write(files: &[(&str, Vec<u8>)], id: u8, base: Option<Arc<BaseArchive>>) -> Vec<u8> {
+    let mut opts = WriteOptions::new();
+    opts.level = Some(Level::new(7).unwrap());
+    opts.block_size = MIN_BLOCK_SIZE;
+    opts.jobs = 1;
+    opts.bcj = BcjMode::Off;
+    opts.created = 1_798_675_200;
+    opts.archive_id = Some([id; 16]);
+    opts.base = base;
+    let mut w = ArchiveWriter::new(Vec::new(), "<golden>", opts).unwrap();
+    w.add_entry(&meta("d", EntryKind::Dir, 0o755)).unwrap();
+    for (p, c) in files {
+        w.add_file(
+            &meta(p, EntryKind::File, 0o644),
+            &mut ReaderSource::new(c.as_slice(), "golden"),
+        )
+        .unwrap();
+    }
+    w.finish().unwrap().1
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Offset of the first frame's head: the header's length is at offset 12 (u32 LE, §2).
+fn first_frame(archive: &[u8]) -> usize {
+    u32::from_le_bytes(archive[12..16].try_into().unwrap()) as usize
+}
+
+#[test]
+fn a_diff_delta_archive_is_byte_for_byte_the_golden_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = seeded(100_000, 17);
+    let base = write(&[("d/a.bin", a.clone())], 0xb1, None);
+    let base_path = dir.path().join("base.kry");
+    std::fs::write(&base_path, &base).unwrap();
+    let opened = Arc::new(BaseArchive::open(&base_path, OpenOptions::default()).unwrap());
+    // Next version: every 97th byte plus one (1,031 substitutions), 10 bytes inserted, and a
+    // new file after it in the same block.
+    let mut a2 = a.clone();
+    for i in (50..a2.len()).step_by(97) {
+        a2[i] = a2[i].wrapping_add(1);
+    }
+    a2.splice(60_000..60_000, *b"0123456789");
+    let c = seeded(300, 18);
+    let delta = write(
+        &[("d/a.bin", a2.clone()), ("d/c.bin", c.clone())],
+        0xd1,
+        Some(Arc::clone(&opened)),
+    );
+    let text = format!(
+        "# base archive ({} bytes)\n{}\n# delta archive ({} bytes)\n{}\n",
+        base.len(),
+        hex(&base),
+        delta.len(),
+        hex(&delta)
+    );
+    if std::env::var_os("KRYPTA_REGENERATE_VECTORS").is_some() {
+        std::fs::write(GOLDEN, &text).unwrap();
+    }
+    let golden = std::fs::read_to_string(GOLDEN).expect("tests/golden/delta_diff_v2.hex");
+    assert!(
+        golden == text,
+        "the diff+base archive layout changed (see the module doc)"
+    );
+    // Its first data block is a diff+base block: codec 3 after the 16-byte frame head.
+    let d_path = dir.path().join("d.kry");
+    std::fs::write(&d_path, &delta).unwrap();
+    let at = first_frame(&delta);
+    assert_eq!(delta[at + 16], 3, "first data block's codec");
+    let out = dir.path().join("out");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_krypta"))
+        .args(["x", "-q", "--base"])
+        .arg(&base_path)
+        .arg(&d_path)
+        .arg("-C")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(out.join("d/a.bin")).unwrap(), a2);
+    assert_eq!(std::fs::read(out.join("d/c.bin")).unwrap(), c);
+    // Far smaller than the zstd+base frame the default level writes for the same pair.
+    assert!(delta.len() < 3_000, "{} bytes", delta.len());
+}
