@@ -9,41 +9,14 @@ mod golden_common;
 
 use std::sync::Arc;
 
-use golden_common::{meta, seeded};
+use golden_common::{hex, seeded, write_delta_golden};
 use krypta::archive::reader::{BaseArchive, OpenOptions};
-use krypta::archive::writer::{ArchiveWriter, BcjMode, ReaderSource, WriteOptions};
-use krypta::codec::{Level, MIN_BLOCK_SIZE};
-use krypta::format::entry::EntryKind;
+use krypta::codec::Level;
 
 const GOLDEN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/golden/delta_diff_v2.hex"
 );
-
-fn write(files: &[(&str, Vec<u8>)], id: u8, base: Option<Arc<BaseArchive>>) -> Vec<u8> {
-    let mut opts = WriteOptions::new();
-    opts.level = Some(Level::new(7).unwrap());
-    opts.block_size = MIN_BLOCK_SIZE;
-    opts.jobs = 1;
-    opts.bcj = BcjMode::Off;
-    opts.created = 1_798_675_200;
-    opts.archive_id = Some([id; 16]);
-    opts.base = base;
-    let mut w = ArchiveWriter::new(Vec::new(), "<golden>", opts).unwrap();
-    w.add_entry(&meta("d", EntryKind::Dir, 0o755)).unwrap();
-    for (p, c) in files {
-        w.add_file(
-            &meta(p, EntryKind::File, 0o644),
-            &mut ReaderSource::new(c.as_slice(), "golden"),
-        )
-        .unwrap();
-    }
-    w.finish().unwrap().1
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 /// Offset of the first frame's head: the header's length is at offset 12 (u32 LE, §2).
 fn first_frame(archive: &[u8]) -> usize {
@@ -54,7 +27,12 @@ fn first_frame(archive: &[u8]) -> usize {
 fn a_diff_delta_archive_is_byte_for_byte_the_golden_one() {
     let dir = tempfile::tempdir().unwrap();
     let a = seeded(100_000, 17);
-    let base = write(&[("d/a.bin", a.clone())], 0xb1, None);
+    let base = write_delta_golden(
+        Level::new(7).unwrap(),
+        &[("d/a.bin", a.clone())],
+        0xb1,
+        None,
+    );
     let base_path = dir.path().join("base.kry");
     std::fs::write(&base_path, &base).unwrap();
     let opened = Arc::new(BaseArchive::open(&base_path, OpenOptions::default()).unwrap());
@@ -66,7 +44,8 @@ fn a_diff_delta_archive_is_byte_for_byte_the_golden_one() {
     }
     a2.splice(60_000..60_000, *b"0123456789");
     let c = seeded(300, 18);
-    let delta = write(
+    let delta = write_delta_golden(
+        Level::new(7).unwrap(),
         &[("d/a.bin", a2.clone()), ("d/c.bin", c.clone())],
         0xd1,
         Some(Arc::clone(&opened)),

@@ -10,38 +10,11 @@ mod golden_common;
 use std::path::Path;
 use std::sync::Arc;
 
-use golden_common::{meta, seeded};
+use golden_common::{hex, seeded, write_delta_golden};
 use krypta::archive::reader::{BaseArchive, OpenOptions};
-use krypta::archive::writer::{ArchiveWriter, BcjMode, ReaderSource, WriteOptions};
-use krypta::codec::{Level, MIN_BLOCK_SIZE};
-use krypta::format::entry::EntryKind;
+use krypta::codec::Level;
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/delta_v2.hex");
-
-fn write(files: &[(&str, Vec<u8>)], id: u8, base: Option<Arc<BaseArchive>>) -> Vec<u8> {
-    let mut opts = WriteOptions::new();
-    opts.level = Some(Level::DEFAULT);
-    opts.block_size = MIN_BLOCK_SIZE;
-    opts.jobs = 1;
-    opts.bcj = BcjMode::Off;
-    opts.created = 1_798_675_200;
-    opts.archive_id = Some([id; 16]);
-    opts.base = base;
-    let mut w = ArchiveWriter::new(Vec::new(), "<golden>", opts).unwrap();
-    w.add_entry(&meta("d", EntryKind::Dir, 0o755)).unwrap();
-    for (p, c) in files {
-        w.add_file(
-            &meta(p, EntryKind::File, 0o644),
-            &mut ReaderSource::new(c.as_slice(), "golden"),
-        )
-        .unwrap();
-    }
-    w.finish().unwrap().1
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 #[test]
 fn a_small_delta_archive_is_byte_for_byte_the_golden_one() {
@@ -49,7 +22,8 @@ fn a_small_delta_archive_is_byte_for_byte_the_golden_one() {
     // Base: a 100,000-byte file and a 3,000-byte one (two 64 KiB blocks).
     let a = seeded(100_000, 7);
     let b = seeded(3000, 8);
-    let base = write(
+    let base = write_delta_golden(
+        Level::DEFAULT,
         &[("d/a.bin", a.clone()), ("d/b.bin", b.clone())],
         0xb0,
         None,
@@ -64,7 +38,8 @@ fn a_small_delta_archive_is_byte_for_byte_the_golden_one() {
     a2[99_000] ^= 3;
     a2.splice(40_000..40_000, *b"0123456789");
     let c = seeded(500, 9);
-    let delta = write(
+    let delta = write_delta_golden(
+        Level::DEFAULT,
         &[
             ("d/a.bin", a2.clone()),
             ("d/b.bin", b.clone()),

@@ -11,7 +11,7 @@ mod golden_common;
 
 use std::sync::Arc;
 
-use golden_common::{meta, seeded};
+use golden_common::{hex, meta, seeded};
 use krypta::archive::reader::{BaseArchive, OpenOptions};
 use krypta::archive::writer::{ArchiveWriter, BcjMode, ContentSource, WriteOptions};
 use krypta::codec::{Level, MIN_BLOCK_SIZE};
@@ -80,10 +80,6 @@ fn write(
     }
     let (summary, bytes) = w.finish().unwrap();
     (bytes, summary.base_references)
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn unhex(s: &str) -> Vec<u8> {

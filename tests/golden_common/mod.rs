@@ -1,4 +1,4 @@
-//! What the delta golden-vector tests (`delta_golden.rs`, `delta_ref_golden.rs`) build their
+//! What the delta golden-vector tests (`delta_golden.rs`, `delta_diff_golden.rs`, `delta_ref_golden.rs`) build their
 //! frozen archives from: seeded bytes and entry metadata with fixed times and owners. Changing
 //! either changes the bytes those tests compare with `tests/golden/*.hex`.
 
@@ -33,4 +33,38 @@ pub fn meta(path: &str, kind: EntryKind, mode: u32) -> EntryMeta {
         gid: 1000,
         ..EntryMeta::default()
     }
+}
+
+/// A delta golden archive at `level` (4 KiB blocks, one job, no BCJ, fixed time and id
+/// `[id; 16]`): a directory `d`, then `files`, written against `base` when given.
+pub fn write_delta_golden(
+    level: krypta::codec::Level,
+    files: &[(&str, Vec<u8>)],
+    id: u8,
+    base: Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>,
+) -> Vec<u8> {
+    use krypta::archive::writer::{ArchiveWriter, BcjMode, ReaderSource, WriteOptions};
+    let mut opts = WriteOptions::new();
+    opts.level = Some(level);
+    opts.block_size = krypta::codec::MIN_BLOCK_SIZE;
+    opts.jobs = 1;
+    opts.bcj = BcjMode::Off;
+    opts.created = 1_798_675_200;
+    opts.archive_id = Some([id; 16]);
+    opts.base = base;
+    let mut w = ArchiveWriter::new(Vec::new(), "<golden>", opts).unwrap();
+    w.add_entry(&meta("d", EntryKind::Dir, 0o755)).unwrap();
+    for (p, c) in files {
+        w.add_file(
+            &meta(p, EntryKind::File, 0o644),
+            &mut ReaderSource::new(c.as_slice(), "golden"),
+        )
+        .unwrap();
+    }
+    w.finish().unwrap().1
+}
+
+/// Lower-case hex of `b`, as the `.hex` golden files hold it.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
