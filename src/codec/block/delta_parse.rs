@@ -58,8 +58,8 @@ fn read4(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"))
 }
 
-/// Bytes equal at the start of `a` and `b`.
-fn common(a: &[u8], b: &[u8]) -> usize {
+/// Bytes equal at the start of `a` and `b` (also the diff encoder's).
+pub(crate) fn common(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let mut i = 0;
     while i + 8 <= n {

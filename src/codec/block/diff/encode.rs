@@ -25,7 +25,7 @@
 
 use super::{HEAD_LEN, VERSION, put_leb, zigzag};
 use crate::codec::CodecError;
-use crate::codec::block::delta_parse::{Parser, Seq};
+use crate::codec::block::delta_parse::{Parser, Seq, common};
 
 /// How many more bytes than the current alignment already matches a match at a new
 /// alignment must bring to start a new command (bsdiff: 8).
@@ -63,27 +63,6 @@ struct Match {
     len: usize,
     /// Its source: a position in `region ‖ block`, below `region.len() + start`.
     src: usize,
-}
-
-fn read8(b: &[u8], i: usize) -> u64 {
-    u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
-}
-
-/// Bytes equal at the start of `a` and `b`.
-fn common(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = read8(a, i) ^ read8(b, i);
-        if x != 0 {
-            return i + (x.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
 }
 
 /// Equal bytes of `a` and `b` (same length compared).
