@@ -7,9 +7,11 @@
 
 mod cli_common;
 mod common;
+mod delta_common;
 
 use cli_common::*;
-use common::{assert_same_tree, bytes};
+use common::bytes;
+use delta_common::{default_and_level_7_deltas, each_delta_restores_v2};
 
 #[test]
 fn diff_base_blocks_of_dense_edits_restore_exactly_plain_and_encrypted() {
@@ -26,22 +28,7 @@ fn diff_base_blocks_of_dense_edits_restore_exactly_plain_and_encrypted() {
     fx.file("v2/app.bin", &new);
     fx.file("v2/same.bin", &bytes(20_000, 12, false));
     fx.file("v2/new.bin", &bytes(30_000, 13, false));
-    fx.ok(&["keygen", "-q", "-o", "k"]);
-    fx.ok(&["c", "-q", "base.kry", "v1"]);
-    fx.ok(&["c", "-q", "--base", "base.kry", "d3.kry", "v2"]);
-    fx.ok(&["c", "-q", "-l", "7", "--base", "base.kry", "d7.kry", "v2"]);
-    fx.ok(&[
-        "c",
-        "-q",
-        "-l",
-        "7",
-        "--keyfile",
-        "k",
-        "--base",
-        "base.kry",
-        "e7.kry",
-        "v2",
-    ]);
+    default_and_level_7_deltas(&fx);
     let size = |a: &str| std::fs::metadata(fx.p(a)).unwrap().len();
     // 350,000 substitutions: zstd codes each as a literal and a repeat offset (hundreds of
     // KB); codec 3 as a gap of 8 and a value of 1, which compress to almost nothing. The
@@ -49,19 +36,5 @@ fn diff_base_blocks_of_dense_edits_restore_exactly_plain_and_encrypted() {
     assert!(size("d3.kry") > 200_000, "default {}", size("d3.kry"));
     assert!(size("d7.kry") < 45_000, "-l 7 {}", size("d7.kry"));
     assert!(size("e7.kry") < 45_000, "-l 7 encrypted {}", size("e7.kry"));
-    for (a, keys) in [
-        ("d3.kry", &[][..]),
-        ("d7.kry", &[]),
-        ("e7.kry", &["--keyfile", "k"]),
-    ] {
-        let dir = format!("out-{a}");
-        fx.ok(&[
-            &["x", "-q"][..],
-            keys,
-            &["--base", "base.kry", a, "-C", &dir],
-        ]
-        .concat());
-        assert_same_tree(&fx.p("v2"), &fx.p(&format!("{dir}/v2")));
-        fx.ok(&[&["t", "-q"][..], keys, &["--base", "base.kry", a]].concat());
-    }
+    each_delta_restores_v2(&fx);
 }

@@ -7,9 +7,11 @@
 
 mod cli_common;
 mod common;
+mod delta_common;
 
 use cli_common::*;
-use common::{assert_same_tree, bytes};
+use common::bytes;
+use delta_common::{default_and_level_7_deltas, each_delta_restores_v2};
 
 #[test]
 fn level_7_deltas_of_scattered_edits_are_smaller_and_restore_exactly() {
@@ -22,31 +24,8 @@ fn level_7_deltas_of_scattered_edits_are_smaller_and_restore_exactly() {
     new.splice(3_000_000..3_000_000, bytes(5000, 6, false));
     fx.file("v1/app.bin", &old);
     fx.file("v2/app.bin", &new);
-    fx.ok(&["keygen", "-q", "-o", "k"]);
-    let v2 = || ["v2"];
     // v2/app.bin is matched to v1/app.bin by its path below the first component.
-    fx.ok(&["c", "-q", "base.kry", "v1"]);
-    fx.ok(&[&["c", "-q", "--base", "base.kry", "d3.kry"][..], &v2()].concat());
-    fx.ok(&[
-        &["c", "-q", "-l", "7", "--base", "base.kry", "d7.kry"][..],
-        &v2(),
-    ]
-    .concat());
-    fx.ok(&[
-        &[
-            "c",
-            "-q",
-            "-l",
-            "7",
-            "--keyfile",
-            "k",
-            "--base",
-            "base.kry",
-            "e7.kry",
-        ][..],
-        &v2(),
-    ]
-    .concat());
+    default_and_level_7_deltas(&fx);
     let size = |a: &str| std::fs::metadata(fx.p(a)).unwrap().len();
     // 65,000 edits: zstd's fast parser resumes after an edit only where its tables hold
     // the position; the own parser codes each as a literal and a repeat offset.
@@ -56,19 +35,5 @@ fn level_7_deltas_of_scattered_edits_are_smaller_and_restore_exactly() {
         size("d7.kry"),
         size("d3.kry")
     );
-    for (a, keys) in [
-        ("d3.kry", &[][..]),
-        ("d7.kry", &[]),
-        ("e7.kry", &["--keyfile", "k"]),
-    ] {
-        let dir = format!("out-{a}");
-        fx.ok(&[
-            &["x", "-q"][..],
-            keys,
-            &["--base", "base.kry", a, "-C", &dir],
-        ]
-        .concat());
-        assert_same_tree(&fx.p("v2"), &fx.p(&format!("{dir}/v2")));
-        fx.ok(&[&["t", "-q"][..], keys, &["--base", "base.kry", a]].concat());
-    }
+    each_delta_restores_v2(&fx);
 }

@@ -75,3 +75,45 @@ pub fn archive_id(fx: &Fx, rel: &str) -> String {
         serde_json::from_str(&out(&fx.ok(&["info", "--json", rel]))).unwrap();
     j["archive_id"].as_str().unwrap().to_string()
 }
+
+/// Writes `base.kry` of `v1` and three deltas of `v2` against it: `d3.kry` at the default
+/// level, `d7.kry` at `-l 7` and `e7.kry` at `-l 7` encrypted with key file `k` (made here).
+pub fn default_and_level_7_deltas(fx: &Fx) {
+    fx.ok(&["keygen", "-q", "-o", "k"]);
+    fx.ok(&["c", "-q", "base.kry", "v1"]);
+    fx.ok(&["c", "-q", "--base", "base.kry", "d3.kry", "v2"]);
+    fx.ok(&["c", "-q", "-l", "7", "--base", "base.kry", "d7.kry", "v2"]);
+    let e7 = [
+        "c",
+        "-q",
+        "-l",
+        "7",
+        "--keyfile",
+        "k",
+        "--base",
+        "base.kry",
+        "e7.kry",
+        "v2",
+    ];
+    fx.ok(&e7);
+}
+
+/// Each of [`default_and_level_7_deltas`]' archives restores `v2` bit for bit with
+/// `--base base.kry` and passes `t`.
+pub fn each_delta_restores_v2(fx: &Fx) {
+    for (a, keys) in [
+        ("d3.kry", &[][..]),
+        ("d7.kry", &[]),
+        ("e7.kry", &["--keyfile", "k"]),
+    ] {
+        let dir = format!("out-{a}");
+        fx.ok(&[
+            &["x", "-q"][..],
+            keys,
+            &["--base", "base.kry", a, "-C", &dir],
+        ]
+        .concat());
+        crate::common::assert_same_tree(&fx.p("v2"), &fx.p(&format!("{dir}/v2")));
+        fx.ok(&[&["t", "-q"][..], keys, &["--base", "base.kry", a]].concat());
+    }
+}

@@ -68,3 +68,22 @@ pub fn write_delta_golden(
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+/// Compares a base and delta archive pair with the golden file `path` (two `# …` comment
+/// lines and two hex lines; rewritten first when `KRYPTA_REGENERATE_VECTORS` is set) and
+/// returns the file's text. Panics naming `what` changed when they differ.
+pub fn assert_pair_golden(path: &str, base: &[u8], delta: &[u8], what: &str) -> String {
+    let text = format!(
+        "# base archive ({} bytes)\n{}\n# delta archive ({} bytes)\n{}\n",
+        base.len(),
+        hex(base),
+        delta.len(),
+        hex(delta)
+    );
+    if std::env::var_os("KRYPTA_REGENERATE_VECTORS").is_some() {
+        std::fs::write(path, &text).unwrap();
+    }
+    let golden = std::fs::read_to_string(path).expect(path);
+    assert!(golden == text, "{what} changed (see the module doc)");
+    golden
+}
