@@ -14,6 +14,7 @@
 
 pub(crate) mod decode;
 pub(crate) mod encode;
+mod scan;
 #[cfg(test)]
 mod tests;
 
