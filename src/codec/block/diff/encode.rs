@@ -23,10 +23,13 @@ use super::{HEAD_LEN, VERSION, put_leb, zigzag};
 use crate::codec::CodecError;
 
 /// zstd levels of the streams (ctrl, gaps, vals, extra) at krypta's levels 7 and 8, and 9.
-/// The small streams (commands, gaps) get zstd's optimal parser at every level; vals and
-/// extra, most of the bytes, get `-6` below level 9 (ruff's pair: 3,515,239 bytes at
-/// 1.3 s, against 3,307,610 at 3.9 s with `-19` on all four; `-3` on both: 3,557,424).
-const LEVELS: [[i32; 4]; 2] = [[19, 19, 6, 6], [19, 19, 19, 19]];
+/// Vals and extra, most of the bytes, get `-6` below level 9 (ruff's pair, session 28:
+/// 3,515,239 bytes at 1.3 s, against 3,307,610 at 3.9 s with `-19` on all four; `-3` on
+/// both: 3,557,424). Commands and gaps get `-15` below level 9: measured 2026-12-07 with
+/// `c --base -l 7 -j 1`, two interleaved rounds, `-19` → `-15` took ruff's write from
+/// 1.8 to 1.5 s of CPU for 3,438,884 → 3,449,649 bytes (+0.3 %; libc6 +0.1 %, the text
+/// pairs +0.0 %); `-12` saved little more (1.45 s) for +0.7 %.
+const LEVELS: [[i32; 4]; 2] = [[15, 15, 6, 6], [19, 19, 19, 19]];
 
 /// The encoder's buffers, kept between blocks.
 #[derive(Default)]
