@@ -9,10 +9,10 @@
 //! **Which levels use it, and why not the default** (docs/FORMAT.md §16.3): at levels 7–9
 //! the writer makes this payload beside the zstd frame and keeps the smaller. Measured
 //! 2026-12-07 (session 29, `c --base -l 7 -j 1`, release build, the four pairs of
-//! BENCHMARKS.md table 14): ruff 3,438,884 bytes (0.94× `zstd --patch-from --long=31 -19`),
-//! libc6 264,425 (0.74×), typescript 3,333 (1.01×), aws-lc-sys 129,355 (1.18×); with the
-//! session-28 matcher (a sequence parser's exact matches) 3,494,949 / 268,487 / 5,147 /
-//! 161,172. It costs 6–10× the default's CPU time (ruff: ~1.7 s against 0.19 s), most of it
+//! BENCHMARKS.md table 14): ruff 3,438,884 bytes, libc6 264,425, typescript 3,333,
+//! aws-lc-sys 129,355 (table 14's run: 0.94× / 0.74× / 1.27× / 1.24× `zstd --patch-from
+//! --long=31 -19`); with the session-28 matcher (a sequence parser's exact matches)
+//! 3,494,949 / 268,487 / 5,147 / 161,172. It costs 6–10× the default's CPU time (ruff: ~1.7 s against 0.19 s), most of it
 //! the scanner's table lookups (two cache misses per searched position) and zstd `-19` on
 //! the command and gap streams; issue 17's ≥ 90 MB/s per stream is met by the default's
 //! `zstd+base` alone, which is 1.29–2.24× `-19`'s size. `-19` on vals and extra (level 9)
