@@ -165,7 +165,13 @@ impl DiffEncoder {
                 None => (raw.len(), None),
             };
             let gap = scan - last_new;
-            let mut lenf = forward(&raw[last_new..scan], &s[last_old..], gap);
+            // A copy reads only bytes before the one it makes: the first alignment (region
+            // byte 0 for block byte 0) has none when the region is empty.
+            let mut lenf = if last_old < region.len() + last_new {
+                forward(&raw[last_new..scan], &s[last_old..], gap)
+            } else {
+                0
+            };
             let mut lenb = match pos {
                 Some(pos) => backward(raw, scan, s, pos, gap),
                 None => 0,
