@@ -44,7 +44,7 @@ pub enum Mode {
     /// Delta against an encrypted base, output encrypted.
     DeltaEncryption,
     /// Delta at `-l 7`, the top of the delta size/speed dial (the `diff+base` payload
-    /// beside zstd's frame: `codec::block::against`).
+    /// beside zstd's frame, the smaller kept: `codec::block::against`).
     DeltaSmallest,
 }
 

@@ -11,6 +11,7 @@ mod against;
 mod decode;
 pub(crate) mod diff;
 pub use decode::{BlockDecoder, decode_stored_in_place};
+pub use diff::encode::DiffEncoder;
 pub use diff::{DiffError, HEAD_LEN as DIFF_HEAD_LEN};
 
 /// Block encoder, one per worker thread: reuses the zstd compression context (a few MiB to

@@ -12,11 +12,17 @@
 //! BENCHMARKS.md table 14): ruff 3,438,884 bytes, libc6 264,425, typescript 3,333,
 //! aws-lc-sys 129,355 (table 14's run: 0.94× / 0.74× / 1.27× / 1.24× `zstd --patch-from
 //! --long=31 -19`); with the session-28 matcher (a sequence parser's exact matches)
-//! 3,494,949 / 268,487 / 5,147 / 161,172. It costs 6–10× the default's CPU time (ruff: ~1.7 s against 0.19 s), most of it
-//! the scanner's table lookups (two cache misses per searched position) and zstd `-19` on
-//! the command and gap streams; issue 17's ≥ 90 MB/s per stream is met by the default's
-//! `zstd+base` alone, which is 1.29–2.24× `-19`'s size. `-19` on vals and extra (level 9)
-//! gains 2–6 % over `-6` at 3× the time.
+//! 3,494,949 / 268,487 / 5,147 / 161,172. It costs 6–10× the default's CPU time (ruff: ~1.7
+//! s against 0.19 s), most of it the scanner's table lookups (two cache misses per searched
+//! position): `perf record` of
+//! ruff's `-l 7 -j 1` write (2026-12-07) puts 64 % in [`Scanner::scan`] and about a tenth in
+//! zstd (the four streams at [`LEVELS`], the fallback frame, the decode check); issue 17's
+//! ≥ 90 MB/s per stream is met by the default's `zstd+base` alone, which is 1.29–2.24×
+//! `-19`'s size. Level 9 (`-19` on all four streams) against level 7, measured 2026-12-07
+//! (`c --base -j 1`, release build, 3 interleaved rounds, medians, load ~2.5 on 2 cores):
+//! ruff 8.1 % smaller at 1.63× the wall time (2.76 against 1.69 s), libc6 1.8 % at 1.39×,
+//! aws-lc-sys 1.6 % at 1.0×; a Rust toolchain's `lib` (515 MB, stable against nightly, one
+//! run at `-j 2`) 9.5 % at 9.9× (160 against 16 s), where most bytes are new (extra).
 
 use super::scan::{Scanner, Switch, common};
 use super::{HEAD_LEN, VERSION, put_leb, zigzag};
@@ -165,7 +171,13 @@ impl DiffEncoder {
                 None => (raw.len(), None),
             };
             let gap = scan - last_new;
-            let mut lenf = forward(&raw[last_new..scan], &s[last_old..], gap);
+            // A copy reads only bytes before the one it makes: the first alignment (region
+            // byte 0 for block byte 0) has none when the region is empty.
+            let mut lenf = if last_old < region.len() + last_new {
+                forward(&raw[last_new..scan], &s[last_old..], gap)
+            } else {
+                0
+            };
             let mut lenb = match pos {
                 Some(pos) => backward(raw, scan, s, pos, gap),
                 None => 0,

@@ -16,6 +16,8 @@ pub(crate) mod decode;
 pub(crate) mod encode;
 mod scan;
 #[cfg(test)]
+mod shape_tests;
+#[cfg(test)]
 mod tests;
 
 /// The payload's version byte (the only one defined).

@@ -56,6 +56,11 @@ const WINDOW: usize = 64;
 const MARGIN: usize = 24;
 /// The current alignment agreeing this far needs no lookup.
 const FOLLOW: usize = 16;
+/// The longest `S` searched, bytes (2^31): a seek between two positions of `S` (at most
+/// 2^31 − 1 either way) is then a format number once zigzag-coded (below 2^32, §16.6), and a
+/// position + 1 fits the 32 bits a table entry keeps of it. Format 2 bounds region + block
+/// at 2^29 (§16.2), so a block of an archive is always searched.
+pub(super) const MAX_JOINED: usize = 1 << 31;
 
 fn read8(b: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
@@ -136,9 +141,8 @@ impl Scanner {
     }
 
     /// The alignment switches of `block` against `region` into `out` (cleared), in block
-    /// order. None (the block all extra bytes) for a block under 32 bytes or when `S`
-    /// reaches 2^32 bytes (positions are kept in 32 bits; format 2 bounds a delta frame's
-    /// region at 2^29).
+    /// order. None (the block copied at the first alignment or added as extra bytes) for a
+    /// block under 32 bytes or when `S` is longer than [`MAX_JOINED`].
     pub(super) fn scan(&mut self, region: &[u8], block: &[u8], out: &mut Vec<Switch>) {
         out.clear();
         self.buf.clear();
@@ -146,7 +150,7 @@ impl Scanner {
         self.buf.extend_from_slice(block);
         let r = region.len();
         let n = block.len();
-        if n < 32 || r + n >= u32::MAX as usize {
+        if n < 32 || r + n > MAX_JOINED {
             return;
         }
         self.long.clear();
