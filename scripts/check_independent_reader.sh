@@ -226,7 +226,8 @@ for fn in ("krypta_archive.txt", "krypta_archive_v2.txt", "krypta_archive_signed
                 print("FAIL content", name, p); bad += 1
         if os.readlink(os.path.join("out_" + name, "latest")) != "docs/readme.txt":
             print("FAIL symlink", name); bad += 1
-for fn in ("delta_v2", "delta_diff_v2", "delta_ref_v2", "delta_ref_unmarked_v2"):
+for fn in ("delta_v2", "delta_diff_v2", "delta_diff_v2_session28", "delta_ref_v2",
+           "delta_ref_unmarked_v2"):
     lines = [l.strip() for l in open(os.path.join(HERE, "tests/golden", fn + ".hex"))]
     if fn == "delta_ref_unmarked_v2":   # one archive a line
         arcs = [l for l in lines if l and not l.startswith("#")]

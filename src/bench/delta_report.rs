@@ -43,8 +43,8 @@ pub enum Mode {
     Delta,
     /// Delta against an encrypted base, output encrypted.
     DeltaEncryption,
-    /// Delta at `-l 7`, the top of the delta size/speed dial (krypta's own match finder
-    /// beside zstd's: `codec::block::against`).
+    /// Delta at `-l 7`, the top of the delta size/speed dial (the `diff+base` payload
+    /// beside zstd's frame, the smaller kept: `codec::block::against`).
     DeltaSmallest,
 }
 

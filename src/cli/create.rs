@@ -60,9 +60,11 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     };
     let block_size = match &a.block_size {
         Some(s) => parse_size(s)?,
-        None => level
-            .map(|l| l.default_block_size())
-            .unwrap_or(DEFAULT_BLOCK_SIZE),
+        None => match level {
+            Some(l) if a.delta.base.is_some() => l.default_delta_block_size(),
+            Some(l) => l.default_block_size(),
+            None => DEFAULT_BLOCK_SIZE,
+        },
     };
     if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&block_size) {
         return Err(Error::Usage(format!(

@@ -107,7 +107,7 @@ impl Level {
     /// under a tenth more time: 2^20 brings ruff to 1.23× but its one-thread delta write to
     /// 93–97 MB/s on an idle machine (84 in a busier run), no margin on the ≥ 90 MB/s per
     /// stream of issue 17 (docs/FORMAT.md §16.3). These are zstd's frames alone: at 7..=9
-    /// krypta's own parser runs too ([`Level::delta_own_parser`]).
+    /// the `diff+base` payload is made too ([`Level::delta_diff`]).
     pub fn delta_hash_log(self) -> Option<u32> {
         match self.0 {
             0..=2 => None,
@@ -117,19 +117,10 @@ impl Level {
         }
     }
 
-    /// Whether a delta block is also parsed by krypta's own match finder, the smaller frame
-    /// kept (`codec::block::against`): levels 7..=9, the top of the size/speed dial. It
-    /// costs those levels 1.6× their write time (ruff's pair: 2.2× → 3.5× level 1's, 7
-    /// interleaved rounds at load 2.7; 4.4× in a first, busier run); at the
-    /// default it would take the delta write of machine code from ~100 to ~40 MB/s, under
-    /// issue 17's 90 MB/s per stream, and at 5 it cost 2.7× for 2–4% on three pairs.
-    pub fn delta_own_parser(self) -> bool {
-        self.0 >= 7
-    }
-
     /// Whether a delta block is also written as `diff+base` (codec 3, docs/FORMAT.md §16.3),
-    /// the smaller payload kept (`codec::block::against`): levels 7..=9, beside the own
-    /// parser. Not the default: see `codec::block::diff::encode` for the measurements.
+    /// the smaller payload kept (`codec::block::against`): levels 7..=9, the top of the
+    /// size/speed dial. Not the default: see `codec::block::diff::encode` for the
+    /// measurements.
     pub fn delta_diff(self) -> bool {
         self.0 >= 7
     }
@@ -145,6 +136,20 @@ impl Level {
         } else {
             DEFAULT_BLOCK_SIZE
         }
+    }
+}
+
+impl Level {
+    /// Block size of a delta archive (`c --base`) when the user gives no `-b`, bytes:
+    /// [`DEFAULT_BLOCK_SIZE`] at every level, level 9 included. Level 9's 64 MiB blocks exist
+    /// so that a block sees the window before it; a delta block's reference is its base
+    /// region instead, and the `diff+base` payload (levels 7–9, blocks up to 8 MiB) is
+    /// what makes the top levels' deltas small. Measured 2026-12-07 (`c --base -j 1` on the
+    /// four pairs of BENCHMARKS.md table 14): with 64 MiB blocks `-l 9` wrote 4,463,476 /
+    /// 408,695 / 4,889 / 170,879 bytes for ruff / libc6 / typescript / aws-lc-sys, larger
+    /// than `-l 7`'s 3,438,884 / 264,425 / 3,333 / 129,355.
+    pub fn default_delta_block_size(self) -> usize {
+        DEFAULT_BLOCK_SIZE
     }
 }
 
@@ -178,6 +183,7 @@ mod tests {
         assert_eq!(Level::MAX.window_log(), 27);
         assert_eq!(Level::DEFAULT.default_block_size(), 4 << 20);
         assert_eq!(Level::MAX.default_block_size(), 64 << 20);
+        assert_eq!(Level::MAX.default_delta_block_size(), 4 << 20);
         assert!(Level::MAX.references());
         assert!(!Level::new(8).unwrap().references());
     }

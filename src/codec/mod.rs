@@ -116,7 +116,7 @@ pub mod huge;
 mod level;
 pub mod zframe;
 
-pub use block::{BlockDecoder, BlockEncoder, DiffError, decode_stored_in_place};
+pub use block::{BlockDecoder, BlockEncoder, DiffEncoder, DiffError, decode_stored_in_place};
 /// Bytes of a `diff+base` payload's head after its region descriptor: a version byte and four
 /// u32 stream lengths (docs/FORMAT.md §16.6).
 pub const DIFF_HEAD_LEN: usize = block::DIFF_HEAD_LEN;

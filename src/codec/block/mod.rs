@@ -9,10 +9,9 @@ use super::{Codec, CodecError, Filter, Level, MAX_BLOCK_SIZE, bcj};
 
 mod against;
 mod decode;
-pub(crate) mod delta_parse;
 pub(crate) mod diff;
-mod sequences;
 pub use decode::{BlockDecoder, decode_stored_in_place};
+pub use diff::encode::DiffEncoder;
 pub use diff::{DiffError, HEAD_LEN as DIFF_HEAD_LEN};
 
 /// Block encoder, one per worker thread: reuses the zstd compression context (a few MiB to
@@ -25,8 +24,6 @@ pub struct BlockEncoder {
     cctx: Option<Compressor<'static>>,
     level: Option<Level>,
     scratch: Vec<u8>,
-    /// krypta's own delta parser and its buffers, made on the first delta block that uses it.
-    own: Option<Box<against::OwnParse>>,
     /// The `diff+base` encoder and its buffers, made on the first block that uses it.
     diff: Option<Box<against::DiffState>>,
 }
@@ -125,7 +122,6 @@ impl BlockEncoder {
             cctx,
             level,
             scratch: Vec::new(),
-            own: None,
             diff: None,
         })
     }
@@ -140,9 +136,8 @@ impl BlockEncoder {
     /// to its working size on the first block) plus the filter scratch buffer.
     pub fn memory_bytes(&mut self) -> usize {
         let cctx = self.cctx.as_mut().map_or(0, |c| c.context_mut().sizeof());
-        let own = self.own.as_ref().map_or(0, |o| o.memory_bytes());
         let diff = self.diff.as_ref().map_or(0, |d| d.memory_bytes());
-        cctx + self.scratch.capacity() + own + diff
+        cctx + self.scratch.capacity() + diff
     }
 
     /// Encodes one block of `raw` bytes (1..=[`MAX_BLOCK_SIZE`]) into `out` (cleared first).

@@ -1,4 +1,4 @@
-//! Unit tests of the delta block encoder's choice between zstd's parser and krypta's own.
+//! Unit tests of the delta block encoder's choice between zstd's frame and `diff+base`.
 
 use super::*;
 use crate::codec::Level;
@@ -56,11 +56,11 @@ fn decodes_to(frame: &[u8], base: &[u8], raw: &[u8]) {
     assert!(back == raw, "the frame does not decode to the block");
 }
 
-/// At level 7 the block's frame is the smaller of zstd's and the own parser's, byte for
-/// byte, and it decodes with the region to the block: on scattered edits (where the own
-/// parser is the smaller, by a margin) and on text with renamed symbols.
+/// At level 7 the block's payload is the smaller of zstd's frame and the `diff+base`
+/// payload, byte for byte, and it decodes with the region to the block: on scattered edits
+/// (where the diff is the smaller, by far) and on text with renamed symbols.
 #[test]
-fn levels_7_and_up_keep_the_smaller_frame_and_it_decodes() {
+fn levels_7_and_up_keep_the_smaller_payload_and_it_decodes() {
     let level = Level::new(7).unwrap();
     let binary = noise(1 << 20, 1);
     let text = lines(20_000, "aws_lc_0_46_0");
@@ -75,39 +75,57 @@ fn levels_7_and_up_keep_the_smaller_frame_and_it_decodes() {
         let w = window(&base, &raw);
         let mut zstd = Vec::new();
         zstd_against(level, &raw, &base, w, &mut zstd).unwrap();
-        let mut own = OwnParse::default();
-        assert!(
-            own.encode(&raw, &base, w, usize::MAX),
-            "{name}: own frame refused"
-        );
+        let mut diff = Vec::new();
+        super::super::diff::encode::DiffEncoder::default()
+            .encode(&raw, &base, false, &mut diff)
+            .unwrap();
         let mut enc = BlockEncoder::new(Some(level)).unwrap();
         let mut out = Vec::new();
-        assert!(enc.encode_against(&raw, &base, &mut out).unwrap(), "{name}");
-        let smaller = if own.frame.len() < zstd.len() {
-            &own.frame
+        let codec = enc.encode_delta(&raw, &base, &mut out).unwrap();
+        let (smaller, want) = if diff.len() < zstd.len() {
+            (&diff, Codec::DiffBase)
         } else {
-            &zstd
+            (&zstd, Codec::ZstdBase)
         };
-        assert_eq!(&out, smaller, "{name}: not the smaller frame");
-        decodes_to(&out, &base, &raw);
+        assert_eq!(codec, Some(want), "{name}");
+        assert_eq!(&out, smaller, "{name}: not the smaller payload");
+        let mut back = Vec::new();
+        let dec = &mut BlockDecoder::new().unwrap();
+        match want {
+            Codec::DiffBase => dec.decode_diff(Filter::None, 0, &out, raw.len(), &base, &mut back),
+            _ => dec.decode_v2(
+                Codec::Zstd,
+                Filter::None,
+                0,
+                &out,
+                raw.len(),
+                &base,
+                &mut back,
+            ),
+        }
+        .unwrap();
+        assert!(
+            back == raw,
+            "{name}: the payload does not decode to the block"
+        );
         if name == "binary" {
-            // Measured on this input: ~11,000 edits; the own parser codes each as one
-            // literal and a repeat offset.
+            // ~11,000 substitutions: zstd codes each as a literal and a repeat offset, the
+            // diff as a gap and a value.
             assert!(
-                own.frame.len() * 10 < zstd.len() * 9,
-                "own {} against zstd {}",
-                own.frame.len(),
+                diff.len() * 4 < zstd.len(),
+                "diff {} against zstd {}",
+                diff.len(),
                 zstd.len()
             );
         }
         assert!(
-            enc.memory_bytes() > 8 << 20,
-            "{name}: the parser's table not counted"
+            enc.memory_bytes() > 16 << 20,
+            "{name}: the scanner's tables not counted"
         );
     }
 }
 
-/// The default level (and every level under 7) writes zstd's frame alone: the own parser
+/// The default level (and every level under 7) writes zstd's frame alone: the diff encoder
 /// never runs, so its time and memory are not paid.
 #[test]
 fn levels_under_7_run_zstd_alone() {
@@ -117,23 +135,30 @@ fn levels_under_7_run_zstd_alone() {
         let level = Level::new(l).unwrap();
         let mut enc = BlockEncoder::new(Some(level)).unwrap();
         let mut out = Vec::new();
-        assert!(enc.encode_against(&raw, &binary, &mut out).unwrap());
-        assert!(enc.own.is_none(), "level {l} ran the own parser");
+        assert_eq!(
+            enc.encode_delta(&raw, &binary, &mut out).unwrap(),
+            Some(Codec::ZstdBase),
+            "level {l}"
+        );
+        assert!(enc.diff.is_none(), "level {l} ran the diff encoder");
         let mut zstd = Vec::new();
         zstd_against(level, &raw, &binary, window(&binary, &raw), &mut zstd).unwrap();
         assert_eq!(out, zstd, "level {l}");
     }
 }
 
-/// A block over [`OWN_PARSER_MAX_BLOCK`] is zstd's alone at every level (level 9's 64 MiB
+/// A block over [`DIFF_MAX_BLOCK`] is zstd's alone at every level (level 9's 64 MiB
 /// blocks).
 #[test]
 fn blocks_over_8_mib_run_zstd_alone() {
-    let raw = vec![3u8; OWN_PARSER_MAX_BLOCK + 1];
+    let raw = vec![3u8; DIFF_MAX_BLOCK + 1];
     let base = vec![3u8; 4096];
     let mut enc = BlockEncoder::new(Some(Level::new(7).unwrap())).unwrap();
     let mut out = Vec::new();
-    assert!(enc.encode_against(&raw, &base, &mut out).unwrap());
-    assert!(enc.own.is_none());
+    assert_eq!(
+        enc.encode_delta(&raw, &base, &mut out).unwrap(),
+        Some(Codec::ZstdBase)
+    );
+    assert!(enc.diff.is_none());
     decodes_to(&out, &base, &raw);
 }

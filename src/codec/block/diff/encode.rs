@@ -1,89 +1,49 @@
-//! The `diff+base` encoder: krypta's own parser ([`crate::codec::block::delta_parse`], with
-//! `any_distance`) finds exact matches in `region ‖ block`; bsdiff's approximate extension
-//! (Colin Percival, bsdiff.c) turns them into commands: a copy at one alignment runs on
-//! over mismatching bytes while at least half of them agree (the extension that maximises
-//! 2 · equal − length, forward from the previous match and backward from the next, the
-//! overlap split where it counts most), so a substitution costs one sparse diff byte, not a
-//! new match; a match at a new alignment is taken only when it beats the current
-//! alignment by more than [`NEW_MATCH_MARGIN`] bytes (bsdiff's rule). The four streams are
-//! each one zstd frame.
+//! The `diff+base` encoder: [`super::scan`] finds where each stretch of the block is copied
+//! from (alignment switches in `region ‖ block`, following the current alignment first);
+//! bsdiff's approximate extension (Colin Percival, bsdiff.c) turns them into commands: a
+//! copy at one alignment runs on over mismatching bytes while at least half of them agree
+//! (the extension that maximises 2 · equal − length, forward from the previous switch and
+//! backward from the next, the overlap split where it counts most), so a substitution costs
+//! one sparse diff byte, not a new command. The four streams are each one zstd frame.
 //!
-//! **Which levels use it, and why not the default** (docs/FORMAT.md §16.3; measured
-//! 2026-12-07 with `c --base -j 1`, release build, on the four pairs of BENCHMARKS.md
-//! table 14, at load 5–6 on 2 cores, so times are compared within one run): at levels 7–9
-//! the writer makes this payload beside the zstd frames and keeps the smallest. There it
-//! takes ruff's delta from 4,315,336 to 3,503,950 bytes (0.96× `zstd --patch-from -19`),
-//! libc6's from 393,277 to 268,006 (0.75×), aws-lc-sys's from 173,847 to 160,604 (1.46×)
-//! and typescript's from 5,523 to 5,221 (1.94×), at 2.7× the CPU time of level 7 without
-//! it on ruff. At the default it would need to run alone and fast: with the streams at
-//! zstd `-1` ruff's delta is 1.05× at 0.64 s of CPU against the default's 0.20 s (under
-//! 40 MB/s, where issue 17 asks ≥ 90 MB/s per stream),
-//! and typescript's is larger than the zstd frame. So the default keeps `zstd+base`, and
-//! the size goal is met at `-l 7` on the executable and the package, not on the source
-//! tree or the JavaScript build. `-19` on vals and extra (level 9) gains 2–6 % over `-6` at
-//! 3× the time.
-//!
-//! **Next step (measured 2026-12-07, session 28)**: on typescript this payload loses to the
-//! zstd frame on 4 of 6 blocks (`-b 4M -l 7`, block 1: 2,021 against 984 bytes, of which
-//! ctrl 1,170 and extra 706 compressed), while bsdiff codes the whole file in 202 commands
-//! and 88 extra bytes: the parser's matches leave bytes unmatched and change alignment
-//! where bsdiff keeps the current one (repeated text offers the parser other
-//! displacements). Matching that prefers the current alignment is where the text pairs'
-//! size is.
+//! **Which levels use it, and why not the default** (docs/FORMAT.md §16.3): at levels 7–9
+//! the writer makes this payload beside the zstd frame and keeps the smaller. Measured
+//! 2026-12-07 (session 29, `c --base -l 7 -j 1`, release build, the four pairs of
+//! BENCHMARKS.md table 14): ruff 3,438,884 bytes, libc6 264,425, typescript 3,333,
+//! aws-lc-sys 129,355 (table 14's run: 0.94× / 0.74× / 1.27× / 1.24× `zstd --patch-from
+//! --long=31 -19`); with the session-28 matcher (a sequence parser's exact matches)
+//! 3,494,949 / 268,487 / 5,147 / 161,172. It costs 6–10× the default's CPU time (ruff: ~1.7
+//! s against 0.19 s), most of it the scanner's table lookups (two cache misses per searched
+//! position): `perf record` of
+//! ruff's `-l 7 -j 1` write (2026-12-07) puts 64 % in [`Scanner::scan`] and about a tenth in
+//! zstd (the four streams at [`LEVELS`], the fallback frame, the decode check); issue 17's
+//! ≥ 90 MB/s per stream is met by the default's `zstd+base` alone, which is 1.29–2.24×
+//! `-19`'s size. Level 9 (`-19` on all four streams) against level 7, measured 2026-12-07
+//! (`c --base -j 1`, release build, 3 interleaved rounds, medians, load ~2.5 on 2 cores):
+//! ruff 8.1 % smaller at 1.63× the wall time (2.76 against 1.69 s), libc6 1.8 % at 1.39×,
+//! aws-lc-sys 1.6 % at 1.0×; a Rust toolchain's `lib` (515 MB, stable against nightly, one
+//! run at `-j 2`) 9.5 % at 9.9× (160 against 16 s), where most bytes are new (extra).
 
+use super::scan::{Scanner, Switch, common};
 use super::{HEAD_LEN, VERSION, put_leb, zigzag};
 use crate::codec::CodecError;
-use crate::codec::block::delta_parse::{Parser, Seq, common};
-
-/// How many more bytes than the current alignment already matches a match at a new
-/// alignment must bring to start a new command (bsdiff: 8).
-const NEW_MATCH_MARGIN: usize = 8;
-
-/// How many of the matches after a candidate at its alignment count with it, and the
-/// largest gap between two of them, bytes (a match at a new alignment after an insertion in
-/// a stretch of dense substitutions is 8 bytes long at most: alone it never beats the
-/// margin).
-const RUN_MATCHES: usize = 16;
-const RUN_GAP: usize = 16;
 
 /// zstd levels of the streams (ctrl, gaps, vals, extra) at krypta's levels 7 and 8, and 9.
-/// The small streams (commands, gaps) get zstd's optimal parser at every level; vals and
-/// extra, most of the bytes, get `-6` below level 9 (ruff's pair: 3,515,239 bytes at
-/// 1.3 s, against 3,307,610 at 3.9 s with `-19` on all four; `-3` on both: 3,557,424).
-const LEVELS: [[i32; 4]; 2] = [[19, 19, 6, 6], [19, 19, 19, 19]];
+/// Vals and extra, most of the bytes, get `-6` below level 9 (ruff's pair, session 28:
+/// 3,515,239 bytes at 1.3 s, against 3,307,610 at 3.9 s with `-19` on all four; `-3` on
+/// both: 3,557,424). Commands and gaps get `-15` below level 9: measured 2026-12-07 with
+/// `c --base -l 7 -j 1`, two interleaved rounds, `-19` → `-15` took ruff's write from
+/// 1.8 to 1.5 s of CPU for 3,438,884 → 3,449,649 bytes (+0.3 %; libc6 +0.1 %, the text
+/// pairs +0.0 %); `-12` saved little more (1.45 s) for +0.7 %.
+const LEVELS: [[i32; 4]; 2] = [[15, 15, 6, 6], [19, 19, 19, 19]];
 
 /// The encoder's buffers, kept between blocks.
 #[derive(Default)]
 pub struct DiffEncoder {
-    parser: Parser,
-    seqs: Vec<Seq>,
-    matches: Vec<Match>,
+    scanner: Scanner,
+    switches: Vec<Switch>,
     streams: [Vec<u8>; 4],
     frames: [Vec<u8>; 4],
-}
-
-/// A stretch of the block equal to its source `region ‖ block` at one alignment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Match {
-    /// First byte in the block.
-    start: usize,
-    /// Length, bytes.
-    len: usize,
-    /// Its source: a position in `region ‖ block`, below `region.len() + start`.
-    src: usize,
-}
-
-/// Equal bytes of `a` and `b` (same length compared).
-fn equal_count(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    let mut eq = 0;
-    while i < n {
-        let c = common(&a[i..n], &b[i..n]);
-        eq += c;
-        i += c + 1;
-    }
-    eq.min(n)
 }
 
 /// The length (0..=`max`) of the forward extension of `new` over `old` that maximises
@@ -169,9 +129,8 @@ impl Streams<'_> {
 impl DiffEncoder {
     /// Memory held, bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.parser.memory_bytes()
-            + self.seqs.capacity() * std::mem::size_of::<Seq>()
-            + self.matches.capacity() * std::mem::size_of::<Match>()
+        self.scanner.memory_bytes()
+            + self.switches.capacity() * std::mem::size_of::<Switch>()
             + self.streams.iter().map(Vec::capacity).sum::<usize>()
             + self.frames.iter().map(Vec::capacity).sum::<usize>()
     }
@@ -187,32 +146,11 @@ impl DiffEncoder {
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
         out.clear();
-        self.parser.any_distance = true;
-        self.parser.parse(region, raw, &mut self.seqs);
-        self.matches.clear();
-        let mut p = 0usize;
-        for q in &self.seqs {
-            p += q.lit_len as usize;
-            self.matches.push(Match {
-                start: p,
-                len: q.match_len as usize,
-                src: region.len() + p - q.offset as usize,
-            });
-            p += q.match_len as usize;
-        }
+        self.scanner.scan(region, raw, &mut self.switches);
         for s in &mut self.streams {
             s.clear();
         }
-        let s = self.parser.joined();
-        // Without a parse (a block under 16 bytes, or too large), S is region ‖ raw all
-        // the same.
-        let joined;
-        let s: &[u8] = if s.len() == region.len() + raw.len() {
-            s
-        } else {
-            joined = [region, raw].concat();
-            &joined
-        };
+        let s = self.scanner.joined();
         let [ctrl, gaps, vals, extra] = &mut self.streams;
         let mut st = Streams {
             ctrl,
@@ -221,42 +159,25 @@ impl DiffEncoder {
             extra,
             zeros: 0,
         };
-        // bsdiff's loop over the matches: [last_new, next match) is copied at the current
-        // alignment (source last_old) as far as the forward extension goes.
+        // bsdiff's loop over the switches: [last_new, next switch) is copied at the current
+        // alignment (source last_old) as far as the forward extension goes, and the next
+        // alignment's copy starts as far back as the backward extension goes.
         let (mut last_new, mut last_old) = (0usize, 0usize);
         // The decoder's source cursor after the commands so far.
         let mut cursor = 0usize;
-        let mut i = 0;
-        let matches = &self.matches;
-        loop {
-            let (scan, pos) = loop {
-                let Some(&Match { start, len, src }) = matches.get(i) else {
-                    break (raw.len(), None);
-                };
-                i += 1;
-                // The same alignment as the current copy: it goes on over this match.
-                if src as isize - start as isize == last_old as isize - last_new as isize {
-                    continue;
-                }
-                // The matches right after it at its alignment count with it (dense edits
-                // leave only short exact matches, which resume at the same offset).
-                let align = src as isize - start as isize;
-                let (mut run, mut end) = (len, start + len);
-                for m in matches[i..].iter().take(RUN_MATCHES) {
-                    if m.src as isize - m.start as isize != align || m.start > end + RUN_GAP {
-                        break;
-                    }
-                    run += m.len;
-                    end = m.start + m.len;
-                }
-                let here = (start as isize + last_old as isize - last_new as isize) as usize;
-                let old_score = equal_count(&raw[start..end], &s[here..here + end - start]);
-                if run > old_score + NEW_MATCH_MARGIN {
-                    break (start, Some(src));
-                }
+        for i in 0..=self.switches.len() {
+            let (scan, pos) = match self.switches.get(i) {
+                Some(w) => (w.start, Some(w.src)),
+                None => (raw.len(), None),
             };
             let gap = scan - last_new;
-            let mut lenf = forward(&raw[last_new..scan], &s[last_old..], gap);
+            // A copy reads only bytes before the one it makes: the first alignment (region
+            // byte 0 for block byte 0) has none when the region is empty.
+            let mut lenf = if last_old < region.len() + last_new {
+                forward(&raw[last_new..scan], &s[last_old..], gap)
+            } else {
+                0
+            };
             let mut lenb = match pos {
                 Some(pos) => backward(raw, scan, s, pos, gap),
                 None => 0,
@@ -270,7 +191,7 @@ impl DiffEncoder {
                         sc += 1;
                     }
                     let b = scan - lenb + k;
-                    if raw[b] == s[pos.expect("overlap only before a match") - lenb + k] {
+                    if raw[b] == s[pos.expect("overlap only before a switch") - lenb + k] {
                         sc -= 1;
                     }
                     if sc > best {
@@ -301,9 +222,6 @@ impl DiffEncoder {
                     &s[last_old..last_old + lenf],
                     &raw[last_new + lenf..next_new],
                 );
-            }
-            if pos.is_none() {
-                break;
             }
             last_new = next_new;
             last_old = next_old;

@@ -14,6 +14,9 @@
 
 pub(crate) mod decode;
 pub(crate) mod encode;
+mod scan;
+#[cfg(test)]
+mod shape_tests;
 #[cfg(test)]
 mod tests;
 

@@ -398,3 +398,28 @@ fn hostile_payloads_are_named_errors() {
         assert_eq!(decode_err(&p, region, raw_len), want, "{name}");
     }
 }
+
+/// The scanner keeps the current alignment while it agrees: a block that is its region's
+/// text (a small vocabulary, so that every 6-byte key occurs all over the region, as in
+/// compiled JavaScript) after 725 new bytes, with a byte changed every 5,000, is one switch
+/// (found after the new bytes) and 40 diff values, not a copy from wherever a short key
+/// leads (session 28's matcher made ~1,000 commands of such a block of typescript's pair).
+#[test]
+fn repeated_text_shifted_by_an_insertion_keeps_one_alignment() {
+    let region = text(400_000, 7);
+    let mut raw = random(725, 8);
+    raw.extend_from_slice(&region[..200_000]);
+    for i in (1000..raw.len()).step_by(5000) {
+        raw[i] ^= 0x01;
+    }
+    let mut scanner = super::scan::Scanner::default();
+    let mut switches = Vec::new();
+    scanner.scan(&region, &raw, &mut switches);
+    assert_eq!(switches.len(), 1, "{switches:?}");
+    // Region byte x is block byte x + 725, found within the first key's reach.
+    assert_eq!(switches[0].start, switches[0].src + 725, "{switches:?}");
+    assert!(switches[0].start < 725 + 64, "{switches:?}");
+    let n = roundtrip("shifted text", &raw, &region);
+    // The 725 random bytes are most of it.
+    assert!(n < 725 + 200, "{n} bytes");
+}

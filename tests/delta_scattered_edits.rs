@@ -1,9 +1,10 @@
-//! Issue 17: at levels 7 and up a delta block is also parsed by krypta's own match finder
-//! and the smaller frame is kept (`codec::block::against`, docs/FORMAT.md §16.3). Through
-//! the binary: a rebuilt-executable-like change (one byte in every 97 changed, a piece
-//! inserted) written at the default level and at `-l 7`, plain and encrypted, restores bit
-//! for bit with `--base`, `t` passes, and `-l 7` is smaller by the margin the own parser
-//! exists for. Readers are unchanged: the frames are ordinary `zstd+base` frames.
+//! Issue 17: at levels 7 and up a delta block is also written as `diff+base` and the smaller
+//! payload is kept (`codec::block::against`, docs/FORMAT.md §16.3). Through the binary: a
+//! rebuilt-executable-like change (one byte in every 97 changed, a piece inserted) written
+//! at the default level and at `-l 7`, plain and encrypted, restores bit for bit with
+//! `--base`, `t` passes, and `-l 7` is smaller by the margin the top levels exist for.
+//! (Until 2026-12-07 this file was `delta_own_parser.rs`, for the zstd-sequences frame of
+//! krypta's own parser that `diff+base` replaced.)
 
 mod cli_common;
 mod common;
@@ -28,7 +29,7 @@ fn level_7_deltas_of_scattered_edits_are_smaller_and_restore_exactly() {
     default_and_level_7_deltas(&fx);
     let size = |a: &str| std::fs::metadata(fx.p(a)).unwrap().len();
     // 65,000 edits: zstd's fast parser resumes after an edit only where its tables hold
-    // the position; the own parser codes each as a literal and a repeat offset.
+    // the position; the diff codes each as a gap and a value.
     assert!(
         size("d7.kry") * 10 < size("d3.kry") * 8,
         "-l 7 {} against the default {}",

@@ -1,0 +1,272 @@
+//! The `diff+base` encoder's match finder: where in `S = region ‖ block` each stretch of the
+//! block is copied from, as a list of alignment [`Switch`]es; [`super::encode`] turns the
+//! list into commands (bsdiff's forward and backward approximate extension).
+//!
+//! **It follows the current alignment first** (bsdiff's rule, Colin Percival 2003): at each
+//! position the bytes at the current alignment are compared before anything is looked up;
+//! while they agree the scan moves on without a lookup, and a new alignment is taken only
+//! when it agrees with more of the next bytes (a window of at least [`WINDOW`] bytes) than
+//! the current one by more than [`MARGIN`]. Why not the sequence parser that fed both
+//! this codec and a zstd-sequences frame until 2026-12-07 (`delta_parse.rs`, removed with
+//! its frame): it took the first hashed match it found, and in text a 6-byte key (`return`, eight spaces) leads anywhere
+//! in the region. On typescript's pair (compiled JavaScript, `-b 4M -l 7`) a block that is
+//! the base shifted by 725 bytes came out as ~1,000 commands of 10–30 bytes copied from all
+//! over the region (3,813 bytes, where zstd's frame took 984).
+//!
+//! **Two tables, both of the region's positions and of the block's searched positions**:
+//! a long one keyed by [`LONG_KEY`] bytes, which finds the true alignment of text (a
+//! 24-byte key is nearly unique there), and a short one of 6-byte keys with [`WAYS`]
+//! entries per bucket, which finds the short exact matches between the changed bytes of
+//! machine code (a rebuilt call displacement every ~10 bytes). Every candidate is compared
+//! byte for byte; no hash is trusted.
+
+/// A new alignment: block bytes from `start` on are copied from `src` on (`len` of them
+/// exactly equal), until the next switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Switch {
+    /// First byte in the block.
+    pub start: usize,
+    /// Bytes exactly equal at the new alignment from `start`.
+    pub len: usize,
+    /// Source of `start`: a position in `S`, below `region.len() + start`.
+    pub src: usize,
+}
+
+/// Bytes of the long table's key.
+const LONG_KEY: usize = 24;
+/// log2 of the long table's entries (u64 each: 8 MiB).
+const LONG_LOG: u32 = 20;
+/// log2 of the short table's buckets ([`WAYS`] u64 entries each: 8 MiB).
+const SHORT_LOG: u32 = 18;
+/// Entries per short bucket, the most recent first.
+const WAYS: usize = 4;
+/// Every how many region positions go into each table.
+const REGION_STEP: usize = 8;
+/// Shortest exact match a candidate needs (the short key's length).
+const MIN_LEN: usize = 6;
+/// Bytes over which a candidate and the current alignment are compared (at least; a longer
+/// exact match is compared over its length).
+const WINDOW: usize = 64;
+/// How many more agreeing bytes (of the window) a new alignment must bring. bsdiff's 8
+/// counts exact matches; a command here costs ~5 bytes (a seek of 3–4, two lengths), so a
+/// short match in new text is cheaper as extra bytes. Measured on the four pairs of
+/// BENCHMARKS.md table 14 (`c --base -l 7`, 2026-12-07): 8 → 24 took typescript's delta
+/// from 4,153 to 3,362 bytes and aws-lc-sys's from 146,804 to 132,775, ruff's from 3,542,088
+/// to 3,449,558; 32 and 48 gain on aws-lc-sys (131,169, 128,422) and lose on the others.
+const MARGIN: usize = 24;
+/// The current alignment agreeing this far needs no lookup.
+const FOLLOW: usize = 16;
+/// The longest `S` searched, bytes (2^31): a seek between two positions of `S` (at most
+/// 2^31 − 1 either way) is then a format number once zigzag-coded (below 2^32, §16.6), and a
+/// position + 1 fits the 32 bits a table entry keeps of it. Format 2 bounds region + block
+/// at 2^29 (§16.2), so a block of an archive is always searched.
+pub(super) const MAX_JOINED: usize = 1 << 31;
+
+fn read8(b: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
+}
+
+/// Bytes equal at the start of `a` and `b` (also the command writer's).
+pub(super) fn common(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = read8(a, i) ^ read8(b, i);
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// The long table's index of the key at `i`, and a 32-bit tag of the key kept in the entry
+/// (other bits of the same hash), so that a candidate of another key is refused without
+/// reading its bytes.
+fn hash_long(b: &[u8], i: usize) -> (usize, u32) {
+    let h = read8(b, i).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let h = (h ^ read8(b, i + 8)).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    let h = (h ^ read8(b, i + 16)).wrapping_mul(0x1656_67B1_9E37_79F9);
+    ((h >> (64 - LONG_LOG)) as usize, h as u32)
+}
+
+fn hash_short(b: &[u8], i: usize) -> usize {
+    ((read8(b, i) << 16).wrapping_mul(0xCF1B_BCDC_B7A5_6463) >> (64 - SHORT_LOG)) as usize
+}
+
+/// A short table entry for position `p`: `p + 1` (high 32 bits) and its first 4 bytes, so a
+/// candidate whose bytes differ is refused without reading it.
+fn entry(b: &[u8], p: usize) -> u64 {
+    ((p as u64 + 1) << 32) | u64::from(u32::from_le_bytes(b[p..p + 4].try_into().expect("4")))
+}
+
+/// Equal bytes at the same places of `a` and `b` (over the shorter).
+pub(super) fn equal_count(a: &[u8], b: &[u8]) -> usize {
+    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let n = a.len().min(b.len());
+    let mut eq = 0;
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = read8(a, i) ^ read8(b, i);
+        // The high bit of each byte of x that is not zero.
+        let nonzero = (((x & LOW) + LOW) | x) & !LOW;
+        eq += 8 - nonzero.count_ones() as usize;
+        i += 8;
+    }
+    eq + (i..n).filter(|&k| a[k] == b[k]).count()
+}
+
+/// The scanner's tables and `S`, kept between blocks.
+#[derive(Default)]
+pub(super) struct Scanner {
+    buf: Vec<u8>,
+    long: Vec<u64>,
+    short: Vec<u64>,
+}
+
+impl Scanner {
+    /// Memory held, bytes.
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.buf.capacity()
+            + self.long.capacity() * std::mem::size_of::<u64>()
+            + self.short.capacity() * std::mem::size_of::<u64>()
+    }
+
+    /// `S = region ‖ block` of the last [`Scanner::scan`].
+    pub(super) fn joined(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The alignment switches of `block` against `region` into `out` (cleared), in block
+    /// order. None (the block copied at the first alignment or added as extra bytes) for a
+    /// block under 32 bytes or when `S` is longer than [`MAX_JOINED`].
+    pub(super) fn scan(&mut self, region: &[u8], block: &[u8], out: &mut Vec<Switch>) {
+        out.clear();
+        self.buf.clear();
+        self.buf.extend_from_slice(region);
+        self.buf.extend_from_slice(block);
+        let r = region.len();
+        let n = block.len();
+        if n < 32 || r + n > MAX_JOINED {
+            return;
+        }
+        self.long.clear();
+        self.long.resize(1 << LONG_LOG, 0);
+        self.short.clear();
+        self.short.resize(WAYS << SHORT_LOG, 0);
+        let s = &self.buf[..];
+        let (long, short) = (&mut self.long[..], &mut self.short[..]);
+        let mut q = 0;
+        while q + LONG_KEY <= r {
+            let (h, tag) = hash_long(s, q);
+            long[h] = ((q as u64 + 1) << 32) | u64::from(tag);
+            insert(short, hash_short(s, q), entry(s, q));
+            q += REGION_STEP;
+        }
+        // The current alignment: the source of block byte p is p + delta.
+        let mut delta: Option<isize> = None;
+        // The alignments before the current one, the latest first (MIN: none).
+        let mut reps = [isize::MIN; 3];
+        let mut p = 0usize;
+        let mut misses = 0usize;
+        // Positions from which a key and a window can be read.
+        let keyed = n.saturating_sub(LONG_KEY.max(WINDOW));
+        while p < n {
+            let cur = r + p;
+            let here = delta
+                .map(|d| p as isize + d)
+                .filter(|&x| x >= 0)
+                .map(|x| x as usize);
+            let c = here.map_or(0, |src| common(&s[cur..], &s[src..]));
+            if c >= FOLLOW || p >= keyed {
+                p += c.max(1);
+                misses = 0;
+                continue;
+            }
+            // How much of the window the current alignment agrees with.
+            let near = here.map_or(0, |h| equal_count(&s[cur..cur + WINDOW], &s[h..]));
+            // A candidate: (agreeing bytes over the window, exact length) when it beats the
+            // current alignment by the margin.
+            let judge = |src: usize| -> Option<(usize, usize)> {
+                if Some(src as isize - p as isize) == delta {
+                    return None;
+                }
+                let len = common(&s[cur..], &s[src..]);
+                if len < MIN_LEN {
+                    return None;
+                }
+                let w = len.max(WINDOW).min(n - p);
+                let agree = if len >= w {
+                    len
+                } else {
+                    len + equal_count(&s[cur + len..cur + w], &s[src + len..])
+                };
+                let old = if w == WINDOW {
+                    near
+                } else {
+                    here.map_or(0, |h| equal_count(&s[cur..cur + w], &s[h..]))
+                };
+                (agree > old + MARGIN).then_some((agree, len))
+            };
+            let mut best: Option<(usize, usize, usize)> = None; // (agree, len, src)
+            let consider = |best: &mut Option<(usize, usize, usize)>, src: usize| {
+                if let Some((agree, len)) = judge(src)
+                    && best.is_none_or(|b| agree > b.0)
+                {
+                    *best = Some((agree, len, src));
+                }
+            };
+            // Recent alignments first: their bytes are near ones read lately.
+            for &d in &reps {
+                let src = p as isize + d;
+                if d != isize::MIN && src >= 0 && (src as usize) < cur {
+                    consider(&mut best, src as usize);
+                }
+            }
+            let (hl, tag) = hash_long(s, cur);
+            let hs = hash_short(s, cur);
+            let now = entry(s, cur);
+            if best.is_none() {
+                let e = long[hl];
+                if e != 0 && e as u32 == tag {
+                    consider(&mut best, (e >> 32) as usize - 1);
+                }
+                for &e in &short[hs * WAYS..hs * WAYS + WAYS] {
+                    if e != 0 && e as u32 == now as u32 {
+                        consider(&mut best, (e >> 32) as usize - 1);
+                    }
+                }
+            }
+            if let Some((_, len, src)) = best {
+                out.push(Switch { start: p, len, src });
+                if let Some(d) = delta {
+                    reps = [d, reps[0], reps[1]];
+                }
+                delta = Some(src as isize - p as isize);
+                p += len;
+                misses = 0;
+                continue;
+            }
+            long[hl] = ((cur as u64 + 1) << 32) | u64::from(tag);
+            insert(short, hs, now);
+            if c >= 4 {
+                misses = 0;
+                p += c;
+            } else {
+                misses += 1;
+                // Far from any match (new bytes): look up less often the longer it lasts.
+                p += 1 + (misses >> 6);
+            }
+        }
+    }
+}
+
+/// Puts `e` first in bucket `h`, dropping the oldest.
+fn insert(table: &mut [u64], h: usize, e: u64) {
+    let b = &mut table[h * WAYS..h * WAYS + WAYS];
+    b.copy_within(0..WAYS - 1, 1);
+    b[0] = e;
+}
