@@ -167,6 +167,11 @@ fn a_second_ctrl_c_while_the_abort_waits_on_a_stalled_store_exits_at_once() {
     // As in roundtrip.rs's sigterm test: enough input that a part must go up.
     stdin.write_all(&common::bytes(26 << 20, 6, false)).unwrap();
     wait_for_upload(&s3, "twice", &mut child);
+    // The upload as the store lists it before it stalls: after the store resumes, an abort
+    // krypta had already sent while it was stopped may still be carried out (seen once in a
+    // full run at load 3), so the listing afterwards cannot tell which upload was named.
+    let started = s3.uploads("twice");
+    assert_eq!(started.len(), 1, "{started:?}");
     let weed = rustix::process::Pid::from_child(&w.child);
     rustix::process::kill_process(weed, rustix::process::Signal::STOP).unwrap();
     let pid = rustix::process::Pid::from_child(&child);
@@ -192,8 +197,11 @@ fn a_second_ctrl_c_while_the_abort_waits_on_a_stalled_store_exits_at_once() {
             ),
         "{note}"
     );
-    // The upload it names is the one left in the store.
+    // The upload it names is the one it started, and nothing else was left in the store.
+    assert!(note.contains(&started[0].1), "{note} / {started:?}");
     let uploads = s3.uploads("twice");
-    assert_eq!(uploads.len(), 1, "{uploads:?}");
-    assert!(note.contains(&uploads[0].1), "{note} / {uploads:?}");
+    assert!(
+        uploads.is_empty() || uploads == started,
+        "{uploads:?} / {started:?}"
+    );
 }
