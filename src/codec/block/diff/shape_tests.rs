@@ -7,15 +7,9 @@
 
 use super::decode::{DiffBufs, decode};
 use super::encode::DiffEncoder;
+use super::tests::rng as next;
 
-/// A small deterministic generator (xorshift), so that failures reproduce.
-fn next(seed: &mut u64) -> u64 {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    *seed
-}
-
+/// `n` random bytes (`seed` 0 is taken as 1: xorshift stays at 0).
 fn random(n: usize, seed: u64) -> Vec<u8> {
     let mut s = seed | 1;
     (0..n).map(|_| next(&mut s) as u8).collect()

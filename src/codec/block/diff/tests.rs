@@ -4,7 +4,7 @@ use super::*;
 use crate::codec::CodecError;
 
 /// A small deterministic generator (xorshift), so that failures reproduce.
-fn rng(seed: &mut u64) -> u64 {
+pub(super) fn rng(seed: &mut u64) -> u64 {
     *seed ^= *seed << 13;
     *seed ^= *seed >> 7;
     *seed ^= *seed << 17;
