@@ -134,6 +134,26 @@ pub fn names_stdin(path: &Path) -> bool {
 /// ([`crate::store::local::widen_pipe`]), and polled so that a producer's pause lets the
 /// writer write what it has sealed ([`ReaderSource::with_poll_fd`]). Errors: Io (open)
 /// naming `path`.
+///
+/// Speed (issue 13 item 6; keep the reads inline, straight into the block): a stream costs what a
+/// file costs: `c -q -s --no-fsync --keyfile` of 200 MiB on tmpfs with stdin redirected from the
+/// file took 0.96× the time of the file named as input (2-core VM, quiet, medians of 11
+/// interleaved rounds; 1.04× with other builds running). Through `cat FILE |` it took 1.2–1.4×
+/// (medians of 9–21 rounds in several runs; 1.29–1.38× at 200 and 800 MiB in the last), 1.03–1.19×
+/// with other builds loading both cores, and 1.01–1.16× at the default level, where the workers,
+/// not the filling thread, set the pace. The difference is the producer: `cat`'s ~50 ms of CPU per
+/// 200 MiB (its read, its copy into the pipe) on 2 cores that `-s` already keeps 1.7–1.8 busy, and
+/// the kernel wakes a pipe's writer on the CPU of the reader that made room (a synchronous
+/// wake-up), so `perf sched` showed `cat` taking turns with the filling thread on one core while
+/// the worker's core idled 20–40% of the run. With the archive written to `/dev/null` (the filling
+/// thread's writes gone) the pipe took 1.04× the file's time. Tried, measured the same way, and
+/// not kept (none faster): reading ahead on a thread of its own into 1–4 MiB chunks, also with
+/// BLAKE3 moved there (3–11% slower: a copy of every byte, and a thread that takes turns with
+/// `cat` too); reads capped at 128–512 KiB with each piece hashed before the next read;
+/// `preadv2(RWF_NOWAIT)` in place of the `poll` before a read; pipe buffers of 256 and 512 KiB;
+/// the archive written by a thread of its own (12–20% slower); two sealing workers at `-s` (file
+/// 10% slower, pipe no faster). With a core to spare for the producer (3 or more), the pipe should
+/// cost what the redirected file does.
 pub fn open_stream(path: &Path) -> Result<ReaderSource<Box<dyn io::Read>>> {
     use std::os::fd::AsFd;
     if names_stdin(path) {
