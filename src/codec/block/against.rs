@@ -55,36 +55,32 @@ impl BlockEncoder {
         out: &mut Vec<u8>,
     ) -> Result<bool, CodecError> {
         match self.level {
-            Some(level) => self.encode_against_tables(raw, base, out, level),
+            Some(level) => zstd_delta(raw, base, out, level),
             None => {
                 out.clear();
                 Ok(false)
             }
         }
     }
+}
 
-    /// [`BlockEncoder::encode_against`] with the hash tables of `tables`' level.
-    fn encode_against_tables(
-        &mut self,
-        raw: &[u8],
-        base: &[u8],
-        out: &mut Vec<u8>,
-        tables: crate::codec::Level,
-    ) -> Result<bool, CodecError> {
-        out.clear();
-        if self.level.is_none() {
-            return Ok(false);
-        }
-        if raw.len() > MAX_BLOCK_SIZE {
-            return Err(CodecError::TooLarge {
-                len: raw.len() as u64,
-            });
-        }
-        let need = (base.len() + raw.len()).max(1 << 10) as u64;
-        let window = (64 - (need - 1).leading_zeros()).clamp(10, 29);
-        zstd_against(tables, raw, base, window, out)?;
-        Ok(out.len() + crate::format::block::BASE_REGION_LEN < raw.len())
+/// [`BlockEncoder::encode_against`]'s frame with the hash tables of `tables`' level.
+fn zstd_delta(
+    raw: &[u8],
+    base: &[u8],
+    out: &mut Vec<u8>,
+    tables: crate::codec::Level,
+) -> Result<bool, CodecError> {
+    out.clear();
+    if raw.len() > MAX_BLOCK_SIZE {
+        return Err(CodecError::TooLarge {
+            len: raw.len() as u64,
+        });
     }
+    let need = (base.len() + raw.len()).max(1 << 10) as u64;
+    let window = (64 - (need - 1).leading_zeros()).clamp(10, 29);
+    zstd_against(tables, raw, base, window, out)?;
+    Ok(out.len() + crate::format::block::BASE_REGION_LEN < raw.len())
 }
 
 /// The `diff+base` encoder (codec 3) and what checks its payloads, kept by an encoder
@@ -155,9 +151,7 @@ impl BlockEncoder {
         } else {
             level
         };
-        let mut best = self
-            .encode_against_tables(raw, base, out, tables)?
-            .then_some(Codec::ZstdBase);
+        let mut best = zstd_delta(raw, base, out, tables)?.then_some(Codec::ZstdBase);
         if diff {
             let d = self.diff.get_or_insert_default();
             let ok = d.encode(raw, base, level == crate::codec::Level::MAX)?;
