@@ -246,7 +246,7 @@ pub(crate) struct CompressArgs {
     /// default is fewer when ulimit -v or the cgroup's memory.max would not hold them)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
-    /// Block size: 4M, 512K, 64MiB, 4MB (= 10^6) (default 4M; level 9: 64M, but 4M with --base)
+    /// Block size: 4M, 512K, 64MiB, 4MB (= 10^6) (default 4M; level 9: 64M; with --base at levels 7, 8, 9: 8M, 16M, 32M)
     #[arg(short = 'b', long, value_name = "SIZE")]
     pub(crate) block_size: Option<String>,
     /// BCJ filter: auto, off, x86, arm64, arm, armthumb, powerpc, sparc, ia64, riscv

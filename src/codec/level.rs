@@ -141,15 +141,33 @@ impl Level {
 
 impl Level {
     /// Block size of a delta archive (`c --base`) when the user gives no `-b`, bytes:
-    /// [`DEFAULT_BLOCK_SIZE`] at every level, level 9 included. Level 9's 64 MiB blocks exist
-    /// so that a block sees the window before it; a delta block's reference is its base
-    /// region instead, and the `diff+base` payload (levels 7–9, blocks up to 8 MiB) is
-    /// what makes the top levels' deltas small. Measured 2026-12-07 (`c --base -j 1` on the
-    /// four pairs of BENCHMARKS.md table 14): with 64 MiB blocks `-l 9` wrote 4,463,476 /
-    /// 408,695 / 4,889 / 170,879 bytes for ruff / libc6 / typescript / aws-lc-sys, larger
-    /// than `-l 7`'s 3,438,884 / 264,425 / 3,333 / 129,355.
+    /// [`DEFAULT_BLOCK_SIZE`] (4 MiB) at levels 1–6, then 8, 16 and 32 MiB at levels 7, 8
+    /// and 9, where the `diff+base` payload is made (blocks up to 32 MiB). Larger delta blocks
+    /// are smaller deltas: each block's streams are zstd frames that start afresh, and a block
+    /// has its own frame head, tag, region descriptor and index entry; they cost parallelism
+    /// (fewer blocks to share out) and memory (the region and the scan's tables grow with
+    /// the block). Level 9's non-delta 64 MiB blocks (which see the block before them) are
+    /// not used: a delta block's reference is its base region. Measured 2026-12-07 (`c --base
+    /// -j 1` on the four pairs of BENCHMARKS.md table 14, ruff / libc6 / typescript /
+    /// aws-lc-sys, bytes; CPU seconds on ruff):
+    ///
+    /// | blocks | `-l 7` | ruff CPU | `-l 9` |
+    /// |---|---|---|---|
+    /// | 4 MiB | 3,449,940 / 265,022 / 3,333 / 129,364 | 1.7 s | 3,168,181 / 260,147 / 3,301 / 127,404 |
+    /// | 8 MiB | 3,419,309 / 268,760 / 2,924 / 122,244 | 1.9 s | |
+    /// | 16 MiB | 3,369,578 / 271,008 / 2,045 / 116,661 | 2.0 s | 3,096,628 / 263,564 / 2,038 / 114,313 |
+    /// | 32 MiB | | | 3,096,599 / 263,564 / 1,805 / 109,957 |
+    ///
+    /// At two threads (`-j 2`, wall time, 3 interleaved rounds) ruff took 0.9 s with 4 MiB
+    /// blocks, 1.06 s with 8 MiB and 1.5 s with 16 MiB (two blocks of unequal size); 64 MiB
+    /// blocks are over the `diff+base` bound (zstd's frame alone: 4,463,476 bytes at `-l 9`).
     pub fn default_delta_block_size(self) -> usize {
-        DEFAULT_BLOCK_SIZE
+        match self.0 {
+            0..=6 => DEFAULT_BLOCK_SIZE,
+            7 => 8 << 20,
+            8 => 16 << 20,
+            _ => 32 << 20,
+        }
     }
 }
 
@@ -183,7 +201,11 @@ mod tests {
         assert_eq!(Level::MAX.window_log(), 27);
         assert_eq!(Level::DEFAULT.default_block_size(), 4 << 20);
         assert_eq!(Level::MAX.default_block_size(), 64 << 20);
-        assert_eq!(Level::MAX.default_delta_block_size(), 4 << 20);
+        assert_eq!(Level::DEFAULT.default_delta_block_size(), 4 << 20);
+        assert_eq!(Level::new(6).unwrap().default_delta_block_size(), 4 << 20);
+        assert_eq!(Level::new(7).unwrap().default_delta_block_size(), 8 << 20);
+        assert_eq!(Level::new(8).unwrap().default_delta_block_size(), 16 << 20);
+        assert_eq!(Level::MAX.default_delta_block_size(), 32 << 20);
         assert!(Level::MAX.references());
         assert!(!Level::new(8).unwrap().references());
     }

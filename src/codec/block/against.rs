@@ -32,7 +32,7 @@ use super::{
 /// 4 MiB). Its tables are sized for a block of a few MiB and its region; with this bound it
 /// holds at most region (≤ 32 MiB, FORMAT.md §16.3) + block (`S`) + 16 MiB of tables +
 /// the streams, payload and decoded check ≈ 80 MiB per worker.
-const DIFF_MAX_BLOCK: usize = 8 << 20;
+const DIFF_MAX_BLOCK: usize = 32 << 20;
 
 impl BlockEncoder {
     /// Compresses `raw` (unfiltered) against `base`, a delta base region, into `out`: one

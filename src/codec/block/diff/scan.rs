@@ -34,10 +34,11 @@ pub(super) struct Switch {
 
 /// Bytes of the long table's key.
 const LONG_KEY: usize = 24;
-/// log2 of the long table's entries (u64 each: 8 MiB).
-const LONG_LOG: u32 = 20;
-/// log2 of the short table's buckets ([`WAYS`] u64 entries each: 8 MiB).
-const SHORT_LOG: u32 = 18;
+/// Bounds of log2 of the long table's entries (u64 each), [`table_log`]: 2^12 entries
+/// (32 KiB) for the smallest `S`, 2^22 (32 MiB) for an `S` of 32 MiB and more. The short
+/// table has as many entries in buckets of [`WAYS`] (log2 of its buckets two less).
+const MIN_TABLE_LOG: u32 = 12;
+const MAX_TABLE_LOG: u32 = 22;
 /// Entries per short bucket, the most recent first.
 const WAYS: usize = 4;
 /// Every how many region positions go into each table.
@@ -86,15 +87,15 @@ pub(super) fn common(a: &[u8], b: &[u8]) -> usize {
 /// The long table's index of the key at `i`, and a 32-bit tag of the key kept in the entry
 /// (other bits of the same hash), so that a candidate of another key is refused without
 /// reading its bytes.
-fn hash_long(b: &[u8], i: usize) -> (usize, u32) {
+fn hash_long(b: &[u8], i: usize, log: u32) -> (usize, u32) {
     let h = read8(b, i).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let h = (h ^ read8(b, i + 8)).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     let h = (h ^ read8(b, i + 16)).wrapping_mul(0x1656_67B1_9E37_79F9);
-    ((h >> (64 - LONG_LOG)) as usize, h as u32)
+    ((h >> (64 - log)) as usize, h as u32)
 }
 
-fn hash_short(b: &[u8], i: usize) -> usize {
-    ((read8(b, i) << 16).wrapping_mul(0xCF1B_BCDC_B7A5_6463) >> (64 - SHORT_LOG)) as usize
+fn hash_short(b: &[u8], i: usize, log: u32) -> usize {
+    ((read8(b, i) << 16).wrapping_mul(0xCF1B_BCDC_B7A5_6463) >> (64 - log)) as usize
 }
 
 /// A short table entry for position `p`: `p + 1` (high 32 bits) and its first 4 bytes, so a
@@ -153,17 +154,19 @@ impl Scanner {
         if n < 32 || r + n > MAX_JOINED {
             return;
         }
+        let long_log = table_log(r + n);
+        let short_log = long_log - 2;
         self.long.clear();
-        self.long.resize(1 << LONG_LOG, 0);
+        self.long.resize(1 << long_log, 0);
         self.short.clear();
-        self.short.resize(WAYS << SHORT_LOG, 0);
+        self.short.resize(WAYS << short_log, 0);
         let s = &self.buf[..];
         let (long, short) = (&mut self.long[..], &mut self.short[..]);
         let mut q = 0;
         while q + LONG_KEY <= r {
-            let (h, tag) = hash_long(s, q);
+            let (h, tag) = hash_long(s, q, long_log);
             long[h] = ((q as u64 + 1) << 32) | u64::from(tag);
-            insert(short, hash_short(s, q), entry(s, q));
+            insert(short, hash_short(s, q, short_log), entry(s, q));
             q += REGION_STEP;
         }
         // The current alignment: the source of block byte p is p + delta.
@@ -226,8 +229,8 @@ impl Scanner {
                     consider(&mut best, src as usize);
                 }
             }
-            let (hl, tag) = hash_long(s, cur);
-            let hs = hash_short(s, cur);
+            let (hl, tag) = hash_long(s, cur, long_log);
+            let hs = hash_short(s, cur, short_log);
             let now = entry(s, cur);
             if best.is_none() {
                 let e = long[hl];
@@ -262,6 +265,21 @@ impl Scanner {
             }
         }
     }
+}
+
+/// log2 of the long table's entries for an `S` of `joined` bytes: one entry per region
+/// position inserted (every [`REGION_STEP`]), rounded up to a power of two, within
+/// [`MIN_TABLE_LOG`]..=[`MAX_TABLE_LOG`] (the tables: 2^12..=2^22 entries each, 64 KiB..=64
+/// MiB together). Fixed tables of 2^20 entries were overwritten ever more as blocks grew past
+/// 4 MiB (and cost a 16 MiB clear for a block of a few bytes). Measured 2026-12-07 on the
+/// four pairs of BENCHMARKS.md table 14 (`c --base -j 1`, ruff / libc6 / typescript /
+/// aws-lc-sys): ruff's delta with 16 MiB blocks 3,929,296 bytes at 2^20 entries, 3,451,430
+/// at 2^21, 3,356,089 at 2^22 (the others within 1 %); at `-l 7`'s 8 MiB blocks, rounded
+/// down (2^21) against up (2^22): 3,419,309 / 268,760 / 2,924 / 122,244 against 3,380,576
+/// / 268,697 / 2,716 / 121,818 bytes, for 5–10 % more CPU time.
+pub(super) fn table_log(joined: usize) -> u32 {
+    let positions = (joined / REGION_STEP).max(1);
+    (usize::BITS - positions.leading_zeros()).clamp(MIN_TABLE_LOG, MAX_TABLE_LOG)
 }
 
 /// Puts `e` first in bucket `h`, dropping the oldest.

@@ -423,3 +423,20 @@ fn repeated_text_shifted_by_an_insertion_keeps_one_alignment() {
     // The 725 random bytes are most of it.
     assert!(n < 725 + 200, "{n} bytes");
 }
+
+/// The scanner's tables grow with `S` (one entry per region position, rounded up), from
+/// 2^12 entries to 2^22: a small block does not clear 16 MiB, a 32 MiB block's is not
+/// overwritten four times over.
+#[test]
+fn table_size_follows_the_joined_length() {
+    use super::scan::table_log;
+    assert_eq!(table_log(0), 12);
+    assert_eq!(table_log(100), 12);
+    assert_eq!(table_log(8 << 12), 13);
+    assert_eq!(table_log((8 << 12) - 8), 12);
+    // A 4 MiB block and its 6 MiB region: 1.25M positions.
+    assert_eq!(table_log(10 << 20), 21);
+    // 8 MiB and 10 MiB; 32 MiB and 34 MiB: at the cap.
+    assert_eq!(table_log(18 << 20), 22);
+    assert_eq!(table_log(66 << 20), 22);
+}
