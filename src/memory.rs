@@ -16,8 +16,13 @@
 //! ([`zstd_context_bytes`]) and its block, the block's filtered copy and the compressed
 //! output (3 × `-b`); the writer keeps blocks in flight beside them
 //! (`archive::pipeline::max_in_flight`). See [`compress_bytes`].
+//!
+//! A delta archive (`c --base`) is modelled on its own: [`delta`].
 
 use crate::codec::Level;
+
+pub mod delta;
+pub use delta::{delta_worker_bytes, delta_zstd_context_bytes, diff_stream_context_bytes};
 
 /// A big allocation the allocator refused (out of memory, or past `ulimit -v`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -103,22 +108,30 @@ pub fn worker_bytes(level: Option<Level>, block_size: usize) -> u64 {
 /// About what `c` needs with `jobs` sealing workers, `in_flight` blocks in flight and blocks
 /// of `block_size` bytes, bytes: each worker's [`worker_bytes`], the blocks waiting beside
 /// them (raw and encoded), the block being filled, at level 9 the block before it (the next
-/// block's reference), and 32 MiB for the rest of the process.
+/// block's reference), and 32 MiB for the rest of the process. For a delta archive
+/// (`base_cache`: the base's `BaseArchive::cache_bytes_at_most`) each worker's
+/// [`delta_worker_bytes`] instead, no reference block (a delta block's prefix is its region),
+/// and the base's cache.
 pub fn compress_bytes(
     level: Option<Level>,
     block_size: usize,
     jobs: usize,
     in_flight: usize,
+    base_cache: Option<u64>,
 ) -> u64 {
     let jobs = jobs.max(1) as u64;
     let b = block_size as u64;
     let waiting = (in_flight as u64).saturating_sub(jobs) * 2 * b;
-    let reference = if level.is_some_and(|l| l.references()) {
+    let reference = if level.is_some_and(|l| l.references()) && base_cache.is_none() {
         b
     } else {
         0
     };
-    jobs * worker_bytes(level, block_size) + waiting + b + reference + (32 << 20)
+    let worker = match base_cache {
+        Some(_) => delta_worker_bytes(level, block_size),
+        None => worker_bytes(level, block_size),
+    };
+    jobs * worker + waiting + b + reference + base_cache.unwrap_or(0) + (32 << 20)
 }
 
 /// Blocks a writer keeps in flight with `jobs` workers (as `archive::writer` chooses):
@@ -132,13 +145,20 @@ pub fn writer_in_flight(level: Option<Level>, block_size: usize, jobs: usize) ->
 }
 
 /// Most sealing workers (at most `jobs`, at least 1) whose [`compress_bytes`] fits in
-/// `limit` bytes. 1 when not even one fits: a run then tries, and fails with
-/// `Error::OutOfMemory` if it must.
-pub fn workers_within(limit: u64, level: Option<Level>, block_size: usize, jobs: usize) -> usize {
+/// `limit` bytes (`base_cache` as there). 1 when not even one fits: a run then tries, and
+/// fails with `Error::OutOfMemory` if it must.
+pub fn workers_within(
+    limit: u64,
+    level: Option<Level>,
+    block_size: usize,
+    jobs: usize,
+    base_cache: Option<u64>,
+) -> usize {
     (1..=jobs.max(1))
         .rev()
         .find(|&j| {
-            compress_bytes(level, block_size, j, writer_in_flight(level, block_size, j)) <= limit
+            let in_flight = writer_in_flight(level, block_size, j);
+            compress_bytes(level, block_size, j, in_flight, base_cache) <= limit
         })
         .unwrap_or(1)
 }
@@ -224,14 +244,25 @@ pub fn cgroup_limit(proc_self_cgroup: &str, read: impl Fn(&str) -> Option<String
 }
 
 /// What to tell a user whose run ran out of memory compressing: what the run needed about,
-/// and what to change.
-pub fn compress_advice(level: Option<Level>, block_size: usize, jobs: usize) -> String {
+/// and what to change (`base_cache` as for [`compress_bytes`]).
+pub fn compress_advice(
+    level: Option<Level>,
+    block_size: usize,
+    jobs: usize,
+    base_cache: Option<u64>,
+) -> String {
     let mut tries = Vec::new();
     if jobs > 1 {
         tries.push("-j 1".to_string());
     }
     if level.is_some_and(|l| l.get() > 3) {
-        tries.push("a lower level (-l 3 needs about 20 MiB per worker)".into());
+        tries.push(match base_cache {
+            None => "a lower level (-l 3 needs about 20 MiB per worker)".into(),
+            Some(_) => format!(
+                "a lower level (a delta at -l 3 needs about {} per worker)",
+                mib(delta_worker_bytes(Some(Level::DEFAULT), 4 << 20))
+            ),
+        });
     }
     if block_size > 4 << 20 {
         tries.push("a smaller -b (4M)".into());
@@ -243,19 +274,30 @@ pub fn compress_advice(level: Option<Level>, block_size: usize, jobs: usize) -> 
     };
     format!(
         "{} ({jobs} worker{}); try {tries}",
-        compress_needs(level, block_size),
+        compress_needs(level, block_size, base_cache),
         if jobs == 1 { "" } else { "s" }
     )
 }
 
-/// "level 9 with 64.0 MiB blocks needs about 340.0 MiB per worker" ([`worker_bytes`]).
-pub fn compress_needs(level: Option<Level>, block_size: usize) -> String {
+/// "level 9 with 64.0 MiB blocks needs about 340.0 MiB per worker" ([`worker_bytes`]); for a
+/// delta archive "a delta at level 9 with 32.0 MiB blocks needs about … per worker and … for
+/// the base's cache" ([`delta_worker_bytes`], `base_cache` as for [`compress_bytes`]).
+pub fn compress_needs(level: Option<Level>, block_size: usize, base_cache: Option<u64>) -> String {
     let what = match level {
         Some(l) => format!("level {} with {} blocks", l.get(), mib(block_size as u64)),
         None => format!("storing {} blocks", mib(block_size as u64)),
     };
-    let per = mib(worker_bytes(level, block_size));
-    format!("{what} needs about {per} per worker")
+    match base_cache {
+        None => {
+            let per = mib(worker_bytes(level, block_size));
+            format!("{what} needs about {per} per worker")
+        }
+        Some(cache) => format!(
+            "a delta at {what} needs about {} per worker and {} for the base's cache",
+            mib(delta_worker_bytes(level, block_size)),
+            mib(cache)
+        ),
+    }
 }
 
 /// What to tell a user whose read (`x`, `t`, `l`) ran out of memory with `jobs` decoding
@@ -395,17 +437,20 @@ mod tests {
     #[test]
     fn workers_are_cut_to_what_the_limit_holds() {
         let l9 = Some(Level::MAX);
-        let one = compress_bytes(l9, 64 << 20, 1, 1);
-        let two = compress_bytes(l9, 64 << 20, 2, 2);
-        assert_eq!(workers_within(two, l9, 64 << 20, 4), 2);
-        assert_eq!(workers_within(two - 1, l9, 64 << 20, 4), 1);
+        let one = compress_bytes(l9, 64 << 20, 1, 1, None);
+        let two = compress_bytes(l9, 64 << 20, 2, 2, None);
+        assert_eq!(workers_within(two, l9, 64 << 20, 4, None), 2);
+        assert_eq!(workers_within(two - 1, l9, 64 << 20, 4, None), 1);
         assert_eq!(
-            workers_within(one - 1, l9, 64 << 20, 4),
+            workers_within(one - 1, l9, 64 << 20, 4, None),
             1,
             "never below one"
         );
-        assert_eq!(workers_within(u64::MAX, l9, 64 << 20, 4), 4);
-        assert_eq!(workers_within(1 << 30, Some(Level::DEFAULT), 4 << 20, 2), 2);
+        assert_eq!(workers_within(u64::MAX, l9, 64 << 20, 4, None), 4);
+        assert_eq!(
+            workers_within(1 << 30, Some(Level::DEFAULT), 4 << 20, 2, None),
+            2
+        );
     }
 
     #[test]
@@ -432,15 +477,15 @@ mod tests {
         assert_eq!(worker_bytes(None, 4 << 20), 4 << 20);
         // Two workers, the block being filled and the one before it: about 1 GiB.
         assert_eq!(
-            compress_bytes(l9, 64 << 20, 2, 2),
+            compress_bytes(l9, 64 << 20, 2, 2, None),
             (2 * (148 + 192) + 2 * 64 + 32) << 20
         );
         // Level 3, 4 MiB blocks, 2 workers, 6 in flight: four waiting blocks of 8 MiB.
         assert_eq!(
-            compress_bytes(Some(Level::DEFAULT), 4 << 20, 2, 6),
+            compress_bytes(Some(Level::DEFAULT), 4 << 20, 2, 6, None),
             (2 * 19 + 4 * 8 + 4 + 32) << 20
         );
-        let a = compress_advice(l9, 64 << 20, 2);
+        let a = compress_advice(l9, 64 << 20, 2, None);
         assert_eq!(
             a,
             "level 9 with 64.0 MiB blocks needs about 340.0 MiB per worker (2 workers); try -j 1, \

@@ -407,3 +407,96 @@ fn the_default_workers_note_says_when_the_recovery_data_alone_exceeds_the_limit(
     assert_eq!(err(&o).contains(&note), cores > 1, "{}", err(&o));
     assert!(!err(&o).contains("of which"), "{}", err(&o));
 }
+
+/// Regression (h72): a delta archive's workers were modelled as plain ones, so under a limit
+/// `c --base -l 9` (32 MiB blocks, each worker holding its region, the diff's copy of region
+/// and block, 64 MiB of match tables, its streams and zstd -19's 82 MiB context: about 594
+/// MiB, where the plain model said 180) started as many workers as for a plain archive:
+/// under 800 MiB two, whose peak on 68 MB of new bytes was 1,134 MiB of address space
+/// (measured). The default now counts the delta's workers and the base's cache, says so, and
+/// the run at the lowered -j works and restores.
+#[test]
+fn a_delta_under_a_memory_limit_counts_its_workers_and_the_base_cache() {
+    let fx = Fx::new();
+    let old = bytes(9 << 20, 5, true);
+    let mut new = old.clone();
+    for i in (0..new.len()).step_by(4099) {
+        new[i] ^= 0x5a;
+    }
+    fx.file("old/f", &old);
+    fx.file("new/f", &new);
+    fx.ok(&["c", "-q", "base.kry", "old"]);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let o = under_memory_limit(
+        &fx,
+        800,
+        &["c", "-l", "9", "--base", "base.kry", "d.kry", "new"],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    // The base's 9 MiB in three 4 MiB frames: 12 MiB of cache and one frame over.
+    let note = format!(
+        "krypta: note: using -j 1 rather than {cores}: a delta at level 9 with 32.0 MiB blocks \
+         needs about 594.0 MiB per worker and 16.0 MiB for the base's cache, and the \
+         address-space limit (ulimit -v) is 800.0 MiB\n"
+    );
+    assert_eq!(err(&o).contains(&note), cores > 1, "{}", err(&o));
+    fx.ok(&["x", "-q", "--base", "base.kry", "-C", "out", "d.kry"]);
+    assert!(fx.read("out/new/f") == new);
+    // A plain archive of the same bytes at -b 32M fits two workers under that limit.
+    let o = under_memory_limit(&fx, 800, &["c", "-l", "9", "-b", "32M", "p.kry", "new"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(!err(&o).contains("note: using"), "{}", err(&o));
+}
+
+/// Regression (h72): a delta's `diff+base` encoder grew its buffers with the infallible
+/// allocator: its copy of region and block (which also doubled: 132 MiB of address space for
+/// a 66 MiB copy at `-l 9`), its match tables and its streams, so `c --base -l 7 -j 1` of new
+/// bytes under `prlimit --as` aborted ("memory allocation of 8388601 bytes failed", exit 134)
+/// at some limits, and a stream's zstd context that could not be had was exit 1 ("zstd:
+/// Allocation error"). Across limits from far too small to enough, every run now either
+/// works or stops with exit 4 and the run's needs, nothing under the output's name.
+#[test]
+fn a_delta_past_the_limit_is_an_error_not_an_abort() {
+    let fx = Fx::new();
+    fx.file("old/f", &bytes(9 << 20, 6, true));
+    let new = bytes(9 << 20, 7, false);
+    fx.file("new/f", &new);
+    fx.ok(&["c", "-q", "base.kry", "old"]);
+    let mut codes = Vec::new();
+    for mib in (100..=400).step_by(12) {
+        let o = under_memory_limit(
+            &fx,
+            mib,
+            &[
+                "c", "-q", "-f", "-j", "1", "-l", "7", "--base", "base.kry", "d.kry", "new",
+            ],
+        );
+        let e = err(&o);
+        match code(&o) {
+            0 => assert!(fx.exists("d.kry"), "{mib} MiB"),
+            4 => {
+                assert!(!fx.exists("d.kry"), "{mib} MiB: {e}");
+                assert!(
+                    e.starts_with("krypta: d.kry: out of memory: "),
+                    "{mib} MiB: {e}"
+                );
+                assert!(
+                    e.contains(
+                        "a delta at level 7 with 8.0 MiB blocks needs about 321.0 MiB per worker"
+                    ),
+                    "{mib} MiB: {e}"
+                );
+            }
+            c => panic!("{mib} MiB: exit {c}: {e}"),
+        }
+        assert!(!e.contains("memory allocation of"), "{mib} MiB: {e}");
+        codes.push(code(&o));
+        std::fs::remove_file(fx.p("d.kry")).ok();
+    }
+    assert!(codes.contains(&4) && codes.contains(&0), "{codes:?}");
+    fx.ok(&[
+        "c", "-q", "-j", "1", "-l", "7", "--base", "base.kry", "d.kry", "new",
+    ]);
+    fx.ok(&["x", "-q", "--base", "base.kry", "-C", "out", "d.kry"]);
+    assert!(fx.read("out/new/f") == new);
+}

@@ -32,9 +32,20 @@
 //! range; when that is longer than `max` bytes, the `max`-byte window covering the most
 //! segment bytes. A block whose segments have no base gets no region.
 //!
-//! Memory (writer and reader, per worker): the block, its region (at most `max`, 32 MiB
-//! by default with 4 MiB blocks: [`MAX_REGION`]) and the zstd context; plus the base's
-//! cache of decoded blocks shared by the workers ([`BaseArchive::cache_budget`]).
+//! **Memory** (measured 2026-12-07; the model is `crate::memory::delta_worker_bytes`, with
+//! its measurements). A writer's worker holds the block, its region (at most
+//! [`max_region`]: 32 MiB up to 30 MiB blocks, 34 MiB for `-l 9`'s 32 MiB), the zstd
+//! frame's context (5–25 MiB), what a plain worker holds for blocks without a region, and at
+//! levels 7–9 the `diff+base` encoder's buffers: a copy of region and block, up to 64 MiB of
+//! match tables, streams, payload and check of up to a block each, and zstd -15's or -19's
+//! context for a stream (65 or 82 MiB). Modelled per worker: 56.5 MiB at the default `-l 3`,
+//! 321 / 401 / 594 MiB at `-l 7` / 8 / 9 (8 / 16 / 32 MiB blocks); measured peak RSS of `c
+//! --base` on the aws-lc-sys pair 109 / 349 MiB (`-l 3` / `-l 9`) at `-j 1` and 120 / 536
+//! at `-j 2`, and 604 / 1,046 MiB at `-l 9` with the new tar replaced by random bytes. Beside
+//! the workers, the base's cache of decoded blocks, shared, which the map walk fills up to
+//! its budget ([`BaseArchive::cache_budget`], 256 MiB: `cache_bytes_at_most`). A reader's
+//! worker holds the block, its region and the decoder's: `x --base` of those archives peaked
+//! at 55–177 MiB.
 
 use std::collections::HashMap;
 use std::sync::Arc;

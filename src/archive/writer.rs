@@ -268,7 +268,14 @@ impl<W: Write> ArchiveWriter<W> {
             super::pipeline::max_in_flight(jobs, opts.block_size)
         };
         let keep = super::pipeline::recycle_count(in_flight, opts.block_size);
-        let memory_advice = crate::memory::compress_advice(level, opts.block_size, jobs);
+        let memory_advice = crate::memory::compress_advice(
+            level,
+            opts.block_size,
+            jobs,
+            opts.base
+                .as_deref()
+                .map(super::reader::BaseArchive::cache_bytes_at_most),
+        );
         let buffers = WriteBuffers {
             blocks: Buffers::new(keep),
             frames: Buffers::new(keep),

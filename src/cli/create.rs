@@ -205,16 +205,25 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     let epoch = krypta::source_date_epoch()?;
     let created = krypta::now_or_epoch().secs;
     let reproducible = epoch.is_some() && recipients.is_empty();
-    let jobs = match a.jobs {
-        Some(j) => j.max(1),
-        None => default_jobs(level, block_size, a.recovery, term.is_quiet()),
-    };
+    // The base first: a delta's default -j counts its cache and its workers' regions.
     let base = super::keys::open_base(
         &a.delta,
         a.jobs,
         false,
         super::keys::stdin_taken(input_on_stdin, a.pass_fd),
     )?;
+    let jobs = match a.jobs {
+        Some(j) => j.max(1),
+        None => default_jobs(
+            level,
+            block_size,
+            base.as_ref()
+                .map(krypta::archive::reader::BaseArchive::cache_bytes_at_most),
+            a.recovery,
+            term.is_quiet(),
+        ),
+    };
+    let base = base.map(|b| b.shared(jobs));
     let options = WriteOptions {
         base,
         level,
@@ -463,10 +472,13 @@ fn spawn_total_scan(
 /// the process may have (`ulimit -v`, a cgroup's `memory.max`: [`krypta::memory::limit`]),
 /// said once on stderr (not under `-q`). A `-j` the user gives is taken as given. With
 /// `--recovery`, the encoder's buffers are taken off the limit first
-/// (`RecoveryOptions::fixed_bytes`).
+/// (`RecoveryOptions::fixed_bytes`). A delta (`base_cache`: what the base's cache may hold)
+/// is modelled as one (`krypta::memory::delta_worker_bytes`): before 2026-12-07 it was not,
+/// and `c --base -l 9` under a limit started workers that did not fit.
 fn default_jobs(
     level: Option<Level>,
     block_size: usize,
+    base_cache: Option<u64>,
     recovery: Option<u8>,
     quiet: bool,
 ) -> usize {
@@ -477,8 +489,13 @@ fn default_jobs(
     let encoder = recovery.map_or(0, |p| {
         krypta::recovery::RecoveryOptions::new(p).fixed_bytes()
     });
-    let jobs =
-        krypta::memory::workers_within(limit.saturating_sub(encoder), level, block_size, cores);
+    let jobs = krypta::memory::workers_within(
+        limit.saturating_sub(encoder),
+        level,
+        block_size,
+        cores,
+        base_cache,
+    );
     if jobs < cores && !quiet {
         // A limit the recovery data alone does not fit in is said so ("of which" a part
         // larger than the whole read as nonsense): fewer workers will not make it fit.
@@ -497,7 +514,7 @@ fn default_jobs(
         };
         krypta::to_stderr!(
             "krypta: note: using -j {jobs} rather than {cores}: {}, and {from} is {}{recovery}",
-            krypta::memory::compress_needs(level, block_size),
+            krypta::memory::compress_needs(level, block_size, base_cache),
             krypta::memory::mib(limit)
         );
     }

@@ -249,7 +249,9 @@ pub(crate) fn open_base_to_read(
     archive: &std::path::Path,
 ) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
     let taken = names_stdin(archive).then_some("the archive");
-    match open_base_raw(b, k.jobs, true, stdin_taken(taken, k.pass_fd)) {
+    let opened = open_base_raw(b, k.jobs, true, stdin_taken(taken, k.pass_fd))
+        .map(|o| o.map(|base| base.shared(workers_or_cores(k.jobs))));
+    match opened {
         // The base's key is missing: if the base is not the archive's base at all, say that
         // first (both ids are in the headers, read without a key), instead of asking for a
         // key that would only lead to "made against base X, but B is archive Y" (helper-51).
@@ -286,13 +288,15 @@ fn wrong_base_by_headers(archive: &std::path::Path, base: &std::path::Path) -> O
 /// rules as the archive's own: README, "Delta archives"); `None` without `--base`.
 /// Opens `--base`: for writing a delta (`reading` false) or reading one (`x`, `t`, `l`),
 /// which words the refusal of a delta archive given as the base.
-/// `stdin_taken` is what else reads stdin in this command ([`stdin_taken`]).
+/// `stdin_taken` is what else reads stdin in this command ([`stdin_taken`]). Not yet shared
+/// by workers (`BaseArchive::shared`): `c` chooses its default `-j` knowing the base's
+/// cache (`krypta::memory::compress_bytes`) and then shares it by that many.
 pub(crate) fn open_base(
     b: &BaseArgs,
     jobs: Option<usize>,
     reading: bool,
     stdin_taken: Option<&str>,
-) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
+) -> Result<Option<krypta::archive::reader::BaseArchive>> {
     open_base_raw(b, jobs, reading, stdin_taken).map_err(|e| match e {
         e @ Error::KeyRequired { .. } => base_key_required(e),
         e => e,
@@ -305,7 +309,7 @@ fn open_base_raw(
     jobs: Option<usize>,
     reading: bool,
     stdin_taken: Option<&str>,
-) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
+) -> Result<Option<krypta::archive::reader::BaseArchive>> {
     let Some(path) = &b.base else {
         return Ok(None);
     };
@@ -342,9 +346,15 @@ fn open_base_raw(
     if env {
         opened.set_shared_password();
     }
-    Ok(Some(opened.shared(jobs.filter(|&j| j > 0).unwrap_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-    ))))
+    Ok(Some(opened))
+}
+
+/// The workers a base is shared by ([`BaseArchive::shared`]): `-j`, else every core.
+///
+/// [`BaseArchive::shared`]: krypta::archive::reader::BaseArchive::shared
+fn workers_or_cores(jobs: Option<usize>) -> usize {
+    jobs.filter(|&j| j > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A base's missing key, worded with the base's own key options (not the archive's).

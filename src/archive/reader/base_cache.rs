@@ -224,6 +224,18 @@ impl BaseArchive {
         }
     }
 
+    /// Most bytes of decoded base blocks the cache comes to hold as `c --base` uses it
+    /// (`crate::memory::compress_bytes`): the writer's map walk keeps every block it decodes
+    /// while the budget has room ([`BaseArchive::block_for_walk`]), so the whole base when it
+    /// is smaller, and a cache evicts only once a block is in, so one base block (the header's
+    /// block size) over.
+    pub fn cache_bytes_at_most(&self) -> u64 {
+        let block = u64::from(self.block_size.max(1));
+        self.cache_budget
+            .min(self.data_frames().saturating_mul(block))
+            .saturating_add(block)
+    }
+
     /// Grows the cache's working set for regions of up to `span` bytes (a region and the
     /// block it may start in): room for the region of every worker and the one the prefetch
     /// thread decodes ahead — `(workers + 1) × span`, at most the budget. Neighbouring delta

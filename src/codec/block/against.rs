@@ -28,11 +28,41 @@ use super::{
     BlockDecoder, BlockEncoder, Codec, CodecError, Filter, MAX_BLOCK_SIZE, new_cctx, zstd_error,
 };
 
-/// The largest block the `diff+base` encoder takes, bytes (8 MiB; the default block is
-/// 4 MiB). Its tables are sized for a block of a few MiB and its region; with this bound it
-/// holds at most region (≤ 32 MiB, FORMAT.md §16.3) + block (`S`) + 16 MiB of tables +
-/// the streams, payload and decoded check ≈ 80 MiB per worker.
+/// The largest block the `diff+base` encoder takes, bytes (32 MiB, `-l 9`'s delta blocks).
+/// Memory (`crate::memory::delta_worker_bytes`, measured 2026-12-07): a worker making it
+/// holds the region (at most `archive::delta::max_region`, 34 MiB for a 32 MiB block), a
+/// copy of region and block (`S`), the scan's tables (2^12..=2^22 u64 entries each by `S`:
+/// up to 64 MiB together), the four streams, their frames, the payload, the decoded check and
+/// its streams (up to about a block each, for new bytes), and while a stream is compressed its
+/// zstd context (`-15` at levels 7 and 8: up to 65 MiB; `-19` at 9: up to 82 MiB): with a
+/// 32 MiB block at `-l 9`, about 0.5 GiB beside the level's own context. Measured peak RSS
+/// of `c --base -l 9` (32 MiB blocks) on the aws-lc-sys pair: 349 MiB at `-j 1`, 536 MiB at
+/// `-j 2`; with the new tar replaced by random bytes (every stream a block long) 604 and
+/// 1,046 MiB. No longer "≈ 80 MiB per worker": that was 8 MiB blocks with 2^20-entry tables.
 const DIFF_MAX_BLOCK: usize = 32 << 20;
+
+/// Whether a delta block of `len` bytes at `level` is also made as `diff+base`
+/// ([`BlockEncoder::encode_delta`]).
+pub(crate) fn makes_diff(level: crate::codec::Level, len: usize) -> bool {
+    level.delta_diff() && len <= DIFF_MAX_BLOCK
+}
+
+/// log2 of the window of a delta block's zstd frame: covering a region of `region` bytes and
+/// a block of `len` (at least 1 KiB, at most 2^29: format 2's decoder bound).
+pub(crate) fn delta_window_log(region: usize, len: usize) -> u32 {
+    let need = (region + len).max(1 << 10) as u64;
+    (64 - (need - 1).leading_zeros()).clamp(10, 29)
+}
+
+/// The hash table log of the zstd frame of a delta block of `len` bytes at `level`: the
+/// default's where the diff is made beside it (the module doc), else the level's.
+pub(crate) fn delta_frame_tables(level: crate::codec::Level, len: usize) -> Option<u32> {
+    if makes_diff(level, len) {
+        crate::codec::Level::DEFAULT.delta_hash_log()
+    } else {
+        level.delta_hash_log()
+    }
+}
 
 impl BlockEncoder {
     /// Compresses `raw` (unfiltered) against `base`, a delta base region, into `out`: one
@@ -77,8 +107,7 @@ fn zstd_delta(
             len: raw.len() as u64,
         });
     }
-    let need = (base.len() + raw.len()).max(1 << 10) as u64;
-    let window = (64 - (need - 1).leading_zeros()).clamp(10, 29);
+    let window = delta_window_log(base.len(), raw.len());
     zstd_against(tables, raw, base, window, out)?;
     Ok(out.len() + crate::format::block::BASE_REGION_LEN < raw.len())
 }
@@ -143,14 +172,18 @@ impl BlockEncoder {
             return Ok(None);
         };
         let fits = |n: usize| n + crate::format::block::BASE_REGION_LEN < raw.len();
-        let diff = level.delta_diff() && raw.len() <= DIFF_MAX_BLOCK;
+        let diff = makes_diff(level, raw.len());
         // Beside the diff, zstd's frame is the fallback, made with the default's tables
-        // (the module doc).
+        // (the module doc: `delta_frame_tables`).
         let tables = if diff {
             crate::codec::Level::DEFAULT
         } else {
             level
         };
+        debug_assert_eq!(
+            tables.delta_hash_log(),
+            delta_frame_tables(level, raw.len())
+        );
         let mut best = zstd_delta(raw, base, out, tables)?.then_some(Codec::ZstdBase);
         if diff {
             let d = self.diff.get_or_insert_default();
@@ -194,7 +227,13 @@ fn zstd_against(
     }
     c.ref_prefix(base).map_err(e)?;
     super::frame_room(out, raw.len())?;
-    c.compress2(out, raw).map_err(e)?;
+    c.compress2(out, raw).map_err(|code| match e(code) {
+        CodecError::OutOfMemory(mut o) => {
+            o.bytes = crate::memory::delta_zstd_context_bytes(level.delta_hash_log(), window);
+            CodecError::OutOfMemory(o)
+        }
+        other => other,
+    })?;
     Ok(())
 }
 

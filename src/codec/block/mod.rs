@@ -10,7 +10,9 @@ use super::{Codec, CodecError, Filter, Level, MAX_BLOCK_SIZE, bcj};
 mod against;
 mod decode;
 pub(crate) mod diff;
+pub(crate) use against::{delta_frame_tables, delta_window_log, makes_diff};
 pub use decode::{BlockDecoder, decode_stored_in_place};
+pub(crate) use diff::diff_table_bytes;
 pub use diff::encode::DiffEncoder;
 pub use diff::{DiffError, HEAD_LEN as DIFF_HEAD_LEN};
 

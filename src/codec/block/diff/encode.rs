@@ -27,6 +27,7 @@
 use super::scan::{Scanner, Switch, common};
 use super::{HEAD_LEN, VERSION, put_leb, zigzag};
 use crate::codec::CodecError;
+use zstd::zstd_safe::CParameter;
 
 /// zstd levels of the streams (ctrl, gaps, vals, extra) at krypta's levels 7 and 8, and 9.
 /// Vals and extra, most of the bytes, get `-6` below level 9 (ruff's pair, session 28:
@@ -104,8 +105,18 @@ struct Streams<'a> {
 }
 
 impl Streams<'_> {
-    /// A seek, then a copy of `new` over `old` (same length), then `extra`.
-    fn command(&mut self, seek: i64, new: &[u8], old: &[u8], extra: &[u8]) {
+    /// A seek, then a copy of `new` over `old` (same length), then `extra`. The streams grow
+    /// through [`crate::memory::reserve`]: for new bytes they come to a block's length, and a
+    /// refusal aborted the process (`c --base -l 7` of random bytes under `prlimit --as`,
+    /// 2026-12-07).
+    fn command(
+        &mut self,
+        seek: i64,
+        new: &[u8],
+        old: &[u8],
+        extra: &[u8],
+    ) -> Result<(), crate::memory::OutOfMemory> {
+        const WHAT: &str = "a diff stream";
         let n = new.len();
         let mut i = 0;
         while i < n {
@@ -113,16 +124,21 @@ impl Streams<'_> {
             self.zeros += c as u64;
             i += c;
             if i < n {
+                crate::memory::reserve(self.gaps, 10, WHAT)?;
+                crate::memory::reserve(self.vals, 1, WHAT)?;
                 put_leb(self.gaps, self.zeros);
                 self.vals.push(new[i].wrapping_sub(old[i]));
                 self.zeros = 0;
                 i += 1;
             }
         }
+        crate::memory::reserve(self.extra, extra.len(), WHAT)?;
+        crate::memory::reserve(self.ctrl, 30, WHAT)?;
         self.extra.extend_from_slice(extra);
         put_leb(self.ctrl, zigzag(seek));
         put_leb(self.ctrl, n as u64);
         put_leb(self.ctrl, extra.len() as u64);
+        Ok(())
     }
 }
 
@@ -146,7 +162,7 @@ impl DiffEncoder {
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
         out.clear();
-        self.scanner.scan(region, raw, &mut self.switches);
+        self.scanner.scan(region, raw, &mut self.switches)?;
         for s in &mut self.streams {
             s.clear();
         }
@@ -221,7 +237,7 @@ impl DiffEncoder {
                     &raw[last_new..last_new + lenf],
                     &s[last_old..last_old + lenf],
                     &raw[last_new + lenf..next_new],
-                );
+                )?;
             }
             last_new = next_new;
             last_old = next_old;
@@ -242,13 +258,28 @@ impl DiffEncoder {
                 zstd::zstd_safe::compress_bound(src.len()),
                 "a diff stream",
             )?;
-            let mut c = zstd::bulk::Compressor::new(levels[k]).map_err(CodecError::Zstd)?;
-            c.include_checksum(false).map_err(CodecError::Zstd)?;
-            c.include_contentsize(true).map_err(CodecError::Zstd)?;
-            if k == 0 {
-                c.window_log(23).map_err(CodecError::Zstd)?;
+            // zstd::bulk::Compressor's frame, with a refused allocation as OutOfMemory (the
+            // context it needed: `crate::memory::diff_stream_context_bytes`), not an abort
+            // or an anonymous zstd error.
+            let e = |code: usize| match crate::codec::block::zstd_error(code) {
+                CodecError::OutOfMemory(mut o) => {
+                    o.bytes = crate::memory::diff_stream_context_bytes(levels[k], src.len());
+                    CodecError::OutOfMemory(o)
+                }
+                other => other,
+            };
+            let mut c = crate::codec::block::new_cctx()?;
+            for p in [
+                CParameter::CompressionLevel(levels[k]),
+                CParameter::ChecksumFlag(false),
+                CParameter::ContentSizeFlag(true),
+            ] {
+                c.set_parameter(p).map_err(e)?;
             }
-            c.compress_to_buffer(src, f).map_err(CodecError::Zstd)?;
+            if k == 0 {
+                c.set_parameter(CParameter::WindowLog(23)).map_err(e)?;
+            }
+            c.compress2(f, src.as_slice()).map_err(e)?;
         }
         let total: usize = self.frames.iter().map(Vec::len).sum();
         crate::memory::reserve_exact(out, HEAD_LEN + total, "a diff payload")?;

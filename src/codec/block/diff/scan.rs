@@ -143,23 +143,36 @@ impl Scanner {
 
     /// The alignment switches of `block` against `region` into `out` (cleared), in block
     /// order. None (the block copied at the first alignment or added as extra bytes) for a
-    /// block under 32 bytes or when `S` is longer than [`MAX_JOINED`].
-    pub(super) fn scan(&mut self, region: &[u8], block: &[u8], out: &mut Vec<Switch>) {
+    /// block under 32 bytes or when `S` is longer than [`MAX_JOINED`]. `S` and the tables
+    /// are reserved exactly, and a refusal is an error: grown by `extend`, `S` took twice its
+    /// length whenever a block's `S` was longer than the last one's (132 MiB of address space
+    /// for a 66 MiB `S` at `-l 9`, measured 2026-12-07), and a refusal aborted the process.
+    pub(super) fn scan(
+        &mut self,
+        region: &[u8],
+        block: &[u8],
+        out: &mut Vec<Switch>,
+    ) -> Result<(), crate::memory::OutOfMemory> {
         out.clear();
         self.buf.clear();
-        self.buf.extend_from_slice(region);
-        self.buf.extend_from_slice(block);
         let r = region.len();
         let n = block.len();
+        crate::memory::reserve_exact(&mut self.buf, r + n, "the diff's copy of region and block")?;
+        self.buf.extend_from_slice(region);
+        self.buf.extend_from_slice(block);
         if n < 32 || r + n > MAX_JOINED {
-            return;
+            return Ok(());
         }
         let long_log = table_log(r + n);
         let short_log = long_log - 2;
-        self.long.clear();
-        self.long.resize(1 << long_log, 0);
-        self.short.clear();
-        self.short.resize(WAYS << short_log, 0);
+        for (t, len) in [
+            (&mut self.long, 1 << long_log),
+            (&mut self.short, WAYS << short_log),
+        ] {
+            t.clear();
+            crate::memory::reserve_exact(t, len, "the diff's match tables")?;
+            t.resize(len, 0);
+        }
         let s = &self.buf[..];
         let (long, short) = (&mut self.long[..], &mut self.short[..]);
         let mut q = 0;
@@ -264,6 +277,7 @@ impl Scanner {
                 p += 1 + (misses >> 6);
             }
         }
+        Ok(())
     }
 }
 
@@ -280,6 +294,11 @@ impl Scanner {
 pub(super) fn table_log(joined: usize) -> u32 {
     let positions = (joined / REGION_STEP).max(1);
     (usize::BITS - positions.leading_zeros()).clamp(MIN_TABLE_LOG, MAX_TABLE_LOG)
+}
+
+/// Bytes of the two tables for an `S` of `joined` bytes (u64 entries, 2^[`table_log`] each).
+pub(crate) fn table_bytes(joined: usize) -> u64 {
+    16 << table_log(joined)
 }
 
 /// Puts `e` first in bucket `h`, dropping the oldest.
