@@ -26,6 +26,8 @@
 
 use super::scan::{Scanner, Switch, common};
 use super::{HEAD_LEN, VERSION, put_leb, zigzag};
+use zstd::zstd_safe::CParameter;
+
 use crate::codec::CodecError;
 
 /// zstd levels of the streams (ctrl, gaps, vals, extra) at krypta's levels 7 and 8, and 9.
@@ -146,7 +148,7 @@ impl DiffEncoder {
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
         out.clear();
-        self.scanner.scan(region, raw, &mut self.switches);
+        self.scanner.scan(region, raw, &mut self.switches)?;
         for s in &mut self.streams {
             s.clear();
         }
@@ -242,13 +244,20 @@ impl DiffEncoder {
                 zstd::zstd_safe::compress_bound(src.len()),
                 "a diff stream",
             )?;
-            let mut c = zstd::bulk::Compressor::new(levels[k]).map_err(CodecError::Zstd)?;
-            c.include_checksum(false).map_err(CodecError::Zstd)?;
-            c.include_contentsize(true).map_err(CodecError::Zstd)?;
+            // libzstd's codes, so that its allocation failure is `OutOfMemory` (exit 4), not
+            // a zstd error (`c -l 9 --base` under `ulimit -v 800000`: exit 1, "crypto:").
+            let mut c = super::super::new_cctx()?;
+            let e = super::super::zstd_error;
+            c.set_parameter(CParameter::CompressionLevel(levels[k]))
+                .map_err(e)?;
+            c.set_parameter(CParameter::ChecksumFlag(false))
+                .map_err(e)?;
+            c.set_parameter(CParameter::ContentSizeFlag(true))
+                .map_err(e)?;
             if k == 0 {
-                c.window_log(23).map_err(CodecError::Zstd)?;
+                c.set_parameter(CParameter::WindowLog(23)).map_err(e)?;
             }
-            c.compress_to_buffer(src, f).map_err(CodecError::Zstd)?;
+            c.compress2(f, src).map_err(e)?;
         }
         let total: usize = self.frames.iter().map(Vec::len).sum();
         crate::memory::reserve_exact(out, HEAD_LEN + total, "a diff payload")?;

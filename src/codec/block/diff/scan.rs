@@ -20,6 +20,8 @@
 //! machine code (a rebuilt call displacement every ~10 bytes). Every candidate is compared
 //! byte for byte; no hash is trusted.
 
+use crate::codec::CodecError;
+
 /// A new alignment: block bytes from `start` on are copied from `src` on (`len` of them
 /// exactly equal), until the next switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,22 +146,36 @@ impl Scanner {
     /// The alignment switches of `block` against `region` into `out` (cleared), in block
     /// order. None (the block copied at the first alignment or added as extra bytes) for a
     /// block under 32 bytes or when `S` is longer than [`MAX_JOINED`].
-    pub(super) fn scan(&mut self, region: &[u8], block: &[u8], out: &mut Vec<Switch>) {
+    ///
+    /// `S` and the tables are reserved fallibly: an allocation refused (`ulimit -v`) is
+    /// [`CodecError::OutOfMemory`], not an abort (a 32 MiB block's `S` is up to 66 MiB and its
+    /// tables 64 MiB; `c -l 9 --base` under `ulimit -v 800000` aborted here).
+    pub(super) fn scan(
+        &mut self,
+        region: &[u8],
+        block: &[u8],
+        out: &mut Vec<Switch>,
+    ) -> Result<(), CodecError> {
         out.clear();
         self.buf.clear();
-        self.buf.extend_from_slice(region);
-        self.buf.extend_from_slice(block);
         let r = region.len();
         let n = block.len();
+        crate::memory::reserve_exact(&mut self.buf, r + n, "a diff+base block and its region")?;
+        self.buf.extend_from_slice(region);
+        self.buf.extend_from_slice(block);
         if n < 32 || r + n > MAX_JOINED {
-            return;
+            return Ok(());
         }
         let long_log = table_log(r + n);
         let short_log = long_log - 2;
-        self.long.clear();
-        self.long.resize(1 << long_log, 0);
-        self.short.clear();
-        self.short.resize(WAYS << short_log, 0);
+        for (t, len) in [
+            (&mut self.long, 1 << long_log),
+            (&mut self.short, WAYS << short_log),
+        ] {
+            t.clear();
+            crate::memory::reserve_exact(t, len, "the diff+base scan's tables")?;
+            t.resize(len, 0);
+        }
         let s = &self.buf[..];
         let (long, short) = (&mut self.long[..], &mut self.short[..]);
         let mut q = 0;
@@ -264,6 +280,7 @@ impl Scanner {
                 p += 1 + (misses >> 6);
             }
         }
+        Ok(())
     }
 }
 

@@ -414,7 +414,7 @@ fn repeated_text_shifted_by_an_insertion_keeps_one_alignment() {
     }
     let mut scanner = super::scan::Scanner::default();
     let mut switches = Vec::new();
-    scanner.scan(&region, &raw, &mut switches);
+    scanner.scan(&region, &raw, &mut switches).unwrap();
     assert_eq!(switches.len(), 1, "{switches:?}");
     // Region byte x is block byte x + 725, found within the first key's reach.
     assert_eq!(switches[0].start, switches[0].src + 725, "{switches:?}");
