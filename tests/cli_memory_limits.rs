@@ -500,3 +500,42 @@ fn a_delta_past_the_limit_is_an_error_not_an_abort() {
     fx.ok(&["x", "-q", "--base", "base.kry", "-C", "out", "d.kry"]);
     assert!(fx.read("out/new/f") == new);
 }
+
+/// Regression: `c -l 9 --base` (32 MiB delta blocks, `diff+base`) under `ulimit -v 500000`
+/// and `800000` aborted ("memory allocation of 70162598 bytes failed": the scan's copy of
+/// region and block) or failed with exit 1 ("crypto: compressing block 15: zstd: Allocation
+/// error", a diff stream's zstd context). At every limit from far too little to enough, the
+/// run is now 0 or the out-of-memory error (4), with nothing under the output's name when
+/// it fails.
+#[test]
+fn a_diff_base_block_past_the_limit_is_an_error_not_an_abort() {
+    let fx = Fx::new();
+    let old = bytes(40 << 20, 41, false);
+    let mut new = old.clone();
+    for i in (1000..new.len()).step_by(1 << 20) {
+        new[i] ^= 1;
+    }
+    fx.file("v1/f", &old);
+    fx.file("v2/f", &new);
+    fx.ok(&["c", "-q", "-j", "1", "-b", "1M", "base.kry", "v1"]);
+    let mut codes = Vec::new();
+    for mib in (300..=900).step_by(100) {
+        let o = under_memory_limit(
+            &fx,
+            mib,
+            &[
+                "c", "-q", "-j", "1", "-l", "9", "--base", "base.kry", "d.kry", "v2",
+            ],
+        );
+        let c = code(&o);
+        assert!(c == 0 || c == 4, "{mib} MiB: exit {c}: {}", err(&o));
+        assert_eq!(fx.exists("d.kry"), c == 0, "{mib} MiB");
+        if c == 4 {
+            assert!(err(&o).contains("out of memory"), "{}", err(&o));
+        }
+        let _ = std::fs::remove_file(fx.p("d.kry"));
+        codes.push(c);
+    }
+    // Far too little at 300 MiB, enough at 900 MiB.
+    assert_eq!((codes[0], codes[codes.len() - 1]), (4, 0), "{codes:?}");
+}

@@ -44,3 +44,54 @@ fn a_delta_with_256_mib_blocks_against_a_large_base_file_reads_back() {
         assert_eq!(fx.read(&format!("{o}/v2/f")), small, "-b {b}");
     }
 }
+
+/// With 32 MiB delta blocks (`-l 9`'s default with `--base`; `-b 32M` here at the default
+/// level, which regions work the same for) a block's region is the block and 2 MiB. A block
+/// whose files lie further apart in the base (a file between them stored as a reference),
+/// or a file that shrank near its start, reached past that: the region was cut to its
+/// first 34 MiB and the rest of the block was compressed against nothing (random bytes
+/// stored as they are). The writer now cuts the block before such a segment, so every
+/// byte of the new version finds its base bytes. Random data: any byte the region misses
+/// costs a byte.
+#[test]
+fn a_32_mib_delta_block_never_reaches_past_its_region() {
+    let fx = Fx::new();
+    let mib = 1 << 20;
+    // A file between two others that is stored as a reference (identical, 8 MiB): its base
+    // bytes lie between theirs, and none of the new version's blocks hold them.
+    let a = common::bytes(20 * mib, 31, false);
+    let m = common::bytes(8 * mib, 32, false);
+    let z = common::bytes(20 * mib, 33, false);
+    fx.file("v1/a", &a);
+    fx.file("v1/m", &m);
+    fx.file("v1/z", &z);
+    let (mut a2, mut z2) = (a.clone(), z.clone());
+    a2[1000] ^= 1;
+    z2[5 * mib] ^= 1;
+    fx.file("v2/a", &a2);
+    fx.file("v2/m", &m);
+    fx.file("v2/z", &z2);
+    // A 48 MiB file with 10 MiB cut from near its start.
+    let s = common::bytes(48 * mib, 34, false);
+    fx.file("v1/s", &s);
+    let mut s2 = s[..mib].to_vec();
+    s2.extend_from_slice(&s[11 * mib..]);
+    fx.file("v2/s", &s2);
+    fx.ok(&["c", "-q", "-j", "1", "base.kry", "v1"]);
+    fx.ok(&[
+        "c", "-q", "-j", "1", "-b", "32M", "--base", "base.kry", "d.kry", "v2",
+    ]);
+    let size = std::fs::metadata(fx.p("d.kry")).unwrap().len();
+    // Two changed bytes and one cut: a few KiB of zstd frames, tags and records. The same
+    // trees of os.urandom bytes through the CLI: 20,983,544 bytes before, 13,183 now
+    // (`-l 9`: 20,973,395 and 4,093).
+    assert!(size < 64 << 10, "{size} bytes");
+    let t = fx.run(&["t", "-j", "1", "--base", "base.kry", "d.kry"]);
+    assert_eq!(code(&t), 0, "{}", err(&t));
+    fx.ok(&[
+        "x", "-q", "-j", "1", "--base", "base.kry", "d.kry", "-C", "out",
+    ]);
+    for (f, want) in [("a", &a2), ("m", &m), ("z", &z2), ("s", &s2)] {
+        assert!(fx.read(&format!("out/v2/{f}")) == *want, "{f} restored");
+    }
+}

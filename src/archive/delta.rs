@@ -30,7 +30,11 @@
 //! before it, so the region reaches `d` more bytes to the left (and `−d` to the right when the
 //! file shrank). The block's region is the smallest stream range covering every segment's
 //! range; when that is longer than `max` bytes, the `max`-byte window covering the most
-//! segment bytes. A block whose segments have no base gets no region.
+//! segment bytes. A block whose segments have no base gets no region. The writer cuts a
+//! block before a segment that would take that range past `max` once the block has matched
+//! bytes ([`DeltaWriter::segment_fits`]): with 32 MiB blocks (`-l 9`), whose region is the
+//! block and 2 MiB, files stored as references or removed between a block's files, or a file's
+//! growth or shrinkage, left bytes of the block with no base bytes to match.
 //!
 //! **Memory** (measured 2026-12-07; the model is `crate::memory::delta_worker_bytes`, with
 //! its measurements). A writer's worker holds the block, its region (at most
@@ -246,13 +250,8 @@ impl BaseMap {
                     let b = b.min(self.stream_len);
                     return (b > a).then_some((a, b, b - a));
                 }
-                let grow = p.new_size.saturating_sub(p.file.size);
-                let shrink = p.file.size.saturating_sub(p.new_size);
-                let lo = p.offset.saturating_sub(widen + grow);
-                let hi = (p.offset + p.len + widen + shrink).min(p.file.size);
-                let a = p.file.stream_at(lo)?;
-                let b = p.file.stream_at(hi)?;
-                (b > a).then_some((a, b, p.len))
+                let (a, b) = segment_range(&p.file, p.offset, p.len, p.new_size, widen)?;
+                Some((a, b, p.len))
             })
             .collect();
         if ranges.is_empty() {
@@ -264,19 +263,8 @@ impl BaseMap {
         let (start, end) = if hi - lo <= max {
             (lo, hi)
         } else {
-            // The max-byte window (starting at a range start) covering most segment bytes.
-            let mut best = (0u64, lo);
-            for &(s, _, _) in &ranges {
-                let covered: u64 = ranges
-                    .iter()
-                    .filter(|r| r.0 >= s && r.0 < s + max)
-                    .map(|r| r.2)
-                    .sum();
-                if covered > best.0 {
-                    best = (covered, s);
-                }
-            }
-            (best.1, (best.1 + max).min(self.stream_len))
+            let s = best_window(&ranges, lo, max);
+            (s, (s + max).min(self.stream_len))
         };
         let seq = self.frame_starts.partition_point(|&f| f <= start) - 1;
         Some(BaseRegion {
@@ -299,6 +287,8 @@ pub(crate) struct DeltaWriter {
     pub(crate) referenced: u64,
     /// The base stream range the references of the block being filled span.
     ref_span: Option<(u64, u64)>,
+    /// The base stream range its segments and references span (what its region would be).
+    span: Option<(u64, u64)>,
 }
 
 impl DeltaWriter {
@@ -313,6 +303,7 @@ impl DeltaWriter {
             max: max_region(block_size),
             referenced: 0,
             ref_span: None,
+            span: None,
         }
     }
 
@@ -347,6 +338,7 @@ impl DeltaWriter {
             .ref_span
             .map_or(range, |(a, b)| (a.min(range.0), b.max(range.1)));
         self.ref_span = Some(span);
+        self.span = Some(cover(self.span, range));
         self.placed.push(Placed {
             file: Arc::clone(f),
             offset: 0,
@@ -368,9 +360,31 @@ impl DeltaWriter {
         }
     }
 
+    /// Whether the next DATA segment of the file being added, at `offset` and at most `len`
+    /// bytes, keeps what the block's segments and references span in the base within one
+    /// region (`max` bytes). When it does not, the writer cuts the block first: the region
+    /// could not reach all of them, and bytes of the block would be compressed against
+    /// nothing. With 32 MiB blocks (`-l 9 --base`) the region (block + 2 MiB) had no room for
+    /// base bytes between the block's files (files stored as references, files removed) or
+    /// for a file's growth or shrinkage: a 40 MB file with 10 MB cut near its start took
+    /// 440,323 bytes at `-l 9` and 1,307 at `-l 8` (h73, 2026-12-07).
+    pub(crate) fn segment_fits(&self, offset: u64, len: u64) -> bool {
+        let (Some((f, new_size)), Some((lo, hi))) = (&self.current, self.span) else {
+            return true;
+        };
+        let len = len.min(new_size.saturating_sub(offset)).max(1);
+        match segment_range(f, offset, len, *new_size, self.widen) {
+            Some((a, b)) => hi.max(b) - lo.min(a) <= self.max,
+            None => true,
+        }
+    }
+
     /// Notes one DATA segment placed in the block (for a matched file).
     pub(crate) fn note(&mut self, offset: u64, len: u64) {
         if let Some((f, new_size)) = &self.current {
+            if let Some(r) = segment_range(f, offset, len, *new_size, self.widen) {
+                self.span = Some(cover(self.span, r));
+            }
             self.placed.push(Placed {
                 file: Arc::clone(f),
                 offset,
@@ -386,6 +400,7 @@ impl DeltaWriter {
         let r = self.map.region(&self.placed, self.widen, self.max);
         self.placed.clear();
         self.ref_span = None;
+        self.span = None;
         r
     }
 }
@@ -536,6 +551,9 @@ impl StreamSource for Walk<'_> {
         Ok(true)
     }
 }
+
+mod region;
+use region::{best_window, cover, segment_range};
 
 #[cfg(test)]
 mod tests;

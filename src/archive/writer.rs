@@ -475,7 +475,16 @@ impl<W: Write> ArchiveWriter<W> {
             None => (0, &first[..0]),
         };
         while got.is_some() {
-            if self.cap - self.used() <= reserve {
+            // A full block is cut; so is one whose region could not reach this segment's
+            // base bytes too (`DeltaWriter::segment_fits`).
+            let room = (self.cap - self.used()).saturating_sub(reserve) as u64;
+            if room == 0
+                || (self.used() > 0)
+                    && self
+                        .delta
+                        .as_ref()
+                        .is_some_and(|d| !d.segment_fits(hashed_to, room))
+            {
                 self.flush_block()?;
             }
             // The extent's bytes go to the block where they land when the extent continues

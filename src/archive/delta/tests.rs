@@ -119,3 +119,61 @@ fn a_region_never_exceeds_the_format_limit_whatever_the_block_size() {
     let r = w.take_region().unwrap();
     assert_eq!((r.seq, r.offset, r.len), (0, 0, MAX_REFERENCE_LEN));
 }
+
+/// The window over ranges longer than `max` covers the most segment bytes *it overlaps*: a
+/// range that starts inside a window but runs far past it counts only with its bytes inside.
+/// Before, a range counted whole once it started in the window, so the window at the first
+/// range's start (100 bytes of X and 50 of Y) beat the one over Y (300 of Y's bytes).
+#[test]
+fn a_region_window_counts_only_the_segment_bytes_it_covers() {
+    let m = map(vec![0], 2000);
+    let x = file(100, &[(0, 100, 0)]);
+    let y = file(1000, &[(0, 1000, 250)]);
+    let seg = |f: &Arc<BaseFile>, len| Placed {
+        file: Arc::clone(f),
+        offset: 0,
+        len,
+        new_size: f.size,
+        records: None,
+    };
+    let r = m.region(&[seg(&x, 100), seg(&y, 1000)], 0, 300).unwrap();
+    assert_eq!((r.seq, r.offset, r.len), (0, 250, 300));
+    // Y's range ending the window (its end at 1250 − 300) covers as much: the first wins.
+    let r = m.region(&[seg(&y, 1000), seg(&x, 100)], 0, 300).unwrap();
+    assert_eq!((r.seq, r.offset, r.len), (0, 250, 300));
+}
+
+/// A DATA segment fits the block while what its segments and references span in the base
+/// stays within one region; the writer cuts the block before one that does not
+/// (`DeltaWriter::segment_fits`), unless the block has no matched bytes yet.
+#[test]
+fn a_segment_fits_the_block_while_its_region_reaches_every_segment() {
+    // Base stream: a (1000 bytes at 0), b (500 at 1000), z (1000 at 1500).
+    let mut m = map(vec![0], 2500);
+    let a = file(1000, &[(0, 1000, 0)]);
+    let z = file(1000, &[(0, 1000, 1500)]);
+    m.files.insert(b"a".to_vec(), Arc::clone(&a));
+    m.files.insert(b"z".to_vec(), Arc::clone(&z));
+    let mut w = DeltaWriter::new(m, 4 << 20);
+    w.widen = 10;
+    w.max = 1500;
+    // Nothing placed yet: anything fits.
+    w.current = Some((Arc::clone(&z), 1000));
+    assert!(w.segment_fits(0, 1000));
+    // a placed whole: stream 0..1000. z's first 400 bytes reach 1500..1910: 1910 > 1500.
+    w.current = Some((Arc::clone(&a), 1000));
+    w.note(0, 1000);
+    w.current = Some((Arc::clone(&z), 1000));
+    assert!(!w.segment_fits(0, 400));
+    // Its last 10 bytes alone reach 1500 + 980..: too far too; a segment is clamped to
+    // the file (len 400 at offset 990 is 10 bytes, reaching back 10).
+    assert!(!w.segment_fits(990, 400));
+    // A file that shrank by 500 (new size 500) reaches 500 more to the right.
+    w.current = Some((Arc::clone(&a), 500));
+    assert!(w.segment_fits(0, 400));
+    // Cut: the next block starts afresh, and the region is a's range.
+    let r = w.take_region().unwrap();
+    assert_eq!((r.seq, r.offset, r.len), (0, 0, 1000));
+    w.current = Some((Arc::clone(&z), 1000));
+    assert!(w.segment_fits(0, 1000));
+}
