@@ -67,6 +67,15 @@ pub fn zstd_out_of_memory(code: usize) -> bool {
         .wrapping_neg()
 }
 
+/// Whether `e`, an error the zstd crate returned (it words libzstd's error codes by their
+/// names), is libzstd's refused allocation: a decoder's context or window under a memory
+/// limit, which must be said as out of memory, not as a damaged frame.
+pub fn zstd_io_out_of_memory(e: &std::io::Error) -> bool {
+    let code = (zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode::ZSTD_error_memory_allocation as usize)
+        .wrapping_neg();
+    e.to_string() == zstd::zstd_safe::get_error_name(code)
+}
+
 /// `n` bytes in MiB with one decimal, as messages show them ("64.0 MiB").
 pub fn mib(n: u64) -> String {
     format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
@@ -346,6 +355,25 @@ pub fn argon2_out_of_memory(path: &std::path::Path, bytes: usize, reading: bool)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: a diff stream's zstd decoder refused memory under a limit was taken for a
+    /// damaged frame (by the writer's check of its own payload: the larger zstd frame kept
+    /// silently, a panic in debug builds). libzstd's allocation failure, as the zstd crate
+    /// words it, is told apart from a real decoding error.
+    #[test]
+    fn zstd_s_allocation_failure_is_told_from_a_damaged_frame() {
+        let code = (zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode::ZSTD_error_memory_allocation
+            as usize)
+            .wrapping_neg();
+        let alloc = std::io::Error::other(zstd::zstd_safe::get_error_name(code));
+        assert!(zstd_io_out_of_memory(&alloc));
+        let mut frame = zstd::bulk::compress(&[7u8; 1000], 3).unwrap();
+        let last = frame.len() - 1;
+        frame[last] ^= 0xFF;
+        let damaged = zstd::bulk::decompress(&frame, 1000).unwrap_err();
+        assert!(!damaged.to_string().is_empty());
+        assert!(!zstd_io_out_of_memory(&damaged), "{damaged}");
+    }
 
     #[test]
     fn a_refused_reservation_names_its_size_and_purpose() {

@@ -137,17 +137,22 @@ impl DiffState {
             Some(d) => d,
             None => self.decoder.insert(BlockDecoder::new()?),
         };
-        let same = decoder
-            .decode_diff(
-                Filter::None,
-                0,
-                &self.payload,
-                raw.len(),
-                region,
-                &mut self.check,
-            )
-            .is_ok()
-            && self.check == raw;
+        // Memory refused while decoding it back (the check's buffer, a stream's decoder) is
+        // the run's out-of-memory error, not a fault of the encoder: taken for one, a memory
+        // limit silently gave the larger zstd frame (and a panic in debug builds; h72's
+        // `a_delta_past_the_limit_is_an_error_not_an_abort` at 196 MiB).
+        let same = match decoder.decode_diff(
+            Filter::None,
+            0,
+            &self.payload,
+            raw.len(),
+            region,
+            &mut self.check,
+        ) {
+            Ok(()) => self.check == raw,
+            Err(CodecError::OutOfMemory(o)) => return Err(CodecError::OutOfMemory(o)),
+            Err(_) => false,
+        };
         debug_assert!(same, "a diff+base payload did not decode to the block");
         Ok(same)
     }

@@ -56,6 +56,20 @@ fn frame_err(k: usize, e: impl std::fmt::Display) -> DiffError {
     }
 }
 
+/// A zstd failure decoding stream `k`: libzstd's refused allocation (its context, or the
+/// ctrl stream's window of up to 2^[`CTRL_WINDOW_LOG_MAX`] bytes, under a memory limit) is
+/// [`CodecError::OutOfMemory`], so that neither a reader nor the writer's check of its own
+/// payload takes a memory limit for a damaged or wrong payload; anything else is the frame's.
+fn zstd_err(k: usize, e: std::io::Error) -> CodecError {
+    if crate::memory::zstd_io_out_of_memory(&e) {
+        return CodecError::OutOfMemory(crate::memory::OutOfMemory {
+            bytes: if k == 0 { 1 << CTRL_WINDOW_LOG_MAX } else { 0 },
+            what: "zstd's decompression context for a diff stream",
+        });
+    }
+    frame_err(k, e).into()
+}
+
 /// The declared content size of stream `k`'s frame after the frame rules of §5.1 (one frame,
 /// content size present, no dictionary id); 0 for an empty stream.
 fn declared(k: usize, frame: &[u8], max: u64, raw_len: usize) -> Result<u64, DiffError> {
@@ -104,11 +118,11 @@ fn whole(
     crate::memory::reserve_exact(buf, n, "a diff stream")?;
     let d = match dctx {
         Some(d) => d,
-        None => dctx.insert(zstd::bulk::Decompressor::new().map_err(CodecError::Zstd)?),
+        None => dctx.insert(zstd::bulk::Decompressor::new().map_err(|e| zstd_err(k, e))?),
     };
     let got = d
         .decompress_to_buffer(frame, buf)
-        .map_err(|e| frame_err(k, e))?;
+        .map_err(|e| zstd_err(k, e))?;
     if got != n {
         return Err(frame_err(
             k,
@@ -129,18 +143,18 @@ struct Ctrl<'a> {
 }
 
 impl Ctrl<'_> {
-    fn byte(&mut self) -> Result<Option<u8>, DiffError> {
+    fn byte(&mut self) -> Result<Option<u8>, CodecError> {
         if self.pos == self.buf.len() {
             let Some(dec) = self.dec.as_mut() else {
                 return Ok(None);
             };
             self.buf.resize(64 << 10, 0);
-            let n = dec.read(&mut self.buf[..]).map_err(|e| frame_err(0, e))?;
+            let n = dec.read(&mut self.buf[..]).map_err(|e| zstd_err(0, e))?;
             self.buf.truncate(n);
             self.pos = 0;
             self.total += n as u64;
             if self.total > self.declared {
-                return Err(frame_err(0, "decodes to more bytes than its header says"));
+                return Err(frame_err(0, "decodes to more bytes than its header says").into());
             }
             if n == 0 {
                 if self.total != self.declared {
@@ -150,7 +164,8 @@ impl Ctrl<'_> {
                             "decodes to {} bytes, its header says {}",
                             self.total, self.declared
                         ),
-                    ));
+                    )
+                    .into());
                 }
                 self.dec = None;
                 return Ok(None);
@@ -161,7 +176,7 @@ impl Ctrl<'_> {
     }
 
     /// The next number, `None` at the stream's end (only before a number's first byte).
-    fn number(&mut self, first: bool) -> Result<Option<u64>, DiffError> {
+    fn number(&mut self, first: bool) -> Result<Option<u64>, CodecError> {
         let mut v = 0u64;
         for i in 0..5 {
             let Some(b) = self.byte()? else {
@@ -171,17 +186,19 @@ impl Ctrl<'_> {
                 return Err(DiffError::BadNumber {
                     stream: "ctrl",
                     problem: "cut off",
-                });
+                }
+                .into());
             };
             v |= u64::from(b & 0x7F) << (7 * i);
             if b & 0x80 == 0 {
-                return fits(v, "ctrl").map(Some);
+                return Ok(Some(fits(v, "ctrl")?));
             }
         }
         Err(DiffError::BadNumber {
             stream: "ctrl",
             problem: "over 32 bits",
-        })
+        }
+        .into())
     }
 }
 
@@ -290,9 +307,9 @@ fn run(
     let dec = if ctrl.is_empty() {
         None
     } else {
-        let mut d = zstd::stream::read::Decoder::with_buffer(ctrl).map_err(|e| frame_err(0, e))?;
+        let mut d = zstd::stream::read::Decoder::with_buffer(ctrl).map_err(|e| zstd_err(0, e))?;
         d.window_log_max(CTRL_WINDOW_LOG_MAX)
-            .map_err(|e| frame_err(0, e))?;
+            .map_err(|e| zstd_err(0, e))?;
         Some(d.single_frame())
     };
     bufs.ctrl.clear();
