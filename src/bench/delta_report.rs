@@ -43,8 +43,10 @@ pub enum Mode {
     Delta,
     /// Delta against an encrypted base, output encrypted.
     DeltaEncryption,
-    /// Delta at `-l 7`, the top of the delta size/speed dial (the `diff+base` payload
-    /// beside zstd's frame, the smaller kept: `codec::block::against`).
+    /// Delta at `-l 7`, the first level of the `diff+base` payload (beside zstd's frame, the
+    /// smaller kept: `codec::block::against`) and its 8 MiB delta blocks. `-l 8` and `-l 9`
+    /// are smaller still (16 and 32 MiB blocks, `Level::default_delta_block_size`) at less
+    /// parallelism and more memory; `-l 7` is the row issue 17's pair of goals is read from.
     DeltaSmallest,
 }
 
