@@ -85,7 +85,10 @@ pub fn delta_worker_bytes(level: Option<Level>, block_size: usize) -> u64 {
     let region = crate::archive::delta::max_region(block_size);
     let joined = region as usize + block_size;
     let window = crate::codec::delta_window_log(region as usize, block_size);
-    let frame = delta_zstd_context_bytes(crate::codec::delta_frame_tables(l, block_size), window);
+    let frame = delta_zstd_context_bytes(
+        crate::codec::delta_frame_tables(l, block_size).delta_hash_log(),
+        window,
+    );
     let diff = if crate::codec::makes_diff(l, block_size) {
         let stream = diff_stream_context_bytes(if l == Level::MAX { 19 } else { 15 }, block_size);
         let held = joined as u64 + crate::codec::diff_table_bytes(joined) + 5 * b + (8 << 20);

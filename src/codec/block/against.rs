@@ -54,13 +54,15 @@ pub(crate) fn delta_window_log(region: usize, len: usize) -> u32 {
     (64 - (need - 1).leading_zeros()).clamp(10, 29)
 }
 
-/// The hash table log of the zstd frame of a delta block of `len` bytes at `level`: the
-/// default's where the diff is made beside it (the module doc), else the level's.
-pub(crate) fn delta_frame_tables(level: crate::codec::Level, len: usize) -> Option<u32> {
+/// The level whose tables ([`crate::codec::Level::delta_hash_log`]) the zstd frame of a
+/// delta block of `len` bytes at `level` is made with: the default's where the diff is made
+/// beside it (the module doc), else the level's own. The encoder and the memory model both
+/// ask here.
+pub(crate) fn delta_frame_tables(level: crate::codec::Level, len: usize) -> crate::codec::Level {
     if makes_diff(level, len) {
-        crate::codec::Level::DEFAULT.delta_hash_log()
+        crate::codec::Level::DEFAULT
     } else {
-        level.delta_hash_log()
+        level
     }
 }
 
@@ -178,17 +180,8 @@ impl BlockEncoder {
         };
         let fits = |n: usize| n + crate::format::block::BASE_REGION_LEN < raw.len();
         let diff = makes_diff(level, raw.len());
-        // Beside the diff, zstd's frame is the fallback, made with the default's tables
-        // (the module doc: `delta_frame_tables`).
-        let tables = if diff {
-            crate::codec::Level::DEFAULT
-        } else {
-            level
-        };
-        debug_assert_eq!(
-            tables.delta_hash_log(),
-            delta_frame_tables(level, raw.len())
-        );
+        // Beside the diff, zstd's frame is the fallback, made with the default's tables.
+        let tables = delta_frame_tables(level, raw.len());
         let mut best = zstd_delta(raw, base, out, tables)?.then_some(Codec::ZstdBase);
         if diff {
             let d = self.diff.get_or_insert_default();
