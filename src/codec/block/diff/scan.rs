@@ -277,6 +277,9 @@ impl Scanner {
                 }
             }
             if let Some((_, len, src)) = best {
+                // Grown fallibly like `S` and the tables: at most one switch per six block
+                // bytes (a match is at least [`MIN_LEN`] long), 4 bytes of list per byte.
+                crate::memory::reserve(out, 1, "the diff's alignment switches")?;
                 out.push(Switch { start: p, len, src });
                 if let Some(d) = delta {
                     reps = [d, reps[0], reps[1]];
