@@ -20,6 +20,8 @@
 //! machine code (a rebuilt call displacement every ~10 bytes). Every candidate is compared
 //! byte for byte; no hash is trusted.
 
+use crate::codec::huge::HugeBuf;
+
 /// A new alignment: block bytes from `start` on are copied from `src` on (`len` of them
 /// exactly equal), until the next switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,20 +135,23 @@ pub(super) fn equal_count(a: &[u8], b: &[u8]) -> usize {
     eq + (i..n).filter(|&k| a[k] == b[k]).count()
 }
 
-/// The scanner's tables and `S`, kept between blocks.
+/// The scanner's tables and `S`, kept between blocks, in memory advised for huge pages
+/// ([`HugeBuf`]): the lookups read the tables (up to 32 MiB each) and `S` at random, and
+/// with 4 KiB pages nearly every one was also a TLB miss. Measured 2026-12-07 (`c --base
+/// -l 7 -j 1`, release build, the four pairs of BENCHMARKS.md table 14, 5 interleaved
+/// rounds, load 2–3, CPU seconds, medians): ruff 1.58 → 1.39, libc6 0.27 → 0.22,
+/// typescript 0.28 → 0.20, aws-lc-sys 0.77 → 0.67; output byte-identical.
 #[derive(Default)]
 pub(super) struct Scanner {
-    buf: Vec<u8>,
-    long: Vec<u64>,
-    short: Vec<u64>,
+    buf: HugeBuf,
+    long: HugeBuf,
+    short: HugeBuf,
 }
 
 impl Scanner {
     /// Memory held, bytes.
     pub(super) fn memory_bytes(&self) -> usize {
-        self.buf.capacity()
-            + self.long.capacity() * std::mem::size_of::<u64>()
-            + self.short.capacity() * std::mem::size_of::<u64>()
+        self.buf.capacity() + self.long.capacity() + self.short.capacity()
     }
 
     /// `S = region ‖ block` of the last [`Scanner::scan`].
@@ -170,7 +175,8 @@ impl Scanner {
         self.buf.clear();
         let r = region.len();
         let n = block.len();
-        crate::memory::reserve_exact(&mut self.buf, r + n, "the diff's copy of region and block")?;
+        self.buf
+            .try_reserve(r + n, "the diff's copy of region and block")?;
         self.buf.extend_from_slice(region);
         self.buf.extend_from_slice(block);
         if n < 32 || r + n > MAX_JOINED {
@@ -178,20 +184,13 @@ impl Scanner {
         }
         let long_log = table_log(r + n);
         let short_log = long_log - 2;
-        for (t, len) in [
-            (&mut self.long, 1 << long_log),
-            (&mut self.short, WAYS << short_log),
-        ] {
-            t.clear();
-            crate::memory::reserve_exact(t, len, "the diff's match tables")?;
-            t.resize(len, 0);
-        }
+        let long = zeroed(&mut self.long, 8 << long_log)?;
+        let short = zeroed(&mut self.short, (8 * WAYS) << short_log)?;
         let s = &self.buf[..];
-        let (long, short) = (&mut self.long[..], &mut self.short[..]);
         let mut q = 0;
         while q + LONG_KEY <= r {
             let (h, tag) = hash_long(s, q, long_log);
-            long[h] = ((q as u64 + 1) << 32) | u64::from(tag);
+            put(long, h, ((q as u64 + 1) << 32) | u64::from(tag));
             insert(short, hash_short(s, q, short_log), entry(s, q));
             q += REGION_STEP;
         }
@@ -266,11 +265,11 @@ impl Scanner {
             let hs = hash_short(s, cur, short_log);
             let now = entry(s, cur);
             if best.is_none() {
-                let e = long[hl];
+                let e = at(long, hl);
                 if e != 0 && e as u32 == tag {
                     consider(&mut best, (e >> 32) as usize - 1);
                 }
-                for &e in &short[hs * WAYS..hs * WAYS + WAYS] {
+                for e in (hs * WAYS..hs * WAYS + WAYS).map(|i| at(short, i)) {
                     if e != 0 && e as u32 == now as u32 {
                         consider(&mut best, (e >> 32) as usize - 1);
                     }
@@ -289,7 +288,7 @@ impl Scanner {
                 misses = 0;
                 continue;
             }
-            long[hl] = ((cur as u64 + 1) << 32) | u64::from(tag);
+            put(long, hl, ((cur as u64 + 1) << 32) | u64::from(tag));
             insert(short, hs, now);
             if c >= 4 {
                 misses = 0;
@@ -324,13 +323,32 @@ pub(crate) fn table_bytes(joined: usize) -> u64 {
     16 << table_log(joined)
 }
 
-/// Asks the CPU to bring the cache line of `table[i]` in (x86-64's `prefetcht0`; elsewhere
+/// `buf` emptied and `bytes` long, all zeros: a match table (u64 entries, [`at`]/[`put`]).
+fn zeroed(buf: &mut HugeBuf, bytes: usize) -> Result<&mut [u8], crate::memory::OutOfMemory> {
+    buf.clear();
+    buf.try_reserve(bytes, "the diff's match tables")?;
+    let t = buf.filled(bytes);
+    t.fill(0);
+    Ok(t)
+}
+
+/// Entry `i` of a match table.
+fn at(table: &[u8], i: usize) -> u64 {
+    u64::from_ne_bytes(table[8 * i..8 * i + 8].try_into().expect("8 bytes"))
+}
+
+/// Sets entry `i` of a match table.
+fn put(table: &mut [u8], i: usize, e: u64) {
+    table[8 * i..8 * i + 8].copy_from_slice(&e.to_ne_bytes());
+}
+
+/// Asks the CPU to bring the cache line of entry `i` of `table` in (x86-64's `prefetcht0`; elsewhere
 /// nothing), a hint that changes no value: see [`PREFETCH_AHEAD`]. An index past the table
 /// asks for nothing.
 #[allow(unsafe_code)]
-fn prefetch(table: &[u64], i: usize) {
+fn prefetch(table: &[u8], i: usize) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(e) = table.get(i) {
+    if let Some(e) = table.get(8 * i) {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         // SAFETY: `_mm_prefetch` needs only SSE, which every x86-64 CPU has; it reads
         // nothing the program sees and cannot fault, and the pointer is to a live element
@@ -342,8 +360,8 @@ fn prefetch(table: &[u64], i: usize) {
 }
 
 /// Puts `e` first in bucket `h`, dropping the oldest.
-fn insert(table: &mut [u64], h: usize, e: u64) {
-    let b = &mut table[h * WAYS..h * WAYS + WAYS];
-    b.copy_within(0..WAYS - 1, 1);
-    b[0] = e;
+fn insert(table: &mut [u8], h: usize, e: u64) {
+    let b = &mut table[8 * h * WAYS..8 * (h * WAYS + WAYS)];
+    b.copy_within(0..8 * (WAYS - 1), 8);
+    b[..8].copy_from_slice(&e.to_ne_bytes());
 }
