@@ -256,32 +256,40 @@ fn decode_against_base(
     let Some(base) = base else {
         return Err((FrameFault::Base(super::reader::BaseFault::NoBase), body));
     };
+    if info.codec == Codec::DiffBase {
+        // Read where the base blocks lie, not copied into one buffer
+        // (`reader::base_region`).
+        let spanned = match base.region_blocks(dec, &region, u64::from(info.raw_len)) {
+            Ok(b) => b,
+            Err(m) => return Err((FrameFault::Base(m), body)),
+        };
+        let mut out = blocks.take();
+        let r = dec.decode_diff_pieces(
+            info.filter,
+            info.stream_offset,
+            frame,
+            info.raw_len as usize,
+            &spanned.parts(),
+            &mut out,
+        );
+        drop(spanned);
+        return decoded(r, out, body, info, blocks, bodies);
+    }
     let mut prefix = std::mem::take(&mut dec.region);
     if let Err(m) = base.region(dec, &region, &mut prefix) {
         dec.region = prefix;
         return Err((FrameFault::Base(m), body));
     }
     let mut out = blocks.take();
-    let r = if info.codec == Codec::DiffBase {
-        dec.decode_diff(
-            info.filter,
-            info.stream_offset,
-            frame,
-            info.raw_len as usize,
-            &prefix,
-            &mut out,
-        )
-    } else {
-        dec.decode_v2(
-            Codec::Zstd,
-            info.filter,
-            info.stream_offset,
-            frame,
-            info.raw_len as usize,
-            &prefix,
-            &mut out,
-        )
-    };
+    let r = dec.decode_v2(
+        Codec::Zstd,
+        info.filter,
+        info.stream_offset,
+        frame,
+        info.raw_len as usize,
+        &prefix,
+        &mut out,
+    );
     dec.region = prefix;
     decoded(r, out, body, info, blocks, bodies)
 }

@@ -50,7 +50,6 @@ use super::base_fetch::Window;
 use super::base_walk::{MISSING_FRAME, walked_entries, walked_index};
 use super::*;
 use crate::codec::huge::HugeBuf;
-use crate::format::block::BaseRegion;
 use crate::format::extension::Extension;
 
 /// BLAKE3 derive-key context of the base binding (docs/FORMAT.md §16.1).
@@ -86,7 +85,7 @@ pub struct BaseArchive {
     pub(super) block_size: u32,
     /// Why the binding could not be computed (the base is damaged: module doc); None when
     /// it was.
-    unchecked: Option<String>,
+    pub(super) unchecked: Option<String>,
     /// Its id is a reproducible archive's (unencrypted, derived from its creation time:
     /// docs/FORMAT.md §12.4), which another archive can share.
     reproducible: bool,
@@ -371,70 +370,8 @@ impl BaseArchive {
         self.offsets.len() as u64
     }
 
-    /// The bytes of `region`, assembled from the decoded blocks it spans.
-    pub fn region(
-        &self,
-        dec: &mut BlockDecoder,
-        region: &BaseRegion,
-        out: &mut HugeBuf,
-    ) -> std::result::Result<(), BaseFault> {
-        out.clear();
-        let oom = BaseFault::out_of_memory(&self.path);
-        out.try_reserve(region.len as usize, "a delta base region")
-            .map_err(oom)?;
-        if self.data_frames() > 0 {
-            let block = u64::from(self.block_size.max(1));
-            self.working_set(u64::from(region.len) + block);
-            self.hint(
-                region.seq + 1,
-                region.seq + super::base_cache::lookahead(region, block),
-            );
-        }
-        let mut seq = region.seq;
-        let mut skip = region.offset as usize;
-        let mut left = region.len as usize;
-        // Held while the next block decodes, so the cache keeps both (`Cache::evict_to`).
-        let mut _before: Option<Arc<HugeBuf>> = None;
-        while left > 0 {
-            if seq >= self.data_frames() {
-                return Err(self.invalid(region.seq, 0, match &self.unchecked {
-                    None => format!(
-                        "base region ({} bytes from frame {} offset {}) runs past the base's {} data frames",
-                        region.len,
-                        region.seq,
-                        region.offset,
-                        self.data_frames()
-                    ),
-                    Some(why) => format!(
-                        "base frame {seq} is lost in the damaged base (its last data frame found is {}; {why})",
-                        self.data_frames() as i64 - 1
-                    ),
-                }));
-            }
-            let b = self.block(dec, seq)?;
-            if skip >= b.len() {
-                return Err(self.invalid(
-                    seq,
-                    self.offsets[seq as usize],
-                    format!(
-                        "base region offset {} is past the {}-byte block of base frame {seq}",
-                        region.offset,
-                        b.len()
-                    ),
-                ));
-            }
-            let n = (b.len() - skip).min(left);
-            out.extend_from_slice(&b[skip..skip + n]);
-            left -= n;
-            skip = 0;
-            seq += 1;
-            _before = Some(b);
-        }
-        Ok(())
-    }
-
     /// A [`BaseFault::Invalid`] of frame `seq` at byte `at`.
-    fn invalid(&self, seq: u64, at: u64, problem: String) -> BaseFault {
+    pub(super) fn invalid(&self, seq: u64, at: u64, problem: String) -> BaseFault {
         BaseFault::Invalid {
             path: self.path.clone(),
             seq,

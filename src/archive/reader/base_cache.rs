@@ -45,19 +45,26 @@ pub const DEFAULT_CACHE_BUDGET: u64 = 256 << 20;
 pub const SPECULATE_BLOCK: u64 = 8 << 20;
 
 /// How many frames from `region.seq` the prefetch thread is asked for (estimated from the
-/// base's block size `block`): the frames the region spans, and one more, the next delta
-/// block's (a record stream written in order: module doc, "Prefetch"), when base blocks are
-/// no larger than the region or [`SPECULATE_BLOCK`]. A frame ahead that no region needs is
-/// fetched and decoded for nothing: a one-file `x --base` of a base written with `-b 256M`
-/// fetched a second 256 MiB frame after the file's last region (503 MB of the 503 MB base
-/// from the bucket, for a 40 MiB file in its first frame). So what a read fetches beyond the
-/// frames its regions span is at most one base block past the last region, and only a block
+/// base's block size `block`): the frames the region spans, and those the next delta block's
+/// region runs on into (a record stream written in order: module doc, "Prefetch") when base
+/// blocks are no larger than the region or [`SPECULATE_BLOCK`]: `next` bytes past this
+/// region, at least one block. A region read into one buffer (`zstd+base`, the writer) passes
+/// `next` = 0: one block. A `diff+base` block passes its raw length, since the next block's
+/// region starts about that much further on: measured (2026-12-07, `x -j 1 --base` of the
+/// aws-lc-sys pair at `-l 7`, 8 MiB blocks over a base of 4 MiB blocks), with one block the
+/// worker found the second of the two new frames of each region undecoded and decoded it
+/// itself, in series with the diff it applies (`base_region`'s module doc). A frame ahead
+/// that no region needs is fetched and decoded for nothing: a one-file `x --base` of a base
+/// written with `-b 256M` fetched a second 256 MiB frame after the file's last region (503 MB
+/// of the 503 MB base from the bucket, for a 40 MiB file in its first frame). So what a read
+/// fetches beyond the frames its regions span is at most one delta block's length of base
+/// blocks past the last region (one base block for a `zstd+base` block), and only of blocks
 /// of at most `max(region, 8 MiB)`.
-pub(super) fn lookahead(region: &BaseRegion, block: u64) -> u64 {
+pub(super) fn lookahead(region: &BaseRegion, block: u64, next: u64) -> u64 {
     let (offset, len) = (u64::from(region.offset), u64::from(region.len));
     let span = (offset + len).div_ceil(block);
     if block <= len.max(SPECULATE_BLOCK) {
-        span + 1
+        span + next.div_ceil(block).max(1)
     } else {
         span
     }

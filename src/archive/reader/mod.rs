@@ -25,6 +25,7 @@ mod base_cache;
 mod base_fault;
 mod base_fetch;
 mod base_ref;
+mod base_region;
 mod base_walk;
 mod feed;
 mod feed_faults;

@@ -178,13 +178,28 @@ impl BlockDecoder {
         region: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
+        self.decode_diff_pieces(filter, stream_offset, payload, raw_len, &[region], out)
+    }
+
+    /// [`BlockDecoder::decode_diff`] against the region made of `parts` in order (the
+    /// decoded base blocks it spans, read where they lie, not copied into one buffer:
+    /// `codec::block::diff::source`).
+    pub fn decode_diff_pieces(
+        &mut self,
+        filter: Filter,
+        stream_offset: u64,
+        payload: &[u8],
+        raw_len: usize,
+        parts: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
         out.clear();
         if raw_len > MAX_BLOCK_SIZE {
             return Err(CodecError::TooLarge {
                 len: raw_len as u64,
             });
         }
-        super::diff::decode::decode(&mut self.diff, payload, region, raw_len, out)?;
+        super::diff::decode::decode_pieces(&mut self.diff, payload, parts, raw_len, out)?;
         bcj::decode(filter, out, stream_offset);
         Ok(())
     }

@@ -15,6 +15,7 @@
 pub(crate) mod decode;
 pub(crate) mod encode;
 mod scan;
+pub(crate) mod source;
 pub(crate) use scan::table_bytes as diff_table_bytes;
 #[cfg(test)]
 mod shape_tests;

@@ -440,3 +440,28 @@ fn table_size_follows_the_joined_length() {
     assert_eq!(table_log(18 << 20), 22);
     assert_eq!(table_log(66 << 20), 22);
 }
+
+/// Regression (the whole-copy path of `decode`): a copy that reads bytes it makes itself
+/// (seek to the region's end, copy longer than the output so far) takes each source byte
+/// after its diff byte was added, as the format text says, not the bytes before it.
+#[test]
+fn a_copy_reading_its_own_output_sees_its_diff_bytes() {
+    // Region "ab". Command 1 copies it; command 2 seeks to the output's start (position 2)
+    // and copies 6 bytes from there, the diff byte +1 on its second byte: "ab" + "acacac".
+    let region = b"ab";
+    let p = payload(&ctrl(&[(0, 2, 0), (0, 6, 0)]), &leb(&[3]), &[1], &[]);
+    let mut out = Vec::new();
+    decode(&mut DiffBufs::default(), &p, region, 8, &mut out).unwrap();
+    assert_eq!(out, b"abacacac");
+    // The same diff byte in a copy that reads only earlier output (command 3: from the
+    // cursor at 2, seek 2 to output byte 2, copy 2) lands on the copied byte alone:
+    // "ab" + "ab" (the region again) + "ac".
+    let p = payload(
+        &ctrl(&[(0, 2, 0), (-2, 2, 0), (2, 2, 0)]),
+        &leb(&[5]),
+        &[1],
+        &[],
+    );
+    decode(&mut DiffBufs::default(), &p, region, 6, &mut out).unwrap();
+    assert_eq!(out, b"ababac");
+}
