@@ -91,11 +91,7 @@ fn an_unsafe_path_read_without_the_index_is_named_not_dropped_silently() {
         let (rc, err) = run(&args);
         assert_eq!(rc, 3, "{err}");
         assert!(
-            refused_line(
-                &err,
-                &kry,
-                "entry path: has an empty, '.' or '..' component or a leading '/'"
-            ),
+            refused_line(&err, &kry, "entry path: ../evil has a '..' component"),
             "{err}"
         );
         assert!(!err.contains("every data frame verified"), "{err}");

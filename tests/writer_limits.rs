@@ -195,11 +195,11 @@ fn entries_a_reader_refuses_are_refused_and_leave_the_archive_writable() {
         ),
         (
             meta(b"h", EntryKind::Hardlink, b"../x"),
-            "entry path: has an empty, '.' or '..' component or a leading '/'",
+            "hard link target: ../x has a '..' component",
         ),
         (
             meta(b"a/../b", EntryKind::Dir, b""),
-            "entry path: has an empty, '.' or '..' component or a leading '/'",
+            "entry path: a/../b has a '..' component",
         ),
         (
             EntryMeta {

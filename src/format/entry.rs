@@ -152,26 +152,51 @@ impl Default for EntryMeta {
     }
 }
 
-/// Checks that an archive path is canonical (see [`EntryMeta::path`]).
+/// Checks that an archive path is canonical (see [`EntryMeta::path`]). An error names the
+/// path (escaped, cut after 200 characters: [`shown_path`]) and its first bad component.
 pub fn check_archive_path(path: &[u8]) -> Result<(), FormatError> {
+    check_path_field("entry path", path)
+}
+
+/// [`check_archive_path`] of a path held in the field `what` (the entry's path, or a hard
+/// link's target), so that the message says which of the two is refused.
+fn check_path_field(what: &'static str, path: &[u8]) -> Result<(), FormatError> {
     if path.is_empty() || path.len() > MAX_PATH_LEN {
         return Err(FormatError::invalid(
-            "entry path",
+            what,
             format!("length {} is outside 1..={MAX_PATH_LEN}", path.len()),
         ));
     }
     if path.contains(&0) {
-        return Err(FormatError::invalid("entry path", "contains a NUL byte"));
+        return Err(FormatError::invalid(
+            what,
+            format!("{} contains a NUL byte", shown_path(path)),
+        ));
     }
     for comp in path.split(|&b| b == b'/') {
-        if comp.is_empty() || comp == b"." || comp == b".." {
-            return Err(FormatError::invalid(
-                "entry path",
-                "has an empty, '.' or '..' component or a leading '/'",
-            ));
-        }
+        let why = match comp {
+            _ if path[0] == b'/' => "a leading '/'",
+            b"" => "an empty component",
+            b"." => "a '.' component",
+            b".." => "a '..' component",
+            _ => continue,
+        };
+        return Err(FormatError::invalid(
+            what,
+            format!("{} has {why}", shown_path(path)),
+        ));
     }
     Ok(())
+}
+
+/// An entry's path (or link target) for a message: escaped as `list` shows it, cut after 200
+/// characters.
+pub(crate) fn shown_path(path: &[u8]) -> String {
+    let text = crate::fs::escape_path(path);
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
 }
 
 /// The path of the archive-root entry (format 2): the metadata of an input given as `.` or
@@ -269,7 +294,7 @@ impl EntryMeta {
                     ),
                 ))
             }
-            EntryKind::Hardlink => check_archive_path(link),
+            EntryKind::Hardlink => check_path_field("hard link target", link),
             _ => Ok(()),
         }
     }
@@ -346,6 +371,38 @@ mod tests {
             assert!(check_archive_path(bad).is_err(), "{:?}", bad);
         }
         check_archive_path(b"a/b..c/.d").unwrap();
+    }
+
+    /// Regression (h75): every refused path said "has an empty, '.' or '..' component or a
+    /// leading '/'" without the path, and a hard link's target was called the entry path.
+    #[test]
+    fn a_refused_path_is_named_with_its_bad_component_and_field() {
+        let said = |p: &[u8]| check_archive_path(p).unwrap_err().to_string();
+        assert_eq!(said(b"../x"), "entry path: ../x has a '..' component");
+        assert_eq!(said(b"/etc/x"), "entry path: /etc/x has a leading '/'");
+        assert_eq!(said(b"a/./x"), "entry path: a/./x has a '.' component");
+        assert_eq!(said(b"a//x"), "entry path: a//x has an empty component");
+        assert_eq!(said(b"a/"), "entry path: a/ has an empty component");
+        assert_eq!(
+            said(b"a\nb/../\xff"),
+            "entry path: a\\nb/../\\xff has a '..' component"
+        );
+        assert_eq!(said(b"a\0b"), "entry path: a\\x00b contains a NUL byte");
+        let long = [b"../".as_slice(), &[b'p'; 300]].concat();
+        assert_eq!(
+            said(&long),
+            format!("entry path: ../{}… has a '..' component", "p".repeat(197))
+        );
+        let link = EntryMeta {
+            path: b"h".to_vec(),
+            kind: EntryKind::Hardlink,
+            link: b"a/../../x".to_vec(),
+            ..EntryMeta::default()
+        };
+        assert_eq!(
+            link.check(Version::V2).unwrap_err().to_string(),
+            "hard link target: a/../../x has a '..' component"
+        );
     }
 
     #[test]

@@ -144,14 +144,8 @@ pub struct EntrySet {
     salvaging: bool,
 }
 
-/// An entry's path for a message: escaped as `list` shows it, cut after 200 characters.
-fn shown(path: &[u8]) -> String {
-    let text = crate::fs::escape_path(path);
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
-}
+// An entry's path for a message: escaped as `list` shows it, cut after 200 characters.
+use super::entry::shown_path as shown;
 
 impl EntrySet {
     /// An empty set for an archive of `version`.

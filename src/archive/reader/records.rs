@@ -294,27 +294,29 @@ pub(super) fn parse_records(
                     first_offset,
                     last_seq: feed.last_byte_seq(),
                 };
-                // A damaged base's binding could not be checked (`base`, "A damaged base"):
-                // a file read with it is compared with the index before it gets its name.
-                // A mismatch of a file read with it is blamed on it (`base_fault`).
-                let early = feed.ar.base_damage.is_some();
-                if early
-                    && let Err(err) = check.entry_done(feed, parsed, summary.entries - 1, e.clone())
-                {
+                // Compared with the index before the file gets its name (scan_against's
+                // promise: a stream that differs from its index is refused before the visitor
+                // takes the differing entry), so a file whose size, digest or place the index
+                // does not confirm is never left under its name. A mismatch of a file read
+                // with a damaged base, whose binding could not be checked, is blamed on the
+                // base (`base_fault`).
+                if let Err(err) = check.entry_done(feed, parsed, summary.entries - 1, e.clone()) {
                     if wanted {
                         visitor.abort();
                     }
                     let what = check.differs(summary.entries - 1, &e);
-                    return Err(base_fault(feed, &e.meta.path, by_ref, what).unwrap_or(err));
+                    return Err(base_fault(feed, &e.meta.path, by_ref, what).unwrap_or_else(
+                        || Error::InEntry {
+                            entry: crate::fs::escape_path(&e.meta.path),
+                            source: Box::new(err),
+                        },
+                    ));
                 }
                 if wanted {
                     visitor.end(&e.meta, size)?;
                 }
                 summary.files += 1;
                 summary.bytes += size;
-                if !early {
-                    check.entry_done(feed, parsed, summary.entries - 1, e)?;
-                }
             }
             Err(e) => {
                 if wanted {
