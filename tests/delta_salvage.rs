@@ -289,7 +289,15 @@ fn a_damaged_base_is_salvaged_alike_from_a_pipe_and_without_the_index() {
                 let (last, warns) = lines.split_last().expect("stderr");
                 assert_eq!(
                     *last,
-                    format!("krypta: {name}: {done} 8 of 9 entries, 1 damaged"),
+                    match path {
+                        // From a pipe the rest is spooled and read with its index: exact.
+                        Path::Pipe => format!("krypta: {name}: {done} 8 of 9 entries, 1 damaged"),
+                        // Without the index, entries in the unusable blocks cannot be
+                        // counted.
+                        Path::NoIndex => format!(
+                            "krypta: {name}: {done} 8 of at least 9 entries (the index is lost), 1 damaged"
+                        ),
+                    },
                     "{case} {verb}: {e}"
                 );
                 let lost = warns

@@ -152,7 +152,7 @@ fn a_flipped_byte_in_an_encrypted_stream_never_reaches_stdout() {
                 lost(k, from)
             ),
             (_, false) => format!(
-                "{without_index}{cut}krypta: warning: -: reading the rest front to back without the index\n{}{no_index_note}krypta: -: restored 0 of 1 entry, 1 damaged\n",
+                "{without_index}{cut}krypta: warning: -: reading the rest front to back without the index\n{}{no_index_note}krypta: -: restored 0 of at least 1 entry (the index is lost), 1 damaged\n",
                 region(from)
             ),
         }

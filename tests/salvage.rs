@@ -302,7 +302,7 @@ fn cut_tail_case(sealed: bool) {
     assert_eq!(
         e.to_string(),
         format!(
-            "{}: verified {n} of {} entries, {k} damaged",
+            "{}: verified {n} of at least {} entries (the index is lost), {k} damaged",
             bad.display(),
             n + k
         )
@@ -405,7 +405,7 @@ fn resync_past_a_zeroed_run_when_the_tail_is_cut_too() {
     assert_eq!(named(&rep.warnings, "not verified"), named_want);
     assert!(
         e.to_string().contains(&format!(
-            "verified {} of {} entries, {} damaged",
+            "verified {} of at least {} entries (the index is lost), {} damaged",
             want.len(),
             want.len() + named_want.len(),
             named_want.len()

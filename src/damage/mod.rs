@@ -326,6 +326,7 @@ fn salvage_after_from(
         restored: total - damaged,
         total,
         damaged,
+        uncounted: false,
         code: salvage_code(&s, sealed),
     })
 }
@@ -470,6 +471,7 @@ pub(crate) fn salvage_without_index(
         restored: s.restored,
         total: s.restored + damaged,
         damaged,
+        uncounted: !frames_whole,
         code: if frames_whole && !s.refused.is_empty() {
             // Every data frame verified: what failed is records refused in them (and the
             // index or footer), a structure, not a checksum (FORMAT.md §11).

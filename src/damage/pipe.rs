@@ -111,6 +111,7 @@ pub(super) fn salvage_from_pipe(
             restored,
             total,
             damaged,
+            uncounted,
             code,
         }) => {
             let what = if by_base {
@@ -144,6 +145,7 @@ pub(super) fn salvage_from_pipe(
                 restored: restored + before,
                 total: total + before + cut,
                 damaged: damaged + cut,
+                uncounted,
                 code,
             })
         }

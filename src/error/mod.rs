@@ -343,7 +343,7 @@ pub enum Error {
     /// frame failed its checksum or bytes were missing, 3 when only structures that verified
     /// failed to parse or decode; 9 when every failure was a delta archive's base's, none its
     /// own (`damage::salvage_code`).
-    #[error("{}", salvaged(path, verb, *restored, *total, *damaged))]
+    #[error("{}", salvaged(path, verb, *restored, *total, *damaged, *uncounted))]
     Salvaged {
         /// The archive path.
         path: PathBuf,
@@ -355,6 +355,9 @@ pub enum Error {
         total: u64,
         /// Entries not restored.
         damaged: u64,
+        /// `total` is a lower bound: read without the index past lost bytes, which may hold
+        /// entries nobody can count.
+        uncounted: bool,
         /// The exit code (2, 3 or 5).
         code: u8,
     },
