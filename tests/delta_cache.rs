@@ -126,29 +126,10 @@ fn a_damaged_base_frame_is_refused_naming_it_with_the_prefetch_thread_running() 
     let fx = Fx::new();
     pair(&fx);
     // The binding covers every frame tag, so damage that keeps the tags (a body byte) is
-    // what a region read finds: flip one byte in the middle of the base's data frames.
-    let mut b = std::fs::read(fx.p("base.kry")).unwrap();
-    let at = b.len() / 3;
-    b[at] ^= 0x40;
-    std::fs::write(fx.p("base.kry"), &b).unwrap();
-    let o = fx.run(&[
-        "x",
-        "-j",
-        "2",
-        "--base",
-        "base.kry",
-        "delta.kry",
-        "-C",
-        "out",
-    ]);
-    assert_eq!(common::code(&o), 9, "{}", err(&o));
-    let e = err(&o);
-    assert!(
-        e.contains("base.kry: base frame") && e.contains("damaged (its tag does not verify)"),
-        "{e}"
-    );
-    // The big file needs that frame: it is not restored under its final name.
-    assert!(!fx.exists("out/v2/big.bin"));
+    // what a region read finds: one byte in the middle of the base's data frames. The big
+    // file needs that frame: it is not restored under its final name.
+    let at = std::fs::read(fx.p("base.kry")).unwrap().len() / 3;
+    assert_a_damaged_base_body_is_refused(&fx, at, 0x40, "2", "v2/big.bin");
 }
 
 /// Regression: a region across two base frames whose blocks are as large as the cache budget

@@ -117,3 +117,30 @@ pub fn each_delta_restores_v2(fx: &Fx) {
         fx.ok(&[&["t", "-q"][..], keys, &["--base", "base.kry", a]].concat());
     }
 }
+
+/// Flips `mask` into the body byte at `at` of `fx`'s `base.kry` (its frame tag kept, so the
+/// binding holds and only the region read finds it), runs `x -j jobs --base base.kry
+/// delta.kry -C out`, and asserts the refusal a damaged base frame gets: exit 9, the frame
+/// named as damaged, and `lost` (which needs that frame) not under its final name.
+pub fn assert_a_damaged_base_body_is_refused(fx: &Fx, at: usize, mask: u8, jobs: &str, lost: &str) {
+    let mut b = std::fs::read(fx.p("base.kry")).unwrap();
+    b[at] ^= mask;
+    std::fs::write(fx.p("base.kry"), &b).unwrap();
+    let o = fx.run(&[
+        "x",
+        "-j",
+        jobs,
+        "--base",
+        "base.kry",
+        "delta.kry",
+        "-C",
+        "out",
+    ]);
+    let e = crate::cli_common::err(&o);
+    assert_eq!(crate::common::code(&o), 9, "{e}");
+    assert!(
+        e.contains("base.kry: base frame") && e.contains("damaged (its tag does not verify)"),
+        "{e}"
+    );
+    assert!(!fx.exists(&format!("out/{lost}")), "{lost} restored: {e}");
+}
