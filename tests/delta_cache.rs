@@ -8,41 +8,11 @@ mod cli_common;
 mod common;
 mod delta_common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cli_common::*;
 use delta_common::*;
-use krypta::archive::reader::{Archive, BaseArchive, OpenOptions, Visitor};
-use krypta::format::EntryMeta;
-
-/// File contents a scan yields, by path.
-#[derive(Default)]
-struct Files {
-    got: BTreeMap<String, Vec<u8>>,
-    cur: Option<String>,
-}
-
-impl Visitor for Files {
-    fn entry(&mut self, meta: &EntryMeta) -> krypta::Result<()> {
-        let p = String::from_utf8_lossy(&meta.path).into_owned();
-        self.got.insert(p.clone(), Vec::new());
-        self.cur = Some(p);
-        Ok(())
-    }
-    fn data(&mut self, offset: u64, bytes: &[u8]) -> krypta::Result<()> {
-        let b = self.got.get_mut(self.cur.as_ref().unwrap()).unwrap();
-        b.resize(offset as usize, 0);
-        b.extend_from_slice(bytes);
-        Ok(())
-    }
-    fn end(&mut self, _meta: &EntryMeta, size: u64) -> krypta::Result<()> {
-        let b = self.got.get_mut(self.cur.as_ref().unwrap()).unwrap();
-        b.resize(size as usize, 0);
-        Ok(())
-    }
-    fn abort(&mut self) {}
-}
+use krypta::archive::reader::{BaseArchive, OpenOptions};
 
 /// v1 and v2 (small change) archived with 256 KiB blocks: the base has 25+ data frames and
 /// every delta region spans several of them.
@@ -61,21 +31,6 @@ fn pair(fx: &Fx) {
     ]);
 }
 
-fn read(fx: &Fx, base: Arc<BaseArchive>, jobs: usize) -> BTreeMap<String, Vec<u8>> {
-    let mut ar = Archive::open(
-        &fx.p("delta.kry"),
-        OpenOptions {
-            base: Some(base),
-            jobs,
-            ..OpenOptions::default()
-        },
-    )
-    .unwrap();
-    let mut files = Files::default();
-    ar.scan(&mut files).unwrap();
-    files.got
-}
-
 #[test]
 fn with_the_prefetch_thread_each_base_frame_is_decoded_at_most_once() {
     let fx = Fx::new();
@@ -84,7 +39,7 @@ fn with_the_prefetch_thread_each_base_frame_is_decoded_at_most_once() {
         let base = BaseArchive::open(&fx.p("base.kry"), OpenOptions::default())
             .unwrap()
             .shared(jobs);
-        let got = read(&fx, Arc::clone(&base), jobs);
+        let got = read_delta(&fx, Arc::clone(&base), jobs);
         assert_eq!(got["v2/big.bin"], fx.read("v2/big.bin"), "-j {jobs}");
         assert_eq!(got["v2/s/0.dat"], fx.read("v2/s/0.dat"), "-j {jobs}");
         // 6 MiB + 1,000 bytes of big.bin in 256 KiB blocks: the regions reach every one of
@@ -108,7 +63,7 @@ fn a_cache_smaller_than_a_region_still_restores_every_byte() {
     // One 256 KiB block: every region (up to 2.25 MiB) evicts its own first frames.
     base.set_cache_budget(256 << 10);
     let base = base.shared(2);
-    let got = read(&fx, Arc::clone(&base), 2);
+    let got = read_delta(&fx, Arc::clone(&base), 2);
     assert_eq!(got["v2/big.bin"], fx.read("v2/big.bin"));
     assert_eq!(got["v2/s/4.dat"], fx.read("v2/s/4.dat"));
     // Regions overlap their neighbours by 2 MiB: with no room to keep them, frames are

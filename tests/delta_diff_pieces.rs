@@ -11,41 +11,11 @@ mod cli_common;
 mod common;
 mod delta_common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cli_common::*;
-use delta_common::assert_a_damaged_base_body_is_refused;
-use krypta::archive::reader::{Archive, BaseArchive, OpenOptions, Visitor};
-use krypta::format::EntryMeta;
-
-/// File contents a scan yields, by path.
-#[derive(Default)]
-struct Files {
-    got: BTreeMap<String, Vec<u8>>,
-    cur: Option<String>,
-}
-
-impl Visitor for Files {
-    fn entry(&mut self, meta: &EntryMeta) -> krypta::Result<()> {
-        let p = String::from_utf8_lossy(&meta.path).into_owned();
-        self.got.insert(p.clone(), Vec::new());
-        self.cur = Some(p);
-        Ok(())
-    }
-    fn data(&mut self, offset: u64, bytes: &[u8]) -> krypta::Result<()> {
-        let b = self.got.get_mut(self.cur.as_ref().unwrap()).unwrap();
-        b.resize(offset as usize, 0);
-        b.extend_from_slice(bytes);
-        Ok(())
-    }
-    fn end(&mut self, _meta: &EntryMeta, size: u64) -> krypta::Result<()> {
-        let b = self.got.get_mut(self.cur.as_ref().unwrap()).unwrap();
-        b.resize(size as usize, 0);
-        Ok(())
-    }
-    fn abort(&mut self) {}
-}
+use delta_common::{assert_a_damaged_base_body_is_refused, read_delta};
+use krypta::archive::reader::{BaseArchive, OpenOptions};
 
 /// v1: 3.5 MiB of pseudo-random bytes; v2: one byte in every 9 changed, an insertion, a
 /// deletion and a moved stretch (a seek back across base blocks). The base in 64 KiB
@@ -92,21 +62,6 @@ fn codecs(path: &std::path::Path) -> Vec<u8> {
     out
 }
 
-fn read(fx: &Fx, base: Arc<BaseArchive>, jobs: usize) -> BTreeMap<String, Vec<u8>> {
-    let mut ar = Archive::open(
-        &fx.p("delta.kry"),
-        OpenOptions {
-            base: Some(base),
-            jobs,
-            ..OpenOptions::default()
-        },
-    )
-    .unwrap();
-    let mut files = Files::default();
-    ar.scan(&mut files).unwrap();
-    files.got
-}
-
 #[test]
 fn diff_blocks_read_their_region_across_many_base_blocks_bit_for_bit() {
     let fx = Fx::new();
@@ -117,7 +72,7 @@ fn diff_blocks_read_their_region_across_many_base_blocks_bit_for_bit() {
         let base = BaseArchive::open(&fx.p("base.kry"), OpenOptions::default())
             .unwrap()
             .shared(jobs);
-        let got = read(&fx, Arc::clone(&base), jobs);
+        let got = read_delta(&fx, Arc::clone(&base), jobs);
         assert!(got["v2/app.bin"] == new, "-j {jobs}");
         // 3.5 MB in 64 KiB blocks: 54 base frames, each decoded once.
         assert_eq!(base.data_frames(), 54);
@@ -138,7 +93,7 @@ fn diff_blocks_restore_with_a_cache_smaller_than_their_region() {
     // byte still comes from a verified base frame, and every frame is decoded at least once.
     base.set_cache_budget(128 << 10);
     let base = base.shared(2);
-    let got = read(&fx, Arc::clone(&base), 2);
+    let got = read_delta(&fx, Arc::clone(&base), 2);
     assert!(got["v2/app.bin"] == new);
     assert_eq!(base.data_frames(), 54);
     assert!(

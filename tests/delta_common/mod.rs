@@ -144,3 +144,52 @@ pub fn assert_a_damaged_base_body_is_refused(fx: &Fx, at: usize, mask: u8, jobs:
     );
     assert!(!fx.exists(&format!("out/{lost}")), "{lost} restored: {e}");
 }
+
+/// File contents a scan yields, by path.
+#[derive(Default)]
+pub struct Files {
+    /// Contents by path.
+    pub got: std::collections::BTreeMap<String, Vec<u8>>,
+    cur: Option<String>,
+}
+
+impl krypta::archive::reader::Visitor for Files {
+    fn entry(&mut self, meta: &krypta::format::EntryMeta) -> krypta::Result<()> {
+        let p = String::from_utf8_lossy(&meta.path).into_owned();
+        self.got.insert(p.clone(), Vec::new());
+        self.cur = Some(p);
+        Ok(())
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) -> krypta::Result<()> {
+        let b = self.got.get_mut(self.cur.as_ref().unwrap()).unwrap();
+        b.resize(offset as usize, 0);
+        b.extend_from_slice(bytes);
+        Ok(())
+    }
+    fn end(&mut self, _meta: &krypta::format::EntryMeta, size: u64) -> krypta::Result<()> {
+        let b = self.got.get_mut(self.cur.as_ref().unwrap()).unwrap();
+        b.resize(size as usize, 0);
+        Ok(())
+    }
+    fn abort(&mut self) {}
+}
+
+/// The files of `fx`'s `delta.kry` read with `base` at `jobs` workers, by path.
+pub fn read_delta(
+    fx: &Fx,
+    base: std::sync::Arc<krypta::archive::reader::BaseArchive>,
+    jobs: usize,
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut ar = krypta::archive::reader::Archive::open(
+        &fx.p("delta.kry"),
+        krypta::archive::reader::OpenOptions {
+            base: Some(base),
+            jobs,
+            ..krypta::archive::reader::OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let mut files = Files::default();
+    ar.scan(&mut files).unwrap();
+    files.got
+}
