@@ -230,7 +230,12 @@ fn wildcards_select_by_glob_and_a_pattern_that_matches_nothing_is_named() {
     let o = fx.run(&["x", "a.kry", "-o", "r", "*.c"]);
     assert_eq!(
         (code(&o), err(&o).lines().last().unwrap().to_string()),
-        (1, "krypta: not found in a.kry: *.c".to_string())
+        (
+            1,
+            "krypta: not found in a.kry: *.c \
+             (a PATH with *, ? or [ is a name unless --wildcards makes it a pattern)"
+                .to_string()
+        )
     );
 }
 

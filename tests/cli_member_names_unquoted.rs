@@ -197,3 +197,24 @@ fn a_name_with_a_backslash_typed_as_is_gets_a_hint_when_not_found() {
         "krypta: not found in n.kry: t/e\\\\nf"
     );
 }
+
+#[test]
+fn a_pattern_typed_without_wildcards_gets_a_hint_when_not_found() {
+    let tmp = archived();
+    let o = run(tmp.path(), &[os("l"), os("n.kry"), os("t/pl*")]);
+    assert_eq!(common::code(&o), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        "krypta: not found in n.kry: t/pl* \
+         (a PATH with *, ? or [ is a name unless --wildcards makes it a pattern)"
+    );
+    // With --wildcards the same PATH is the pattern it looked like.
+    let (code, got) = listed(tmp.path(), &[os("--wildcards"), os("t/pl*")]);
+    assert_eq!((code, got), (0, vec!["t/plain".to_string()]));
+    // A PATH without pattern characters gets no such hint.
+    let o = run(tmp.path(), &[os("l"), os("n.kry"), os("t/none")]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        "krypta: not found in n.kry: t/none"
+    );
+}

@@ -128,7 +128,8 @@ pub(crate) fn member_args(
 /// changed and that had a backslash in it (`'C:\new'`, `'a\nb'` meant as typed): the listing
 /// shows such a name's own backslash as `\\`, and only there or with `--no-unquote` does the
 /// PATH name it. Without the hint the message named the PATH as typed, the very name `ls`
-/// shows, and said it was not there.
+/// shows, and said it was not there. Also a hint when a PATH not found has `*`, `?` or `[`
+/// and `--wildcards` was not given (tar's "Use --wildcards to enable pattern matching").
 pub(crate) fn with_unquote_hint(
     err: krypta::Error,
     paths: &[std::ffi::OsString],
@@ -142,18 +143,48 @@ pub(crate) fn with_unquote_hint(
     let Some(listed) = msg.strip_prefix("not found in ") else {
         return krypta::Error::Usage(msg);
     };
-    let changed = paths.iter().any(|p| {
+    // Each PATH as matched, and whether it is among those not found.
+    let missing = |p: &std::ffi::OsString| {
         let raw = p.as_bytes();
         let name = krypta::fs::member_name(raw, !wildcards && !no_unquote);
-        raw.contains(&b'\\') && name != raw && listed.contains(&krypta::fs::escape_path(&name))
-    });
-    if !changed {
+        let missed = listed.contains(&krypta::fs::escape_path(&name));
+        (raw.to_vec(), name, missed)
+    };
+    let changed = paths
+        .iter()
+        .map(missing)
+        .any(|(raw, name, missed)| raw.contains(&b'\\') && name != raw && missed);
+    // A glob typed without --wildcards is a name (as in tar, which says "Use --wildcards to
+    // enable pattern matching"; h75 found no word of it here, 2026-12-07).
+    let pattern = !wildcards
+        && paths
+            .iter()
+            .map(missing)
+            .any(|(raw, _, missed)| missed && looks_like_a_pattern(&raw));
+    let mut hints = Vec::new();
+    if changed {
+        hints.push(
+            "(a PATH is read as `l` prints names: a backslash that is part of a name is \\\\ \
+             there, so 'a\\\\nb' names a\\nb; or give --no-unquote to take PATHs as typed)",
+        );
+    }
+    if pattern {
+        hints.push("(a PATH with *, ? or [ is a name unless --wildcards makes it a pattern)");
+    }
+    if hints.is_empty() {
         return krypta::Error::Usage(msg);
     }
-    krypta::Error::Usage(format!(
-        "{msg} (a PATH is read as `l` prints names: a backslash that is part of a name is \\\\ \
-         there, so 'a\\\\nb' names a\\nb; or give --no-unquote to take PATHs as typed)"
-    ))
+    krypta::Error::Usage(format!("{msg} {}", hints.join(" ")))
+}
+
+/// Whether `raw` has a glob's `*`, `?` or a `[…]` class (a lone `[`, as in a terminal
+/// escape sequence, is not one).
+fn looks_like_a_pattern(raw: &[u8]) -> bool {
+    raw.iter().any(|b| matches!(b, b'*' | b'?'))
+        || raw
+            .iter()
+            .position(|&b| b == b'[')
+            .is_some_and(|i| raw[i + 1..].contains(&b']'))
 }
 
 #[cfg(test)]
@@ -181,6 +212,15 @@ mod tests {
             digest: None,
             frames,
         }
+    }
+
+    #[test]
+    fn a_pattern_is_a_star_a_question_mark_or_a_bracket_class() {
+        assert!(looks_like_a_pattern(b"t/*.c"));
+        assert!(looks_like_a_pattern(b"t/?"));
+        assert!(looks_like_a_pattern(b"t/[ab].c"));
+        assert!(!looks_like_a_pattern(b"t/a\x1b[31m"));
+        assert!(!looks_like_a_pattern(b"t/plain"));
     }
 
     #[test]
