@@ -130,7 +130,7 @@ pub(crate) fn member_args(
 /// PATH name it. Without the hint the message named the PATH as typed, the very name `ls`
 /// shows, and said it was not there. Also a hint when a PATH not found has `*`, `?` or `[`
 /// and `--wildcards` was not given (tar's "Use --wildcards to enable pattern matching").
-pub(crate) fn with_unquote_hint(
+pub(crate) fn with_path_hints(
     err: krypta::Error,
     paths: &[std::ffi::OsString],
     wildcards: bool,
@@ -143,24 +143,18 @@ pub(crate) fn with_unquote_hint(
     let Some(listed) = msg.strip_prefix("not found in ") else {
         return krypta::Error::Usage(msg);
     };
-    // Each PATH as matched, and whether it is among those not found.
-    let missing = |p: &std::ffi::OsString| {
+    // Among the PATHs not found: one that unquoting changed and that held a backslash, and
+    // a glob typed without --wildcards, which is a name (as in tar, which says "Use
+    // --wildcards to enable pattern matching"; h75 found no word of it here, 2026-12-07).
+    let (mut changed, mut pattern) = (false, false);
+    for p in paths {
         let raw = p.as_bytes();
         let name = krypta::fs::member_name(raw, !wildcards && !no_unquote);
-        let missed = listed.contains(&krypta::fs::escape_path(&name));
-        (raw.to_vec(), name, missed)
-    };
-    let changed = paths
-        .iter()
-        .map(missing)
-        .any(|(raw, name, missed)| raw.contains(&b'\\') && name != raw && missed);
-    // A glob typed without --wildcards is a name (as in tar, which says "Use --wildcards to
-    // enable pattern matching"; h75 found no word of it here, 2026-12-07).
-    let pattern = !wildcards
-        && paths
-            .iter()
-            .map(missing)
-            .any(|(raw, _, missed)| missed && looks_like_a_pattern(&raw));
+        if listed.contains(&krypta::fs::escape_path(&name)) {
+            changed |= raw.contains(&b'\\') && name != raw;
+            pattern |= !wildcards && looks_like_a_pattern(raw);
+        }
+    }
     let mut hints = Vec::new();
     if changed {
         hints.push(

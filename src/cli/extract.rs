@@ -77,5 +77,5 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
     }
     result
         .map(|_| 0)
-        .map_err(|e| super::entries::with_unquote_hint(e, &a.paths, a.wildcards, a.no_unquote))
+        .map_err(|e| super::entries::with_path_hints(e, &a.paths, a.wildcards, a.no_unquote))
 }

@@ -73,7 +73,7 @@ pub(crate) fn list(a: ListArgs, verbose: bool, term: &mut Term) -> Result<u8> {
             krypta::fs::escape_path(a.archive.as_os_str().as_encoded_bytes()),
             missing.join(", ")
         ));
-        return Err(super::entries::with_unquote_hint(
+        return Err(super::entries::with_path_hints(
             e,
             &a.paths,
             a.wildcards,
