@@ -350,14 +350,19 @@ fn krypta_args(
             keyfile(&mut x, "--keyfile");
         }
         Mode::Whole => {}
-        Mode::Delta | Mode::DeltaSmallest => {
+        Mode::Delta | Mode::DeltaFast | Mode::DeltaSmallest => {
             for v in [&mut c, &mut x] {
                 v.push("--base".into());
                 v.push(t.join("base.kry").into());
             }
-            if mode == Mode::DeltaSmallest {
+            let level = match mode {
+                Mode::DeltaFast => Some("6"),
+                Mode::DeltaSmallest => Some("7"),
+                _ => None,
+            };
+            if let Some(level) = level {
                 c.push("-l".into());
-                c.push("7".into());
+                c.push(level.into());
             }
         }
         Mode::DeltaEncryption => {
@@ -511,5 +516,33 @@ mod tests {
         );
         assert!(!s(&c).contains(&"-l"));
         assert!(Mode::DeltaSmallest.is_delta());
+        // The fast-diff row: level 6, the same base, x as for the others.
+        let (c, x6) = krypta_args(
+            Mode::DeltaFast,
+            2,
+            t,
+            Path::new("/t/k"),
+            Path::new("/t/o.kry"),
+            Path::new("/t/r"),
+            "f",
+        );
+        assert_eq!(
+            s(&c),
+            [
+                "c",
+                "--no-fsync",
+                "-j",
+                "2",
+                "--base",
+                "/t/base.kry",
+                "-l",
+                "6",
+                "/t/o.kry",
+                "f"
+            ]
+        );
+        assert_eq!(s(&x6)[..3], ["x", "-j", "2"]);
+        assert!(s(&x6).contains(&"/t/base.kry"));
+        assert!(Mode::DeltaFast.is_delta());
     }
 }

@@ -106,8 +106,9 @@ impl Level {
     /// 2^22 1.19 / 1.14 / 2.07 / 1.87 (2.2). The default takes the table that costs
     /// under a tenth more time: 2^20 brings ruff to 1.23× but its one-thread delta write to
     /// 93–97 MB/s on an idle machine (84 in a busier run), no margin on the ≥ 90 MB/s per
-    /// stream of issue 17 (docs/FORMAT.md §16.3). These are zstd's frames alone: at 7..=9
-    /// the `diff+base` payload is made too ([`Level::delta_diff`]).
+    /// stream of issue 17 (docs/FORMAT.md §16.3). These are zstd's frames alone: at 6..=9
+    /// the `diff+base` payload is made too ([`Level::delta_diff`]; at 6 zstd's frame only
+    /// where the diff saved less than half the block, with these 2^20-entry tables).
     pub fn delta_hash_log(self) -> Option<u32> {
         match self.0 {
             0..=2 => None,
@@ -117,12 +118,18 @@ impl Level {
         }
     }
 
-    /// Whether a delta block is also written as `diff+base` (codec 3, docs/FORMAT.md §16.3),
-    /// the smaller payload kept (`codec::block::against`): levels 7..=9, the top of the
-    /// size/speed dial. Not the default: see `codec::block::diff::encode` for the
-    /// measurements.
-    pub fn delta_diff(self) -> bool {
-        self.0 >= 7
+    /// Whether a delta block is written as `diff+base` (codec 3, docs/FORMAT.md §16.3), and
+    /// with what effort (`codec::block::against`): levels 6..=9, the top of the size/speed
+    /// dial — 6 fast, 7 and 8 normal, 9 the most. Not the default: see
+    /// `codec::block::diff::encode` for the measurements.
+    pub fn delta_diff(self) -> Option<super::DiffEffort> {
+        use super::DiffEffort::{Fast, Max, Normal};
+        match self.0 {
+            ..=5 => None,
+            6 => Some(Fast),
+            7 | 8 => Some(Normal),
+            _ => Some(Max),
+        }
     }
 
     /// Block size used when the user gives no `-b`, bytes: [`DEFAULT_BLOCK_SIZE`] (4 MiB)

@@ -116,8 +116,12 @@ pub mod huge;
 mod level;
 pub mod zframe;
 
-pub use block::{BlockDecoder, BlockEncoder, DiffEncoder, DiffError, decode_stored_in_place};
-pub(crate) use block::{delta_frame_tables, delta_window_log, diff_table_bytes, makes_diff};
+pub use block::{
+    BlockDecoder, BlockEncoder, DiffEffort, DiffEncoder, DiffError, decode_stored_in_place,
+};
+pub(crate) use block::{
+    delta_frame_tables, delta_window_log, diff_stream_levels, diff_table_bytes, makes_diff,
+};
 /// Bytes of a `diff+base` payload's head after its region descriptor: a version byte and four
 /// u32 stream lengths (docs/FORMAT.md §16.6).
 pub const DIFF_HEAD_LEN: usize = block::DIFF_HEAD_LEN;

@@ -23,7 +23,7 @@
 //! (address space measured before `memory::reserve_exact` sized the diff's copy of region and
 //! block, which grew to twice its length; since, aws-lc-sys at `-l 9` needs 397 and 617 MiB.) A delta worker holds what a plain one does (the
 //! level's context is used for blocks without a region), its region, the zstd frame's
-//! context ([`delta_zstd_context_bytes`]) and at levels 7–9 the `diff+base` encoder's
+//! context ([`delta_zstd_context_bytes`]) and at levels 6–9 the `diff+base` encoder's
 //! buffers and the context of the stream being compressed ([`diff_stream_context_bytes`]);
 //! the base's cache of decoded blocks is shared. The random rows are the model's worst
 //! case (every stream, frame and the check's streams about a block long); `x --base` of
@@ -46,8 +46,8 @@ pub fn delta_zstd_context_bytes(tables_log: Option<u32>, window_log: u32) -> u64
     ldm + tables + (1 << 20)
 }
 
-/// The context of one `diff+base` stream's zstd frame at `zstd_level` (15 and 6 at krypta's
-/// levels 7 and 8, 19 at 9) for a stream of `len` bytes, bytes: `ZSTD_sizeof_CCtx` after a
+/// The context of one `diff+base` stream's zstd frame at `zstd_level` (3 at krypta's level
+/// 6, 15 and 6 at levels 7 and 8, 19 at 9) for a stream of `len` bytes, bytes: `ZSTD_sizeof_CCtx` after a
 /// frame (zstd 1.5.7, 2026-12-07), rounded up; zstd sizes its tables down for short input.
 /// Measured for 64 KiB / 1 MiB / 4 MiB / 8 MiB and more: level 19 1.71 / 17.25 / 49.25 /
 /// 81.25 MiB; level 15 1.71 / 16.49 / 64.49 / 64.49; level 6 at most 2.99.
@@ -71,7 +71,7 @@ pub fn diff_stream_context_bytes(zstd_level: i32, len: usize) -> u64 {
 /// region use the level's own context), its base region (at most
 /// `archive::delta::max_region`), and while a block is compressed against it the larger of
 /// the zstd frame's context ([`delta_zstd_context_bytes`]) and, where `diff+base` is made
-/// (levels 7–9, blocks up to `DIFF_MAX_BLOCK`), the context of a stream
+/// (levels 6–9, blocks up to `DIFF_MAX_BLOCK`), the context of a stream
 /// ([`diff_stream_context_bytes`]); there also the copy of region and block (`S`), the
 /// scan's tables for `S`, and five blocks' worth for the streams, their frames, the payload,
 /// the decoded check and its streams (each up to a block for new bytes) and 8 MiB for the
@@ -89,13 +89,13 @@ pub fn delta_worker_bytes(level: Option<Level>, block_size: usize) -> u64 {
         crate::codec::delta_frame_tables(l, block_size).delta_hash_log(),
         window,
     );
-    let diff = if crate::codec::makes_diff(l, block_size) {
-        let stream = diff_stream_context_bytes(if l == Level::MAX { 19 } else { 15 }, block_size);
-        let held = joined as u64 + crate::codec::diff_table_bytes(joined) + 5 * b + (8 << 20);
-        Some((held, stream))
-    } else {
-        None
-    };
+    let diff = crate::codec::makes_diff(l, block_size).map(|effort| {
+        let top = crate::codec::diff_stream_levels(effort).into_iter().max();
+        let stream = diff_stream_context_bytes(top.unwrap_or(19), block_size);
+        let held =
+            joined as u64 + crate::codec::diff_table_bytes(joined, effort) + 5 * b + (8 << 20);
+        (held, stream)
+    });
     let (held, transient) = diff.map_or((0, frame), |(h, s)| (h, s.max(frame)));
     worker_bytes(level, block_size) + region + held + transient
 }
@@ -120,13 +120,16 @@ mod tests {
         };
         // 4 MiB blocks: a plain worker (context + 3 blocks), a 32 MiB region, the frame's
         // context over a 2^26 window (4 MiB matcher table, 1 MiB) with level 1's own or
-        // 2^17-entry tables (0.5 MiB) or 2^20 at levels 5 and 6 (4 MiB).
+        // 2^17-entry tables (0.5 MiB) or 2^20 at level 5 (4 MiB).
         assert_eq!(per(1), (6 + 12 + 32) * MIB + 11 * MIB / 2);
         assert_eq!(per(2), per(1));
         assert_eq!(per(3), (7 + 12 + 32) * MIB + 11 * MIB / 2);
         assert_eq!(per(4), (9 + 12 + 32) * MIB + 11 * MIB / 2);
         assert_eq!(per(5), (11 + 12 + 32 + 9) * MIB);
-        assert_eq!(per(6), (16 + 12 + 32 + 9) * MIB);
+        // Level 6, the fast diff at 4 MiB blocks: context 16 + 3 × 4, region 32, S 36 + the
+        // long table alone (2^20 entries, 8) + 5 × 4 + 8; the larger of the fallback frame's
+        // context (level 6's own 2^20-entry tables, 9) and a stream's at -3 (3).
+        assert_eq!(per(6), (16 + 12 + 32 + (36 + 8 + 20 + 8) + 9) * MIB);
         // Level 7, 8 MiB blocks: context 48 + 3 × 8, region 32, S 40 + tables 64 + 5 × 8 + 8,
         // zstd -15's context on a stream of up to a block (65).
         assert_eq!(per(7), (48 + 24 + 32 + (40 + 64 + 40 + 8) + 65) * MIB);

@@ -76,12 +76,14 @@ pub fn archive_id(fx: &Fx, rel: &str) -> String {
     j["archive_id"].as_str().unwrap().to_string()
 }
 
-/// Writes `base.kry` of `v1` and three deltas of `v2` against it: `d3.kry` at the default
-/// level, `d7.kry` at `-l 7` and `e7.kry` at `-l 7` encrypted with key file `k` (made here).
+/// Writes `base.kry` of `v1` and four deltas of `v2` against it: `d3.kry` at the default
+/// level, `d6.kry` at `-l 6` (the diff's fast effort), `d7.kry` at `-l 7` and `e7.kry` at
+/// `-l 7` encrypted with key file `k` (made here).
 pub fn default_and_level_7_deltas(fx: &Fx) {
     fx.ok(&["keygen", "-q", "-o", "k"]);
     fx.ok(&["c", "-q", "base.kry", "v1"]);
     fx.ok(&["c", "-q", "--base", "base.kry", "d3.kry", "v2"]);
+    fx.ok(&["c", "-q", "-l", "6", "--base", "base.kry", "d6.kry", "v2"]);
     fx.ok(&["c", "-q", "-l", "7", "--base", "base.kry", "d7.kry", "v2"]);
     let e7 = [
         "c",
@@ -103,6 +105,7 @@ pub fn default_and_level_7_deltas(fx: &Fx) {
 pub fn each_delta_restores_v2(fx: &Fx) {
     for (a, keys) in [
         ("d3.kry", &[][..]),
+        ("d6.kry", &[]),
         ("d7.kry", &[]),
         ("e7.kry", &["--keyfile", "k"]),
     ] {

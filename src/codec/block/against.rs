@@ -1,7 +1,16 @@
 //! Delta blocks: the `zstd+base` frame (docs/FORMAT.md §16.3: one zstd frame of the block
 //! with the base region as its raw-content prefix, like `zstd --patch-from`) at every level,
-//! and at levels 7 and up (blocks up to [`DIFF_MAX_BLOCK`]) also the `diff+base` payload
+//! and at levels 6 and up (blocks up to [`DIFF_MAX_BLOCK`]) also the `diff+base` payload
 //! (codec 3, §16.6), the smaller kept after the payload is decoded back.
+//!
+//! **At level 6 (the diff's fast effort) zstd's frame is made only where the diff's payload
+//! is over half the block** ([`FAST_FRAME_SHARE`]). Made beside every block, the frame cost
+//! ruff's pair ~0.1 s of CPU (a third of the write) and won none of its six blocks at a
+//! quarter (two blocks over 1 MiB then made it; it won them, 4,184,774 against 4,239,745
+//! bytes, for 1.3× the CPU, session 32). It stays as the fallback where the fast scan finds
+//! no alignment (it needs 24 equal bytes in a row): a substitution every 9 bytes of random
+//! data gives 454,465 bytes at `-l 6`, level 5's 454,462, where the default's frame is
+//! 2,214,753 — hence level 6's own tables for it ([`delta_frame_tables`]).
 //!
 //! **A third candidate was removed on 2026-12-07** (session 29): a zstd frame from the
 //! sequences of krypta's own match finder (`delta_parse.rs` feeding libzstd's experimental
@@ -14,8 +23,8 @@
 //! a decode check per block. Readers are unaffected: its frames were ordinary `zstd+base`
 //! frames, which every reader still decodes.
 //!
-//! **Where the diff is made, zstd's frame beside it uses the default level's tables**
-//! (2^17 entries, [`crate::codec::Level::delta_hash_log`]), not the 2^22 of levels 7–9,
+//! **Where the diff is made at levels 7–9, zstd's frame beside it uses the default level's
+//! tables** (2^17 entries, [`crate::codec::Level::delta_hash_log`]), not their own 2^22,
 //! which stay for blocks over [`DIFF_MAX_BLOCK`] (zstd's frame alone). The frame is then
 //! a fallback: the diff was the smaller on every block of the four pairs but some of
 //! libc6's. Measured 2026-12-07 (`c --base -l 7 -j 1`, two interleaved rounds): CPU time
@@ -25,8 +34,13 @@
 use zstd::zstd_safe::CParameter;
 
 use super::{
-    BlockDecoder, BlockEncoder, Codec, CodecError, Filter, MAX_BLOCK_SIZE, new_cctx, zstd_error,
+    BlockDecoder, BlockEncoder, Codec, CodecError, DiffEffort, Filter, MAX_BLOCK_SIZE, new_cctx,
+    zstd_error,
 };
+
+/// At [`DiffEffort::Fast`], a diff payload of at most a block's length divided by this is
+/// kept without making zstd's frame too (the module doc).
+const FAST_FRAME_SHARE: usize = 2;
 
 /// The largest block the `diff+base` encoder takes, bytes (32 MiB, `-l 9`'s delta blocks).
 /// Memory (`crate::memory::delta_worker_bytes`, measured 2026-12-07): a worker making it
@@ -41,10 +55,10 @@ use super::{
 /// 1,046 MiB. No longer "≈ 80 MiB per worker": that was 8 MiB blocks with 2^20-entry tables.
 const DIFF_MAX_BLOCK: usize = 32 << 20;
 
-/// Whether a delta block of `len` bytes at `level` is also made as `diff+base`
-/// ([`BlockEncoder::encode_delta`]).
-pub(crate) fn makes_diff(level: crate::codec::Level, len: usize) -> bool {
-    level.delta_diff() && len <= DIFF_MAX_BLOCK
+/// Whether, and with what effort, a delta block of `len` bytes at `level` is made as
+/// `diff+base` ([`BlockEncoder::encode_delta`]).
+pub(crate) fn makes_diff(level: crate::codec::Level, len: usize) -> Option<DiffEffort> {
+    level.delta_diff().filter(|_| len <= DIFF_MAX_BLOCK)
 }
 
 /// log2 of the window of a delta block's zstd frame: covering a region of `region` bytes and
@@ -55,14 +69,15 @@ pub(crate) fn delta_window_log(region: usize, len: usize) -> u32 {
 }
 
 /// The level whose tables ([`crate::codec::Level::delta_hash_log`]) the zstd frame of a
-/// delta block of `len` bytes at `level` is made with: the default's where the diff is made
-/// beside it (the module doc), else the level's own. The encoder and the memory model both
-/// ask here.
+/// delta block of `len` bytes at `level` is made with: the default's where the diff's normal
+/// or top effort is made beside it (the module doc), else the level's own — also at the fast
+/// effort (level 6), where the frame is made only when the diff saved little, so that a
+/// block the fast scan cannot align gets level 5's frame, not the default's. The encoder and
+/// the memory model both ask here.
 pub(crate) fn delta_frame_tables(level: crate::codec::Level, len: usize) -> crate::codec::Level {
-    if makes_diff(level, len) {
-        crate::codec::Level::DEFAULT
-    } else {
-        level
+    match makes_diff(level, len) {
+        Some(DiffEffort::Normal | DiffEffort::Max) => crate::codec::Level::DEFAULT,
+        Some(DiffEffort::Fast) | None => level,
     }
 }
 
@@ -133,8 +148,13 @@ impl DiffState {
     /// The payload of `raw` against `region` in `self.payload`, decoded and compared with
     /// `raw`: false when it does not give back `raw` (a fault of the encoder: the block is
     /// then written another way) or could not be made.
-    fn encode(&mut self, raw: &[u8], region: &[u8], max: bool) -> Result<bool, CodecError> {
-        self.enc.encode(raw, region, max, &mut self.payload)?;
+    fn encode(
+        &mut self,
+        raw: &[u8],
+        region: &[u8],
+        effort: DiffEffort,
+    ) -> Result<bool, CodecError> {
+        self.enc.encode(raw, region, effort, &mut self.payload)?;
         let decoder = match self.decoder.as_mut() {
             Some(d) => d,
             None => self.decoder.insert(BlockDecoder::new()?),
@@ -179,17 +199,23 @@ impl BlockEncoder {
             return Ok(None);
         };
         let fits = |n: usize| n + crate::format::block::BASE_REGION_LEN < raw.len();
-        let diff = makes_diff(level, raw.len());
         // Beside the diff, zstd's frame is the fallback, made with the default's tables.
         let tables = delta_frame_tables(level, raw.len());
+        let Some(effort) = makes_diff(level, raw.len()) else {
+            return Ok(zstd_delta(raw, base, out, tables)?.then_some(Codec::ZstdBase));
+        };
+        let d = self.diff.get_or_insert_default();
+        let ok = d.encode(raw, base, effort)? && fits(d.payload.len());
+        // At the fast effort zstd's frame is made only where the diff saved less than half
+        // the block (the module doc).
+        if effort == DiffEffort::Fast && ok && d.payload.len() <= raw.len() / FAST_FRAME_SHARE {
+            std::mem::swap(out, &mut d.payload);
+            return Ok(Some(Codec::DiffBase));
+        }
         let mut best = zstd_delta(raw, base, out, tables)?.then_some(Codec::ZstdBase);
-        if diff {
-            let d = self.diff.get_or_insert_default();
-            let ok = d.encode(raw, base, level == crate::codec::Level::MAX)?;
-            if ok && fits(d.payload.len()) && (best.is_none() || d.payload.len() < out.len()) {
-                std::mem::swap(out, &mut d.payload);
-                best = Some(Codec::DiffBase);
-            }
+        if ok && (best.is_none() || d.payload.len() < out.len()) {
+            std::mem::swap(out, &mut d.payload);
+            best = Some(Codec::DiffBase);
         }
         Ok(best)
     }

@@ -12,9 +12,9 @@ mod decode;
 pub(crate) mod diff;
 pub(crate) use against::{delta_frame_tables, delta_window_log, makes_diff};
 pub use decode::{BlockDecoder, decode_stored_in_place};
-pub(crate) use diff::diff_table_bytes;
 pub use diff::encode::DiffEncoder;
-pub use diff::{DiffError, HEAD_LEN as DIFF_HEAD_LEN};
+pub use diff::{DiffError, Effort as DiffEffort, HEAD_LEN as DIFF_HEAD_LEN};
+pub(crate) use diff::{diff_stream_levels, diff_table_bytes};
 
 /// Block encoder, one per worker thread: reuses the zstd compression context (a few MiB to
 /// ~100 MiB at level 9, set by libzstd from level and window) and a scratch buffer of one

@@ -77,7 +77,7 @@ fn levels_7_and_up_keep_the_smaller_payload_and_it_decodes() {
         zstd_against(level, &raw, &base, w, &mut zstd).unwrap();
         let mut diff = Vec::new();
         super::super::diff::encode::DiffEncoder::default()
-            .encode(&raw, &base, false, &mut diff)
+            .encode(&raw, &base, DiffEffort::Normal, &mut diff)
             .unwrap();
         let mut enc = BlockEncoder::new(Some(level)).unwrap();
         let mut out = Vec::new();
@@ -128,13 +128,70 @@ fn levels_7_and_up_keep_the_smaller_payload_and_it_decodes() {
     }
 }
 
-/// The default level (and every level under 7) writes zstd's frame alone: the diff encoder
+/// At level 6 (the fast effort) a `diff+base` payload of at most half the block is kept
+/// without zstd's frame being made; a larger one is compared with zstd's frame (level 6's
+/// own tables, 2^20 entries like level 5's) and the smaller kept. Both branches are taken
+/// here: scattered edits (the diff is ~1 % of the block) and a block half new bytes (the
+/// diff is over half).
+#[test]
+fn level_6_makes_zstds_frame_only_where_the_diff_saves_under_half() {
+    let level = Level::new(6).unwrap();
+    let binary = noise(1 << 20, 3);
+    let mut half_new = binary[..1 << 19].to_vec();
+    half_new.extend(noise(1 << 19, 4));
+    let text = lines(20_000, "aws_lc_0_46_0");
+    let renamed = String::from_utf8(text.clone())
+        .unwrap()
+        .replace("0_46_0", "0_47_0")
+        .into_bytes();
+    let mut branches = [0; 2];
+    for (name, base, raw) in [
+        ("binary", binary.clone(), edited(&binary, 97)),
+        ("half new", binary.clone(), half_new),
+        ("text", text, renamed),
+    ] {
+        let mut diff = Vec::new();
+        super::super::diff::encode::DiffEncoder::default()
+            .encode(&raw, &base, DiffEffort::Fast, &mut diff)
+            .unwrap();
+        let mut zstd = Vec::new();
+        zstd_against(level, &raw, &base, window(&base, &raw), &mut zstd).unwrap();
+        let (want, payload) = if diff.len() <= raw.len() / 2 {
+            branches[0] += 1;
+            (Codec::DiffBase, &diff)
+        } else {
+            branches[1] += 1;
+            if diff.len() < zstd.len() {
+                (Codec::DiffBase, &diff)
+            } else {
+                (Codec::ZstdBase, &zstd)
+            }
+        };
+        let mut enc = BlockEncoder::new(Some(level)).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            enc.encode_delta(&raw, &base, &mut out).unwrap(),
+            Some(want),
+            "{name}"
+        );
+        assert_eq!(&out, payload, "{name}: not the expected payload");
+        if name == "binary" {
+            assert!(diff.len() * 50 < raw.len(), "{name}: diff {}", diff.len());
+        }
+        if name == "half new" {
+            assert!(diff.len() > raw.len() / 2, "{name}: diff {}", diff.len());
+        }
+    }
+    assert_eq!(branches, [2, 1]);
+}
+
+/// The default level (and every level under 6) writes zstd's frame alone: the diff encoder
 /// never runs, so its time and memory are not paid.
 #[test]
-fn levels_under_7_run_zstd_alone() {
+fn levels_under_6_run_zstd_alone() {
     let binary = noise(1 << 20, 2);
     let raw = edited(&binary, 97);
-    for l in [1, 3, 5, 6] {
+    for l in [1, 3, 4, 5] {
         let level = Level::new(l).unwrap();
         let mut enc = BlockEncoder::new(Some(level)).unwrap();
         let mut out = Vec::new();

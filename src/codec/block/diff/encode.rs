@@ -7,7 +7,9 @@
 //! one sparse diff byte, not a new command. The four streams are each one zstd frame.
 //!
 //! **Which levels use it, and why not the default** (docs/FORMAT.md §16.3): at levels 7–9
-//! the writer makes this payload beside the zstd frame and keeps the smaller. Measured
+//! the writer makes this payload beside the zstd frame and keeps the smaller; at level 6 it
+//! makes it with the scan's fast effort ([`Effort::Fast`], measured in `scan::Search`) and
+//! makes zstd's frame too only where the payload is over half the block. Measured
 //! 2026-12-07 (session 29, `c --base -l 7 -j 1`, release build, the four pairs of
 //! BENCHMARKS.md table 14): ruff 3,438,884 bytes, libc6 264,425, typescript 3,333,
 //! aws-lc-sys 129,355 (table 14's run: 0.94× / 0.74× / 1.27× / 1.24× `zstd --patch-from
@@ -17,27 +19,36 @@
 //! position, overlapped since 2026-12-07 by prefetching the next positions' buckets:
 //! `scan::PREFETCH_AHEAD`, ruff 2.73 → 1.99 s): `perf record` of
 //! ruff's `-l 7 -j 1` write (2026-12-07) puts 64 % in [`Scanner::scan`] and about a tenth in
-//! zstd (the four streams at [`LEVELS`], the fallback frame, the decode check); issue 17's
-//! ≥ 90 MB/s per stream is met by the default's `zstd+base` alone, which is 1.29–2.24×
-//! `-19`'s size. Level 9 (`-19` on all four streams) against level 7, measured 2026-12-07
+//! zstd (the four streams at [`stream_levels`], the fallback frame, the decode check). The
+//! default stays `zstd+base` alone (1.29–2.24× `-19`'s size at ~150 MB/s on one thread):
+//! even the fast effort takes about level 5's time, 1.5–2× the default's. Level 9 (`-19` on all four streams) against level 7, measured 2026-12-07
 //! (`c --base -j 1`, release build, 3 interleaved rounds, medians, load ~2.5 on 2 cores):
 //! ruff 8.1 % smaller at 1.63× the wall time (2.76 against 1.69 s), libc6 1.8 % at 1.39×,
 //! aws-lc-sys 1.6 % at 1.0×; a Rust toolchain's `lib` (515 MB, stable against nightly, one
 //! run at `-j 2`) 9.5 % at 9.9× (160 against 16 s), where most bytes are new (extra).
 
 use super::scan::{Scanner, Switch, common};
-use super::{HEAD_LEN, VERSION, put_leb, zigzag};
+use super::{Effort, HEAD_LEN, VERSION, put_leb, zigzag};
 use crate::codec::CodecError;
 use zstd::zstd_safe::CParameter;
 
-/// zstd levels of the streams (ctrl, gaps, vals, extra) at krypta's levels 7 and 8, and 9.
-/// Vals and extra, most of the bytes, get `-6` below level 9 (ruff's pair, session 28:
-/// 3,515,239 bytes at 1.3 s, against 3,307,610 at 3.9 s with `-19` on all four; `-3` on
-/// both: 3,557,424). Commands and gaps get `-15` below level 9: measured 2026-12-07 with
-/// `c --base -l 7 -j 1`, two interleaved rounds, `-19` → `-15` took ruff's write from
+/// zstd levels of the streams (ctrl, gaps, vals, extra) at an [`Effort`].
+/// [`Effort::Normal`] (levels 7 and 8): vals and extra, most of the bytes, get `-6` (ruff's
+/// pair, session 28: 3,515,239 bytes at 1.3 s, against 3,307,610 at 3.9 s with `-19` on
+/// all four; `-3` on both: 3,557,424). Commands and gaps get `-15`: measured 2026-12-07
+/// with `c --base -l 7 -j 1`, two interleaved rounds, `-19` → `-15` took ruff's write from
 /// 1.8 to 1.5 s of CPU for 3,438,884 → 3,449,649 bytes (+0.3 %; libc6 +0.1 %, the text
-/// pairs +0.0 %); `-12` saved little more (1.45 s) for +0.7 %.
-const LEVELS: [[i32; 4]; 2] = [[15, 15, 6, 6], [19, 19, 19, 19]];
+/// pairs +0.0 %); `-12` saved little more (1.45 s) for +0.7 %. [`Effort::Fast`] (level 6):
+/// `-3` on all four; `-1` made ruff's delta 8 % larger (4,583,479 against 4,239,745 bytes,
+/// session 32) for no time measurably saved, `-15` on ctrl and gaps 1.5 % smaller for ~10 %
+/// more time.
+pub(crate) fn stream_levels(effort: Effort) -> [i32; 4] {
+    match effort {
+        Effort::Fast => [3; 4],
+        Effort::Normal => [15, 15, 6, 6],
+        Effort::Max => [19; 4],
+    }
+}
 
 /// The encoder's buffers, kept between blocks.
 #[derive(Default)]
@@ -154,16 +165,17 @@ impl DiffEncoder {
 
     /// Writes into `out` (cleared) the `diff+base` payload of `raw` against `region`
     /// (docs/FORMAT.md §16.6), without the 16-byte region descriptor. The caller decodes it
-    /// before keeping it. `max`: the zstd levels of krypta's level 9 ([`LEVELS`]).
+    /// before keeping it. `effort`: how hard the scan searches and the streams' zstd levels
+    /// ([`stream_levels`]).
     pub fn encode(
         &mut self,
         raw: &[u8],
         region: &[u8],
-        max: bool,
+        effort: Effort,
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
         out.clear();
-        self.scanner.scan(region, raw, &mut self.switches)?;
+        self.scanner.scan(region, raw, effort, &mut self.switches)?;
         for s in &mut self.streams {
             s.clear();
         }
@@ -243,12 +255,12 @@ impl DiffEncoder {
             last_new = next_new;
             last_old = next_old;
         }
-        self.frame(max, out)
+        self.frame(effort, out)
     }
 
     /// The head and the four frames into `out`.
-    fn frame(&mut self, max: bool, out: &mut Vec<u8>) -> Result<(), CodecError> {
-        let levels = LEVELS[usize::from(max)];
+    fn frame(&mut self, effort: Effort, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let levels = stream_levels(effort);
         for (k, (src, f)) in self.streams.iter().zip(&mut self.frames).enumerate() {
             f.clear();
             if src.is_empty() {

@@ -16,11 +16,32 @@ pub(crate) mod decode;
 pub(crate) mod encode;
 mod scan;
 pub(crate) mod source;
+pub(crate) use encode::stream_levels as diff_stream_levels;
 pub(crate) use scan::table_bytes as diff_table_bytes;
 #[cfg(test)]
 mod shape_tests;
 #[cfg(test)]
 mod tests;
+
+/// How hard the encoder works for a smaller payload: which of the scan's tables and skips
+/// it uses ([`scan`]) and the zstd levels of its streams ([`encode`]). The payload's format
+/// is the same at every effort; only the writer's choices differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effort {
+    /// Level 6: the long table alone (capped at 2^20 entries), no lookup where the current
+    /// alignment still agrees on half the window, streams at zstd `-3`.
+    Fast,
+    /// Levels 7 and 8: both tables, a lookup at every position the alignment does not
+    /// cover, commands and gaps at `-15`, diff values and extra bytes at `-6`.
+    Normal,
+    /// Level 9: as [`Effort::Normal`], all four streams at `-19`.
+    Max,
+}
+
+impl Effort {
+    /// Every effort, fastest first.
+    pub const ALL: [Effort; 3] = [Effort::Fast, Effort::Normal, Effort::Max];
+}
 
 /// The payload's version byte (the only one defined).
 pub const VERSION: u8 = 0;

@@ -20,6 +20,7 @@
 //! machine code (a rebuilt call displacement every ~10 bytes). Every candidate is compared
 //! byte for byte; no hash is trusted.
 
+use super::Effort;
 use crate::codec::huge::HugeBuf;
 
 /// A new alignment: block bytes from `start` on are copied from `src` on (`len` of them
@@ -72,6 +73,63 @@ const FOLLOW: usize = 16;
 /// of prefetch instructions gained nothing measurable (1.76–2.04 s): a missed load holds
 /// up retirement, a prefetch does not.
 const PREFETCH_AHEAD: usize = 2;
+/// What the scan does at one [`Effort`].
+///
+/// **[`Effort::Fast`] (level 6) costs about level 5's `zstd+base` time** (issue 17's ≥ 90
+/// MB/s per stream) for a fraction of its size: the short table is not made (the long one
+/// finds alignments; the short one finds the short exact matches between the changed bytes
+/// of machine code, and alignments where no 24 bytes in a row survive), the long table is
+/// capped at 2^20 entries (8 MiB, where a 4 MiB block's `S` would take 2^21), no lookup is
+/// made where the current alignment still agrees on [`Search::near_skip`] of the window's 64
+/// bytes (scattered substitutions: the alignment is followed on), and the step over new
+/// bytes grows every 8 misses, not 64. Measured 2026-12-07 (session 32, `c --base -j 1` of
+/// the new files of BENCHMARKS.md table 14's pairs, 4 MiB blocks, streams at `-3`, release
+/// build, interleaved rounds at load 1.5–4, so CPU times only as ranges), ruff's bytes for
+/// each step: both tables and no skips 3,507,173 (1.0–1.3 s of CPU); skipping at 40 of 64
+/// and misses >> 3, 3,684,323 (0.66–0.84 s); without the short table 4,124,350 (0.45–0.48
+/// s); skipping at 32, 4,136,418; the long table capped at 2^20 (this effort) 4,239,745
+/// (0.30–0.53 s; 2^19 4,415,753, 2^18 4,967,220: region positions overwrite each other).
+/// Content-defined
+/// anchors (only positions whose hash has 3–5 low zero bits, in region and block, tables of
+/// 2^17–2^19) were 4,412,954–5,464,488. On the four pairs (ruff / libc6 / typescript /
+/// aws-lc-sys) this effort writes 4,239,745 / 292,507 / 3,857 / 142,513 bytes against
+/// level 5's 4,487,131 / 410,216 / 5,603 / 196,305 and level 7's 3,380,576 / 268,697 /
+/// 2,716 / 121,818; ruff's write took 0.30–0.39 s of CPU against level 5's 0.29–0.34 (4
+/// interleaved rounds, load 4). Where the scan finds nothing (a substitution every 9 bytes of
+/// random data: no 24 equal bytes in a row) the block gets level 6's own zstd frame
+/// (`codec::block::against`), level 5's size.
+#[derive(Clone, Copy, Debug)]
+struct Search {
+    /// Whether the short table is made and searched.
+    short: bool,
+    /// Agreeing bytes of the window at which the current alignment is followed on without
+    /// a lookup (more than [`WINDOW`]: never).
+    near_skip: usize,
+    /// The step over new bytes grows by one every 2^this misses.
+    miss_shift: u32,
+    /// Largest log2 of the long table's entries.
+    max_table_log: u32,
+}
+
+impl Search {
+    fn of(effort: Effort) -> Search {
+        match effort {
+            Effort::Fast => Search {
+                short: false,
+                near_skip: 32,
+                miss_shift: 3,
+                max_table_log: 20,
+            },
+            Effort::Normal | Effort::Max => Search {
+                short: true,
+                near_skip: WINDOW + 1,
+                miss_shift: 6,
+                max_table_log: MAX_TABLE_LOG,
+            },
+        }
+    }
+}
+
 /// The longest `S` searched, bytes (2^31): a seek between two positions of `S` (at most
 /// 2^31 − 1 either way) is then a format number once zigzag-coded (below 2^32, §16.6), and a
 /// position + 1 fits the 32 bits a table entry keeps of it. Format 2 bounds region + block
@@ -169,8 +227,10 @@ impl Scanner {
         &mut self,
         region: &[u8],
         block: &[u8],
+        effort: Effort,
         out: &mut Vec<Switch>,
     ) -> Result<(), crate::memory::OutOfMemory> {
+        let search = Search::of(effort);
         out.clear();
         self.buf.clear();
         let r = region.len();
@@ -182,16 +242,24 @@ impl Scanner {
         if n < 32 || r + n > MAX_JOINED {
             return Ok(());
         }
-        let long_log = table_log(r + n);
+        let long_log = table_log(r + n, effort);
         let short_log = long_log - 2;
         let long = zeroed(&mut self.long, 8 << long_log)?;
-        let short = zeroed(&mut self.short, (8 * WAYS) << short_log)?;
+        // Without the short table its buffer stays as it is, and no bucket is read from it
+        // (every use below asks `search.short` first).
+        let short = if search.short {
+            zeroed(&mut self.short, (8 * WAYS) << short_log)?
+        } else {
+            &mut []
+        };
         let s = &self.buf[..];
         let mut q = 0;
         while q + LONG_KEY <= r {
             let (h, tag) = hash_long(s, q, long_log);
             put(long, h, ((q as u64 + 1) << 32) | u64::from(tag));
-            insert(short, hash_short(s, q, short_log), entry(s, q));
+            if search.short {
+                insert(short, hash_short(s, q, short_log), entry(s, q));
+            }
             q += REGION_STEP;
         }
         // The current alignment: the source of block byte p is p + delta.
@@ -216,12 +284,18 @@ impl Scanner {
             }
             // How much of the window the current alignment agrees with.
             let near = here.map_or(0, |h| equal_count(&s[cur..cur + WINDOW], &s[h..]));
+            if near >= search.near_skip {
+                p += c.max(1);
+                continue;
+            }
             // The next positions' buckets, asked for now: a lookup that finds nothing moves
             // on by a byte or a few, and their loads then overlap this one's (below `keyed`,
             // so their keys can be read).
             for k in 1..=PREFETCH_AHEAD {
                 prefetch(long, hash_long(s, cur + k, long_log).0);
-                prefetch(short, hash_short(s, cur + k, short_log) * WAYS);
+                if search.short {
+                    prefetch(short, hash_short(s, cur + k, short_log) * WAYS);
+                }
             }
             // A candidate: (agreeing bytes over the window, exact length) when it beats the
             // current alignment by the margin.
@@ -269,7 +343,8 @@ impl Scanner {
                 if e != 0 && e as u32 == tag {
                     consider(&mut best, (e >> 32) as usize - 1);
                 }
-                for e in (hs * WAYS..hs * WAYS + WAYS).map(|i| at(short, i)) {
+                let ways = if search.short { WAYS } else { 0 };
+                for e in (hs * WAYS..hs * WAYS + ways).map(|i| at(short, i)) {
                     if e != 0 && e as u32 == now as u32 {
                         consider(&mut best, (e >> 32) as usize - 1);
                     }
@@ -289,14 +364,16 @@ impl Scanner {
                 continue;
             }
             put(long, hl, ((cur as u64 + 1) << 32) | u64::from(tag));
-            insert(short, hs, now);
+            if search.short {
+                insert(short, hs, now);
+            }
             if c >= 4 {
                 misses = 0;
                 p += c;
             } else {
                 misses += 1;
                 // Far from any match (new bytes): look up less often the longer it lasts.
-                p += 1 + (misses >> 6);
+                p += 1 + (misses >> search.miss_shift);
             }
         }
         Ok(())
@@ -312,15 +389,18 @@ impl Scanner {
 /// aws-lc-sys): ruff's delta with 16 MiB blocks 3,929,296 bytes at 2^20 entries, 3,451,430
 /// at 2^21, 3,356,089 at 2^22 (the others within 1 %); at `-l 7`'s 8 MiB blocks, rounded
 /// down (2^21) against up (2^22): 3,419,309 / 268,760 / 2,924 / 122,244 against 3,380,576
-/// / 268,697 / 2,716 / 121,818 bytes, for 5–10 % more CPU time.
-pub(super) fn table_log(joined: usize) -> u32 {
+/// / 268,697 / 2,716 / 121,818 bytes, for 5–10 % more CPU time. [`Effort::Fast`] caps it
+/// at 2^20 ([`Search`]).
+pub(super) fn table_log(joined: usize, effort: Effort) -> u32 {
     let positions = (joined / REGION_STEP).max(1);
-    (usize::BITS - positions.leading_zeros()).clamp(MIN_TABLE_LOG, MAX_TABLE_LOG)
+    (usize::BITS - positions.leading_zeros()).clamp(MIN_TABLE_LOG, Search::of(effort).max_table_log)
 }
 
-/// Bytes of the two tables for an `S` of `joined` bytes (u64 entries, 2^[`table_log`] each).
-pub(crate) fn table_bytes(joined: usize) -> u64 {
-    16 << table_log(joined)
+/// Bytes of the tables for an `S` of `joined` bytes at `effort` (u64 entries,
+/// 2^[`table_log`] in each table made).
+pub(crate) fn table_bytes(joined: usize, effort: Effort) -> u64 {
+    let tables = if Search::of(effort).short { 2 } else { 1 };
+    (8 * tables) << table_log(joined, effort)
 }
 
 /// `buf` emptied and `bytes` long, all zeros: a match table (u64 entries, [`at`]/[`put`]).

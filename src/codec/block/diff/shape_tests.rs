@@ -5,6 +5,7 @@
 //! block exactly: one that does not is written another way by the archive writer, silently
 //! in a release build.
 
+use super::Effort;
 use super::decode::{DiffBufs, decode};
 use super::encode::DiffEncoder;
 use super::tests::rng as next;
@@ -45,17 +46,17 @@ fn lines(n: usize, seed: u64) -> Vec<u8> {
 fn check(enc: &mut DiffEncoder, bufs: &mut DiffBufs, name: &str, raw: &[u8], region: &[u8]) {
     let mut payload = Vec::new();
     let mut out = Vec::new();
-    for max in [false, true] {
-        enc.encode(raw, region, max, &mut payload)
-            .unwrap_or_else(|e| panic!("{name} (max {max}): encode: {e}"));
+    for effort in Effort::ALL {
+        enc.encode(raw, region, effort, &mut payload)
+            .unwrap_or_else(|e| panic!("{name} ({effort:?}): encode: {e}"));
         decode(bufs, &payload, region, raw.len(), &mut out).unwrap_or_else(|e| {
             panic!(
-                "{name} (max {max}, block {}, region {}): {e}",
+                "{name} ({effort:?}, block {}, region {}): {e}",
                 raw.len(),
                 region.len()
             )
         });
-        assert!(out == raw, "{name} (max {max}): decoded bytes differ");
+        assert!(out == raw, "{name} ({effort:?}): decoded bytes differ");
     }
 }
 

@@ -42,7 +42,7 @@ fn text(n: usize, seed: u64) -> Vec<u8> {
 fn encode(raw: &[u8], region: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     DiffEncoder::default()
-        .encode(raw, region, false, &mut out)
+        .encode(raw, region, Effort::Normal, &mut out)
         .unwrap();
     out
 }
@@ -159,7 +159,7 @@ fn every_shape_round_trips() {
             }
         }
         block.truncate(block_len);
-        enc.encode(&block, &region, case % 2 == 0, &mut payload)
+        enc.encode(&block, &region, Effort::ALL[case % 3], &mut payload)
             .unwrap();
         decode(&mut bufs, &payload, &region, block.len(), &mut out)
             .unwrap_or_else(|e| panic!("case {case}: {e}"));
@@ -414,7 +414,9 @@ fn repeated_text_shifted_by_an_insertion_keeps_one_alignment() {
     }
     let mut scanner = super::scan::Scanner::default();
     let mut switches = Vec::new();
-    scanner.scan(&region, &raw, &mut switches).unwrap();
+    scanner
+        .scan(&region, &raw, Effort::Normal, &mut switches)
+        .unwrap();
     assert_eq!(switches.len(), 1, "{switches:?}");
     // Region byte x is block byte x + 725, found within the first key's reach.
     assert_eq!(switches[0].start, switches[0].src + 725, "{switches:?}");
@@ -425,20 +427,27 @@ fn repeated_text_shifted_by_an_insertion_keeps_one_alignment() {
 }
 
 /// The scanner's tables grow with `S` (one entry per region position, rounded up), from
-/// 2^12 entries to 2^22: a small block does not clear 16 MiB, a 32 MiB block's is not
-/// overwritten four times over.
+/// 2^12 entries to 2^22 (2^20 at the fast effort): a small block does not clear 16 MiB, a
+/// 32 MiB block's is not overwritten four times over. The fast effort makes the long table
+/// alone.
 #[test]
 fn table_size_follows_the_joined_length() {
-    use super::scan::table_log;
-    assert_eq!(table_log(0), 12);
-    assert_eq!(table_log(100), 12);
-    assert_eq!(table_log(8 << 12), 13);
-    assert_eq!(table_log((8 << 12) - 8), 12);
+    use super::scan::{table_bytes, table_log};
+    for effort in Effort::ALL {
+        assert_eq!(table_log(0, effort), 12);
+        assert_eq!(table_log(100, effort), 12);
+        assert_eq!(table_log(8 << 12, effort), 13);
+        assert_eq!(table_log((8 << 12) - 8, effort), 12);
+    }
     // A 4 MiB block and its 6 MiB region: 1.25M positions.
-    assert_eq!(table_log(10 << 20), 21);
+    assert_eq!(table_log(10 << 20, Effort::Normal), 21);
+    assert_eq!(table_log(10 << 20, Effort::Fast), 20);
     // 8 MiB and 10 MiB; 32 MiB and 34 MiB: at the cap.
-    assert_eq!(table_log(18 << 20), 22);
-    assert_eq!(table_log(66 << 20), 22);
+    assert_eq!(table_log(18 << 20, Effort::Normal), 22);
+    assert_eq!(table_log(66 << 20, Effort::Max), 22);
+    assert_eq!(table_log(66 << 20, Effort::Fast), 20);
+    assert_eq!(table_bytes(10 << 20, Effort::Normal), 32 << 20);
+    assert_eq!(table_bytes(10 << 20, Effort::Fast), 8 << 20);
 }
 
 /// Regression (the whole-copy path of `decode`): a copy that reads bytes it makes itself
