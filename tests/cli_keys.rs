@@ -57,10 +57,55 @@ fn without_a_terminal_a_missing_password_is_an_error_naming_the_options() {
         (code(&o), err(&o)),
         (
             1,
-            "krypta: e.kry: archive is encrypted (argon2id): give --pass-file, --pass-fd or -p\n"
+            "krypta: e.kry: archive is encrypted (argon2id): give --pass-file, --pass-fd or -p, or set KRYPTA_PASSWORD\n"
                 .to_string()
         )
     );
+}
+
+/// The hint for a missing password named the options but not `KRYPTA_PASSWORD`, which README
+/// gives scripts as a source ("Passwords and keys"), for the archive and for a delta base
+/// alike (helper-76). It names it now, and doing what it says opens the archive.
+#[test]
+fn the_missing_password_hint_names_krypta_password_and_following_it_opens_the_archive() {
+    let fx = Fx::new();
+    encrypted(&fx);
+    let pw = ("KRYPTA_PASSWORD", "correct h\u{f6}rse");
+    let o = fx.run(&["t", "-q", "e.kry"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: e.kry: archive is encrypted (argon2id): give --pass-file, --pass-fd or -p, \
+             or set KRYPTA_PASSWORD\n"
+                .to_string()
+        )
+    );
+    let o = fx.run_env(&["t", "-q", "e.kry"], &[pw]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
+    // A delta archive (not encrypted) against the encrypted e.kry as its base.
+    fx.ok(&[
+        "c",
+        "-q",
+        "--base",
+        "e.kry",
+        "--base-pass-file",
+        "pw",
+        "d.kry",
+        "t",
+    ]);
+    let o = fx.run(&["t", "-q", "--base", "e.kry", "d.kry"]);
+    assert_eq!(
+        (code(&o), err(&o)),
+        (
+            1,
+            "krypta: e.kry: the base archive is encrypted (argon2id): give --base-pass-file, \
+             --base-pass-fd or --base-password, or set KRYPTA_PASSWORD\n"
+                .to_string()
+        )
+    );
+    let o = fx.run_env(&["t", "-q", "--base", "e.kry", "d.kry"], &[pw]);
+    assert_eq!((code(&o), err(&o)), (0, String::new()));
 }
 
 #[test]

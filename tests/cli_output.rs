@@ -129,6 +129,70 @@ fn x_summary_out_counts_the_bytes_written_not_those_of_kept_or_stripped_files() 
     assert_eq!(extracted_and_out(&o).1, "8 B");
 }
 
+/// (frame bytes, raw block bytes) of the one data frame of the unencrypted archive `a`:
+/// the frame at the header's end (H, bytes 12..16) is a 16-byte head (body length at 4..8),
+/// the body, whose block header holds the raw length at 4..8, and a 32-byte tag
+/// (docs/FORMAT.md §2, §4, §5).
+fn one_frame(a: &[u8]) -> (u64, u64) {
+    let u32_at = |at: usize| u64::from(u32::from_le_bytes(a[at..at + 4].try_into().unwrap()));
+    let h = u32_at(12) as usize;
+    assert_eq!(a[h], 1, "a data frame follows the header");
+    (16 + u32_at(h + 4) + 32, u32_at(h + 16 + 4))
+}
+
+/// The percentage of `x`'s summary divided the frames read by the bytes written: one small
+/// file said "156 B in, 6 B out (2600.0%)", one file picked out of a shared block
+/// "80.7 KiB in, 6 B out (1377750.0%)", and `-k` keeping everything "(-)" (helper-76). It is
+/// now the frames read as a share of what they decode to (contents and records): how well
+/// what was read compressed, the same whatever part of it is written.
+#[test]
+fn x_summary_ratio_is_the_frames_read_of_what_they_decode_to_not_of_the_bytes_written() {
+    let fx = Fx::new();
+    fx.file("t/big", &b"0123456789".repeat(800));
+    fx.file("t/small", b"hello");
+    fx.file("one/s", b"hello\n");
+    for (archive, input) in [("a.kry", "t"), ("one.kry", "one")] {
+        fx.ok(&["c", "-q", archive, input]);
+    }
+    let summary = |o: &std::process::Output| {
+        assert!(code(o) == 0 || code(o) == 6, "{}", err(o));
+        let e = err(o);
+        let line = e
+            .lines()
+            .find(|l| l.contains(" extracted, "))
+            .unwrap()
+            .to_string();
+        line.rsplit_once(", ").unwrap().0.to_string()
+    };
+    let (frame, raw) = one_frame(&fx.read("a.kry"));
+    let pct = format!("{:.1}%", frame as f64 * 100.0 / raw as f64);
+    assert!(frame < raw, "{frame} {raw}");
+    let o = fx.run(&["x", "a.kry", "-o", "o"]);
+    assert_eq!(
+        summary(&o),
+        format!("krypta: a.kry: 3 entries extracted, {frame} B in, 7.8 KiB out ({pct})")
+    );
+    let o = fx.run(&["x", "a.kry", "t/small", "-o", "p"]);
+    assert_eq!(
+        summary(&o),
+        format!("krypta: a.kry: 1 entry extracted, {frame} B in, 5 B out ({pct})")
+    );
+    let o = fx.run(&["x", "-k", "a.kry", "-o", "o"]);
+    assert_eq!(
+        summary(&o),
+        format!("krypta: a.kry: 0 entries extracted, {frame} B in, 0 B out ({pct})")
+    );
+    let (frame, raw) = one_frame(&fx.read("one.kry"));
+    let o = fx.run(&["x", "one.kry", "-o", "q"]);
+    assert_eq!(
+        summary(&o),
+        format!(
+            "krypta: one.kry: 2 entries extracted, {frame} B in, 6 B out ({:.1}%)",
+            frame as f64 * 100.0 / raw as f64
+        )
+    );
+}
+
 #[test]
 fn c_summary_in_counts_a_sparse_file_at_its_size_holes_included() {
     // It counted only the data extents: 1 MiB of hole and 5 bytes of data said "5 B in"

@@ -116,7 +116,7 @@ fn password_and_key_file_stanzas_each_open_the_archive_alone() {
     assert_eq!(code(&none), 1);
     assert_eq!(
         stderr(&none),
-        "krypta: both.kry: archive is encrypted (argon2id, keyfile): give --pass-file, --pass-fd, -p or --keyfile\n"
+        "krypta: both.kry: archive is encrypted (argon2id, keyfile): give --pass-file, --pass-fd, -p or --keyfile, or set KRYPTA_PASSWORD\n"
     );
 }
 
@@ -268,7 +268,7 @@ fn missing_key_says_the_archive_is_encrypted_with_exit_1() {
         let e = stderr(&o);
         assert_eq!(
             e,
-            "krypta: a.kry: archive is encrypted (argon2id): give --pass-file, --pass-fd or -p\n"
+            "krypta: a.kry: archive is encrypted (argon2id): give --pass-file, --pass-fd or -p, or set KRYPTA_PASSWORD\n"
         );
         assert!(!e.contains("authentication"), "{e}");
         assert!(o.stdout.is_empty());

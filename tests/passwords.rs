@@ -304,7 +304,7 @@ fn a_prompt_without_a_terminal_names_the_option_that_asked_and_its_alternatives(
     ));
     let base = (
         "--base-password",
-        "--base-pass-file FILE or --base-pass-fd N",
+        "--base-pass-file FILE, --base-pass-fd N or KRYPTA_PASSWORD",
     );
     let own = (
         "-p/--password",

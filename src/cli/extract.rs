@@ -71,7 +71,7 @@ pub(crate) fn extract(a: ExtractArgs, term: &mut Term, verbose: bool) -> Result<
             krypta::counted(term.entries_done(), "entry", "entries"),
             human_bytes(s.frame_bytes),
             human_bytes(s.bytes),
-            super::show::ratio(s.frame_bytes, s.bytes),
+            super::show::ratio(s.frame_bytes, s.block_bytes),
             super::clock::duration(started.elapsed())
         );
     }

@@ -174,7 +174,7 @@ impl PromptFor {
     pub fn alternatives(self) -> &'static str {
         match self {
             PromptFor::Archive => "--pass-file FILE, --pass-fd N or KRYPTA_PASSWORD",
-            PromptFor::Base => "--base-pass-file FILE or --base-pass-fd N",
+            PromptFor::Base => "--base-pass-file FILE, --base-pass-fd N or KRYPTA_PASSWORD",
             PromptFor::NewPassword => "--new-pass-file FILE",
         }
     }

@@ -123,7 +123,9 @@ pub struct KeyNeeds {
 }
 
 impl KeyNeeds {
-    /// The options that give those keys: the archive's, or (`base`) a delta base's.
+    /// The options that give those keys: the archive's, or (`base`) a delta base's; for a
+    /// password also `KRYPTA_PASSWORD` (README "Passwords and keys"), which opens the
+    /// archive, and a base, whenever no password option is given.
     pub fn options(self, base: bool) -> String {
         let mut o: Vec<&str> = Vec::new();
         if self.password {
@@ -139,10 +141,15 @@ impl KeyNeeds {
         if self.pqbox {
             o.push(if base { "--base-identity" } else { "-i" });
         }
-        match o.split_last() {
+        let listed = match o.split_last() {
             None => "a key of a kind this krypta knows".to_string(),
             Some((last, [])) => (*last).to_string(),
             Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        };
+        if self.password {
+            format!("{listed}, or set {}", crate::crypto::password::PASSWORD_ENV)
+        } else {
+            listed
         }
     }
 }

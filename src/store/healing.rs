@@ -3,7 +3,7 @@
 //!
 //! Every read is widened to whole 4 KiB shards, and each shard is checked against its XXH3-64
 //! from the section's checksum table (fetched 64 packets, i.e. one segment's checksums, per
-//! read). A shard that fails, or cannot be read, makes the source rebuild its whole segment
+//! read). A shard that fails, or is lost (EIO, cut short), makes the source rebuild its segment
 //! by Reed–Solomon ([`crate::recovery::repair_segment`], keyless) and serve the repaired
 //! bytes from then on. A segment beyond the recovery data is served as read: the archive
 //! reader's own checks (frame tags, checksums) then find the damage and salvage reads past
@@ -46,6 +46,14 @@ use crate::recovery::{
 const WINDOW: u64 = 1 << 20;
 /// The first refill after a seek.
 const FIRST_WINDOW: u64 = 64 << 10;
+
+/// Whether a read error means the bytes are lost (a bad sector, `EIO`; a file or object that
+/// ends early), which the recovery data may rebuild. A medium that could not be asked (a store
+/// gone away, refused credentials, an object replaced) is the run's I/O error: read as lost,
+/// a store killed mid-read was reported as damage "beyond the recovery data" (exit 5 or 2).
+fn bytes_lost(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::UnexpectedEof || e.raw_os_error() == Some(libc::EIO)
+}
 
 /// What a [`HealingSource`] has done so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,7 +291,12 @@ impl HealingSource {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // An unreadable region: what follows is missing; the recovery data may
                 // rebuild it (read again shard by shard while repairing).
-                Err(_) => break,
+                Err(e) if bytes_lost(&e) => break,
+                // The medium could not be asked: an I/O error, not damage.
+                Err(e) => {
+                    self.inner_pos = None;
+                    return Err(e);
+                }
             }
         }
         self.inner_pos = if got == len {
@@ -553,7 +566,8 @@ impl Source for HealingSource {
         let mut inner = self.locked();
         let got = match super::read_exact_at(&**inner, start, &mut raw) {
             Ok(()) => raw.len(),
-            Err(_) => 0,
+            Err(e) if bytes_lost(&e) => 0,
+            Err(e) => return Err(e),
         };
         let whole = Whole::new(&mut **inner, self.located.source_len);
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());

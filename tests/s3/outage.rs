@@ -205,3 +205,64 @@ fn a_second_ctrl_c_while_the_abort_waits_on_a_stalled_store_exits_at_once() {
         "{uploads:?} / {started:?}"
     );
 }
+
+/// With recovery data, reads go through the healing source, which read every read error as
+/// bytes lost on the medium: a store killed mid-read made `x` and `t` report each later frame
+/// "damaged", the segments "damaged beyond the recovery data", and exit 5 (2 encrypted), while
+/// the stored archive was intact (helper-76). The store going away is an I/O error, as
+/// without recovery data.
+#[test]
+fn the_server_killed_mid_read_of_an_archive_with_recovery_data_is_an_io_error_not_damage() {
+    if server_available().is_none() {
+        return;
+    }
+    for cmd in ["x", "t"] {
+        let mut w = Weed::start();
+        w.client().create_bucket("heal");
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src");
+        for i in 0..12 {
+            common::write(
+                &src.join(format!("f{i:02}.bin")),
+                &common::bytes(3_000_000, 40 + i, false),
+            );
+        }
+        assert_ok(&out(krypta_s3(&w.endpoint(), d.path())
+            .current_dir(d.path())
+            .args(["c", "-s", "--recovery", "5", "s3://heal/r.kry", "src"])));
+        let proxy = Proxy::start(w.addr());
+        proxy.state.rate.store(2 << 20, Ordering::SeqCst);
+        let outdir = d.path().join("out");
+        let mut c = krypta_s3(&proxy.endpoint(), d.path());
+        c.env("AWS_MAX_ATTEMPTS", "3").arg(cmd);
+        if cmd == "x" {
+            c.arg("-o").arg(&outdir);
+        }
+        let child = c
+            .arg("s3://heal/r.kry")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for("6 MB downloaded", || proxy.down() > 6 << 20);
+        w.kill();
+        let o = child.wait_with_output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(common::code(&o), 4, "{cmd}: {e}");
+        assert!(e.starts_with("krypta: s3://heal/r.kry: "), "{cmd}: {e}");
+        assert!(e.contains("(gave up after 3 attempt(s))"), "{cmd}: {e}");
+        assert!(!e.contains("damaged"), "{cmd}: {e}");
+        let restored = if outdir.exists() {
+            files(&outdir)
+        } else {
+            vec![]
+        };
+        for f in restored {
+            assert!(!f.to_string_lossy().contains(".krypta-"), "leftover {f:?}");
+            assert_eq!(
+                std::fs::read(outdir.join(&f)).unwrap(),
+                std::fs::read(d.path().join(&f)).unwrap(),
+                "{f:?}"
+            );
+        }
+    }
+}

@@ -39,6 +39,8 @@ pub(super) struct Feed<'a> {
     pub(super) frames_done: u64,
     /// Bytes of the data frames loaded so far (header, body and tag).
     pub(super) frame_bytes: u64,
+    /// Bytes those frames decoded to (their raw blocks: contents and records).
+    pub(super) block_bytes: u64,
     pub(super) pending_index: bool,
     /// A problem met while reading ahead (a later frame's head, its sequence or LAST flag,
     /// a short read), held until every frame submitted before it was delivered: FORMAT.md
@@ -116,6 +118,7 @@ impl<'a> Feed<'a> {
             index_offset: 0,
             frames_done: 0,
             frame_bytes: 0,
+            block_bytes: 0,
             pending_index: false,
             deferred: None,
             // A read from frame 0 starts the stream: its block is at offset 0. A read that
@@ -399,6 +402,7 @@ impl<'a> Feed<'a> {
             self.cur_seq = Some(h.seq);
             self.frames_done += 1;
             self.frame_bytes += h.frame_len();
+            self.block_bytes += (self.block.buf.len() - self.base) as u64;
             self.first_record = info.first_record;
             if h.seq < self.deliver_from {
                 // Not delivered: only there for the references of the blocks after it.

@@ -239,6 +239,10 @@ pub struct ScanSummary {
     /// Bytes of data frames read in this scan so far (header, body and tag of each): what
     /// the hole allowance grows with.
     pub frame_bytes: u64,
+    /// Bytes the data frames read decoded to (their raw blocks: file contents and entry
+    /// records), over all runs of the scan. `x`'s summary shows `frame_bytes` as a share of
+    /// it: how well what was read compressed, whatever part of it was written.
+    pub block_bytes: u64,
     /// The fingerprint of the signer whose signature verified (`test`; a signed archive).
     pub signer: Option<[u8; 32]>,
 }

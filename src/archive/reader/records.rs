@@ -328,6 +328,7 @@ pub(super) fn parse_records(
     }
     summary.frames = feed.frames_done;
     summary.frame_bytes = frames_before + feed.frame_bytes;
+    summary.block_bytes = feed.block_bytes;
     Ok(summary)
 }
 

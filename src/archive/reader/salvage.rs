@@ -275,6 +275,7 @@ fn add(total: &mut ScanSummary, s: ScanSummary) {
     total.files += s.files;
     total.bytes += s.bytes;
     total.frames += s.frames;
+    total.block_bytes += s.block_bytes;
     total.unverified.extend(s.unverified);
     total.peak_held = total.peak_held.max(s.peak_held);
     total.holes_hashed = s.holes_hashed;

@@ -139,6 +139,7 @@ impl Archive {
             total.files += s.files;
             total.bytes += s.bytes;
             total.frames += s.frames;
+            total.block_bytes += s.block_bytes;
             total.unverified.extend(s.unverified);
             total.holes_hashed = s.holes_hashed;
             total.frame_bytes = s.frame_bytes;

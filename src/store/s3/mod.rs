@@ -282,9 +282,12 @@ impl StoreError {
             StoreError::NoSuchBucket { .. } | StoreError::NoSuchKey => K::NotFound,
             StoreError::Denied { .. } => K::PermissionDenied,
             // A broken pipe to the server must not read as a closed stdout (which ends
-            // quietly): it is a reset connection.
+            // quietly): it is a reset connection. A body cut off on the way is an aborted
+            // connection, not an object that ends early (which a reader of recovery data
+            // rebuilds as lost bytes: `store::healing`).
             StoreError::Network { source, .. } => match source.kind() {
                 K::BrokenPipe => K::ConnectionReset,
+                K::UnexpectedEof => K::ConnectionAborted,
                 k => k,
             },
             StoreError::Taken => K::AlreadyExists,
@@ -375,6 +378,17 @@ mod tests {
             attempts: 3,
         };
         assert_eq!(e.into_io().kind(), std::io::ErrorKind::ConnectionReset);
+    }
+
+    #[test]
+    fn a_body_cut_off_by_the_network_is_not_an_object_that_ends_early() {
+        let e = StoreError::Network {
+            what: "the connection broke off with",
+            endpoint: "http://127.0.0.1:1".into(),
+            source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            attempts: 3,
+        };
+        assert_eq!(e.into_io().kind(), std::io::ErrorKind::ConnectionAborted);
     }
 
     #[test]
