@@ -3,7 +3,7 @@
 //!
 //! Every read is widened to whole 4 KiB shards, and each shard is checked against its XXH3-64
 //! from the section's checksum table (fetched 64 packets, i.e. one segment's checksums, per
-//! read). A shard that fails, or is lost (EIO, cut short), makes the source rebuild its segment
+//! read). A shard that fails, or is lost (`super::lost`), makes the source rebuild its segment
 //! by Reed–Solomon ([`crate::recovery::repair_segment`], keyless) and serve the repaired
 //! bytes from then on. A segment beyond the recovery data is served as read: the archive
 //! reader's own checks (frame tags, checksums) then find the damage and salvage reads past
@@ -32,6 +32,7 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Mutex;
 
+use super::lost::bytes_lost;
 pub use super::whole::Whole;
 use super::{Counters, Source};
 use crate::recovery::{
@@ -46,14 +47,6 @@ use crate::recovery::{
 const WINDOW: u64 = 1 << 20;
 /// The first refill after a seek.
 const FIRST_WINDOW: u64 = 64 << 10;
-
-/// Whether a read error means the bytes are lost (a bad sector, `EIO`; a file or object that
-/// ends early), which the recovery data may rebuild. A medium that could not be asked (a store
-/// gone away, refused credentials, an object replaced) is the run's I/O error: read as lost,
-/// a store killed mid-read was reported as damage "beyond the recovery data" (exit 5 or 2).
-fn bytes_lost(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::UnexpectedEof || e.raw_os_error() == Some(libc::EIO)
-}
 
 /// What a [`HealingSource`] has done so far.
 #[derive(Debug, Clone, PartialEq, Eq)]

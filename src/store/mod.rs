@@ -55,6 +55,7 @@ pub mod clamped;
 pub mod file_sink;
 pub mod healing;
 pub mod local;
+mod lost;
 pub mod s3;
 pub mod shifted;
 pub mod whole;
