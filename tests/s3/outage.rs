@@ -95,24 +95,35 @@ fn the_server_killed_mid_upload_is_a_clean_error_and_leaves_no_object() {
     w.kill();
 }
 
+/// Makes bucket `bucket`, writes `dir/src` (twelve incompressible files of 3 MB, seeds from
+/// `seed`) and runs `args` (a `c` into the bucket) from `dir` against `w`, which must succeed.
+fn twelve_files_up(w: &Weed, dir: &std::path::Path, bucket: &str, seed: u64, args: &[&str]) {
+    w.client().create_bucket(bucket);
+    for i in 0..12 {
+        common::write(
+            &dir.join("src").join(format!("f{i:02}.bin")),
+            &common::bytes(3_000_000, seed + i, false),
+        );
+    }
+    assert_ok(&out(krypta_s3(&w.endpoint(), dir)
+        .current_dir(dir)
+        .args(args)));
+}
+
 #[test]
 fn the_server_killed_mid_download_leaves_no_partial_file() {
     if server_available().is_none() {
         return;
     }
     let mut w = Weed::start();
-    w.client().create_bucket("down");
     let d = tempfile::tempdir().unwrap();
-    let src = d.path().join("src");
-    for i in 0..12 {
-        common::write(
-            &src.join(format!("f{i:02}.bin")),
-            &common::bytes(3_000_000, 20 + i, false),
-        );
-    }
-    assert_ok(&out(krypta_s3(&w.endpoint(), d.path())
-        .current_dir(d.path())
-        .args(["c", "-s", "s3://down/d.kry", "src"])));
+    twelve_files_up(
+        &w,
+        d.path(),
+        "down",
+        20,
+        &["c", "-s", "s3://down/d.kry", "src"],
+    );
     let proxy = Proxy::start(w.addr());
     proxy.state.rate.store(2 << 20, Ordering::SeqCst);
     let outdir = d.path().join("out");
@@ -218,18 +229,9 @@ fn the_server_killed_mid_read_of_an_archive_with_recovery_data_is_an_io_error_no
     }
     for cmd in ["x", "t"] {
         let mut w = Weed::start();
-        w.client().create_bucket("heal");
         let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("src");
-        for i in 0..12 {
-            common::write(
-                &src.join(format!("f{i:02}.bin")),
-                &common::bytes(3_000_000, 40 + i, false),
-            );
-        }
-        assert_ok(&out(krypta_s3(&w.endpoint(), d.path())
-            .current_dir(d.path())
-            .args(["c", "-s", "--recovery", "5", "s3://heal/r.kry", "src"])));
+        let up = ["c", "-s", "--recovery", "5", "s3://heal/r.kry", "src"];
+        twelve_files_up(&w, d.path(), "heal", 40, &up);
         let proxy = Proxy::start(w.addr());
         proxy.state.rate.store(2 << 20, Ordering::SeqCst);
         let outdir = d.path().join("out");
