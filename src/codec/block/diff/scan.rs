@@ -245,20 +245,19 @@ impl Scanner {
         let long_log = table_log(r + n, effort);
         let short_log = long_log - 2;
         let long = zeroed(&mut self.long, 8 << long_log)?;
-        // Without the short table its buffer stays as it is, and no bucket is read from it
-        // (every use below asks `search.short` first).
-        let short = if search.short {
-            zeroed(&mut self.short, (8 * WAYS) << short_log)?
+        // Without the short table (the fast effort) its buffer stays as it is, unread.
+        let mut short = if search.short {
+            Some(zeroed(&mut self.short, (8 * WAYS) << short_log)?)
         } else {
-            &mut []
+            None
         };
         let s = &self.buf[..];
         let mut q = 0;
         while q + LONG_KEY <= r {
             let (h, tag) = hash_long(s, q, long_log);
             put(long, h, ((q as u64 + 1) << 32) | u64::from(tag));
-            if search.short {
-                insert(short, hash_short(s, q, short_log), entry(s, q));
+            if let Some(t) = short.as_deref_mut() {
+                insert(t, hash_short(s, q, short_log), entry(s, q));
             }
             q += REGION_STEP;
         }
@@ -293,8 +292,8 @@ impl Scanner {
             // so their keys can be read).
             for k in 1..=PREFETCH_AHEAD {
                 prefetch(long, hash_long(s, cur + k, long_log).0);
-                if search.short {
-                    prefetch(short, hash_short(s, cur + k, short_log) * WAYS);
+                if let Some(t) = short.as_deref() {
+                    prefetch(t, hash_short(s, cur + k, short_log) * WAYS);
                 }
             }
             // A candidate: (agreeing bytes over the window, exact length) when it beats the
@@ -336,17 +335,20 @@ impl Scanner {
                 }
             }
             let (hl, tag) = hash_long(s, cur, long_log);
-            let hs = hash_short(s, cur, short_log);
-            let now = entry(s, cur);
+            // The short key's bucket and entry, where that table is made.
+            let key = short
+                .as_ref()
+                .map(|_| (hash_short(s, cur, short_log), entry(s, cur)));
             if best.is_none() {
                 let e = at(long, hl);
                 if e != 0 && e as u32 == tag {
                     consider(&mut best, (e >> 32) as usize - 1);
                 }
-                let ways = if search.short { WAYS } else { 0 };
-                for e in (hs * WAYS..hs * WAYS + ways).map(|i| at(short, i)) {
-                    if e != 0 && e as u32 == now as u32 {
-                        consider(&mut best, (e >> 32) as usize - 1);
+                if let (Some(t), Some((hs, now))) = (short.as_deref(), key) {
+                    for e in (hs * WAYS..hs * WAYS + WAYS).map(|i| at(t, i)) {
+                        if e != 0 && e as u32 == now as u32 {
+                            consider(&mut best, (e >> 32) as usize - 1);
+                        }
                     }
                 }
             }
@@ -364,8 +366,8 @@ impl Scanner {
                 continue;
             }
             put(long, hl, ((cur as u64 + 1) << 32) | u64::from(tag));
-            if search.short {
-                insert(short, hs, now);
+            if let (Some(t), Some((hs, now))) = (short.as_deref_mut(), key) {
+                insert(t, hs, now);
             }
             if c >= 4 {
                 misses = 0;
