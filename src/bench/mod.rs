@@ -18,6 +18,7 @@ mod archive_tables;
 mod codec_tables;
 mod compare;
 mod crypto_tables;
+mod delta_reading;
 mod delta_report;
 mod delta_tables;
 mod elf;
