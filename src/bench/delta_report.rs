@@ -1,9 +1,8 @@
 //! Table 14's numbers and how they are shown: what was measured per pair (krypta's modes at
 //! one and all threads, the peers), DeltaGlider's published figures as a quoted reference,
 //! and the reading against the goals (its sentences: `delta_reading`). `delta_tables`
-//! measures; this module only
-//! turns measured structs into a [`Table`], so the rendering is tested on real numbers
-//! without timing anything.
+//! measures; this module only turns measured structs into a [`Table`], so the rendering is
+//! tested on real numbers without timing anything.
 //!
 //! Design choices:
 //! - Sizes are compared with `zstd --patch-from --long=31 -19` on the same pair (the size

@@ -110,6 +110,27 @@ fn twelve_files_up(w: &Weed, dir: &std::path::Path, bucket: &str, seed: u64, arg
         .args(args)));
 }
 
+/// Runs krypta with `args` (a read from the store, home `home`) through a proxy to `w`
+/// throttled to 2 MB/s with three attempts per request, kills the server once 6 MB have come
+/// through, and returns how krypta ended.
+fn killed_after_6_mb(
+    w: &mut Weed,
+    home: &std::path::Path,
+    args: &[std::ffi::OsString],
+) -> std::process::Output {
+    let proxy = Proxy::start(w.addr());
+    proxy.state.rate.store(2 << 20, Ordering::SeqCst);
+    let child = krypta_s3(&proxy.endpoint(), home)
+        .args(args)
+        .env("AWS_MAX_ATTEMPTS", "3")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("6 MB downloaded", || proxy.down() > 6 << 20);
+    w.kill();
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn the_server_killed_mid_download_leaves_no_partial_file() {
     if server_available().is_none() {
@@ -124,20 +145,14 @@ fn the_server_killed_mid_download_leaves_no_partial_file() {
         20,
         &["c", "-s", "s3://down/d.kry", "src"],
     );
-    let proxy = Proxy::start(w.addr());
-    proxy.state.rate.store(2 << 20, Ordering::SeqCst);
     let outdir = d.path().join("out");
-    let child = krypta_s3(&proxy.endpoint(), d.path())
-        .env("AWS_MAX_ATTEMPTS", "3")
-        .args(["x", "-o"])
-        .arg(&outdir)
-        .arg("s3://down/d.kry")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for("6 MB downloaded", || proxy.down() > 6 << 20);
-    w.kill();
-    let o = child.wait_with_output().unwrap();
+    let x = [
+        "x".into(),
+        "-o".into(),
+        outdir.clone().into(),
+        "s3://down/d.kry".into(),
+    ];
+    let o = killed_after_6_mb(&mut w, d.path(), &x);
     let e = stderr(&o);
     assert_eq!(common::code(&o), 4, "{e}");
     assert!(e.starts_with("krypta: s3://down/d.kry: read: "), "{e}");
@@ -232,22 +247,13 @@ fn the_server_killed_mid_read_of_an_archive_with_recovery_data_is_an_io_error_no
         let d = tempfile::tempdir().unwrap();
         let up = ["c", "-s", "--recovery", "5", "s3://heal/r.kry", "src"];
         twelve_files_up(&w, d.path(), "heal", 40, &up);
-        let proxy = Proxy::start(w.addr());
-        proxy.state.rate.store(2 << 20, Ordering::SeqCst);
         let outdir = d.path().join("out");
-        let mut c = krypta_s3(&proxy.endpoint(), d.path());
-        c.env("AWS_MAX_ATTEMPTS", "3").arg(cmd);
+        let mut args: Vec<std::ffi::OsString> = vec![cmd.into()];
         if cmd == "x" {
-            c.arg("-o").arg(&outdir);
+            args.extend(["-o".into(), outdir.clone().into()]);
         }
-        let child = c
-            .arg("s3://heal/r.kry")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        wait_for("6 MB downloaded", || proxy.down() > 6 << 20);
-        w.kill();
-        let o = child.wait_with_output().unwrap();
+        args.push("s3://heal/r.kry".into());
+        let o = killed_after_6_mb(&mut w, d.path(), &args);
         let e = stderr(&o);
         assert_eq!(common::code(&o), 4, "{cmd}: {e}");
         assert!(e.starts_with("krypta: s3://heal/r.kry: "), "{cmd}: {e}");
