@@ -13,13 +13,16 @@
 //! a BASE_REF record instead of content (`super::delta_ref`); the map gives each base file
 //! its index position and stored digest for that.
 //!
-//! **Map.** [`BaseMap::build`] walks the base's record stream once, frame by frame (each
-//! frame verified and decoded by [`BaseArchive`]), and keeps for every base file the
-//! stream position of each of its DATA segments: file offset ↦ base stream offset, and the
-//! stream offset where each base frame starts. The map keeps no content; the decoded blocks
-//! stay in the base's cache while it has room ([`BaseArchive::block_for_walk`]), so the
-//! regions of the blocks written next do not decode those frames a second time; the base's
-//! prefetch thread decodes the frames ahead of the walk, which parses their records.
+//! **Map.** [`BaseMap::build`] takes the base's regular files from its index (path, size,
+//! entry number, digest) and starts the walk of the base's record stream on a thread of its
+//! own ([`walk`]'s module doc: why beside the writing, not before it). The walk keeps for every
+//! base file the stream position of each of its DATA segments (file offset ↦ base stream
+//! offset) and the stream offset where each base frame starts, publishing them as it goes; a
+//! question of the writer waits only until the walk has passed what it asks about. The map
+//! keeps no content; the decoded blocks stay in the base's cache while it has room
+//! ([`BaseArchive::block_for_walk`]), so the regions of the blocks written next do not decode
+//! those frames a second time; the base's prefetch thread decodes the frames ahead of the
+//! walk, which parses their records.
 //!
 //! **Regions.** While a block is filled, the writer notes each DATA segment it places for a
 //! matched file (file offset, length, the new file's size). When the block is cut,
@@ -55,12 +58,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::archive::reader::BaseArchive;
-use crate::codec::BlockDecoder;
 use crate::error::{Error, Result};
 use crate::format::block::BaseRegion;
 use crate::format::entry::EntryKind;
-use crate::format::record::{self, RecordHead, StreamSource, read_record};
-use crate::format::{FormatError, Version};
+use crate::format::record;
 
 /// Most bytes of base region krypta's writer gives one block: 32 MiB.
 pub const MAX_REGION: u64 = 32 << 20;
@@ -73,30 +74,68 @@ struct Segment {
     stream: u64,
 }
 
-/// What the map knows of one base file.
-#[derive(Debug, Default)]
+/// What the map knows of one base file: from the base's index its size, entry and digest;
+/// its segments from the walk ([`walk`]), as far as the walk has come.
 pub struct BaseFile {
-    /// The file's size in the base, bytes.
+    /// The file's size in the base, bytes (the index's, which the walk checks its END
+    /// against).
     pub size: u64,
-    segments: Vec<Segment>,
     /// Its position in the base's index (what a BASE_REF names: `super::delta_ref`).
     pub entry: u64,
-    /// Its BLAKE3 as the base's index stores it (and its END_DIGEST agrees); `None` for a
-    /// file stored without one (END), which is never referenced: krypta stores a digest
-    /// for every file of at least 4 KiB, and references start at 64 KiB (`delta_ref`).
-    pub digest: Option<[u8; 32]>,
+    /// Its BLAKE3 as the base's index stores it; referenced only where its END_DIGEST
+    /// agrees ([`BaseFile::digest`]). `None` for a file stored without one (END), which is
+    /// never referenced: krypta stores a digest for every file of at least 4 KiB, and
+    /// references start at 64 KiB (`delta_ref`).
+    indexed_digest: Option<[u8; 32]>,
+    walk: Arc<Progress>,
+}
+
+impl std::fmt::Debug for BaseFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BaseFile")
+            .field("size", &self.size)
+            .field("entry", &self.entry)
+            .finish_non_exhaustive()
+    }
 }
 
 impl BaseFile {
+    /// The file's digest when the index stores one and the stream's END_DIGEST agrees
+    /// (waits for the walk to pass the file).
+    pub fn digest(&self) -> Option<[u8; 32]> {
+        self.indexed_digest?;
+        let w = self
+            .walk
+            .wait(|w| self.walked(w).is_some_and(|f| f.end.is_some()));
+        let agrees = self.walked(&w).and_then(|f| f.end) == Some(true);
+        self.indexed_digest.filter(|_| agrees)
+    }
+
+    /// The digest the base's index stores for the file (whether the stream agrees is
+    /// [`BaseFile::digest`]).
+    pub fn indexed_digest(&self) -> Option<[u8; 32]> {
+        self.indexed_digest
+    }
+
+    fn walked<'a>(&self, w: &'a walk::Walked) -> Option<&'a walk::FileWalked> {
+        w.files.get(&self.entry)
+    }
+
     /// The base stream offset of file offset `x`, clamped to the file's stored bytes
     /// (a hole or the tail maps to the nearest stored byte); `None` for a file with no
-    /// stored bytes.
+    /// stored bytes. Waits until the walk has parsed the file's segments up to `x`.
     fn stream_at(&self, x: u64) -> Option<u64> {
-        let i = self.segments.partition_point(|s| s.file_offset <= x);
+        let w = self.walk.wait(|w| {
+            self.walked(w).is_some_and(|f| {
+                f.end.is_some() || f.segments.last().is_some_and(|s| s.file_offset > x)
+            })
+        });
+        let segments = &self.walked(&w)?.segments;
+        let i = segments.partition_point(|s| s.file_offset <= x);
         if i == 0 {
-            return self.segments.first().map(|s| s.stream);
+            return segments.first().map(|s| s.stream);
         }
-        let s = self.segments[i - 1];
+        let s = segments[i - 1];
         Some(s.stream + (x - s.file_offset).min(s.len))
     }
 }
@@ -114,102 +153,52 @@ pub(crate) struct Placed {
     pub records: Option<(u64, u64)>,
 }
 
-/// The base's files and frame starts. See the module doc.
+/// The base's files (from its index) and the walk of its stream. See the module doc.
 pub struct BaseMap {
     files: HashMap<Vec<u8>, Arc<BaseFile>>,
     /// Base files by their path below its first component (`None`: more than one has it).
     below_top: HashMap<Vec<u8>, Option<Arc<BaseFile>>>,
-    /// Stream offset of each base data frame's first byte, and the stream length after them.
-    frame_starts: Vec<u64>,
-    stream_len: u64,
+    /// The walk's segments, frame starts and stream length as far as it has come.
+    walk: Arc<Progress>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl BaseMap {
-    /// Walks the base's record stream (module doc).
-    pub fn build(base: &BaseArchive) -> Result<BaseMap> {
-        base.hint_walk();
-        let mut walk = Walk {
-            base,
-            dec: BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?,
-            seq: 0,
-            block: Arc::new(Default::default()),
-            pos: 0,
-            stream: 0,
-            starts: Vec::new(),
+    /// The base's files from its index, and its stream walked on a thread of its own
+    /// ([`walk`]'s module doc).
+    pub fn build(base: &Arc<BaseArchive>) -> Result<BaseMap> {
+        let walk = Arc::new(Progress::default());
+        let thread = {
+            let (b, w) = (Arc::clone(base), Arc::clone(&walk));
+            std::thread::Builder::new()
+                .name("krypta-map".into())
+                .spawn(move || walk::run(&b, &w))
+                .map_err(|e| Error::io(base.path(), "starting a thread to walk", e))?
         };
-        let mut files: HashMap<Vec<u8>, BaseFile> = HashMap::new();
-        let mut current: Option<Vec<u8>> = None;
-        let entries = &base.index().entries;
-        // Entry number of the current ENTRY record (stream order is index order).
-        let mut number = 0u64;
-        // What `t` of the base would report (reader::base_fault): not a usage error.
-        let err = |e: WalkError| match e {
-            WalkError::Format(e) if base.is_sealed() => Error::AuthFailed {
-                path: base.path().to_path_buf(),
-                check: crate::error::AuthCheck::Structure,
-                detail: Some(Box::new(crate::error::Inconsistency {
-                    offset: None,
-                    problem: format!("delta base record stream: {e}"),
-                })),
-            },
-            WalkError::Format(e) => Error::Corrupt {
-                path: base.path().to_path_buf(),
-                offset: 0,
-                source: FormatError::invalid("delta base record stream", e.to_string()),
-            },
-            WalkError::Base(f) => f.writing(),
-        };
-        while let Some(head) = read_record(&mut walk, Version::V2).map_err(err)? {
-            match head {
-                RecordHead::Entry(meta) => {
-                    current = (meta.kind == EntryKind::File).then(|| meta.path.clone());
-                    let ix = entries.get(number as usize).filter(|e| e.meta == meta);
-                    if let Some(p) = &current {
-                        let f = files.entry(p.clone()).or_default();
-                        f.entry = number;
-                        f.digest = ix.and_then(|e| e.digest);
-                    }
-                    number += 1;
-                }
-                RecordHead::Data { offset, len } => {
-                    let stream = walk.position();
-                    if let Some(p) = &current {
-                        files.entry(p.clone()).or_default().segments.push(Segment {
-                            file_offset: offset,
-                            len: len as u64,
-                            stream,
-                        });
-                    }
-                    walk.skip(len as u64).map_err(err)?;
-                }
-                RecordHead::End { size, digest } => {
-                    if let Some(p) = current.take() {
-                        let f = files.entry(p).or_default();
-                        f.size = size;
-                        // Only what the stream and the index agree on is referenced.
-                        if entries
-                            .get(f.entry as usize)
-                            .is_none_or(|e| e.size != size || e.digest != digest)
-                        {
-                            f.digest = None;
-                        }
-                    }
-                }
-                RecordHead::BaseRef { .. } => {
-                    return Err(err(WalkError::Format(FormatError::invalid(
-                        "base record stream",
-                        "a BASE_REF record in a base (a base is not a delta archive)",
-                    ))));
-                }
-                RecordHead::Pad => {}
-            }
-        }
-        walk.starts.push(walk.stream);
-        let stream_len = walk.stream;
-        let mut frame_starts = walk.starts;
-        frame_starts.pop();
-        let files: HashMap<Vec<u8>, Arc<BaseFile>> =
-            files.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        let files = base
+            .index()
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.meta.kind == EntryKind::File)
+            .map(|(n, e)| {
+                let f = BaseFile {
+                    size: e.size,
+                    entry: n as u64,
+                    indexed_digest: e.digest,
+                    walk: Arc::clone(&walk),
+                };
+                (e.meta.path.clone(), Arc::new(f))
+            })
+            .collect();
+        Ok(BaseMap::with_files(files, walk, Some(thread)))
+    }
+
+    fn with_files(
+        files: HashMap<Vec<u8>, Arc<BaseFile>>,
+        walk: Arc<Progress>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    ) -> BaseMap {
         let mut below_top: HashMap<Vec<u8>, Option<Arc<BaseFile>>> = HashMap::new();
         for (p, f) in &files {
             if let Some(rest) = below_first(p) {
@@ -219,12 +208,25 @@ impl BaseMap {
                     .or_insert_with(|| Some(Arc::clone(f)));
             }
         }
-        Ok(BaseMap {
+        BaseMap {
             files,
             below_top,
-            frame_starts,
-            stream_len,
-        })
+            walk,
+            thread,
+        }
+    }
+
+    /// Waits for the walk's end: its error, if it failed (once).
+    pub(crate) fn walk_result(&self) -> Result<()> {
+        drop(self.walk.wait(|_| false));
+        self.walk.take_error().map_or(Ok(()), Err)
+    }
+
+    /// The stream offset `x` clamped to the stream's length: waits until the walk has
+    /// started a frame past `x` or ended.
+    fn clamp_to_stream(&self, x: u64) -> u64 {
+        let w = self.walk.wait(|w| w.covered > x);
+        w.stream_len.map_or(x, |len| x.min(len))
     }
 
     /// The base file matched to `path` (module doc: the same path, else the same path below
@@ -236,18 +238,13 @@ impl BaseMap {
         self.below_top.get(below_first(path)?).cloned().flatten()
     }
 
-    /// Base files in the map.
-    pub fn files(&self) -> usize {
-        self.files.len()
-    }
-
     /// The region for a block holding `placed` (module doc), at most `max` bytes.
     pub(crate) fn region(&self, placed: &[Placed], widen: u64, max: u64) -> Option<BaseRegion> {
         let mut ranges: Vec<(u64, u64, u64)> = placed
             .iter()
             .filter_map(|p| {
                 if let Some((a, b)) = p.records {
-                    let b = b.min(self.stream_len);
+                    let b = self.clamp_to_stream(b);
                     return (b > a).then_some((a, b, b - a));
                 }
                 let (a, b) = segment_range(&p.file, p.offset, p.len, p.new_size, widen)?;
@@ -264,14 +261,30 @@ impl BaseMap {
             (lo, hi)
         } else {
             let s = best_window(&ranges, lo, max);
-            (s, (s + max).min(self.stream_len))
+            (s, self.clamp_to_stream(s + max))
         };
-        let seq = self.frame_starts.partition_point(|&f| f <= start) - 1;
+        // The frame holding `start`: the walk has started it (`start` is a parsed
+        // segment's, or below one), unless it failed.
+        let w = self.walk.wait(|w| w.covered > start);
+        let seq = w
+            .frame_starts
+            .partition_point(|&f| f <= start)
+            .checked_sub(1)?;
         Some(BaseRegion {
             seq: seq as u64,
-            offset: (start - self.frame_starts[seq]) as u32,
+            offset: (start - w.frame_starts[seq]) as u32,
             len: (end - start) as u32,
         })
+    }
+}
+
+impl Drop for BaseMap {
+    /// Stops the walk (at its next frame) and waits for it: the thread reads the base.
+    fn drop(&mut self) {
+        self.walk.cancel();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -395,13 +408,24 @@ impl DeltaWriter {
         }
     }
 
-    /// The region of the block just cut, and a fresh start for the next one.
-    pub(crate) fn take_region(&mut self) -> Option<BaseRegion> {
+    /// The region of the block just cut, and a fresh start for the next one; the base
+    /// walk's error once it failed.
+    pub(crate) fn take_region(&mut self) -> Result<Option<BaseRegion>> {
         let r = self.map.region(&self.placed, self.widen, self.max);
         self.placed.clear();
         self.ref_span = None;
         self.span = None;
-        r
+        match self.map.walk.take_error() {
+            Some(e) => Err(e),
+            None => Ok(r),
+        }
+    }
+
+    /// Waits for the base walk's end: its error, if it failed. The writer asks before it
+    /// finishes the archive, so a base damaged past the last region needed still fails the
+    /// write.
+    pub(crate) fn walk_result(&self) -> Result<()> {
+        self.map.walk_result()
     }
 }
 
@@ -460,100 +484,10 @@ fn below_first(path: &[u8]) -> Option<&[u8]> {
     Some(&path[i + 1..])
 }
 
-enum WalkError {
-    Format(FormatError),
-    Base(crate::archive::reader::BaseFault),
-}
-
-impl From<FormatError> for WalkError {
-    fn from(e: FormatError) -> Self {
-        WalkError::Format(e)
-    }
-}
-
-/// The base's record stream, frame after frame.
-struct Walk<'a> {
-    base: &'a BaseArchive,
-    dec: BlockDecoder,
-    seq: u64,
-    block: Arc<crate::codec::huge::HugeBuf>,
-    pos: usize,
-    /// Stream offset of `block[pos]`.
-    stream: u64,
-    starts: Vec<u64>,
-}
-
-impl Walk<'_> {
-    fn position(&self) -> u64 {
-        self.stream
-    }
-
-    /// Makes `block[pos..]` non-empty; false at the end of the data frames.
-    fn ensure(&mut self) -> std::result::Result<bool, WalkError> {
-        while self.pos == self.block.len() {
-            if self.seq == self.base.data_frames() {
-                return Ok(false);
-            }
-            let next = self
-                .base
-                .block_for_walk(&mut self.dec, self.seq)
-                .map_err(WalkError::Base)?;
-            self.base.recycle(std::mem::replace(&mut self.block, next));
-            self.starts.push(self.stream);
-            self.seq += 1;
-            self.pos = 0;
-        }
-        Ok(true)
-    }
-
-    fn skip(&mut self, mut n: u64) -> std::result::Result<(), WalkError> {
-        while n > 0 {
-            if !self.ensure()? {
-                return Err(FormatError::Truncated {
-                    what: "data record",
-                    needed: n,
-                    got: 0,
-                }
-                .into());
-            }
-            let k = ((self.block.len() - self.pos) as u64).min(n);
-            self.pos += k as usize;
-            self.stream += k;
-            n -= k;
-        }
-        Ok(())
-    }
-}
-
-impl StreamSource for Walk<'_> {
-    type Error = WalkError;
-
-    fn fill(&mut self, buf: &mut [u8]) -> std::result::Result<bool, WalkError> {
-        let mut got = 0;
-        while got < buf.len() {
-            if !self.ensure()? {
-                if got == 0 {
-                    return Ok(false);
-                }
-                return Err(FormatError::Truncated {
-                    what: "record",
-                    needed: buf.len() as u64,
-                    got: got as u64,
-                }
-                .into());
-            }
-            let k = (self.block.len() - self.pos).min(buf.len() - got);
-            buf[got..got + k].copy_from_slice(&self.block[self.pos..self.pos + k]);
-            got += k;
-            self.pos += k;
-            self.stream += k as u64;
-        }
-        Ok(true)
-    }
-}
-
 mod region;
+mod walk;
 use region::{best_window, cover, segment_range};
+use walk::Progress;
 
 #[cfg(test)]
 mod tests;

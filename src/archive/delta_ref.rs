@@ -63,7 +63,9 @@ impl<W: Write> ArchiveWriter<W> {
         let Some(base) = self.delta.as_ref().and_then(|d| d.current()).cloned() else {
             return Ok(None);
         };
-        let Some(want) = base.digest else {
+        // The index's digest here; whether the base's stream agrees is asked only of a file
+        // that matches it (the walk may not have reached the base file yet: `delta::walk`).
+        let Some(want) = base.indexed_digest() else {
             return Ok(None);
         };
         if base.size < REF_MIN || src.final_size() != base.size || !src.can_rewind() {
@@ -86,7 +88,7 @@ impl<W: Write> ArchiveWriter<W> {
         let size = src.final_size().max(hashed_to);
         super::hash_zeros(&mut hasher, size - hashed_to);
         let digest: [u8; 32] = *hasher.finalize().as_bytes();
-        if size != base.size || digest != want {
+        if size != base.size || digest != want || base.digest() != Some(digest) {
             src.rewind()?;
             return Ok(None);
         }

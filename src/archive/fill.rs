@@ -274,7 +274,10 @@ impl<W: Write> ArchiveWriter<W> {
             Some(chain) => chain.prefix_for(self.submitted, &block, PREFIX),
             None => self.test_prefix(&block[PREFIX..])?,
         };
-        let base = self.delta.as_mut().and_then(|d| d.take_region());
+        let base = match self.delta.as_mut() {
+            Some(d) => d.take_region()?,
+            None => None,
+        };
         let job = Job {
             header_kind: FrameKind::Data,
             last: false,

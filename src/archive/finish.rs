@@ -23,6 +23,9 @@ impl<W: Write> ArchiveWriter<W> {
     /// Writes the last data block, the index frames and the footer; returns the totals and
     /// the inner writer (flushed).
     pub fn finish(mut self) -> Result<(WriteSummary, W)> {
+        if let Some(d) = &self.delta {
+            d.walk_result()?;
+        }
         self.flush_last_block()?;
         self.drain()?;
         let data_frames = self.submitted;

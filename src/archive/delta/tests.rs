@@ -2,28 +2,39 @@
 
 use super::*;
 
+/// A base file whose walk has ended with these `(file offset, length, stream)` segments.
 fn file(size: u64, segs: &[(u64, u64, u64)]) -> Arc<BaseFile> {
+    let segments = segs
+        .iter()
+        .map(|&(file_offset, len, stream)| Segment {
+            file_offset,
+            len,
+            stream,
+        })
+        .collect();
+    let walked = walk::FileWalked {
+        segments,
+        end: Some(true),
+    };
     Arc::new(BaseFile {
         size,
-        segments: segs
-            .iter()
-            .map(|&(file_offset, len, stream)| Segment {
-                file_offset,
-                len,
-                stream,
-            })
-            .collect(),
-        ..BaseFile::default()
+        entry: 0,
+        indexed_digest: None,
+        walk: Arc::new(Progress::ended(
+            HashMap::from([(0, walked)]),
+            vec![0],
+            u64::MAX,
+        )),
     })
 }
 
+/// A map whose walk has ended with these frame starts and stream length.
 fn map(starts: Vec<u64>, len: u64) -> BaseMap {
-    BaseMap {
-        files: HashMap::new(),
-        below_top: HashMap::new(),
-        frame_starts: starts,
-        stream_len: len,
-    }
+    BaseMap::with_files(
+        HashMap::new(),
+        Arc::new(Progress::ended(HashMap::new(), starts, len)),
+        None,
+    )
 }
 
 #[test]
@@ -116,7 +127,7 @@ fn a_region_never_exceeds_the_format_limit_whatever_the_block_size() {
     };
     let mut w = DeltaWriter::new(m, 256 << 20);
     w.placed.push(p);
-    let r = w.take_region().unwrap();
+    let r = w.take_region().unwrap().unwrap();
     assert_eq!((r.seq, r.offset, r.len), (0, 0, MAX_REFERENCE_LEN));
 }
 
@@ -172,8 +183,77 @@ fn a_segment_fits_the_block_while_its_region_reaches_every_segment() {
     w.current = Some((Arc::clone(&a), 500));
     assert!(w.segment_fits(0, 400));
     // Cut: the next block starts afresh, and the region is a's range.
-    let r = w.take_region().unwrap();
+    let r = w.take_region().unwrap().unwrap();
     assert_eq!((r.seq, r.offset, r.len), (0, 0, 1000));
     w.current = Some((Arc::clone(&z), 1000));
     assert!(w.segment_fits(0, 1000));
+}
+
+/// The writer asks a file's stream offsets while the walk is still publishing them
+/// (`walk`'s module doc): each answer is the one the whole walk gives, whatever was
+/// published when it was asked. A file's offset `x` is final only once a segment past `x`
+/// or the file's end was parsed; the walk here publishes one segment at a time, pausing, and
+/// ends the file last.
+#[test]
+fn offsets_asked_while_the_walk_publishes_are_those_of_the_whole_walk() {
+    let segs = [
+        (0, 100, 50),
+        (100, 200, 163),
+        (300, 50, 380),
+        (400, 10, 440),
+    ];
+    let whole = file(500, &segs);
+    let want: Vec<Option<u64>> = [0, 99, 100, 250, 299, 300, 399, 405, 499]
+        .iter()
+        .map(|&x| whole.stream_at(x))
+        .collect();
+    for pause_us in [0u64, 200, 2000] {
+        let walk = Arc::new(Progress::default());
+        let f = BaseFile {
+            size: 500,
+            entry: 7,
+            indexed_digest: Some([1; 32]),
+            walk: Arc::clone(&walk),
+        };
+        let publisher = {
+            let walk = Arc::clone(&walk);
+            std::thread::spawn(move || {
+                for &(file_offset, len, stream) in &segs {
+                    std::thread::sleep(std::time::Duration::from_micros(pause_us));
+                    walk.publish_with(|w| {
+                        w.files.entry(7).or_default().segments.push(Segment {
+                            file_offset,
+                            len,
+                            stream,
+                        });
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_micros(pause_us));
+                walk.publish_with(|w| w.files.entry(7).or_default().end = Some(false));
+            })
+        };
+        let got: Vec<Option<u64>> = [0, 99, 100, 250, 299, 300, 399, 405, 499]
+            .iter()
+            .map(|&x| f.stream_at(x))
+            .collect();
+        assert_eq!(got, want, "pause {pause_us} us");
+        // The index's digest is not the file's while the stream's end disagrees with it.
+        assert_eq!(f.digest(), None);
+        assert_eq!(f.indexed_digest(), Some([1; 32]));
+        publisher.join().unwrap();
+    }
+    assert_eq!(
+        want,
+        [
+            Some(50),
+            Some(149),
+            Some(163),
+            Some(313),
+            Some(362),
+            Some(380),
+            Some(430),
+            Some(445),
+            Some(450)
+        ]
+    );
 }

@@ -399,7 +399,9 @@ mod tests {
 
     /// `old` equal to `new` at each byte with probability `keep`/16, runs included.
     fn pair(n: usize, keep: u64, seed: &mut u64) -> (Vec<u8>, Vec<u8>) {
-        let new: Vec<u8> = (0..n).map(|_| super::super::tests::rng(seed) as u8).collect();
+        let new: Vec<u8> = (0..n)
+            .map(|_| super::super::tests::rng(seed) as u8)
+            .collect();
         let old = new
             .iter()
             .map(|&b| {
@@ -422,9 +424,17 @@ mod tests {
                 let (new, old) = pair(n, keep, &mut seed);
                 for max in [n, n / 2, 3] {
                     let f = forward(&new, &old, max);
-                    assert_eq!(f, forward_bytes(&new, &old, max), "forward {keep} {n} {max}");
+                    assert_eq!(
+                        f,
+                        forward_bytes(&new, &old, max),
+                        "forward {keep} {n} {max}"
+                    );
                     let b = backward(&new, n, &old, n, max);
-                    assert_eq!(b, backward_bytes(&new, n, &old, n, max), "back {keep} {n} {max}");
+                    assert_eq!(
+                        b,
+                        backward_bytes(&new, n, &old, n, max),
+                        "back {keep} {n} {max}"
+                    );
                     nonzero[0] += usize::from(f > 0);
                     nonzero[1] += usize::from(b > 0);
                 }

@@ -1,0 +1,340 @@
+//! The walk of a delta base's record stream ([`super::BaseMap`]'s segments and frame starts),
+//! run on its own thread beside the writing (`krypta-map`).
+//!
+//! **Why beside, not before.** Until 2026-12-07 (session 33) the whole base was walked
+//! before the writer placed a byte: every base frame decoded (into the base's cache, which
+//! the regions use afterwards) while the workers had nothing to do. On ruff's pair of
+//! BENCHMARKS.md table 14 (a 24 MB base file) that was 0.05 s of a 0.26–0.35 s `c --base -l 6`
+//! write; on aws-lc-sys's (65 MB) 0.07–0.24 s. The writer needs the walk only where a block's
+//! region is chosen: which files exist, their sizes and digests come from the base's index
+//! (read before, as the reader's) — so the walk now publishes what it has parsed at every base
+//! frame it starts, and the writer waits only for the base bytes the next region needs (the
+//! segments of the matched file up to the block's offset and its widening; a reference waits
+//! for the base file's END_DIGEST). In the common case (files in the same order in both
+//! versions) the walk stays ahead of the writer.
+//!
+//! **What it still guarantees.** Each ENTRY record of the stream must equal the index's
+//! entry of that number (path, kind, metadata): the map's files come from the index, so
+//! a base whose stream says otherwise is refused as damaged, as `t` of it would report. A
+//! base that fails anywhere in the walk fails the write: the error is returned at the next
+//! block cut, and at the latest when the archive is finished (`DeltaWriter::walk_result`),
+//! before the archive is renamed into place — as before, nothing is written under its final
+//! name against a damaged base.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use super::Segment;
+use crate::archive::reader::BaseArchive;
+use crate::codec::BlockDecoder;
+use crate::error::{Error, Result};
+use crate::format::entry::EntryKind;
+use crate::format::record::{RecordHead, StreamSource, read_record};
+use crate::format::{FormatError, Version};
+
+/// What the walk has parsed, shared between the walk thread and the writer.
+#[derive(Default)]
+pub(crate) struct Progress {
+    state: Mutex<Walked>,
+    moved: Condvar,
+    /// Set when the writer no longer needs the walk (dropped): it stops at the next frame.
+    cancel: AtomicBool,
+}
+
+/// The walk's published state.
+#[derive(Default)]
+pub(crate) struct Walked {
+    /// Per base file (by index entry number): its segments so far, and once its END or
+    /// END_DIGEST was parsed whether that agrees with the index (size and digest).
+    pub files: HashMap<u64, FileWalked>,
+    /// Stream offset of each data frame started so far.
+    pub frame_starts: Vec<u64>,
+    /// Stream offset of the end of the frames started so far.
+    pub covered: u64,
+    /// The stream's length, once the walk reached its end.
+    pub stream_len: Option<u64>,
+    /// The walk ended (at the stream's end, on an error, or cancelled).
+    pub done: bool,
+    /// The walk's error, until reported.
+    pub failed: Option<Error>,
+}
+
+#[derive(Default)]
+pub(crate) struct FileWalked {
+    pub segments: Vec<Segment>,
+    /// `Some(agrees)` once the file's last record was parsed.
+    pub end: Option<bool>,
+}
+
+impl Progress {
+    /// A walk that already ended with these files and frames.
+    #[cfg(test)]
+    pub(crate) fn ended(files: HashMap<u64, FileWalked>, starts: Vec<u64>, len: u64) -> Progress {
+        Progress {
+            state: Mutex::new(Walked {
+                files,
+                frame_starts: starts,
+                covered: len,
+                stream_len: Some(len),
+                done: true,
+                failed: None,
+            }),
+            ..Progress::default()
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Walked> {
+        // A panic of the other side while holding it leaves the data as consistent as
+        // any published step.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state once `ready` holds of it or the walk ended.
+    pub(crate) fn wait(&self, ready: impl Fn(&Walked) -> bool) -> MutexGuard<'_, Walked> {
+        let mut w = self.lock();
+        while !w.done && !ready(&w) {
+            w = self.moved.wait(w).unwrap_or_else(|e| e.into_inner());
+        }
+        w
+    }
+
+    /// Changes the state as a walk would publish it, and wakes the waiters.
+    #[cfg(test)]
+    pub(crate) fn publish_with(&self, f: impl FnOnce(&mut Walked)) {
+        f(&mut self.lock());
+        self.moved.notify_all();
+    }
+
+    /// The walk's error, once (`None` while it runs or when it succeeded).
+    pub(crate) fn take_error(&self) -> Option<Error> {
+        self.lock().failed.take()
+    }
+
+    pub(crate) fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Walks `base`'s record stream, publishing into `progress` at every frame it starts, until
+/// the end, an error (published as `failed`) or a cancel.
+pub(crate) fn run(base: &BaseArchive, progress: &Progress) {
+    let result = walk(base, progress);
+    let mut w = progress.lock();
+    match result {
+        Ok(()) => {}
+        Err(e) => w.failed = Some(e),
+    }
+    w.done = true;
+    drop(w);
+    progress.moved.notify_all();
+}
+
+fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
+    base.hint_walk();
+    let mut walk = Walk {
+        base,
+        progress,
+        dec: BlockDecoder::new().map_err(|e| Error::Crypto(e.to_string()))?,
+        seq: 0,
+        block: std::sync::Arc::new(Default::default()),
+        pos: 0,
+        stream: 0,
+        starts: Vec::new(),
+        segments: Vec::new(),
+        ends: Vec::new(),
+    };
+    let entries = &base.index().entries;
+    // The current file's entry number, while its records are being parsed.
+    let mut current: Option<u64> = None;
+    // Entry number of the next ENTRY record (stream order is index order).
+    let mut number = 0u64;
+    // What `t` of the base would report (reader::base_fault): not a usage error.
+    let err = |e: WalkError| match e {
+        WalkError::Format(e) if base.is_sealed() => Error::AuthFailed {
+            path: base.path().to_path_buf(),
+            check: crate::error::AuthCheck::Structure,
+            detail: Some(Box::new(crate::error::Inconsistency {
+                offset: None,
+                problem: format!("delta base record stream: {e}"),
+            })),
+        },
+        WalkError::Format(e) => Error::Corrupt {
+            path: base.path().to_path_buf(),
+            offset: 0,
+            source: FormatError::invalid("delta base record stream", e.to_string()),
+        },
+        WalkError::Base(f) => f.writing(),
+        // Seen by no one: the writer that cancels has gone.
+        WalkError::Cancelled => Error::Usage("the base walk was cancelled".into()),
+    };
+    while let Some(head) = read_record(&mut walk, Version::V2).map_err(err)? {
+        match head {
+            RecordHead::Entry(meta) => {
+                if entries.get(number as usize).is_none_or(|e| e.meta != meta) {
+                    return Err(err(WalkError::Format(FormatError::invalid(
+                        "base record stream",
+                        format!("ENTRY record {number} is not the index's entry {number}"),
+                    ))));
+                }
+                current = (meta.kind == EntryKind::File).then_some(number);
+                number += 1;
+            }
+            RecordHead::Data { offset, len } => {
+                let stream = walk.position();
+                if let Some(n) = current {
+                    walk.segments.push((
+                        n,
+                        Segment {
+                            file_offset: offset,
+                            len: len as u64,
+                            stream,
+                        },
+                    ));
+                }
+                walk.skip(len as u64).map_err(err)?;
+            }
+            RecordHead::End { size, digest } => {
+                if let Some(n) = current.take() {
+                    // Only what the stream and the index agree on is referenced.
+                    let e = &entries[n as usize];
+                    walk.ends.push((n, e.size == size && e.digest == digest));
+                }
+            }
+            RecordHead::BaseRef { .. } => {
+                return Err(err(WalkError::Format(FormatError::invalid(
+                    "base record stream",
+                    "a BASE_REF record in a base (a base is not a delta archive)",
+                ))));
+            }
+            RecordHead::Pad => {}
+        }
+    }
+    if number != entries.len() as u64 {
+        return Err(err(WalkError::Format(FormatError::invalid(
+            "base record stream",
+            format!("{number} ENTRY records, the index has {}", entries.len()),
+        ))));
+    }
+    walk.publish(Some(walk.stream));
+    Ok(())
+}
+
+enum WalkError {
+    Format(FormatError),
+    Base(crate::archive::reader::BaseFault),
+    Cancelled,
+}
+
+impl From<FormatError> for WalkError {
+    fn from(e: FormatError) -> Self {
+        WalkError::Format(e)
+    }
+}
+
+/// The base's record stream, frame after frame, and what it parsed since it last
+/// published.
+struct Walk<'a> {
+    base: &'a BaseArchive,
+    progress: &'a Progress,
+    dec: BlockDecoder,
+    seq: u64,
+    block: std::sync::Arc<crate::codec::huge::HugeBuf>,
+    pos: usize,
+    /// Stream offset of `block[pos]`.
+    stream: u64,
+    starts: Vec<u64>,
+    /// Segments and file ends parsed since the last publish (entry number first).
+    segments: Vec<(u64, Segment)>,
+    ends: Vec<(u64, bool)>,
+}
+
+impl Walk<'_> {
+    fn position(&self) -> u64 {
+        self.stream
+    }
+
+    /// Hands what was parsed to the writer; `Some(len)` at the stream's end.
+    fn publish(&mut self, stream_len: Option<u64>) {
+        let mut w = self.progress.lock();
+        for (n, s) in self.segments.drain(..) {
+            w.files.entry(n).or_default().segments.push(s);
+        }
+        for (n, agrees) in self.ends.drain(..) {
+            w.files.entry(n).or_default().end = Some(agrees);
+        }
+        let published = w.frame_starts.len();
+        w.frame_starts.extend_from_slice(&self.starts[published..]);
+        w.covered = self.stream + (self.block.len() - self.pos) as u64;
+        w.stream_len = stream_len;
+        drop(w);
+        self.progress.moved.notify_all();
+    }
+
+    /// Makes `block[pos..]` non-empty; false at the end of the data frames.
+    fn ensure(&mut self) -> std::result::Result<bool, WalkError> {
+        while self.pos == self.block.len() {
+            if self.seq == self.base.data_frames() {
+                return Ok(false);
+            }
+            if self.progress.cancel.load(Ordering::Relaxed) {
+                return Err(WalkError::Cancelled);
+            }
+            let next = self
+                .base
+                .block_for_walk(&mut self.dec, self.seq)
+                .map_err(WalkError::Base)?;
+            self.base.recycle(std::mem::replace(&mut self.block, next));
+            self.starts.push(self.stream);
+            self.seq += 1;
+            self.pos = 0;
+            self.publish(None);
+        }
+        Ok(true)
+    }
+
+    fn skip(&mut self, mut n: u64) -> std::result::Result<(), WalkError> {
+        while n > 0 {
+            if !self.ensure()? {
+                return Err(FormatError::Truncated {
+                    what: "data record",
+                    needed: n,
+                    got: 0,
+                }
+                .into());
+            }
+            let k = ((self.block.len() - self.pos) as u64).min(n);
+            self.pos += k as usize;
+            self.stream += k;
+            n -= k;
+        }
+        Ok(())
+    }
+}
+
+impl StreamSource for Walk<'_> {
+    type Error = WalkError;
+
+    fn fill(&mut self, buf: &mut [u8]) -> std::result::Result<bool, WalkError> {
+        let mut got = 0;
+        while got < buf.len() {
+            if !self.ensure()? {
+                if got == 0 {
+                    return Ok(false);
+                }
+                return Err(FormatError::Truncated {
+                    what: "record",
+                    needed: buf.len() as u64,
+                    got: got as u64,
+                }
+                .into());
+            }
+            let k = (self.block.len() - self.pos).min(buf.len() - got);
+            buf[got..got + k].copy_from_slice(&self.block[self.pos..self.pos + k]);
+            got += k;
+            self.pos += k;
+            self.stream += k as u64;
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,99 @@
+//! Issue 17: the base's record stream is walked on a thread of its own while the delta is
+//! written (`src/archive/delta/walk.rs`, since session 33), so the writer waits only for the
+//! base bytes its regions need. What the walk checks must still fail the write wherever in
+//! the base it finds the problem: nothing is left under the output's name.
+
+mod cli_common;
+mod common;
+
+use cli_common::*;
+use common::code;
+use common::craft2::{Archive, Block, file};
+use krypta::format::Version;
+use krypta::format::index::IndexEntry;
+use krypta::format::record::{write_data_head, write_end, write_entry};
+
+/// v1: `a.bin` then `z.bin`, 256 KiB of random bytes each, in 64 KiB blocks (so `z.bin`'s
+/// frames are the second half of the base's); v2: `a.bin` with one byte changed, no `z.bin`.
+fn two_files(fx: &Fx) {
+    let a = common::bytes(256 << 10, 5, false);
+    fx.file("v1/a.bin", &a);
+    fx.file("v1/z.bin", &common::bytes(256 << 10, 6, false));
+    let mut a2 = a;
+    a2[1000] ^= 0x20;
+    fx.file("v2/a.bin", &a2);
+    fx.ok(&["c", "-q", "-b", "64K", "base.kry", "v1"]);
+}
+
+/// A base damaged only where no region of the new archive reaches (`z.bin`'s frames; v2
+/// has no `z.bin`) fails the write as it did when the whole base was walked first: exit 5 as
+/// `t` of the base, the base and its frame named, no output. (The walk's error reaches the
+/// writer at a block cut or, at the latest, when the archive is finished.)
+#[test]
+fn a_base_damaged_where_no_region_reaches_still_fails_the_write() {
+    let fx = Fx::new();
+    two_files(&fx);
+    // Unchanged, the delta is written and restores v2.
+    fx.ok(&["c", "-q", "-b", "64K", "--base", "base.kry", "ok.kry", "v2"]);
+    fx.ok(&["x", "-q", "--base", "base.kry", "-o", "out", "ok.kry"]);
+    assert_eq!(fx.read("out/v2/a.bin"), fx.read("v2/a.bin"));
+    let mut b = fx.read("base.kry");
+    let at = b.len() * 3 / 4;
+    b[at] ^= 0x01;
+    std::fs::write(fx.p("base.kry"), &b).unwrap();
+    assert_eq!(code(&fx.run(&["t", "base.kry"])), 5);
+    let o = fx.run(&["c", "-q", "-b", "64K", "--base", "base.kry", "d.kry", "v2"]);
+    let e = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(code(&o), 5, "{e}");
+    assert!(
+        e.starts_with("krypta: base.kry: integrity check failed: base frame "),
+        "{e}"
+    );
+    // The damaged frame is one of z.bin's (the second half of eight or so), not frame 0.
+    let frame: u64 = e["krypta: base.kry: integrity check failed: base frame ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(frame >= 4, "{e}");
+    assert!(!fx.exists("d.kry"));
+}
+
+/// A base whose record stream names another file than its index (a faulty writer; every
+/// tag valid) is refused when writing against it: the map's files come from the index and
+/// the walk holds each ENTRY record to it. Before (session 32 and earlier) the write went on
+/// with the stream's file, unreferenced.
+#[test]
+fn a_base_whose_stream_and_index_disagree_is_refused() {
+    let fx = Fx::new();
+    let content = common::bytes(100_000, 9, false);
+    let mut raw = Vec::new();
+    write_entry(&mut raw, &file("a.bin"), Version::V2);
+    write_data_head(&mut raw, 0, content.len() as u32);
+    raw.extend_from_slice(&content);
+    write_end(&mut raw, content.len() as u64, None, Version::V2);
+    let entry = IndexEntry {
+        meta: file("b.bin"),
+        size: content.len() as u64,
+        digest: None,
+        first_seq: 0,
+        first_offset: 0,
+        last_seq: 0,
+    };
+    let base = Archive::new(vec![Block::stored(&raw, 0, Some(0))], vec![entry]);
+    std::fs::write(fx.p("base.kry"), base.bytes()).unwrap();
+    let mut b2 = content.clone();
+    b2[10] ^= 1;
+    fx.file("v2/b.bin", &b2);
+    let t = fx.run(&["t", "base.kry"]);
+    let o = fx.run(&["c", "-q", "--base", "base.kry", "d.kry", "v2"]);
+    let e = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(code(&o), code(&t), "{e}");
+    assert!(e.starts_with("krypta: base.kry: "), "{e}");
+    assert!(
+        e.contains("ENTRY record 0 is not the index's entry 0"),
+        "{e}"
+    );
+    assert!(!fx.exists("d.kry"));
+}
