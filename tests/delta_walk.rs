@@ -58,42 +58,81 @@ fn a_base_damaged_where_no_region_reaches_still_fails_the_write() {
         .unwrap();
     assert!(frame >= 4, "{e}");
     assert!(!fx.exists("d.kry"));
+    // To stdout, which cannot be taken back, the base is walked to its end first: the same
+    // refusal, and not one byte for the reader downstream (review of session 33: beside the
+    // writing, frames were on stdout before the walk reached the damage).
+    let o = fx.run(&["c", "-q", "-b", "64K", "--base", "base.kry", "-", "v2"]);
+    let e2 = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(code(&o), 5, "{e2}");
+    assert_eq!(e2, e);
+    assert!(o.stdout.is_empty(), "{} bytes on stdout", o.stdout.len());
 }
 
-/// A base whose record stream names another file than its index (a faulty writer; every
-/// tag valid) is refused when writing against it: the map's files come from the index and
-/// the walk holds each ENTRY record to it. Before (session 32 and earlier) the write went on
-/// with the stream's file, unreferenced.
-#[test]
-fn a_base_whose_stream_and_index_disagree_is_refused() {
+/// `c --base` of a crafted base (every tag valid) whose stream holds `raw` and whose index
+/// has the one entry `indexed`, against a v2 whose `b.bin` is `content` with a byte
+/// changed: exits as `t` of the base does, naming the base and `problem`, no output.
+fn crafted_base_refused(raw: &[u8], indexed: &str, content: &[u8], problem: &str) {
     let fx = Fx::new();
-    let content = common::bytes(100_000, 9, false);
-    let mut raw = Vec::new();
-    write_entry(&mut raw, &file("a.bin"), Version::V2);
-    write_data_head(&mut raw, 0, content.len() as u32);
-    raw.extend_from_slice(&content);
-    write_end(&mut raw, content.len() as u64, None, Version::V2);
     let entry = IndexEntry {
-        meta: file("b.bin"),
+        meta: file(indexed),
         size: content.len() as u64,
         digest: None,
         first_seq: 0,
         first_offset: 0,
         last_seq: 0,
     };
-    let base = Archive::new(vec![Block::stored(&raw, 0, Some(0))], vec![entry]);
+    let base = Archive::new(vec![Block::stored(raw, 0, Some(0))], vec![entry]);
     std::fs::write(fx.p("base.kry"), base.bytes()).unwrap();
-    let mut b2 = content.clone();
+    let mut b2 = content.to_vec();
     b2[10] ^= 1;
     fx.file("v2/b.bin", &b2);
     let t = fx.run(&["t", "base.kry"]);
+    assert_ne!(code(&t), 0);
     let o = fx.run(&["c", "-q", "--base", "base.kry", "d.kry", "v2"]);
     let e = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(code(&o), code(&t), "{e}");
     assert!(e.starts_with("krypta: base.kry: "), "{e}");
-    assert!(
-        e.contains("ENTRY record 0 is not the index's entry 0"),
-        "{e}"
-    );
+    assert!(e.contains(problem), "{e}");
     assert!(!fx.exists("d.kry"));
+}
+
+/// A base whose record stream names another file than its index (a faulty writer) is
+/// refused when writing against it: the map's files come from the index and the walk holds
+/// each ENTRY record to it. Before (session 32 and earlier) the write went on with the
+/// stream's file, unreferenced.
+#[test]
+fn a_base_whose_stream_and_index_disagree_is_refused() {
+    let content = common::bytes(100_000, 9, false);
+    let mut raw = Vec::new();
+    write_entry(&mut raw, &file("a.bin"), Version::V2);
+    write_data_head(&mut raw, 0, content.len() as u32);
+    raw.extend_from_slice(&content);
+    write_end(&mut raw, content.len() as u64, None, Version::V2);
+    crafted_base_refused(
+        &raw,
+        "b.bin",
+        &content,
+        "ENTRY record 0 is not the index's entry 0",
+    );
+}
+
+/// The walk holds a file's segments to the order `t` does (FORMAT.md §6: strictly
+/// increasing, not overlapping), which the map's waits rely on: out of order, which segment
+/// a region found depended on how far the walk had come (review of session 33).
+#[test]
+fn a_base_file_with_segments_out_of_order_is_refused() {
+    let content = common::bytes(100_000, 9, false);
+    let mut raw = Vec::new();
+    write_entry(&mut raw, &file("b.bin"), Version::V2);
+    write_data_head(&mut raw, 50_000, 50_000);
+    raw.extend_from_slice(&content[50_000..]);
+    write_data_head(&mut raw, 0, 50_000);
+    raw.extend_from_slice(&content[..50_000]);
+    write_end(&mut raw, content.len() as u64, None, Version::V2);
+    crafted_base_refused(
+        &raw,
+        "b.bin",
+        &content,
+        "segment at 0 overlaps or precedes the previous one ending at 100000",
+    );
 }

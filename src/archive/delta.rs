@@ -321,18 +321,23 @@ impl DeltaWriter {
     }
 
     /// The delta state of a writer with `base` (`None` without one) and blocks of
-    /// `block_size` bytes, with the delta base extension appended to `extensions`: the base
-    /// is walked now, before any byte is written.
+    /// `block_size` bytes, with the delta base extension appended to `extensions`: the base's
+    /// walk starts now, and with `walk_first` ends (its error returned) before this returns.
     pub(crate) fn for_options(
         base: Option<&Arc<BaseArchive>>,
         block_size: usize,
+        walk_first: bool,
         extensions: &mut Vec<crate::format::extension::Extension>,
     ) -> Result<Option<DeltaWriter>> {
         let Some(b) = base else {
             return Ok(None);
         };
         extensions.push(b.extension());
-        Ok(Some(DeltaWriter::new(BaseMap::build(b)?, block_size)))
+        let map = BaseMap::build(b)?;
+        if walk_first {
+            map.walk_result()?;
+        }
+        Ok(Some(DeltaWriter::new(map, block_size)))
     }
 
     /// The base file matched to the file being added, if any.

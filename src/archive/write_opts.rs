@@ -61,6 +61,11 @@ pub struct WriteOptions {
     /// names it, files matched by path are compressed against its bytes
     /// ([`crate::archive::delta`]), BCJ is off and every file ends with its digest.
     pub base: Option<std::sync::Arc<crate::archive::reader::BaseArchive>>,
+    /// With a base: walk it to its end before the first byte is written, for an output that
+    /// cannot be taken back (stdout, a device, a FIFO), so a base damaged anywhere is refused
+    /// before the reader downstream sees a byte. Otherwise the walk runs beside the writing
+    /// (`crate::archive::delta`'s walk), and a failure of it removes the temporary output.
+    pub walk_base_first: bool,
 }
 
 /// Test-only parameters of referencing blocks ([`WriteOptions::test_reference`]).
@@ -95,6 +100,7 @@ impl WriteOptions {
             recovery: None,
             fixed_salt: None,
             base: None,
+            walk_base_first: false,
         }
     }
 }

@@ -222,11 +222,12 @@ impl<W: Write> ArchiveWriter<W> {
                 fingerprint: sk.public().fingerprint(),
             });
         }
-        // A delta archive (0x8001, last in type order) names its base; its map is built
-        // before any byte is written (a base that cannot be walked writes nothing).
+        // A delta archive (0x8001, last in type order) names its base; its map's walk starts
+        // now, beside the writing (before it for an output that cannot be taken back).
         let delta = super::delta::DeltaWriter::for_options(
             opts.base.as_ref(),
             opts.block_size,
+            opts.walk_base_first,
             &mut extensions,
         )?;
         let header = Header {

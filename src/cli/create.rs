@@ -226,6 +226,8 @@ pub(crate) fn compress(a: CompressArgs, term: &mut Term, verbose: bool) -> Resul
     let base = base.map(|b| b.shared(jobs));
     let options = WriteOptions {
         base,
+        walk_base_first: a.output.as_os_str() == "-"
+            || krypta::store::local::special_output(&a.output).is_some(),
         level,
         block_size,
         jobs,

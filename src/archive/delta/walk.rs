@@ -29,9 +29,9 @@ use super::Segment;
 use crate::archive::reader::BaseArchive;
 use crate::codec::BlockDecoder;
 use crate::error::{Error, Result};
+use crate::format::FormatError;
 use crate::format::entry::EntryKind;
-use crate::format::record::{RecordHead, StreamSource, read_record};
-use crate::format::{FormatError, Version};
+use crate::format::record::{ExtentCheck, RecordHead, StreamSource, read_record};
 
 /// What the walk has parsed, shared between the walk thread and the writer.
 #[derive(Default)]
@@ -118,12 +118,25 @@ impl Progress {
 
 /// Walks `base`'s record stream, publishing into `progress` at every frame it starts, until
 /// the end, an error (published as `failed`) or a cancel.
+/// A panic of the walk is its error too (as the write pool's workers report theirs): else
+/// `done` stayed unset and the writer waited for the walk forever (review of session 33: a
+/// worker panicking while it held the base cache's lock poisons it, and the walk's next
+/// frame then panics).
 pub(crate) fn run(base: &BaseArchive, progress: &Progress) {
-    let result = walk(base, progress);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| walk(base, progress)))
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Error::Crypto(format!(
+                "internal error: the delta base walk panicked: {what}"
+            )))
+        });
     let mut w = progress.lock();
-    match result {
-        Ok(()) => {}
-        Err(e) => w.failed = Some(e),
+    if let Err(e) = result {
+        w.failed = Some(e);
     }
     w.done = true;
     drop(w);
@@ -145,8 +158,10 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
         ends: Vec::new(),
     };
     let entries = &base.index().entries;
-    // The current file's entry number, while its records are being parsed.
-    let mut current: Option<u64> = None;
+    // The current file's entry number and its segments' order check, from its ENTRY to its
+    // END: the rules `t` holds a file's records to (FORMAT.md §6), which the map's waits
+    // rely on (a file's segments in increasing order: `BaseFile::stream_at`).
+    let mut current: Option<(u64, ExtentCheck)> = None;
     // Entry number of the next ENTRY record (stream order is index order).
     let mut number = 0u64;
     // What `t` of the base would report (reader::base_fault): not a usage error.
@@ -168,38 +183,47 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
         // Seen by no one: the writer that cancels has gone.
         WalkError::Cancelled => Error::Usage("the base walk was cancelled".into()),
     };
-    while let Some(head) = read_record(&mut walk, Version::V2).map_err(err)? {
+    while let Some(head) = read_record(&mut walk, base.version()).map_err(err)? {
         match head {
             RecordHead::Entry(meta) => {
+                if current.is_some() {
+                    return Err(err(WalkError::Format(FormatError::invalid(
+                        "base record stream",
+                        format!("file entry {} has no END record", number - 1),
+                    ))));
+                }
                 if entries.get(number as usize).is_none_or(|e| e.meta != meta) {
                     return Err(err(WalkError::Format(FormatError::invalid(
                         "base record stream",
                         format!("ENTRY record {number} is not the index's entry {number}"),
                     ))));
                 }
-                current = (meta.kind == EntryKind::File).then_some(number);
+                let file = meta.kind == EntryKind::File;
+                current = file.then(|| (number, ExtentCheck::default()));
                 number += 1;
             }
             RecordHead::Data { offset, len } => {
                 let stream = walk.position();
-                if let Some(n) = current {
-                    walk.segments.push((
-                        n,
-                        Segment {
-                            file_offset: offset,
-                            len: len as u64,
-                            stream,
-                        },
-                    ));
-                }
+                let Some((n, extents)) = current.as_mut() else {
+                    return Err(err(WalkError::Format(outside())));
+                };
+                extents.segment(offset, len).map_err(|e| err(e.into()))?;
+                let segment = Segment {
+                    file_offset: offset,
+                    len: len as u64,
+                    stream,
+                };
+                walk.segments.push((*n, segment));
                 walk.skip(len as u64).map_err(err)?;
             }
             RecordHead::End { size, digest } => {
-                if let Some(n) = current.take() {
-                    // Only what the stream and the index agree on is referenced.
-                    let e = &entries[n as usize];
-                    walk.ends.push((n, e.size == size && e.digest == digest));
-                }
+                let Some((n, extents)) = current.take() else {
+                    return Err(err(WalkError::Format(outside())));
+                };
+                extents.end(size).map_err(|e| err(e.into()))?;
+                // Only what the stream and the index agree on is referenced.
+                let e = &entries[n as usize];
+                walk.ends.push((n, e.size == size && e.digest == digest));
             }
             RecordHead::BaseRef { .. } => {
                 return Err(err(WalkError::Format(FormatError::invalid(
@@ -210,6 +234,12 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
             RecordHead::Pad => {}
         }
     }
+    if current.is_some() {
+        return Err(err(WalkError::Format(FormatError::invalid(
+            "base record stream",
+            format!("file entry {} has no END record", number - 1),
+        ))));
+    }
     if number != entries.len() as u64 {
         return Err(err(WalkError::Format(FormatError::invalid(
             "base record stream",
@@ -218,6 +248,10 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
     }
     walk.publish(Some(walk.stream));
     Ok(())
+}
+
+fn outside() -> FormatError {
+    FormatError::invalid("base record stream", "a DATA or END record outside a file")
 }
 
 enum WalkError {

@@ -102,8 +102,9 @@ pub(super) struct Cache {
     /// A worker that does need such a frame again still decodes it itself: a delta whose
     /// blocks point back to earlier base frames (reordered files, two files matched to one
     /// base file) loses only the prefetch of those frames, never bytes. Frames decoded
-    /// by the writer's map walk are not counted: the walk reads the whole base first, and the
-    /// regions after it start again from the front (past the budget, from frames evicted).
+    /// by the writer's map walk are not counted: the walk reads the whole base (beside the
+    /// writing, ahead of it), and the regions start again from the front (past the budget,
+    /// from frames evicted).
     seen: std::collections::HashSet<u64>,
 }
 
@@ -235,12 +236,14 @@ impl BaseArchive {
     /// (`crate::memory::compress_bytes`): the writer's map walk keeps every block it decodes
     /// while the budget has room ([`BaseArchive::block_for_walk`]), so the whole base when it
     /// is smaller, and a cache evicts only once a block is in, so one base block (the header's
-    /// block size) over.
+    /// block size) over; and the walk's own, beside the workers since it runs beside the
+    /// writing (`archive::delta`'s walk): a block it decodes past the budget and its
+    /// decoder's frame, two blocks more.
     pub fn cache_bytes_at_most(&self) -> u64 {
         let block = u64::from(self.block_size.max(1));
         self.cache_budget
             .min(self.data_frames().saturating_mul(block))
-            .saturating_add(block)
+            .saturating_add(3 * block)
     }
 
     /// Grows the cache's working set for regions of up to `span` bytes (a region and the
