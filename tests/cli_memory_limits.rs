@@ -433,10 +433,11 @@ fn a_delta_under_a_memory_limit_counts_its_workers_and_the_base_cache() {
         &["c", "-l", "9", "--base", "base.kry", "d.kry", "new"],
     );
     assert_eq!(code(&o), 0, "{}", err(&o));
-    // The base's 9 MiB in three 4 MiB frames: 12 MiB of cache and one frame over.
+    // The base's 9 MiB in three 4 MiB frames: 12 MiB of cache and one frame over, and the
+    // base walk's block and frame beside the workers (since session 33 it runs beside them).
     let note = format!(
         "krypta: note: using -j 1 rather than {cores}: a delta at level 9 with 32.0 MiB blocks \
-         needs about 594.0 MiB per worker and 16.0 MiB for the base's cache, and the \
+         needs about 594.0 MiB per worker and 24.0 MiB for the base's cache, and the \
          address-space limit (ulimit -v) is 800.0 MiB\n"
     );
     assert_eq!(err(&o).contains(&note), cores > 1, "{}", err(&o));

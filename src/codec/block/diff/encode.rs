@@ -420,7 +420,10 @@ mod tests {
         let mut seed = 17;
         let mut nonzero = [0usize; 2];
         for keep in [0, 1, 8, 12, 15, 16] {
-            for n in [0, 1, 7, 8, 9, 63, 64, 65, 200, 1000] {
+            // Past 255 steps of 16 (4,080 bytes) the SSE2 count adds its lanes up.
+            for n in [
+                0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 200, 1000, 4080, 4097, 9000,
+            ] {
                 let (new, old) = pair(n, keep, &mut seed);
                 for max in [n, n / 2, 3] {
                     let f = forward(&new, &old, max);
