@@ -57,6 +57,10 @@ pub struct DiffEncoder {
     switches: Vec<Switch>,
     streams: [Vec<u8>; 4],
     frames: [Vec<u8>; 4],
+    /// Bytes the last [`DiffEncoder::encode`]'s extensions were given to look over (the
+    /// gaps), for the test that holds them linear in the block.
+    #[cfg(test)]
+    pub(super) gap_bytes: usize,
 }
 
 /// The length (0..=`max`) of the forward extension of `new` over `old` that maximises
@@ -229,6 +233,10 @@ impl DiffEncoder {
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
         out.clear();
+        #[cfg(test)]
+        {
+            self.gap_bytes = 0;
+        }
         self.scanner.scan(region, raw, effort, &mut self.switches)?;
         for s in &mut self.streams {
             s.clear();
@@ -248,12 +256,18 @@ impl DiffEncoder {
         let (mut last_new, mut last_old) = (0usize, 0usize);
         // The decoder's source cursor after the commands so far.
         let mut cursor = 0usize;
+        // Where the switch before the previous one starts, and the previous one.
+        let (mut before_prev, mut prev_scan) = (0usize, 0usize);
         for i in 0..=self.switches.len() {
             let (scan, pos) = match self.switches.get(i) {
                 Some(w) => (w.start, Some(w.src)),
                 None => (raw.len(), None),
             };
             let gap = scan - last_new;
+            #[cfg(test)]
+            {
+                self.gap_bytes += gap;
+            }
             // A copy reads only bytes before the one it makes: the first alignment (region
             // byte 0 for block byte 0) has none when the region is empty.
             let mut lenf = if last_old < region.len() + last_new {
@@ -261,10 +275,25 @@ impl DiffEncoder {
             } else {
                 0
             };
+            // A backward extension over the whole gap leaves `last_new` where it was, and the
+            // next gap then holds this one. bsdiff lets that repeat; in a run of one repeated
+            // byte every switch extends back over everything, and the gaps (and the
+            // extensions and the overlap split over them) grew with every switch: a 147 MB
+            // file with 123,457 bytes of `Q` inserted took 26 s at `-l 6` against 1.7 s at
+            // `-l 7` (h78, session 33). So a backward extension reaches back at most to the
+            // start of the switch before the previous one: `last_new` is then never behind
+            // it, each gap spans at most three switches' distance, and the block's work is
+            // linear. A switch swallowed by the next stays allowed: capping every extension at
+            // the previous switch's start made the four pairs of BENCHMARKS.md table 14
+            // 0.3–4 % larger at `-l 6` (typescript 3,857 → 4,012 bytes, aws-lc-sys 142,506 →
+            // 145,775); this rule moves them by under 0.6 % (`-l 6`: ruff 4,239,744 →
+            // 4,240,169, typescript 3,857 → 3,879, aws-lc-sys 142,506 → 142,815).
+            let reach = gap.min(scan - before_prev);
             let mut lenb = match pos {
-                Some(pos) => backward(raw, scan, s, pos, gap),
+                Some(pos) => backward(raw, scan, s, pos, reach),
                 None => 0,
             };
+            (before_prev, prev_scan) = (prev_scan, scan);
             if lenf + lenb > gap {
                 let overlap = lenf + lenb - gap;
                 let (mut sc, mut best, mut lens) = (0isize, 0isize, 0usize);

@@ -474,3 +474,62 @@ fn a_copy_reading_its_own_output_sees_its_diff_bytes() {
     decode(&mut DiffBufs::default(), &p, region, 6, &mut out).unwrap();
     assert_eq!(out, b"ababac");
 }
+
+/// Regression (h78, session 33): bsdiff's loop let a backward extension reach back over the
+/// whole gap switch after switch, so in a run of one repeated byte the gaps — and the
+/// extensions and overlap split over them — grew with every switch: a 147 MB file with
+/// 123,457 `Q` bytes inserted took 26 s at `-l 6` (1.7 s at `-l 7`; the block that took it
+/// had a long run of zeros, which the scan copied 31 bytes at a time from a short run in the
+/// region: 20,686 switches, 11 × 10^9 bytes handed to the extensions). The bytes the
+/// extensions are given must stay within a few times the block, at every effort, for runs
+/// of a repeated byte inserted, appended and alone, and the payload must decode.
+#[test]
+fn a_run_of_one_repeated_byte_costs_linear_work() {
+    let mut region = random(1 << 20, 41);
+    let mut shapes: Vec<(&str, Vec<u8>)> = Vec::new();
+    // What h78's file had: a long run of zeros in the block, and in the region only a short
+    // one (31 bytes), which the table finds again and again: a switch every 31 bytes, each
+    // extending back over everything before it (the region before the run mostly zeros).
+    let mut run = region[..200_000].to_vec();
+    run.extend(std::iter::repeat_n(0u8, 300_000));
+    run.extend_from_slice(&region[200_000..500_000]);
+    // Before the short run, bytes mostly zero (a nonzero one in three, so no 24 zeros in a
+    // row): every backward extension from it reaches back over the whole gap.
+    for (k, b) in region[500_000..600_000].iter_mut().enumerate() {
+        *b = u8::from(k % 3 == 0);
+    }
+    region[600_000..600_031].fill(0);
+    region[600_031] = 0xff;
+    shapes.push(("zeros against a short run", run));
+    let mut inserted = region[..500_000].to_vec();
+    inserted.extend(std::iter::repeat_n(b'Q', 200_000));
+    inserted.extend_from_slice(&region[500_000..800_000]);
+    shapes.push(("inserted", inserted));
+    let mut appended = region[..300_000].to_vec();
+    appended.extend(std::iter::repeat_n(0u8, 300_000));
+    shapes.push(("appended", appended));
+    shapes.push(("alone", vec![7u8; 400_000]));
+    for (name, raw) in &shapes {
+        for effort in [Effort::Fast, Effort::Normal, Effort::Max] {
+            let mut enc = DiffEncoder::default();
+            let mut payload = Vec::new();
+            enc.encode(raw, &region, effort, &mut payload).unwrap();
+            assert!(
+                enc.gap_bytes <= 3 * raw.len(),
+                "{name} {effort:?}: extensions looked over {} bytes for a {}-byte block",
+                enc.gap_bytes,
+                raw.len()
+            );
+            let mut out = Vec::new();
+            decode(
+                &mut DiffBufs::default(),
+                &payload,
+                &region,
+                raw.len(),
+                &mut out,
+            )
+            .unwrap_or_else(|e| panic!("{name} {effort:?}: {e}"));
+            assert!(out == *raw, "{name} {effort:?}: decoded bytes differ");
+        }
+    }
+}
