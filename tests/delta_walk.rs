@@ -71,12 +71,18 @@ fn a_base_damaged_where_no_region_reaches_still_fails_the_write() {
 /// `c --base` of a crafted base (every tag valid) whose stream holds `raw` and whose index
 /// has the one entry `indexed`, against a v2 whose `b.bin` is `content` with a byte
 /// changed: exits as `t` of the base does, naming the base and `problem`, no output.
-fn crafted_base_refused(raw: &[u8], indexed: &str, content: &[u8], problem: &str) {
+fn crafted_base_refused(
+    raw: &[u8],
+    indexed: &str,
+    digest: Option<[u8; 32]>,
+    content: &[u8],
+    problem: &str,
+) {
     let fx = Fx::new();
     let entry = IndexEntry {
         meta: file(indexed),
         size: content.len() as u64,
-        digest: None,
+        digest,
         first_seq: 0,
         first_offset: 0,
         last_seq: 0,
@@ -111,8 +117,9 @@ fn a_base_whose_stream_and_index_disagree_is_refused() {
     crafted_base_refused(
         &raw,
         "b.bin",
+        None,
         &content,
-        "ENTRY record 0 is not the index's entry 0",
+        "ENTRY record: entry 0 is not the index's entry 0",
     );
 }
 
@@ -132,7 +139,31 @@ fn a_base_file_with_segments_out_of_order_is_refused() {
     crafted_base_refused(
         &raw,
         "b.bin",
+        None,
         &content,
         "segment at 0 overlaps or precedes the previous one ending at 100000",
+    );
+}
+
+/// A base whose index gives a file another digest than its END_DIGEST (h78's splice of two
+/// archives' frames and index, session 33) is refused as `t` of it is ("index disagrees with
+/// the record stream", exit 3); before, `c` went on and only left that file unreferenced.
+#[test]
+fn a_base_whose_index_digest_is_not_the_streams_is_refused() {
+    let content = common::bytes(100_000, 9, false);
+    let digest = *blake3::hash(&content).as_bytes();
+    let mut raw = Vec::new();
+    write_entry(&mut raw, &file("b.bin"), Version::V2);
+    write_data_head(&mut raw, 0, content.len() as u32);
+    raw.extend_from_slice(&content);
+    write_end(&mut raw, content.len() as u64, Some(&digest), Version::V2);
+    let mut other = digest;
+    other[0] ^= 1;
+    crafted_base_refused(
+        &raw,
+        "b.bin",
+        Some(other),
+        &content,
+        "END record: file entry 0's size or digest is not the index's",
     );
 }

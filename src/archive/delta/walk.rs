@@ -188,14 +188,14 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
             RecordHead::Entry(meta) => {
                 if current.is_some() {
                     return Err(err(WalkError::Format(FormatError::invalid(
-                        "base record stream",
+                        "record",
                         format!("file entry {} has no END record", number - 1),
                     ))));
                 }
                 if entries.get(number as usize).is_none_or(|e| e.meta != meta) {
                     return Err(err(WalkError::Format(FormatError::invalid(
-                        "base record stream",
-                        format!("ENTRY record {number} is not the index's entry {number}"),
+                        "ENTRY record",
+                        format!("entry {number} is not the index's entry {number}"),
                     ))));
                 }
                 let file = meta.kind == EntryKind::File;
@@ -221,9 +221,17 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                     return Err(err(WalkError::Format(outside())));
                 };
                 extents.end(size).map_err(|e| err(e.into()))?;
-                // Only what the stream and the index agree on is referenced.
+                // The index's size and digest must be the stream's, as `t` of the base holds
+                // them (exit 3, "index disagrees with the record stream"); before (h78,
+                // session 33) such a file was only left unreferenced and the write went on.
                 let e = &entries[n as usize];
-                walk.ends.push((n, e.size == size && e.digest == digest));
+                if e.size != size || e.digest != digest {
+                    return Err(err(WalkError::Format(FormatError::invalid(
+                        "END record",
+                        format!("file entry {n}'s size or digest is not the index's"),
+                    ))));
+                }
+                walk.ends.push((n, true));
             }
             RecordHead::BaseRef { .. } => {
                 return Err(err(WalkError::Format(FormatError::invalid(
@@ -236,13 +244,13 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
     }
     if current.is_some() {
         return Err(err(WalkError::Format(FormatError::invalid(
-            "base record stream",
+            "record",
             format!("file entry {} has no END record", number - 1),
         ))));
     }
     if number != entries.len() as u64 {
         return Err(err(WalkError::Format(FormatError::invalid(
-            "base record stream",
+            "record",
             format!("{number} ENTRY records, the index has {}", entries.len()),
         ))));
     }
@@ -251,7 +259,7 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
 }
 
 fn outside() -> FormatError {
-    FormatError::invalid("base record stream", "a DATA or END record outside a file")
+    FormatError::invalid("record", "a DATA or END record outside a file")
 }
 
 enum WalkError {
