@@ -68,6 +68,24 @@ fn a_base_damaged_where_no_region_reaches_still_fails_the_write() {
     assert!(o.stdout.is_empty(), "{} bytes on stdout", o.stdout.len());
 }
 
+/// A file's records: ENTRY of `name`, a DATA record per `(file offset, content range)` in
+/// the order given, END (or END_DIGEST with `digest`) of the content's size.
+fn records(
+    name: &str,
+    content: &[u8],
+    cuts: &[(u64, std::ops::Range<usize>)],
+    digest: Option<&[u8; 32]>,
+) -> Vec<u8> {
+    let mut raw = Vec::new();
+    write_entry(&mut raw, &file(name), Version::V2);
+    for (offset, r) in cuts {
+        write_data_head(&mut raw, *offset, r.len() as u32);
+        raw.extend_from_slice(&content[r.clone()]);
+    }
+    write_end(&mut raw, content.len() as u64, digest, Version::V2);
+    raw
+}
+
 /// `c --base` of a crafted base (every tag valid) whose stream holds `raw` and whose index
 /// has the one entry `indexed`, against a v2 whose `b.bin` is `content` with a byte
 /// changed: exits as `t` of the base does, naming the base and `problem`, no output.
@@ -109,11 +127,7 @@ fn crafted_base_refused(
 #[test]
 fn a_base_whose_stream_and_index_disagree_is_refused() {
     let content = common::bytes(100_000, 9, false);
-    let mut raw = Vec::new();
-    write_entry(&mut raw, &file("a.bin"), Version::V2);
-    write_data_head(&mut raw, 0, content.len() as u32);
-    raw.extend_from_slice(&content);
-    write_end(&mut raw, content.len() as u64, None, Version::V2);
+    let raw = records("a.bin", &content, &[(0, 0..content.len())], None);
     crafted_base_refused(
         &raw,
         "b.bin",
@@ -129,13 +143,8 @@ fn a_base_whose_stream_and_index_disagree_is_refused() {
 #[test]
 fn a_base_file_with_segments_out_of_order_is_refused() {
     let content = common::bytes(100_000, 9, false);
-    let mut raw = Vec::new();
-    write_entry(&mut raw, &file("b.bin"), Version::V2);
-    write_data_head(&mut raw, 50_000, 50_000);
-    raw.extend_from_slice(&content[50_000..]);
-    write_data_head(&mut raw, 0, 50_000);
-    raw.extend_from_slice(&content[..50_000]);
-    write_end(&mut raw, content.len() as u64, None, Version::V2);
+    let cuts = [(50_000, 50_000..100_000), (0, 0..50_000)];
+    let raw = records("b.bin", &content, &cuts, None);
     crafted_base_refused(
         &raw,
         "b.bin",
@@ -152,11 +161,7 @@ fn a_base_file_with_segments_out_of_order_is_refused() {
 fn a_base_whose_index_digest_is_not_the_streams_is_refused() {
     let content = common::bytes(100_000, 9, false);
     let digest = *blake3::hash(&content).as_bytes();
-    let mut raw = Vec::new();
-    write_entry(&mut raw, &file("b.bin"), Version::V2);
-    write_data_head(&mut raw, 0, content.len() as u32);
-    raw.extend_from_slice(&content);
-    write_end(&mut raw, content.len() as u64, Some(&digest), Version::V2);
+    let raw = records("b.bin", &content, &[(0, 0..content.len())], Some(&digest));
     let mut other = digest;
     other[0] ^= 1;
     crafted_base_refused(
