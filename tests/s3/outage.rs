@@ -274,3 +274,46 @@ fn the_server_killed_mid_read_of_an_archive_with_recovery_data_is_an_io_error_no
         }
     }
 }
+
+/// Regression (h78, session 33): `timeout -s INT` signals krypta and then its process group,
+/// which holds krypta, so two SIGINTs arrive back to back; the second was taken for a user
+/// pressing Ctrl-C twice (the test above), which exits at once without waiting for the
+/// upload's abort, and the upload stayed (1 run in 3). The same signal again within 50 ms is
+/// now one interrupt: with the store stopped while the abort waits (so the old code's early
+/// exit is certain), the run waits for the store and aborts the upload.
+#[test]
+fn a_sigint_delivered_twice_at_once_still_aborts_the_upload() {
+    if server_available().is_none() {
+        return;
+    }
+    let w = Weed::start();
+    let s3 = w.client();
+    s3.create_bucket("int2");
+    let d = tempfile::tempdir().unwrap();
+    let mut child = krypta_s3(&w.endpoint(), d.path())
+        .args(["c", "-s", "-j", "1", "s3://int2/a.kry", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&common::bytes(26 << 20, 7, false)).unwrap();
+    wait_for_upload(&s3, "int2", &mut child);
+    assert_eq!(s3.uploads("int2").len(), 1);
+    let weed = rustix::process::Pid::from_child(&w.child);
+    rustix::process::kill_process(weed, rustix::process::Signal::STOP).unwrap();
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    // 5 ms apart, so krypta has read the first before the second comes (back to back the
+    // kernel often merges them).
+    std::thread::sleep(Duration::from_millis(5));
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    rustix::process::kill_process(weed, rustix::process::Signal::CONT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    drop(stdin);
+    let e = stderr(&o);
+    assert_eq!(common::code(&o), 130, "{e}");
+    assert!(!e.contains("interrupted again"), "{e}");
+    assert_eq!(s3.uploads("int2"), vec![]);
+}
