@@ -100,15 +100,14 @@ impl std::fmt::Debug for BaseFile {
 }
 
 impl BaseFile {
-    /// The file's digest when the index stores one and the stream's END_DIGEST agrees
-    /// (waits for the walk to pass the file).
+    /// The file's digest when the index stores one and the walk has passed the file's
+    /// END_DIGEST, which then agrees with it (the walk fails on one that does not); `None`
+    /// when the walk ended before it. Waits for the walk to pass the file.
     pub fn digest(&self) -> Option<[u8; 32]> {
         self.indexed_digest?;
-        let w = self
-            .walk
-            .wait(|w| self.walked(w).is_some_and(|f| f.end.is_some()));
-        let agrees = self.walked(&w).and_then(|f| f.end) == Some(true);
-        self.indexed_digest.filter(|_| agrees)
+        let w = self.walk.wait(|w| self.walked(w).is_some_and(|f| f.ended));
+        let ended = self.walked(&w).is_some_and(|f| f.ended);
+        self.indexed_digest.filter(|_| ended)
     }
 
     /// The digest the base's index stores for the file (whether the stream agrees is
@@ -126,9 +125,8 @@ impl BaseFile {
     /// stored bytes. Waits until the walk has parsed the file's segments up to `x`.
     fn stream_at(&self, x: u64) -> Option<u64> {
         let w = self.walk.wait(|w| {
-            self.walked(w).is_some_and(|f| {
-                f.end.is_some() || f.segments.last().is_some_and(|s| s.file_offset > x)
-            })
+            self.walked(w)
+                .is_some_and(|f| f.ended || f.segments.last().is_some_and(|s| s.file_offset > x))
         });
         let segments = &self.walked(&w)?.segments;
         let i = segments.partition_point(|s| s.file_offset <= x);

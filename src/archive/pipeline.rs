@@ -188,12 +188,7 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
                             };
                             let Ok((seq, job)) = next else { return };
                             let out = catch_unwind(AssertUnwindSafe(|| work(&mut state, job)))
-                                .map_err(|p| {
-                                    p.downcast_ref::<&str>()
-                                        .map(|s| s.to_string())
-                                        .or_else(|| p.downcast_ref::<String>().cloned())
-                                        .unwrap_or_else(|| "unknown panic".into())
-                                });
+                                .map_err(|p| panic_message(&*p));
                             let failed = out.is_err();
                             if res_tx.send((seq, out)).is_err() || failed {
                                 return;
@@ -296,6 +291,15 @@ impl<J: Send + 'static, R: Send + 'static> Drop for OrderedPool<J, R> {
             let _ = w.join();
         }
     }
+}
+
+/// What a caught panic says (its `&str` or `String` payload), or "unknown panic".
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 #[cfg(test)]

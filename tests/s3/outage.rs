@@ -171,6 +171,35 @@ fn the_server_killed_mid_download_leaves_no_partial_file() {
     }
 }
 
+/// `c -s -j 1 s3://BUCKET/a.kry -` (the bucket made) fed 26 MiB of seed `seed`'s bytes, once
+/// its multipart upload has begun: its directory, the process and its stdin, still open.
+fn uploading(
+    w: &Weed,
+    s3: &S3,
+    bucket: &str,
+    seed: u64,
+) -> (
+    tempfile::TempDir,
+    std::process::Child,
+    std::process::ChildStdin,
+) {
+    s3.create_bucket(bucket);
+    let d = tempfile::tempdir().unwrap();
+    let mut child = krypta_s3(&w.endpoint(), d.path())
+        .args(["c", "-s", "-j", "1", &format!("s3://{bucket}/a.kry"), "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // As in roundtrip.rs's sigterm test: enough input that a part must go up.
+    stdin
+        .write_all(&common::bytes(26 << 20, seed, false))
+        .unwrap();
+    wait_for_upload(s3, bucket, &mut child);
+    (d, child, stdin)
+}
+
 /// Ctrl-C while the store does not answer: the abort waits on it (two attempts of the
 /// client's timeout: a minute), and a second Ctrl-C was not read. Now it exits at once and
 /// names the upload left behind, with the command that removes it (helper-38).
@@ -181,18 +210,7 @@ fn a_second_ctrl_c_while_the_abort_waits_on_a_stalled_store_exits_at_once() {
     }
     let w = Weed::start();
     let s3 = w.client();
-    s3.create_bucket("twice");
-    let d = tempfile::tempdir().unwrap();
-    let mut child = krypta_s3(&w.endpoint(), d.path())
-        .args(["c", "-s", "-j", "1", "s3://twice/a.kry", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    // As in roundtrip.rs's sigterm test: enough input that a part must go up.
-    stdin.write_all(&common::bytes(26 << 20, 6, false)).unwrap();
-    wait_for_upload(&s3, "twice", &mut child);
+    let (_d, child, stdin) = uploading(&w, &s3, "twice", 6);
     // The upload as the store lists it before it stalls: after the store resumes, an abort
     // krypta had already sent while it was stopped may still be carried out (seen once in a
     // full run at load 3), so the listing afterwards cannot tell which upload was named.
@@ -288,17 +306,7 @@ fn a_sigint_delivered_twice_at_once_still_aborts_the_upload() {
     }
     let w = Weed::start();
     let s3 = w.client();
-    s3.create_bucket("int2");
-    let d = tempfile::tempdir().unwrap();
-    let mut child = krypta_s3(&w.endpoint(), d.path())
-        .args(["c", "-s", "-j", "1", "s3://int2/a.kry", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&common::bytes(26 << 20, 7, false)).unwrap();
-    wait_for_upload(&s3, "int2", &mut child);
+    let (_d, child, stdin) = uploading(&w, &s3, "int2", 7);
     assert_eq!(s3.uploads("int2").len(), 1);
     let weed = rustix::process::Pid::from_child(&w.child);
     rustix::process::kill_process(weed, rustix::process::Signal::STOP).unwrap();

@@ -14,7 +14,7 @@ fn file(size: u64, segs: &[(u64, u64, u64)]) -> Arc<BaseFile> {
         .collect();
     let walked = walk::FileWalked {
         segments,
-        end: Some(true),
+        ended: true,
     };
     Arc::new(BaseFile {
         size,
@@ -193,7 +193,7 @@ fn a_segment_fits_the_block_while_its_region_reaches_every_segment() {
 /// (`walk`'s module doc): each answer is the one the whole walk gives, whatever was
 /// published when it was asked. A file's offset `x` is final only once a segment past `x`
 /// or the file's end was parsed; the walk here publishes one segment at a time, pausing, and
-/// ends the file last.
+/// then ends the walk without the file's END (as a failed walk does).
 #[test]
 fn offsets_asked_while_the_walk_publishes_are_those_of_the_whole_walk() {
     let segs = [
@@ -229,7 +229,8 @@ fn offsets_asked_while_the_walk_publishes_are_those_of_the_whole_walk() {
                     });
                 }
                 std::thread::sleep(std::time::Duration::from_micros(pause_us));
-                walk.publish_with(|w| w.files.entry(7).or_default().end = Some(false));
+                // The walk ends (fails) before the file's END_DIGEST.
+                walk.publish_with(|w| w.done = true);
             })
         };
         let got: Vec<Option<u64>> = [0, 99, 100, 250, 299, 300, 399, 405, 499]
@@ -237,7 +238,7 @@ fn offsets_asked_while_the_walk_publishes_are_those_of_the_whole_walk() {
             .map(|&x| f.stream_at(x))
             .collect();
         assert_eq!(got, want, "pause {pause_us} us");
-        // The index's digest is not the file's while the stream's end disagrees with it.
+        // The index's digest is not the file's while the stream never confirmed it.
         assert_eq!(f.digest(), None);
         assert_eq!(f.indexed_digest(), Some([1; 32]));
         publisher.join().unwrap();

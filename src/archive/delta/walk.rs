@@ -63,8 +63,9 @@ pub(crate) struct Walked {
 #[derive(Default)]
 pub(crate) struct FileWalked {
     pub segments: Vec<Segment>,
-    /// `Some(agrees)` once the file's last record was parsed.
-    pub end: Option<bool>,
+    /// The file's END or END_DIGEST was parsed (and agrees with the index: the walk fails
+    /// on one that does not).
+    pub ended: bool,
 }
 
 impl Progress {
@@ -125,11 +126,7 @@ impl Progress {
 pub(crate) fn run(base: &BaseArchive, progress: &Progress) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| walk(base, progress)))
         .unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let what = crate::archive::pipeline::panic_message(&*panic);
             Err(Error::Crypto(format!(
                 "internal error: the delta base walk panicked: {what}"
             )))
@@ -231,7 +228,7 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                         format!("file entry {n}'s size or digest is not the index's"),
                     ))));
                 }
-                walk.ends.push((n, true));
+                walk.ends.push(n);
             }
             RecordHead::BaseRef { .. } => {
                 return Err(err(WalkError::Format(FormatError::invalid(
@@ -288,7 +285,7 @@ struct Walk<'a> {
     starts: Vec<u64>,
     /// Segments and file ends parsed since the last publish (entry number first).
     segments: Vec<(u64, Segment)>,
-    ends: Vec<(u64, bool)>,
+    ends: Vec<u64>,
 }
 
 impl Walk<'_> {
@@ -302,8 +299,8 @@ impl Walk<'_> {
         for (n, s) in self.segments.drain(..) {
             w.files.entry(n).or_default().segments.push(s);
         }
-        for (n, agrees) in self.ends.drain(..) {
-            w.files.entry(n).or_default().end = Some(agrees);
+        for n in self.ends.drain(..) {
+            w.files.entry(n).or_default().ended = true;
         }
         let published = w.frame_starts.len();
         w.frame_starts.extend_from_slice(&self.starts[published..]);
