@@ -7,8 +7,8 @@ mod cli_common;
 mod common;
 
 use cli_common::*;
-use common::code;
 use common::craft2::{Archive, Block, file};
+use common::{code, s};
 use krypta::format::Version;
 use krypta::format::index::IndexEntry;
 use krypta::format::record::{write_data_head, write_end, write_entry};
@@ -96,6 +96,20 @@ fn crafted_base_refused(
     content: &[u8],
     problem: &str,
 ) {
+    crafted_base_refused_as(false, raw, indexed, digest, content, problem);
+}
+
+/// [`crafted_base_refused`] of a plain base (`sealed` false) or of one encrypted with a key
+/// file (`--base-keyfile`): its tags verify, so the refusal is "inconsistent archive", not
+/// "wrong key".
+fn crafted_base_refused_as(
+    sealed: bool,
+    raw: &[u8],
+    indexed: &str,
+    digest: Option<[u8; 32]>,
+    content: &[u8],
+    problem: &str,
+) {
     let fx = Fx::new();
     let entry = IndexEntry {
         meta: file(indexed),
@@ -105,18 +119,46 @@ fn crafted_base_refused(
         first_offset: 0,
         last_seq: 0,
     };
-    let base = Archive::new(vec![Block::stored(raw, 0, Some(0))], vec![entry]);
+    let mut base = Archive::new(vec![Block::stored(raw, 0, Some(0))], vec![entry]);
+    base.sealed = sealed;
     std::fs::write(fx.p("base.kry"), base.bytes()).unwrap();
     let mut b2 = content.to_vec();
     b2[10] ^= 1;
     fx.file("v2/b.bin", &b2);
-    let t = fx.run(&["t", "base.kry"]);
+    if sealed {
+        let text = krypta::crypto::keytext::encode(
+            krypta::crypto::KeyKind::Symmetric,
+            &common::craft2::KEY,
+        );
+        fx.file("k.key", format!("{text}\n").as_bytes());
+        std::fs::set_permissions(
+            fx.p("k.key"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+    }
+    let k = fx.p("k.key");
+    let (t_key, c_key) = (["--keyfile", s(&k)], ["--base-keyfile", s(&k)]);
+    let mut t_args = vec!["t", "base.kry"];
+    let mut c_args = vec!["c", "-q", "--base", "base.kry"];
+    if sealed {
+        t_args.extend(t_key);
+        c_args.extend(c_key);
+    }
+    c_args.extend(["d.kry", "v2"]);
+    let t = fx.run(&t_args);
     assert_ne!(code(&t), 0);
-    let o = fx.run(&["c", "-q", "--base", "base.kry", "d.kry", "v2"]);
+    let o = fx.run(&c_args);
     let e = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(code(&o), code(&t), "{e}");
     assert!(e.starts_with("krypta: base.kry: "), "{e}");
     assert!(e.contains(problem), "{e}");
+    // Placed at the base frame holding the record (the only one here: it starts right after
+    // the header and its tag), not "at byte 0" as every such error said before.
+    let frame0 = base.first_frame_offset();
+    let kind = if sealed { "inconsistent" } else { "corrupt" };
+    let at = format!("{kind} archive at byte {frame0}: delta base record stream: base frame 0: ");
+    assert!(e.contains(&at), "{e}");
     assert!(!fx.exists("d.kry"));
 }
 
@@ -129,6 +171,22 @@ fn a_base_whose_stream_and_index_disagree_is_refused() {
     let content = common::bytes(100_000, 9, false);
     let raw = records("a.bin", &content, &[(0, 0..content.len())], None);
     crafted_base_refused(
+        &raw,
+        "b.bin",
+        None,
+        &content,
+        "ENTRY record: entry 0 is not the index's entry 0",
+    );
+}
+
+/// The same refusal for an encrypted base whose frames verify with the key given: the
+/// structure is named at its frame, and the key is not blamed.
+#[test]
+fn an_encrypted_base_whose_stream_and_index_disagree_is_refused_as_inconsistent() {
+    let content = common::bytes(100_000, 9, false);
+    let raw = records("a.bin", &content, &[(0, 0..content.len())], None);
+    crafted_base_refused_as(
+        true,
         &raw,
         "b.bin",
         None,

@@ -165,8 +165,15 @@ impl Archive {
         out
     }
 
-    /// The archive bytes, every tag valid.
-    pub fn bytes(&self) -> Vec<u8> {
+    /// Where data frame 0 starts: the length of the header with its stanza (when sealed)
+    /// and its tag.
+    #[allow(dead_code)]
+    pub fn first_frame_offset(&self) -> usize {
+        self.head().0.len()
+    }
+
+    /// The header's bytes with its tag, and the protection of the frames after it.
+    fn head(&self) -> (Vec<u8>, Protection) {
         let mut header = self.header.clone();
         let prot = if self.sealed {
             let fk = FileKey::from_bytes([0x11; 32]);
@@ -182,6 +189,12 @@ impl Archive {
         let mut out = header.write_untagged();
         let tag = prot.header_tag(&out);
         out.extend_from_slice(&tag);
+        (out, prot)
+    }
+
+    /// The archive bytes, every tag valid.
+    pub fn bytes(&self) -> Vec<u8> {
+        let (mut out, prot) = self.head();
         let mut index = self.index.clone();
         index.frame_body_lens.clear();
         for (seq, b) in self.blocks.iter().enumerate() {

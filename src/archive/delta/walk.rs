@@ -161,39 +161,56 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
     let mut current: Option<(u64, ExtentCheck)> = None;
     // Entry number of the next ENTRY record (stream order is index order).
     let mut number = 0u64;
-    // What `t` of the base would report (reader::base_fault): not a usage error.
-    let err = |e: WalkError| match e {
-        WalkError::Format(e) if base.is_sealed() => Error::AuthFailed {
-            path: base.path().to_path_buf(),
-            check: crate::error::AuthCheck::Structure,
-            detail: Some(Box::new(crate::error::Inconsistency {
-                offset: None,
-                problem: format!("delta base record stream: {e}"),
-            })),
-        },
-        WalkError::Format(e) => Error::Corrupt {
-            path: base.path().to_path_buf(),
-            offset: 0,
-            source: FormatError::invalid("delta base record stream", e.to_string()),
-        },
+    // What `t` of the base would report (reader::base_fault): not a usage error. A record
+    // that breaks a rule is placed at the base frame the walk was reading when it found it
+    // (`seq` frames read: the last one, `seq` − 1), by its number and the byte its head
+    // starts at (before, every such error said "at byte 0").
+    let err = |e: WalkError, seq: u64| match e {
+        WalkError::Format(e) => {
+            let frame = seq.saturating_sub(1);
+            let at = base.frame_offset(frame);
+            let problem = format!("base frame {frame}: {e}");
+            if base.is_sealed() {
+                Error::AuthFailed {
+                    path: base.path().to_path_buf(),
+                    check: crate::error::AuthCheck::Structure,
+                    detail: Some(Box::new(crate::error::Inconsistency {
+                        offset: at,
+                        problem: format!("delta base record stream: {problem}"),
+                    })),
+                }
+            } else {
+                Error::Corrupt {
+                    path: base.path().to_path_buf(),
+                    offset: at.unwrap_or(0),
+                    source: FormatError::invalid("delta base record stream", problem),
+                }
+            }
+        }
         WalkError::Base(f) => f.writing(),
         // Seen by no one: the writer that cancels has gone.
         WalkError::Cancelled => Error::Usage("the base walk was cancelled".into()),
     };
-    while let Some(head) = read_record(&mut walk, base.version()).map_err(err)? {
+    while let Some(head) = read_record(&mut walk, base.version()).map_err(|e| err(e, walk.seq))? {
         match head {
             RecordHead::Entry(meta) => {
                 if current.is_some() {
-                    return Err(err(WalkError::Format(FormatError::invalid(
-                        "record",
-                        format!("file entry {} has no END record", number - 1),
-                    ))));
+                    return Err(err(
+                        WalkError::Format(FormatError::invalid(
+                            "record",
+                            format!("file entry {} has no END record", number - 1),
+                        )),
+                        walk.seq,
+                    ));
                 }
                 if entries.get(number as usize).is_none_or(|e| e.meta != meta) {
-                    return Err(err(WalkError::Format(FormatError::invalid(
-                        "ENTRY record",
-                        format!("entry {number} is not the index's entry {number}"),
-                    ))));
+                    return Err(err(
+                        WalkError::Format(FormatError::invalid(
+                            "ENTRY record",
+                            format!("entry {number} is not the index's entry {number}"),
+                        )),
+                        walk.seq,
+                    ));
                 }
                 let file = meta.kind == EntryKind::File;
                 current = file.then(|| (number, ExtentCheck::default()));
@@ -202,54 +219,68 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
             RecordHead::Data { offset, len } => {
                 let stream = walk.position();
                 let Some((n, extents)) = current.as_mut() else {
-                    return Err(err(WalkError::Format(outside())));
+                    return Err(err(WalkError::Format(outside()), walk.seq));
                 };
-                extents.segment(offset, len).map_err(|e| err(e.into()))?;
+                extents
+                    .segment(offset, len)
+                    .map_err(|e| err(e.into(), walk.seq))?;
                 let segment = Segment {
                     file_offset: offset,
                     len: len as u64,
                     stream,
                 };
                 walk.segments.push((*n, segment));
-                walk.skip(len as u64).map_err(err)?;
+                walk.skip(len as u64).map_err(|e| err(e, walk.seq))?;
             }
             RecordHead::End { size, digest } => {
                 let Some((n, extents)) = current.take() else {
-                    return Err(err(WalkError::Format(outside())));
+                    return Err(err(WalkError::Format(outside()), walk.seq));
                 };
-                extents.end(size).map_err(|e| err(e.into()))?;
+                extents.end(size).map_err(|e| err(e.into(), walk.seq))?;
                 // The index's size and digest must be the stream's, as `t` of the base holds
                 // them (exit 3, "index disagrees with the record stream"); before (h78,
                 // session 33) such a file was only left unreferenced and the write went on.
                 let e = &entries[n as usize];
                 if e.size != size || e.digest != digest {
-                    return Err(err(WalkError::Format(FormatError::invalid(
-                        "END record",
-                        format!("file entry {n}'s size or digest is not the index's"),
-                    ))));
+                    return Err(err(
+                        WalkError::Format(FormatError::invalid(
+                            "END record",
+                            format!("file entry {n}'s size or digest is not the index's"),
+                        )),
+                        walk.seq,
+                    ));
                 }
                 walk.ends.push(n);
             }
             RecordHead::BaseRef { .. } => {
-                return Err(err(WalkError::Format(FormatError::invalid(
-                    "base record stream",
-                    "a BASE_REF record in a base (a base is not a delta archive)",
-                ))));
+                return Err(err(
+                    WalkError::Format(FormatError::invalid(
+                        "base record stream",
+                        "a BASE_REF record in a base (a base is not a delta archive)",
+                    )),
+                    walk.seq,
+                ));
             }
             RecordHead::Pad => {}
         }
     }
     if current.is_some() {
-        return Err(err(WalkError::Format(FormatError::invalid(
-            "record",
-            format!("file entry {} has no END record", number - 1),
-        ))));
+        return Err(err(
+            WalkError::Format(FormatError::invalid(
+                "record",
+                format!("file entry {} has no END record", number - 1),
+            )),
+            walk.seq,
+        ));
     }
     if number != entries.len() as u64 {
-        return Err(err(WalkError::Format(FormatError::invalid(
-            "record",
-            format!("{number} ENTRY records, the index has {}", entries.len()),
-        ))));
+        return Err(err(
+            WalkError::Format(FormatError::invalid(
+                "record",
+                format!("{number} ENTRY records, the index has {}", entries.len()),
+            )),
+            walk.seq,
+        ));
     }
     walk.publish(Some(walk.stream));
     Ok(())

@@ -370,6 +370,14 @@ impl BaseArchive {
         self.offsets.len() as u64
     }
 
+    /// Where data frame `seq` starts in the base (its head's first byte), when it was found.
+    pub(crate) fn frame_offset(&self, seq: u64) -> Option<u64> {
+        self.offsets
+            .get(seq as usize)
+            .copied()
+            .filter(|&at| at != MISSING_FRAME)
+    }
+
     /// A [`BaseFault::Invalid`] of frame `seq` at byte `at`.
     pub(super) fn invalid(&self, seq: u64, at: u64, problem: String) -> BaseFault {
         BaseFault::Invalid {
