@@ -27,6 +27,17 @@ pub fn cores_beside_caller() -> usize {
         .max(1)
 }
 
+/// The decode workers a reader runs for `-j jobs` (0: the default): at most the cores the
+/// reading thread leaves free ([`cores_beside_caller`]; the reasons are at the reader's
+/// open). A delta base shared by a reader's workers is sized by this too (its cache's
+/// working set holds a region per worker): sized by the cores, as before session 34, a
+/// 2-core `x --base` kept half again the base blocks it needed in fresh memory (aws-lc-sys's
+/// `-l 7` delta: 45 MB, eleven 4 MiB frames, where one worker's regions need 30 MB).
+pub fn decode_workers(jobs: usize) -> usize {
+    let free = cores_beside_caller();
+    if jobs == 0 { free } else { jobs.min(free) }
+}
+
 /// How many blocks may be in flight for `jobs` workers and blocks of `block_size` bytes:
 /// `2 × jobs + 2` (each worker busy with one block while the next waits) unless that
 /// exceeds [`IN_FLIGHT_BUDGET`], and never fewer than `jobs + 1` (so every worker has work).
@@ -305,6 +316,21 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader's decode workers, which also size a shared delta base's cache: never more
+    /// than the cores beside the reading thread, whatever `-j` asks (on 2 cores `-j 2` is one
+    /// worker; the base was told two and kept a third more frames than the read needed).
+    #[test]
+    fn decode_workers_leave_the_reading_thread_a_core() {
+        let free = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .saturating_sub(1)
+            .max(1);
+        assert_eq!(decode_workers(0), free);
+        assert_eq!(decode_workers(1), 1);
+        assert_eq!(decode_workers(free + 1), free);
+        assert_eq!(decode_workers(1000), free);
+    }
 
     #[test]
     fn results_come_back_in_order_with_bounded_in_flight() {

@@ -249,8 +249,13 @@ pub(crate) fn open_base_to_read(
     archive: &std::path::Path,
 ) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
     let taken = names_stdin(archive).then_some("the archive");
-    let opened = open_base_raw(b, k.jobs, true, stdin_taken(taken, k.pass_fd))
-        .map(|o| o.map(|base| base.shared(workers_or_cores(k.jobs))));
+    let opened = open_base_raw(b, k.jobs, true, stdin_taken(taken, k.pass_fd)).map(|o| {
+        o.map(|base| {
+            base.shared(krypta::archive::pipeline::decode_workers(
+                k.jobs.unwrap_or(0),
+            ))
+        })
+    });
     match opened {
         // The base's key is missing: if the base is not the archive's base at all, say that
         // first (both ids are in the headers, read without a key), instead of asking for a
@@ -347,14 +352,6 @@ fn open_base_raw(
         opened.set_shared_password();
     }
     Ok(Some(opened))
-}
-
-/// The workers a base is shared by ([`BaseArchive::shared`]): `-j`, else every core.
-///
-/// [`BaseArchive::shared`]: krypta::archive::reader::BaseArchive::shared
-fn workers_or_cores(jobs: Option<usize>) -> usize {
-    jobs.filter(|&j| j > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A base's missing key, worded with the base's own key options (not the archive's).

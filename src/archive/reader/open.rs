@@ -315,12 +315,7 @@ impl Archive {
         // decode worker on 2 cores only made both wait (a /usr/include tree: 545 ms at -j 2
         // against 483 ms at -j 1, medians of 5). So on N cores, `-j` gives at most N − 1
         // workers (at least 1), and the default is N − 1: `-j 2` is never slower than `-j 1`.
-        let free = crate::archive::pipeline::cores_beside_caller();
-        let jobs = if opts.jobs == 0 {
-            free
-        } else {
-            opts.jobs.min(free)
-        };
+        let jobs = crate::archive::pipeline::decode_workers(opts.jobs);
         let header_len = bytes.len() as u64;
         // Spare buffers for the blocks in flight, within the recycling budget (see the writer).
         let in_flight = crate::archive::pipeline::max_in_flight(jobs, header.block_size as usize);
