@@ -290,6 +290,10 @@ fn stage(pair: &Pair, t: &Path, len: usize) -> Result<(u64, u64)> {
 
 /// One write and one read of `job`: (output bytes, write secs, read secs, read CPU secs).
 /// When `expected` is given, the restored file is compared with it.
+/// One round's run of a job: the output's size, the write's seconds, and each read's wall
+/// and CPU seconds.
+type Run = (u64, f64, Vec<(f64, f64)>);
+
 fn one_run(
     exe: &Path,
     t: &Path,
@@ -297,7 +301,7 @@ fn one_run(
     key: &Path,
     job: &Job,
     expected: Option<&Vec<u8>>,
-) -> std::result::Result<(u64, f64, Vec<(f64, f64)>), String> {
+) -> std::result::Result<Run, String> {
     let out = t.join("out.bin");
     let restored_dir = t.join("restored");
     let _ = std::fs::remove_file(&out);
