@@ -433,9 +433,40 @@ mod tests {
                  than 96 ms, 0.96x the whole-file extract's time."
                     .to_string(),
                 "ruff: write and size goals together: met by the default at 1 thread (123 MB/s, \
-                 1.12x), -l 6 at 2 threads (98 MB/s, 1.15x)."
+                 1.12x, read 1.20x: read goal met too), -l 6 at 2 threads (98 MB/s, 1.15x, read \
+                 not judged)."
                     .to_string(),
             ]
+        );
+    }
+
+    /// The goals line judges each row's read against the whole-file extract at its own
+    /// thread count: 0.1 s against 0.07 s is 1.43×, over the read goal.
+    #[test]
+    fn the_goals_line_says_which_rows_meet_the_read_goal_too() {
+        let mut m = ruff(true);
+        let whole = m
+            .modes
+            .iter()
+            .find(|r| r.mode == Mode::Whole)
+            .cloned()
+            .unwrap();
+        m.modes.push(ModeRow {
+            threads: 2,
+            outcome: Outcome::Measured(Timed {
+                size: 10_200_000,
+                write_secs: 0.5,
+                read_secs: 0.07,
+                read_cpu_secs: 0.06,
+            }),
+            ..whole
+        });
+        let t = render(&m);
+        assert_eq!(
+            t.reading.last().unwrap(),
+            "ruff: write and size goals together: met by the default at 1 thread (123 MB/s, \
+             1.12x, read 1.20x: read goal met too), -l 6 at 2 threads (98 MB/s, 1.15x, read \
+             1.43x: read goal not met)."
         );
     }
 
