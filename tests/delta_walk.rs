@@ -11,7 +11,7 @@ use common::craft2::{Archive, Block, file};
 use common::{code, s};
 use krypta::format::Version;
 use krypta::format::index::IndexEntry;
-use krypta::format::record::{write_data_head, write_end, write_entry};
+use krypta::format::record::{DATA_HEAD_LEN, write_data_head, write_end, write_entry};
 
 /// v1: `a.bin` then `z.bin`, 256 KiB of random bytes each, in 64 KiB blocks (so `z.bin`'s
 /// frames are the second half of the base's); v2: `a.bin` with one byte changed, no `z.bin`.
@@ -101,7 +101,7 @@ fn crafted_base_refused(
 
 /// [`crafted_base_refused`] of a plain base (`sealed` false) or of one encrypted with a key
 /// file (`--base-keyfile`): its tags verify, so the refusal is "inconsistent archive", not
-/// "wrong key".
+/// "wrong key". The record stream is one frame.
 fn crafted_base_refused_as(
     sealed: bool,
     raw: &[u8],
@@ -110,16 +110,40 @@ fn crafted_base_refused_as(
     content: &[u8],
     problem: &str,
 ) {
+    crafted_base_refused_in(sealed, raw, None, indexed, digest, content, problem, 0);
+}
+
+/// [`crafted_base_refused_as`] with the record stream cut into two frames at `cut`
+/// (`Some((at, first record of the second frame))`), the refusal placed at base frame
+/// `frame`.
+#[allow(clippy::too_many_arguments)]
+fn crafted_base_refused_in(
+    sealed: bool,
+    raw: &[u8],
+    cut: Option<(usize, Option<u32>)>,
+    indexed: &str,
+    digest: Option<[u8; 32]>,
+    content: &[u8],
+    problem: &str,
+    frame: usize,
+) {
     let fx = Fx::new();
+    let blocks = match cut {
+        None => vec![Block::stored(raw, 0, Some(0))],
+        Some((at, first)) => vec![
+            Block::stored(&raw[..at], 0, Some(0)),
+            Block::stored(&raw[at..], at as u64, first),
+        ],
+    };
     let entry = IndexEntry {
         meta: file(indexed),
         size: content.len() as u64,
         digest,
         first_seq: 0,
         first_offset: 0,
-        last_seq: 0,
+        last_seq: blocks.len() as u64 - 1,
     };
-    let mut base = Archive::new(vec![Block::stored(raw, 0, Some(0))], vec![entry]);
+    let mut base = Archive::new(blocks, vec![entry]);
     base.sealed = sealed;
     std::fs::write(fx.p("base.kry"), base.bytes()).unwrap();
     let mut b2 = content.to_vec();
@@ -153,11 +177,12 @@ fn crafted_base_refused_as(
     assert_eq!(code(&o), code(&t), "{e}");
     assert!(e.starts_with("krypta: base.kry: "), "{e}");
     assert!(e.contains(problem), "{e}");
-    // Placed at the base frame holding the record (the only one here: it starts right after
-    // the header and its tag), not "at byte 0" as every such error said before.
-    let frame0 = base.first_frame_offset();
+    // Placed at the base frame the record starts in, by its number and the byte the frame
+    // starts at, not "at byte 0" as every such error said before.
+    let start = base.frame_offset(frame);
     let kind = if sealed { "inconsistent" } else { "corrupt" };
-    let at = format!("{kind} archive at byte {frame0}: delta base record stream: base frame 0: ");
+    let at =
+        format!("{kind} archive at byte {start}: delta base record stream: base frame {frame}: ");
     assert!(e.contains(&at), "{e}");
     assert!(!fx.exists("d.kry"));
 }
@@ -209,6 +234,44 @@ fn a_base_file_with_segments_out_of_order_is_refused() {
         None,
         &content,
         "segment at 0 overlaps or precedes the previous one ending at 100000",
+    );
+}
+
+/// A record that starts in one base frame and runs on into the next is placed at the frame
+/// it starts in (review of session 34: the walk, then in the next frame, named that one).
+/// Here the out-of-order DATA record's head is cut five bytes in; the record before it and
+/// the content after it fill both frames.
+#[test]
+fn a_bad_record_is_placed_at_the_frame_it_starts_in() {
+    let content = common::bytes(100_000, 9, false);
+    let cuts = [(50_000, 50_000..100_000), (0, 0..50_000)];
+    let raw = records("b.bin", &content, &cuts, None);
+    let mut entry = Vec::new();
+    write_entry(&mut entry, &file("b.bin"), Version::V2);
+    let second = entry.len() + DATA_HEAD_LEN + 50_000;
+    let end = second + DATA_HEAD_LEN + 50_000;
+    let at = second + 5;
+    let problem = "segment at 0 overlaps or precedes the previous one ending at 100000";
+    crafted_base_refused_in(
+        false,
+        &raw,
+        Some((at, Some((end - at) as u32))),
+        "b.bin",
+        None,
+        &content,
+        problem,
+        0,
+    );
+    // Cut before the head instead, the record starts in (and is placed at) the second frame.
+    crafted_base_refused_in(
+        false,
+        &raw,
+        Some((second, Some(0))),
+        "b.bin",
+        None,
+        &content,
+        problem,
+        1,
     );
 }
 

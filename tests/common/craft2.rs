@@ -12,7 +12,7 @@ use krypta::format::Version;
 use krypta::format::block::{BLOCK_HEADER_LEN_V2, BlockHeaderV2};
 use krypta::format::extension::Extension;
 use krypta::format::footer::Footer;
-use krypta::format::frame::{FrameHeader, FrameKind};
+use krypta::format::frame::{FRAME_HEADER_LEN, FrameHeader, FrameKind, TAG_LEN};
 use krypta::format::header::Header;
 use krypta::format::index::{Index, IndexEntry};
 use krypta::format::{EntryKind, EntryMeta, Timestamp};
@@ -165,11 +165,15 @@ impl Archive {
         out
     }
 
-    /// Where data frame 0 starts: the length of the header with its stanza (when sealed)
-    /// and its tag.
+    /// Where data frame `k` starts: after the header with its stanza (when sealed) and its
+    /// tag, and the data frames before it (head, body and tag each).
     #[allow(dead_code)]
-    pub fn first_frame_offset(&self) -> usize {
-        self.head().0.len()
+    pub fn frame_offset(&self, k: usize) -> usize {
+        let before: usize = self.blocks[..k]
+            .iter()
+            .map(|b| FRAME_HEADER_LEN + b.body().len() + TAG_LEN)
+            .sum();
+        self.head().0.len() + before
     }
 
     /// The header's bytes with its tag, and the protection of the frames after it.

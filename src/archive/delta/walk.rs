@@ -162,14 +162,18 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
     // Entry number of the next ENTRY record (stream order is index order).
     let mut number = 0u64;
     // What `t` of the base would report (reader::base_fault): not a usage error. A record
-    // that breaks a rule is placed at the base frame the walk was reading when it found it
-    // (`seq` frames read: the last one, `seq` − 1), by its number and the byte its head
-    // starts at (before, every such error said "at byte 0").
-    let err = |e: WalkError, seq: u64| match e {
+    // that breaks a rule is placed at the base frame its first byte is in (a record may run
+    // on into the next frame), by the frame's number and the byte its head starts at; a
+    // rule broken at the stream's end, at the last frame (before, every such error said "at
+    // byte 0"; review of session 34: placing it where the walk stopped named the next frame
+    // for a record that crossed into it).
+    let err = |e: WalkError, frame: Option<u64>| match e {
         WalkError::Format(e) => {
-            let frame = seq.saturating_sub(1);
-            let at = base.frame_offset(frame);
-            let problem = format!("base frame {frame}: {e}");
+            let at = frame.and_then(|f| base.frame_offset(f));
+            let problem = match frame {
+                Some(f) => format!("base frame {f}: {e}"),
+                None => e.to_string(),
+            };
             if base.is_sealed() {
                 Error::AuthFailed {
                     path: base.path().to_path_buf(),
@@ -191,7 +195,11 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
         // Seen by no one: the writer that cancels has gone.
         WalkError::Cancelled => Error::Usage("the base walk was cancelled".into()),
     };
-    while let Some(head) = read_record(&mut walk, base.version()).map_err(|e| err(e, walk.seq))? {
+    loop {
+        let rec = walk.next_record_frame();
+        let Some(head) = read_record(&mut walk, base.version()).map_err(|e| err(e, rec))? else {
+            break;
+        };
         match head {
             RecordHead::Entry(meta) => {
                 if current.is_some() {
@@ -200,7 +208,7 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                             "record",
                             format!("file entry {} has no END record", number - 1),
                         )),
-                        walk.seq,
+                        rec,
                     ));
                 }
                 if entries.get(number as usize).is_none_or(|e| e.meta != meta) {
@@ -209,7 +217,7 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                             "ENTRY record",
                             format!("entry {number} is not the index's entry {number}"),
                         )),
-                        walk.seq,
+                        rec,
                     ));
                 }
                 let file = meta.kind == EntryKind::File;
@@ -219,24 +227,24 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
             RecordHead::Data { offset, len } => {
                 let stream = walk.position();
                 let Some((n, extents)) = current.as_mut() else {
-                    return Err(err(WalkError::Format(outside()), walk.seq));
+                    return Err(err(WalkError::Format(outside()), rec));
                 };
                 extents
                     .segment(offset, len)
-                    .map_err(|e| err(e.into(), walk.seq))?;
+                    .map_err(|e| err(e.into(), rec))?;
                 let segment = Segment {
                     file_offset: offset,
                     len: len as u64,
                     stream,
                 };
                 walk.segments.push((*n, segment));
-                walk.skip(len as u64).map_err(|e| err(e, walk.seq))?;
+                walk.skip(len as u64).map_err(|e| err(e, rec))?;
             }
             RecordHead::End { size, digest } => {
                 let Some((n, extents)) = current.take() else {
-                    return Err(err(WalkError::Format(outside()), walk.seq));
+                    return Err(err(WalkError::Format(outside()), rec));
                 };
-                extents.end(size).map_err(|e| err(e.into(), walk.seq))?;
+                extents.end(size).map_err(|e| err(e.into(), rec))?;
                 // The index's size and digest must be the stream's, as `t` of the base holds
                 // them (exit 3, "index disagrees with the record stream"); before (h78,
                 // session 33) such a file was only left unreferenced and the write went on.
@@ -247,7 +255,7 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                             "END record",
                             format!("file entry {n}'s size or digest is not the index's"),
                         )),
-                        walk.seq,
+                        rec,
                     ));
                 }
                 walk.ends.push(n);
@@ -258,7 +266,7 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                         "base record stream",
                         "a BASE_REF record in a base (a base is not a delta archive)",
                     )),
-                    walk.seq,
+                    rec,
                 ));
             }
             RecordHead::Pad => {}
@@ -270,7 +278,7 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                 "record",
                 format!("file entry {} has no END record", number - 1),
             )),
-            walk.seq,
+            walk.seq.checked_sub(1),
         ));
     }
     if number != entries.len() as u64 {
@@ -279,7 +287,7 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                 "record",
                 format!("{number} ENTRY records, the index has {}", entries.len()),
             )),
-            walk.seq,
+            walk.seq.checked_sub(1),
         ));
     }
     walk.publish(Some(walk.stream));
@@ -322,6 +330,16 @@ struct Walk<'a> {
 impl Walk<'_> {
     fn position(&self) -> u64 {
         self.stream
+    }
+
+    /// The base frame the next record starts in: the current block's while it has bytes
+    /// left, else the next frame's (the last one's at the stream's end; none before any).
+    fn next_record_frame(&self) -> Option<u64> {
+        if self.pos < self.block.len() || self.seq == self.base.data_frames() {
+            self.seq.checked_sub(1)
+        } else {
+            Some(self.seq)
+        }
     }
 
     /// Hands what was parsed to the writer; `Some(len)` at the stream's end.
