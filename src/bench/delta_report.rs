@@ -208,9 +208,9 @@ pub fn render(m: &Measured) -> Table {
          the encrypted one with the same key file) so their write time includes reading the \
          base. Peers run one thread, encode file to file and decode to a file. Every restore \
          is compared with the new version once. Each mode and peer ran once per round, in reverse \
-         order every other round; median of {} round(s) (a run over 1.5 s is timed once), krypta's \
-         restores {} times a round into an empty directory and the median taken over all of \
-         them. Sizes ÷ `{}` \
+         order every other round; median of {} round(s) (a run over 1.5 s is timed once); krypta \
+         restores each archive {} times a round into an empty directory, and its read is the \
+         median over all of them. Sizes ÷ `{}` \
          on the same pair; read time ÷ krypta's whole-file extract at the same thread count. \
          DeltaGlider rows are its published figures (8 vCPU, consecutive ~60 MB Alpine ISOs), \
          quoted, not measured.",

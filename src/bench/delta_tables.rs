@@ -288,12 +288,13 @@ fn stage(pair: &Pair, t: &Path, len: usize) -> Result<(u64, u64)> {
     Ok((sizes[0], sizes[1]))
 }
 
-/// One write and one read of `job`: (output bytes, write secs, read secs, read CPU secs).
-/// When `expected` is given, the restored file is compared with it.
 /// One round's run of a job: the output's size, the write's seconds, and each read's wall
 /// and CPU seconds.
 type Run = (u64, f64, Vec<(f64, f64)>);
 
+/// One write of `job` and its reads: [`KRYPTA_READS`] restores of a krypta archive, each into
+/// an empty directory, one decode of a peer's. When `expected` is given, the file the last
+/// restore wrote is compared with it.
 fn one_run(
     exe: &Path,
     t: &Path,
