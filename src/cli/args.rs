@@ -213,7 +213,7 @@ pub(crate) struct KeyArgs {
     /// Password of a protected secret key (-i) from the first line of FILE (default: prompt)
     #[arg(long, value_name = "FILE", help_heading = "Keys")]
     pub(crate) key_pass_file: Option<PathBuf>,
-    /// Worker threads (default: all cores)
+    /// Decode worker threads (default and most: the cores but one, the reading thread has one)
     #[arg(short = 'j', long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
 }
