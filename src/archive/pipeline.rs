@@ -29,10 +29,8 @@ pub fn cores_beside_caller() -> usize {
 
 /// The decode workers a reader runs for `-j jobs` (0: the default): at most the cores the
 /// reading thread leaves free ([`cores_beside_caller`]; the reasons are at the reader's
-/// open). A delta base shared by a reader's workers is sized by this too (its cache's
-/// working set holds a region per worker): sized by the cores, as before session 34, a
-/// 2-core `x --base` kept half again the base blocks it needed in fresh memory (aws-lc-sys's
-/// `-l 7` delta: 45 MB, eleven 4 MiB frames, where one worker's regions need 30 MB).
+/// open). (A delta base shared by a reader is still told `-j` or the cores: see
+/// `workers_or_cores` in the CLI's keys for why.)
 pub fn decode_workers(jobs: usize) -> usize {
     let free = cores_beside_caller();
     if jobs == 0 { free } else { jobs.min(free) }
@@ -317,9 +315,8 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 mod tests {
     use super::*;
 
-    /// A reader's decode workers, which also size a shared delta base's cache: never more
-    /// than the cores beside the reading thread, whatever `-j` asks (on 2 cores `-j 2` is one
-    /// worker; the base was told two and kept a third more frames than the read needed).
+    /// A reader's decode workers: never more than the cores beside the reading thread,
+    /// whatever `-j` asks (on 2 cores `-j 2` is one worker).
     #[test]
     fn decode_workers_leave_the_reading_thread_a_core() {
         let free = std::thread::available_parallelism()

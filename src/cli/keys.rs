@@ -249,13 +249,8 @@ pub(crate) fn open_base_to_read(
     archive: &std::path::Path,
 ) -> Result<Option<std::sync::Arc<krypta::archive::reader::BaseArchive>>> {
     let taken = names_stdin(archive).then_some("the archive");
-    let opened = open_base_raw(b, k.jobs, true, stdin_taken(taken, k.pass_fd)).map(|o| {
-        o.map(|base| {
-            base.shared(krypta::archive::pipeline::decode_workers(
-                k.jobs.unwrap_or(0),
-            ))
-        })
-    });
+    let opened = open_base_raw(b, k.jobs, true, stdin_taken(taken, k.pass_fd))
+        .map(|o| o.map(|base| base.shared(workers_or_cores(k.jobs))));
     match opened {
         // The base's key is missing: if the base is not the archive's base at all, say that
         // first (both ids are in the headers, read without a key), instead of asking for a
@@ -352,6 +347,23 @@ fn open_base_raw(
         opened.set_shared_password();
     }
     Ok(Some(opened))
+}
+
+/// The workers a base is shared by ([`BaseArchive::shared`]): `-j`, else every core.
+///
+/// Not the reader's decode workers (`pipeline::decode_workers`, cores − 1), although those
+/// are what read the regions: tried in session 34, it cut `x --base`'s peak RSS on 2 cores
+/// (aws-lc-sys's `-l 7` delta 82 → 72–76 MB, no faster), but a delta of BASE_REFs read
+/// 1.10–1.31× slower (three identical 30 MB files and an executable: 164 → 179–216 ms, 15–21
+/// interleaved rounds): the cache's working set, sized by this count, then left the
+/// prefetch thread no room for the frames the BASE_REF reader asks for ahead, even with that
+/// working set raised to `workers + 3` blocks. Sizing it anew needs the prefetch's room
+/// understood first.
+///
+/// [`BaseArchive::shared`]: krypta::archive::reader::BaseArchive::shared
+fn workers_or_cores(jobs: Option<usize>) -> usize {
+    jobs.filter(|&j| j > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A base's missing key, worded with the base's own key options (not the archive's).
