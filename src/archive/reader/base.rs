@@ -100,7 +100,7 @@ pub struct BaseArchive {
     /// Workers that ask for regions at the same time ([`BaseArchive::shared`]).
     pub(super) workers: usize,
     /// Frames for the prefetch thread ([`BaseArchive::shared`]; none without one).
-    pub(super) prefetch: Mutex<Option<std::sync::mpsc::Sender<(u64, bool)>>>,
+    pub(super) prefetch: Mutex<Option<std::sync::mpsc::Sender<super::base_cache::Hint>>>,
 }
 
 impl std::fmt::Debug for BaseArchive {
