@@ -195,6 +195,13 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
         // Seen by no one: the writer that cancels has gone.
         WalkError::Cancelled => Error::Usage("the base walk was cancelled".into()),
     };
+    // A record of base frame `frame` that breaks a rule of `what`.
+    let invalid = |what: &'static str, problem: String, frame: Option<u64>| {
+        err(
+            WalkError::Format(FormatError::invalid(what, problem)),
+            frame,
+        )
+    };
     loop {
         let rec = walk.next_record_frame();
         let Some(head) = read_record(&mut walk, base.version()).map_err(|e| err(e, rec))? else {
@@ -203,20 +210,16 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
         match head {
             RecordHead::Entry(meta) => {
                 if current.is_some() {
-                    return Err(err(
-                        WalkError::Format(FormatError::invalid(
-                            "record",
-                            format!("file entry {} has no END record", number - 1),
-                        )),
+                    return Err(invalid(
+                        "record",
+                        format!("file entry {} has no END record", number - 1),
                         rec,
                     ));
                 }
                 if entries.get(number as usize).is_none_or(|e| e.meta != meta) {
-                    return Err(err(
-                        WalkError::Format(FormatError::invalid(
-                            "ENTRY record",
-                            format!("entry {number} is not the index's entry {number}"),
-                        )),
+                    return Err(invalid(
+                        "ENTRY record",
+                        format!("entry {number} is not the index's entry {number}"),
                         rec,
                     ));
                 }
@@ -250,22 +253,18 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
                 // session 33) such a file was only left unreferenced and the write went on.
                 let e = &entries[n as usize];
                 if e.size != size || e.digest != digest {
-                    return Err(err(
-                        WalkError::Format(FormatError::invalid(
-                            "END record",
-                            format!("file entry {n}'s size or digest is not the index's"),
-                        )),
+                    return Err(invalid(
+                        "END record",
+                        format!("file entry {n}'s size or digest is not the index's"),
                         rec,
                     ));
                 }
                 walk.ends.push(n);
             }
             RecordHead::BaseRef { .. } => {
-                return Err(err(
-                    WalkError::Format(FormatError::invalid(
-                        "base record stream",
-                        "a BASE_REF record in a base (a base is not a delta archive)",
-                    )),
+                return Err(invalid(
+                    "base record stream",
+                    "a BASE_REF record in a base (a base is not a delta archive)".into(),
                     rec,
                 ));
             }
@@ -273,20 +272,16 @@ fn walk(base: &BaseArchive, progress: &Progress) -> Result<()> {
         }
     }
     if current.is_some() {
-        return Err(err(
-            WalkError::Format(FormatError::invalid(
-                "record",
-                format!("file entry {} has no END record", number - 1),
-            )),
+        return Err(invalid(
+            "record",
+            format!("file entry {} has no END record", number - 1),
             walk.seq.checked_sub(1),
         ));
     }
     if number != entries.len() as u64 {
-        return Err(err(
-            WalkError::Format(FormatError::invalid(
-                "record",
-                format!("{number} ENTRY records, the index has {}", entries.len()),
-            )),
+        return Err(invalid(
+            "record",
+            format!("{number} ENTRY records, the index has {}", entries.len()),
             walk.seq.checked_sub(1),
         ));
     }

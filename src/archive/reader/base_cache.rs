@@ -190,29 +190,26 @@ pub(super) struct Hint {
 /// are needed only by blocks further on.
 #[derive(Debug, Default)]
 struct Hints {
-    queue: VecDeque<Hint>,
-    /// How many hints at the queue's front are `Ahead` ones (kept in their own order).
-    ahead: usize,
+    /// A BASE_REF reader's frames, served first, in the order asked.
+    ahead: VecDeque<Hint>,
+    /// Every other hint, in the order it came.
+    rest: VecDeque<Hint>,
 }
 
 impl Hints {
     fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.ahead.is_empty() && self.rest.is_empty()
     }
 
     fn add(&mut self, h: Hint) {
-        if h.kind == HintKind::Ahead {
-            self.queue.insert(self.ahead, h);
-            self.ahead += 1;
-        } else {
-            self.queue.push_back(h);
+        match h.kind {
+            HintKind::Ahead => self.ahead.push_back(h),
+            HintKind::Region | HintKind::Walk => self.rest.push_back(h),
         }
     }
 
     fn next(&mut self) -> Option<Hint> {
-        let h = self.queue.pop_front()?;
-        self.ahead = self.ahead.saturating_sub(1);
-        Some(h)
+        self.ahead.pop_front().or_else(|| self.rest.pop_front())
     }
 }
 
@@ -461,6 +458,6 @@ mod tests {
         let order: Vec<u64> = std::iter::from_fn(|| h.next()).map(|x| x.seq).collect();
         assert_eq!(order, [2, 3, 5, 6, 7]);
         assert!(h.is_empty());
-        assert_eq!(h.ahead, 0);
+        assert!(h.ahead.is_empty() && h.rest.is_empty());
     }
 }
